@@ -1,0 +1,134 @@
+# attograd - build, test, install.
+#
+#   make                 build build/float/libattograd.a and build/float/attograd
+#   make run             train the default task (the main job)
+#   make check           the whole test suite, in float and in double
+#   make REAL=double     build with ag_real = double
+#   make check SANITIZE=address,undefined
+#   make install PREFIX=/usr/local DESTDIR=
+#
+CC ?= cc
+CFLAGS ?= -O2 -g
+PREFIX ?= /usr/local
+REAL ?= float
+SANITIZE ?=
+
+ifeq ($(filter $(REAL),float double),)
+$(error REAL must be float or double, not '$(REAL)')
+endif
+
+BUILDROOT ?= build
+BUILD := $(BUILDROOT)/$(REAL)$(if $(SANITIZE),-san)
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -Iinclude -MMD -MP
+ALL_LDFLAGS := $(LDFLAGS)
+ifeq ($(REAL),double)
+ALL_CFLAGS += -DAG_REAL_DOUBLE
+PC_CFLAGS := -DAG_REAL_DOUBLE
+endif
+ifneq ($(SANITIZE),)
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+LIBS := -lm
+
+LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/nn/*.c src/optim/*.c src/io/*.c src/check/*.c))
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/*.c))
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+
+LIB := $(BUILD)/libattograd.a
+BIN := $(BUILD)/attograd
+TEST_BIN := $(BUILD)/tests/run_tests
+
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+
+.PHONY: all run demo check check-deps test examples install uninstall clean
+
+all: $(LIB) $(BIN) $(EXAMPLES)
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(ALL_LDFLAGS) $(LIBS)
+
+$(BUILD)/examples/%: examples/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(ALL_LDFLAGS) $(LIBS)
+
+$(BUILD)/tests/%.o: tests/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Isrc -I$(BUILD)/tests -c -o $@ $<
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# Every `Suite *suite_NAME(void)` in tests/*.c is run: adding a test file is
+# all it takes to add a suite.
+$(BUILD)/tests/suites.h: $(TEST_SRC)
+	@mkdir -p $(@D)
+	sed -n 's/^Suite \*\(suite_[a-z0-9_]*\)(void)$$/AG_SUITE(\1)/p' $(TEST_SRC) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tests/run_tests.o: $(BUILD)/tests/suites.h
+
+$(TEST_BIN): $(TEST_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(ALL_LDFLAGS) $(CHECK_LIBS) $(LIBS)
+
+examples: $(EXAMPLES)
+
+# The main job.
+run: $(BIN)
+	$(BIN) demo
+
+demo: $(BIN)
+	$(BIN) demo
+
+# Check (the test framework) comes from Debian's packages. As root we install
+# it; otherwise we say exactly what to run.
+check-deps:
+	@if ! pkg-config --exists check 2>/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Check is missing: installing it with apt-get (check, pkg-config)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq check pkg-config >/dev/null || exit 1; \
+	  else \
+	    echo "Check is missing. Install it with:  sudo apt-get install check pkg-config"; exit 1; \
+	  fi; \
+	fi
+
+# Both precisions, each in its own build directory.
+check: check-deps
+	$(MAKE) --no-print-directory REAL=float test
+	$(MAKE) --no-print-directory REAL=double test
+
+test: $(TEST_BIN) $(BIN) $(EXAMPLES)
+	@echo "== tests: REAL=$(REAL)$(if $(SANITIZE), SANITIZE=$(SANITIZE)) =="
+	AG_BIN=$(BIN) AG_EXAMPLES=$(BUILD)/examples $(TEST_BIN)
+
+attograd.pc: Makefile
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: attograd\nDescription: a small autograd in C, centered on attention\nVersion: %s\nCflags: -I$${includedir} %s\nLibs: -L$${libdir} -lattograd -lm\n' \
+	  '$(PREFIX)' "$$(sed -n 's/^#define AG_VERSION "\(.*\)"/\1/p' include/attograd.h)" '$(PC_CFLAGS)' > $@
+
+install: $(LIB) $(BIN) attograd.pc
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/attograd
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libattograd.a
+	install -m 644 include/attograd.h $(DESTDIR)$(PREFIX)/include/attograd.h
+	install -m 644 attograd.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/attograd.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/attograd $(DESTDIR)$(PREFIX)/lib/libattograd.a \
+	  $(DESTDIR)$(PREFIX)/include/attograd.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/attograd.pc
+
+clean:
+	rm -rf build attograd.pc
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

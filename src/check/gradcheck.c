@@ -1,0 +1,180 @@
+/*
+ * gradcheck.c - compare analytic gradients with central differences,
+ *   dL/dx_i ~ (L(x + eps e_i) - L(x - eps e_i)) / (2 eps).
+ * A result with several elements is projected onto fixed random weights,
+ * L = sum(w * out), so that every output element matters to the loss and a
+ * wrong backward cannot hide (the sum of a softmax is always 1).
+ */
+#include "../core/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+ag_gradcheck_opts ag_gradcheck_defaults(void)
+{
+    ag_gradcheck_opts o;
+    memset(&o, 0, sizeof(o));
+#ifdef AG_REAL_DOUBLE
+    o.eps = 1e-5;
+    o.rtol = 1e-6;
+    o.atol = 1e-3;
+#else
+    o.eps = 1e-2;
+    o.rtol = 1e-2;
+    o.atol = 1e-2;
+#endif
+    o.max_samples = 256;
+    o.seed = 1;
+    return o;
+}
+
+typedef struct check_run {
+    ag_build_fn build;
+    void *ctx;
+    ag_tensor *const *inputs;
+    ag_tape *tape;
+    ag_real *weights;      /* (n_weights) projection weights, made on the first pass */
+    size_t n_weights;
+    uint64_t seed;
+} check_run;
+
+/* Build the result and reduce it to the loss. NULL with the tape error set. */
+static ag_tensor *build_loss(check_run *run)
+{
+    ag_tape *tape = run->tape;
+    ag_tape_reset(tape);
+    ag_tensor *out = run->build(tape, run->inputs, run->ctx);
+    if (!out) {
+        if (ag_tape_status(tape) == AG_OK)
+            ag_tape_fail(tape, AG_ERR_ARG, "gradcheck: the build function returned NULL");
+        return NULL;
+    }
+    if (out->size == 1)
+        return out;
+    if (!run->weights) {
+        run->weights = malloc(out->size * sizeof(ag_real));
+        if (!run->weights) {
+            ag_tape_fail(tape, AG_ERR_NOMEM, "gradcheck: out of memory");
+            return NULL;
+        }
+        ag_rng rng = ag_rng_new(run->seed ^ 0x5eedULL);
+        for (size_t i = 0; i < out->size; i++)
+            run->weights[i] = (ag_real)ag_rng_normal(&rng);
+        run->n_weights = out->size;
+    }
+    if (out->size != run->n_weights) {
+        ag_tape_fail(tape, AG_ERR_SHAPE, "gradcheck: the result changed size between passes");
+        return NULL;
+    }
+    ag_tensor *w = ag_tensor_from(tape, out->ndim, out->shape, run->weights);
+    return ag_sum(tape, ag_mul(tape, out, w));
+}
+
+static void copy_error(const ag_tape *tape, char *err, size_t errlen)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s", ag_tape_error(tape));
+}
+
+ag_status ag_gradcheck_bug(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
+                           const ag_gradcheck_opts *opts, ag_gradcheck_result *result, char *err,
+                           size_t errlen, int bug)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (!build || !inputs || n_inputs < 1 || !result) {
+        if (err && errlen)
+            snprintf(err, errlen, "gradcheck: bad arguments");
+        return AG_ERR_ARG;
+    }
+    for (int k = 0; k < n_inputs; k++) {
+        if (!inputs[k] || !inputs[k]->grad) {
+            if (err && errlen)
+                snprintf(err, errlen, "gradcheck: input %d is NULL or has no gradient", k + 1);
+            return AG_ERR_ARG;
+        }
+    }
+    ag_gradcheck_opts o = ag_gradcheck_defaults();
+    if (opts) {
+        if (opts->eps > 0)
+            o.eps = opts->eps;
+        if (opts->rtol > 0)
+            o.rtol = opts->rtol;
+        if (opts->atol > 0)
+            o.atol = opts->atol;
+        o.max_samples = opts->max_samples;
+        o.seed = opts->seed;
+    }
+    memset(result, 0, sizeof(*result));
+    result->tolerance = o.rtol;
+    result->worst_input = -1;
+
+    check_run run = {build, ctx, inputs, ag_tape_new(), NULL, 0, o.seed};
+    if (!run.tape)
+        return AG_ERR_NOMEM;
+    run.tape->bug = bug;
+    ag_status status = AG_OK;
+
+    /* The analytic gradient, once. */
+    ag_zero_grad(inputs, (size_t)n_inputs);
+    ag_tensor *loss = build_loss(&run);
+    status = loss ? ag_backward(run.tape, loss) : ag_tape_status(run.tape);
+    if (status != AG_OK) {
+        copy_error(run.tape, err, errlen);
+        goto done;
+    }
+
+    ag_rng pick = ag_rng_new(o.seed);
+    for (int k = 0; k < n_inputs; k++) {
+        ag_tensor *x = inputs[k];
+        result->total += x->size;
+        int sampled = o.max_samples && x->size > o.max_samples;
+        size_t count = sampled ? o.max_samples : x->size;
+        for (size_t c = 0; c < count; c++) {
+            size_t i = sampled ? (size_t)(ag_rng_next(&pick) % x->size) : c;
+            ag_real orig = x->data[i];
+            x->data[i] = (ag_real)(orig + o.eps);
+            double h_plus = (double)x->data[i] - (double)orig;   /* the step actually taken */
+            ag_tensor *lp = build_loss(&run);
+            double f_plus = lp ? (double)lp->data[0] : 0;
+            x->data[i] = (ag_real)(orig - o.eps);
+            double h_minus = (double)orig - (double)x->data[i];
+            ag_tensor *lm = lp ? build_loss(&run) : NULL;
+            double f_minus = lm ? (double)lm->data[0] : 0;
+            x->data[i] = orig;
+            if (!lp || !lm) {
+                status = ag_tape_status(run.tape);
+                copy_error(run.tape, err, errlen);
+                goto done;
+            }
+            double numeric = (f_plus - f_minus) / (h_plus + h_minus);
+            double analytic = (double)x->grad[i];
+            double abs_err = fabs(analytic - numeric);
+            double denom = fmax(fmax(fabs(analytic), fabs(numeric)), o.atol);
+            double rel_err = abs_err / denom;
+            if (isnan(rel_err))
+                rel_err = INFINITY;
+            if (abs_err > result->max_abs)
+                result->max_abs = abs_err;
+            if (rel_err > result->max_rel || result->worst_input < 0) {
+                result->max_rel = rel_err;
+                result->worst_input = k;
+                result->worst_index = i;
+            }
+            result->checked++;
+        }
+    }
+    result->passed = result->max_rel <= o.rtol;
+done:
+    free(run.weights);
+    ag_tape_free(run.tape);
+    return status;
+}
+
+ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
+                       const ag_gradcheck_opts *opts, ag_gradcheck_result *result, char *err,
+                       size_t errlen)
+{
+    return ag_gradcheck_bug(build, ctx, inputs, n_inputs, opts, result, err, errlen, AG_BUG_NONE);
+}

@@ -1,0 +1,47 @@
+/*
+ * main.c - `attograd <command> [options]`: finds the command and runs it.
+ * Exit status: 0 ok, 1 failure at run time, 2 bad usage.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const ag_command *const commands[] = {
+    &ag_cmd_demo_info,
+};
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void print_help(FILE *f)
+{
+    fprintf(f, "usage: attograd <command> [options]\n"
+               "       attograd <command> --help\n"
+               "       attograd --version\n\n"
+               "attograd: automatic differentiation in C, centered on attention.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help(stderr);
+        return AG_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (ag_cli_is_help(name) || strcmp(name, "help") == 0) {
+        print_help(stdout);
+        return AG_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        printf("attograd %s (ag_real = %s)\n", AG_VERSION, AG_REAL_NAME);
+        return AG_EXIT_OK;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(name, commands[i]->name) == 0)
+            return commands[i]->run(argc - 1, argv + 1);
+    fprintf(stderr, "attograd: unknown command '%s'\n", name);
+    print_help(stderr);
+    return AG_EXIT_USAGE;
+}

@@ -1,0 +1,146 @@
+/*
+ * internal.h - the library's private structures: the arena, the tape and its
+ * entries, the op table, and helpers shared by the op files. Not installed.
+ */
+#ifndef AG_INTERNAL_H
+#define AG_INTERNAL_H
+
+#include "attograd.h"
+
+#include <stdarg.h>
+
+#define AG_MAX_INPUTS 3
+
+/* libm in the build's precision */
+#ifdef AG_REAL_DOUBLE
+#define AG_EXP exp
+#define AG_LOG log
+#define AG_SQRT sqrt
+#else
+#define AG_EXP expf
+#define AG_LOG logf
+#define AG_SQRT sqrtf
+#endif
+#define AG_ALIGN 64            /* arena allocations start on a cache line */
+
+/* One tape entry: an op with its inputs, output and saved arguments. */
+typedef struct ag_entry {
+    int op;                          /* an ag_op value */
+    int n_in;
+    ag_tensor *in[AG_MAX_INPUTS];    /* borrowed; may be tape tensors or parameters */
+    ag_tensor *out;                  /* a tape tensor */
+    double arg;                      /* the op's scalar argument (scale's c, ...) */
+    int iarg;                        /* the op's integer argument (heads, ...) */
+    void *saved;                     /* op-specific data in the arena, or NULL */
+} ag_entry;
+
+/* One block of the arena. */
+typedef struct ag_block {
+    struct ag_block *next;
+    size_t cap, used;                /* bytes */
+    unsigned char *mem;              /* (cap) bytes, AG_ALIGN-aligned */
+} ag_block;
+
+/* Deliberately wrong backward formulas, for proving that checks can fail.
+ * Only tests and the --inject-bug switch set these. */
+enum { AG_BUG_NONE = 0, AG_BUG_SOFTMAX = 1 };
+
+struct ag_tape {
+    ag_entry *entries;               /* (cap_entries) */
+    size_t n_entries, cap_entries;
+    ag_block *first, *cur;           /* arena blocks; cur is where allocation happens */
+    size_t n_blocks;
+    ag_status status;
+    char error[256];
+    int bug;                         /* AG_BUG_*, 0 in normal use */
+};
+
+/* ---- arena ---- */
+/* Uninitialised memory from the tape's arena, AG_ALIGN-aligned, valid until
+ * the next reset. NULL (and AG_ERR_NOMEM on the tape) on failure. */
+void *ag_arena_alloc(ag_tape *tape, size_t bytes);
+
+/* ---- size arithmetic ---- */
+/* a * b into *out; returns 0 on overflow. */
+int ag_mul_size(size_t a, size_t b, size_t *out);
+/* Product of shape; returns 0 for a bad shape (ndim out of range, a dim < 1)
+ * or overflow of bytes as ag_real. */
+int ag_shape_size(int ndim, const int *shape, size_t *size);
+
+/* ---- making op outputs ---- */
+/* A tape tensor of the given shape; zeroed data when zero_data. Gets a
+ * zeroed gradient when needs_grad. NULL (with the error set) on failure. */
+ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_data,
+                          int needs_grad);
+/* Append an entry; returns it, or NULL (error set) when out of memory. */
+ag_entry *ag_tape_push(ag_tape *tape, int op, ag_tensor *out, int n_in,
+                       const ag_tensor *const *in);
+/* Shared argument checks for an op: the tape is usable and no input is
+ * NULL. Returns 0 when the op must return NULL. */
+int ag_op_begin(ag_tape *tape, const char *op, int n_in, const ag_tensor *const *in);
+/* Whether any input carries a gradient. */
+int ag_any_grad(int n_in, const ag_tensor *const *in);
+/* Rows of a tensor when its last axis is taken as columns. */
+size_t ag_rows(const ag_tensor *t);
+
+/* How a matmul's operands line up: batch products of (m x k) (k x n). */
+typedef struct ag_matmul_plan {
+    size_t batch;        /* product of a's leading dims */
+    size_t m, k, n;
+    int b_shared;        /* b is 2-D and used by every batch index */
+} ag_matmul_plan;
+
+/* Check shapes for a @ b (b_transposed: a @ b^T), fill plan and the output
+ * shape (a's leading dims, m, n). Returns 0 with the tape error set. */
+int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b,
+                    int b_transposed, ag_matmul_plan *plan, int *out_shape);
+/* Check that b broadcasts against a (b's shape is a's trailing dims). */
+int ag_broadcast_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b);
+
+/* ---- ops ---- */
+typedef enum ag_op {
+    AG_OP_LEAF = 0,        /* tensors made from data: no backward */
+    AG_OP_MATMUL,
+    AG_OP_MATMUL_BT,
+    AG_OP_TRANSPOSE,
+    AG_OP_SCALE,
+    AG_OP_SOFTMAX,
+    AG_OP_CAUSAL_MASK,
+    AG_OP_ADD,
+    AG_OP_MUL,
+    AG_OP_SUM,
+    AG_OP_MEAN,
+    AG_OP_MSE,
+    AG_OP_COUNT
+} ag_op;
+
+typedef void (*ag_backward_fn)(ag_tape *tape, const ag_entry *e);
+
+typedef struct ag_op_info {
+    const char *name;
+    ag_backward_fn backward;         /* NULL for ops without inputs */
+} ag_op_info;
+
+extern const ag_op_info ag_ops[];
+
+/* Each op file defines its backward; ops.c collects them into ag_ops. */
+void ag_matmul_backward(ag_tape *tape, const ag_entry *e);
+void ag_matmul_bt_backward(ag_tape *tape, const ag_entry *e);
+void ag_transpose_backward(ag_tape *tape, const ag_entry *e);
+void ag_scale_backward(ag_tape *tape, const ag_entry *e);
+void ag_softmax_backward(ag_tape *tape, const ag_entry *e);
+void ag_causal_mask_backward(ag_tape *tape, const ag_entry *e);
+void ag_add_backward(ag_tape *tape, const ag_entry *e);
+void ag_mul_backward(ag_tape *tape, const ag_entry *e);
+void ag_sum_backward(ag_tape *tape, const ag_entry *e);
+void ag_mean_backward(ag_tape *tape, const ag_entry *e);
+void ag_mse_backward(ag_tape *tape, const ag_entry *e);
+
+/* ---- checks ---- */
+/* ag_gradcheck with a deliberately wrong backward switched on (AG_BUG_*),
+ * to prove the check catches it. For tests and --inject-bug only. */
+ag_status ag_gradcheck_bug(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
+                           const ag_gradcheck_opts *opts, ag_gradcheck_result *result, char *err,
+                           size_t errlen, int bug);
+
+#endif /* AG_INTERNAL_H */

@@ -1,0 +1,248 @@
+/*
+ * tensor.c - making tensors (on the tape or as parameters), shapes, sizes
+ * and numpy-style printing.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ag_mul_size(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+
+int ag_shape_size(int ndim, const int *shape, size_t *size)
+{
+    if (ndim < 1 || ndim > AG_MAX_DIMS || !shape)
+        return 0;
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 1 || !ag_mul_size(n, (size_t)shape[i], &n))
+            return 0;
+    }
+    size_t bytes;
+    if (!ag_mul_size(n, sizeof(ag_real), &bytes))
+        return 0;
+    *size = n;
+    return 1;
+}
+
+static void set_shape(ag_tensor *t, int ndim, const int *shape, size_t size)
+{
+    t->ndim = ndim;
+    for (int i = 0; i < AG_MAX_DIMS; i++)
+        t->shape[i] = i < ndim ? shape[i] : 1;
+    t->size = size;
+}
+
+static const char *describe_shape(int ndim, const int *shape, char *buf, size_t len)
+{
+    if (ndim < 1 || ndim > AG_MAX_DIMS || !shape) {
+        snprintf(buf, len, "ndim %d", ndim);
+        return buf;
+    }
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ndim && pos < len; i++)
+        pos += (size_t)snprintf(buf + pos, len - pos, "%s%d", i ? "x" : "[", shape[i]);
+    if (pos < len)
+        snprintf(buf + pos, len - pos, "]");
+    return buf;
+}
+
+char *ag_shape_str(const ag_tensor *t, char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return buf;
+    if (!t) {
+        snprintf(buf, len, "NULL");
+        return buf;
+    }
+    describe_shape(t->ndim, t->shape, buf, len);
+    return buf;
+}
+
+int ag_same_shape(const ag_tensor *a, const ag_tensor *b)
+{
+    if (a->ndim != b->ndim)
+        return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    return 1;
+}
+
+size_t ag_rows(const ag_tensor *t)
+{
+    return t->size / (size_t)t->shape[t->ndim - 1];
+}
+
+ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_data, int needs_grad)
+{
+    size_t size;
+    if (!ag_shape_size(ndim, shape, &size)) {
+        char s[64];
+        ag_tape_fail(tape, AG_ERR_ARG, "tensor: bad shape %s (1..%d dims, each >= 1, size must fit)",
+                     describe_shape(ndim, shape, s, sizeof(s)), AG_MAX_DIMS);
+        return NULL;
+    }
+    ag_tensor *t = ag_arena_alloc(tape, sizeof(*t));
+    ag_real *data = ag_arena_alloc(tape, size * sizeof(ag_real));
+    ag_real *grad = needs_grad ? ag_arena_alloc(tape, size * sizeof(ag_real)) : NULL;
+    if (!t || !data || (needs_grad && !grad))
+        return NULL;
+    set_shape(t, ndim, shape, size);
+    t->data = data;
+    t->grad = grad;
+    if (zero_data)
+        memset(data, 0, size * sizeof(ag_real));
+    if (grad)
+        memset(grad, 0, size * sizeof(ag_real));
+    return t;
+}
+
+ag_tensor *ag_tensor_new(ag_tape *tape, int ndim, const int *shape)
+{
+    if (!tape || tape->status != AG_OK)
+        return NULL;
+    ag_tensor *t = ag_tensor_make(tape, ndim, shape, 1, 0);
+    if (t)
+        ag_tape_push(tape, AG_OP_LEAF, t, 0, NULL);
+    return tape->status == AG_OK ? t : NULL;
+}
+
+ag_tensor *ag_tensor_from(ag_tape *tape, int ndim, const int *shape, const ag_real *data)
+{
+    if (!tape || tape->status != AG_OK)
+        return NULL;
+    if (!data) {
+        ag_tape_fail(tape, AG_ERR_ARG, "tensor_from: data is NULL");
+        return NULL;
+    }
+    ag_tensor *t = ag_tensor_new(tape, ndim, shape);
+    if (t)
+        memcpy(t->data, data, t->size * sizeof(ag_real));
+    return t;
+}
+
+ag_tensor *ag_requires_grad(ag_tape *tape, ag_tensor *t)
+{
+    if (!tape || tape->status != AG_OK)
+        return NULL;
+    if (!t) {
+        ag_tape_fail(tape, AG_ERR_ARG, "requires_grad: tensor is NULL");
+        return NULL;
+    }
+    if (!t->grad) {
+        t->grad = ag_arena_alloc(tape, t->size * sizeof(ag_real));
+        if (!t->grad)
+            return NULL;
+        memset(t->grad, 0, t->size * sizeof(ag_real));
+    }
+    return t;
+}
+
+ag_tensor *ag_param_new(int ndim, const int *shape)
+{
+    size_t size;
+    if (!ag_shape_size(ndim, shape, &size))
+        return NULL;
+    /* One allocation: the struct, then data, then grad, each AG_ALIGN-aligned. */
+    size_t head = (sizeof(ag_tensor) + AG_ALIGN - 1) / AG_ALIGN * AG_ALIGN;
+    size_t buf = (size * sizeof(ag_real) + AG_ALIGN - 1) / AG_ALIGN * AG_ALIGN;
+    if (buf > (SIZE_MAX - head) / 2)
+        return NULL;
+    unsigned char *mem = aligned_alloc(AG_ALIGN, head + 2 * buf);
+    if (!mem)
+        return NULL;
+    memset(mem, 0, head + 2 * buf);
+    ag_tensor *t = (ag_tensor *)mem;
+    set_shape(t, ndim, shape, size);
+    t->data = (ag_real *)(mem + head);
+    t->grad = (ag_real *)(mem + head + buf);
+    return t;
+}
+
+void ag_param_free(ag_tensor *param)
+{
+    free(param);
+}
+
+void ag_zero_grad(ag_tensor *const *params, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (params[i] && params[i]->grad)
+            memset(params[i]->grad, 0, params[i]->size * sizeof(ag_real));
+}
+
+/* ---- printing ---- */
+
+static int value_width(ag_real v, int decimals)
+{
+    char s[64];
+    return snprintf(s, sizeof(s), "%.*f", decimals, (double)v);
+}
+
+static void print_values(FILE *f, const ag_tensor *t, const ag_real *v, int decimals)
+{
+    int width = 1;
+    for (size_t i = 0; i < t->size; i++) {
+        int w = value_width(v[i], decimals);
+        if (w > width)
+            width = w;
+    }
+    /* span[d]: elements inside one bracket of axis d. A bracket of axis d
+     * opens before element i when i % span[d] == 0 and closes after it when
+     * (i + 1) % span[d] == 0. */
+    size_t span[AG_MAX_DIMS];
+    span[t->ndim - 1] = (size_t)t->shape[t->ndim - 1];
+    for (int d = t->ndim - 2; d >= 0; d--)
+        span[d] = span[d + 1] * (size_t)t->shape[d];
+    size_t cols = span[t->ndim - 1];
+    for (size_t i = 0; i < t->size; i++) {
+        if (i % cols == 0) {
+            int open = 0;
+            for (int d = 0; d < t->ndim; d++)
+                open += i % span[d] == 0;
+            if (i > 0) {
+                /* one newline per row, a blank line between 2-D blocks */
+                for (int k = 0; k < open; k++)
+                    fputc('\n', f);
+                for (int k = 0; k < t->ndim - open; k++)
+                    fputc(' ', f);
+            }
+            for (int k = 0; k < open; k++)
+                fputc('[', f);
+        } else {
+            fputc(' ', f);
+        }
+        fprintf(f, "%*.*f", width, decimals, (double)v[i]);
+        for (int d = 0; d < t->ndim; d++)
+            if ((i + 1) % span[d] == 0)
+                fputc(']', f);
+    }
+    fputc('\n', f);
+}
+
+void ag_tensor_print(FILE *f, const ag_tensor *t, int decimals)
+{
+    if (!t) {
+        fprintf(f, "NULL\n");
+        return;
+    }
+    print_values(f, t, t->data, decimals < 0 ? 4 : decimals);
+}
+
+void ag_tensor_print_grad(FILE *f, const ag_tensor *t, int decimals)
+{
+    if (!t || !t->grad) {
+        fprintf(f, "None\n");
+        return;
+    }
+    print_values(f, t, t->grad, decimals < 0 ? 4 : decimals);
+}

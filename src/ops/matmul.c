@@ -1,0 +1,89 @@
+/*
+ * matmul.c - C = A B, plain and batched: (m,k)@(k,n), (B,T,d)@(d,e) with the
+ * weight shared over the batch, and (B,H,T,dh)@(B,H,dh,T) batch by batch.
+ */
+#include "../core/gemm.h"
+#include "../core/internal.h"
+
+int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b,
+                    int b_transposed, ag_matmul_plan *plan, int *out_shape)
+{
+    char sa[64], sb[64];
+    ag_shape_str(a, sa, sizeof(sa));
+    ag_shape_str(b, sb, sizeof(sb));
+    if (a->ndim < 2 || b->ndim < 2) {
+        ag_tape_fail(tape, AG_ERR_SHAPE, "%s: a is %s, b is %s: both need at least 2 dims", op, sa, sb);
+        return 0;
+    }
+    size_t m = (size_t)a->shape[a->ndim - 2], k = (size_t)a->shape[a->ndim - 1];
+    size_t bk = (size_t)b->shape[b->ndim - (b_transposed ? 1 : 2)];
+    size_t n = (size_t)b->shape[b->ndim - (b_transposed ? 2 : 1)];
+    if (bk != k) {
+        ag_tape_fail(tape, AG_ERR_SHAPE, "%s: a is %s, b is %s: inner dims %zu != %zu", op, sa, sb, k, bk);
+        return 0;
+    }
+    int shared = b->ndim == 2;
+    if (!shared) {
+        int same = b->ndim == a->ndim;
+        for (int i = 0; same && i < a->ndim - 2; i++)
+            same = a->shape[i] == b->shape[i];
+        if (!same) {
+            ag_tape_fail(tape, AG_ERR_SHAPE,
+                         "%s: a is %s, b is %s: b must be 2-D or have a's leading dims", op, sa, sb);
+            return 0;
+        }
+    }
+    plan->batch = ag_rows(a) / m;
+    plan->m = m;
+    plan->k = k;
+    plan->n = n;
+    plan->b_shared = shared;
+    for (int i = 0; i < a->ndim - 2; i++)
+        out_shape[i] = a->shape[i];
+    out_shape[a->ndim - 2] = (int)m;
+    out_shape[a->ndim - 1] = (int)n;
+    return 1;
+}
+
+ag_tensor *ag_matmul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
+{
+    const ag_tensor *in[2] = {a, b};
+    if (!ag_op_begin(tape, "matmul", 2, in))
+        return NULL;
+    ag_matmul_plan p;
+    int shape[AG_MAX_DIMS];
+    if (!ag_matmul_check(tape, "matmul", a, b, 0, &p, shape))
+        return NULL;
+    ag_tensor *out = ag_tensor_make(tape, a->ndim, shape, 0, ag_any_grad(2, in));
+    if (!out || !ag_tape_push(tape, AG_OP_MATMUL, out, 2, in))
+        return NULL;
+    if (p.b_shared) {
+        /* one product: the batch folds into the rows of a */
+        ag_gemm(0, 0, p.batch * p.m, p.n, p.k, 1, a->data, p.k, b->data, p.n, 0, out->data, p.n);
+    } else {
+        for (size_t i = 0; i < p.batch; i++)
+            ag_gemm(0, 0, p.m, p.n, p.k, 1, a->data + i * p.m * p.k, p.k, b->data + i * p.k * p.n,
+                    p.n, 0, out->data + i * p.m * p.n, p.n);
+    }
+    return out;
+}
+
+void ag_matmul_backward(ag_tape *tape, const ag_entry *e)
+{
+    /* forward: C = A B, so dA += dC B^T and dB += A^T dC */
+    ag_tensor *a = e->in[0], *b = e->in[1], *c = e->out;
+    ag_matmul_plan p;
+    int shape[AG_MAX_DIMS];
+    ag_matmul_check(tape, "matmul", a, b, 0, &p, shape);
+    size_t rows = p.b_shared ? p.batch * p.m : p.m;
+    size_t batches = p.b_shared ? 1 : p.batch;
+    for (size_t i = 0; i < batches; i++) {
+        const ag_real *dc = c->grad + i * rows * p.n;
+        if (a->grad)
+            ag_gemm(0, 1, rows, p.k, p.n, 1, dc, p.n, b->data + i * p.k * p.n, p.n, 1,
+                    a->grad + i * rows * p.k, p.k);
+        if (b->grad)
+            ag_gemm(1, 0, p.k, p.n, rows, 1, a->data + i * rows * p.k, p.k, dc, p.n, 1,
+                    b->grad + i * p.k * p.n, p.n);
+    }
+}

@@ -1,0 +1,46 @@
+/*
+ * matmul_bt.c - C = A B^T without materialising B^T. Attention's scores
+ * Q K^T are this op: (B,H,T,dh) x (B,H,T,dh) -> (B,H,T,T).
+ */
+#include "../core/gemm.h"
+#include "../core/internal.h"
+
+ag_tensor *ag_matmul_bt(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
+{
+    const ag_tensor *in[2] = {a, b};
+    if (!ag_op_begin(tape, "matmul_bt", 2, in))
+        return NULL;
+    ag_matmul_plan p;
+    int shape[AG_MAX_DIMS];
+    if (!ag_matmul_check(tape, "matmul_bt", a, b, 1, &p, shape))
+        return NULL;
+    ag_tensor *out = ag_tensor_make(tape, a->ndim, shape, 0, ag_any_grad(2, in));
+    if (!out || !ag_tape_push(tape, AG_OP_MATMUL_BT, out, 2, in))
+        return NULL;
+    size_t rows = p.b_shared ? p.batch * p.m : p.m;
+    size_t batches = p.b_shared ? 1 : p.batch;
+    for (size_t i = 0; i < batches; i++)
+        ag_gemm(0, 1, rows, p.n, p.k, 1, a->data + i * rows * p.k, p.k, b->data + i * p.n * p.k,
+                p.k, 0, out->data + i * rows * p.n, p.n);
+    return out;
+}
+
+void ag_matmul_bt_backward(ag_tape *tape, const ag_entry *e)
+{
+    /* forward: C = A B^T (B is n x k), so dA += dC B and dB += dC^T A */
+    ag_tensor *a = e->in[0], *b = e->in[1], *c = e->out;
+    ag_matmul_plan p;
+    int shape[AG_MAX_DIMS];
+    ag_matmul_check(tape, "matmul_bt", a, b, 1, &p, shape);
+    size_t rows = p.b_shared ? p.batch * p.m : p.m;
+    size_t batches = p.b_shared ? 1 : p.batch;
+    for (size_t i = 0; i < batches; i++) {
+        const ag_real *dc = c->grad + i * rows * p.n;
+        if (a->grad)
+            ag_gemm(0, 0, rows, p.k, p.n, 1, dc, p.n, b->data + i * p.n * p.k, p.k, 1,
+                    a->grad + i * rows * p.k, p.k);
+        if (b->grad)
+            ag_gemm(1, 0, p.n, p.k, rows, 1, dc, p.n, a->data + i * rows * p.k, p.k, 1,
+                    b->grad + i * p.n * p.k, p.k);
+    }
+}

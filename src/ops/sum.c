@@ -1,0 +1,31 @@
+/*
+ * sum.c - the sum of every element, as a one-element tensor.
+ */
+#include "../core/internal.h"
+
+ag_tensor *ag_sum(ag_tape *tape, const ag_tensor *a)
+{
+    const ag_tensor *in[1] = {a};
+    if (!ag_op_begin(tape, "sum", 1, in))
+        return NULL;
+    ag_tensor *out = ag_tensor_make(tape, 1, (int[]){1}, 0, ag_any_grad(1, in));
+    if (!out || !ag_tape_push(tape, AG_OP_SUM, out, 1, in))
+        return NULL;
+    double acc = 0;   /* double: a long sum in float loses digits */
+    for (size_t i = 0; i < a->size; i++)
+        acc += a->data[i];
+    out->data[0] = (ag_real)acc;
+    return out;
+}
+
+void ag_sum_backward(ag_tape *tape, const ag_entry *e)
+{
+    /* forward: y = sum_i x_i, so dx_i += dy */
+    (void)tape;
+    ag_tensor *a = e->in[0];
+    if (!a->grad)
+        return;
+    ag_real dy = e->out->grad[0];
+    for (size_t i = 0; i < a->size; i++)
+        a->grad[i] += dy;
+}
