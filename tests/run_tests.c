@@ -1,6 +1,6 @@
 /*
  * run_tests.c - runs every Check suite (the list is generated from the
- * suite_* functions in tests/*.c) and fails when any test fails.
+ * suite_NAME functions in the tests directory) and fails when any test fails.
  */
 #include <check.h>
 #include <stdlib.h>
