@@ -224,6 +224,40 @@ ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, i
                        const ag_gradcheck_opts *opts, ag_gradcheck_result *result,
                        char *err, size_t errlen);
 
+/* ------------------------------------------------------------------------
+ * Ops for models: attention heads, token lookup and classification loss.
+ * Same rules as the ops above (one tape entry, NULL with the tape's error
+ * set on a bad input). Integer inputs (ids, targets) are plain int arrays,
+ * not tensors: the op copies them into the tape's arena, so the caller's
+ * array may be reused as soon as the op returns.
+ * ------------------------------------------------------------------------ */
+
+/* Split the last axis into heads: x (B,T,d) -> (B,H,T,dh) with dh = d / H;
+ * head h holds columns h*dh .. h*dh+dh-1. n_heads must divide d. A copy. */
+ag_tensor *ag_split_heads(ag_tape *tape, const ag_tensor *x, int n_heads);
+/* The inverse: x (B,H,T,dh) -> (B,T,H*dh), heads concatenated in order. */
+ag_tensor *ag_merge_heads(ag_tape *tape, const ag_tensor *x);
+
+/* A target that ag_cross_entropy skips (the row adds nothing to the loss
+ * and is not counted in the mean). */
+#define AG_IGNORE_INDEX (-1)
+
+/* Softmax cross-entropy, fused and stable: logits (..., C), one target class
+ * per row (n_targets must equal the number of rows, the product of the
+ * leading dims; each target in [0, C) or AG_IGNORE_INDEX). Out is (1): the
+ * mean over counted rows of logsumexp(z) - z[target]; 0 when every row is
+ * ignored. Backward: dlogits = (softmax(z) - onehot(target)) / rows * dL.
+ * targets is borrowed for the call only (copied). */
+ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *targets,
+                            size_t n_targets);
+
+/* Row lookup: table (V,d), ids an int array of the given shape (1..3 dims,
+ * e.g. (B,T)), each id in [0, V). Out is shape + (d): (B,T,d). Backward
+ * adds each output row's gradient into the table row it came from. ids and
+ * shape are borrowed for the call only (copied). */
+ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, int ndim,
+                        const int *shape);
+
 #ifdef __cplusplus
 }
 #endif

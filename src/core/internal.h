@@ -111,6 +111,10 @@ typedef enum ag_op {
     AG_OP_SUM,
     AG_OP_MEAN,
     AG_OP_MSE,
+    AG_OP_SPLIT_HEADS,
+    AG_OP_MERGE_HEADS,
+    AG_OP_CROSS_ENTROPY,
+    AG_OP_EMBEDDING,
     AG_OP_COUNT
 } ag_op;
 
@@ -135,6 +139,10 @@ void ag_mul_backward(ag_tape *tape, const ag_entry *e);
 void ag_sum_backward(ag_tape *tape, const ag_entry *e);
 void ag_mean_backward(ag_tape *tape, const ag_entry *e);
 void ag_mse_backward(ag_tape *tape, const ag_entry *e);
+void ag_split_heads_backward(ag_tape *tape, const ag_entry *e);
+void ag_merge_heads_backward(ag_tape *tape, const ag_entry *e);
+void ag_cross_entropy_backward(ag_tape *tape, const ag_entry *e);
+void ag_embedding_backward(ag_tape *tape, const ag_entry *e);
 
 /* ---- checks ---- */
 /* ag_gradcheck with a deliberately wrong backward switched on (AG_BUG_*),
