@@ -258,6 +258,119 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
 ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, int ndim,
                         const int *shape);
 
+/* ------------------------------------------------------------------------
+ * The attention layer (multi-head self-attention), DESIGN.md's math exactly.
+ * With d = d_model, H = n_heads, dh = d / H and x of shape (B,T,d):
+ *
+ *     Q = x wq,  K = x wk,  V = x wv        (B,T,d) @ (d,d) -> (B,T,d)
+ *     Q_h, K_h, V_h = columns h*dh .. h*dh+dh-1 of Q, K, V   (B,H,T,dh)
+ *     S_h = Q_h K_h^T / sqrt(dh)            (B,H,T,T); row i = query i
+ *     causal: S_h[i][j] = -inf for j > i    (a token sees only the past)
+ *     P_h = softmax(S_h) over j             (B,H,T,T); rows sum to 1
+ *     O_h = P_h V_h                         (B,H,T,dh)
+ *     O   = heads concatenated in order     (B,T,d)
+ *     out = O wo                            (B,T,d)
+ *
+ * A typical step:
+ *
+ *     char err[128];
+ *     ag_rng rng = ag_rng_new(seed);
+ *     ag_attention *att = ag_attention_new(8, 2, 1, &rng, err, sizeof(err));
+ *     if (!att) { fprintf(stderr, "%s\n", err); ... }   // "heads 3 does not divide dim 8"
+ *     ag_tensor *p;
+ *     ag_tensor *out = ag_attention_forward(tape, att, x, &p);
+ *     ag_backward(tape, ag_mse(tape, out, y));   // fills wq..wo's ->grad (and x's)
+ * ------------------------------------------------------------------------ */
+typedef struct ag_attention ag_attention;
+
+/* Make a layer with four (d_model, d_model) weights, Glorot-uniform
+ * initialised from rng in the order wq, wk, wv, wo (rng NULL leaves them zero,
+ * for weights that will be loaded). causal is a flag (0 or non-zero). On
+ * failure returns NULL and writes a one-line message without a prefix into
+ * err (when err is not NULL): "heads 3 does not divide dim 8", "dim 0 must be
+ * at least 1", "heads 0 must be at least 1", "out of memory". The caller owns
+ * the layer and its weights; free with ag_attention_free. */
+ag_attention *ag_attention_new(int d_model, int n_heads, int causal, ag_rng *rng, char *err,
+                               size_t errlen);
+void ag_attention_free(ag_attention *layer);   /* frees the weights too; NULL does nothing */
+
+/* Record the layer's forward on the tape. x is (B,T,d_model), a tape tensor
+ * or a parameter (borrowed; give it a gradient with ag_requires_grad to get
+ * dL/dx). Returns out (B,T,d_model), a tape tensor, or NULL with the tape's
+ * error set. When attn_out is not NULL it receives the softmax weights P
+ * (B,H,T,T), also a tape tensor (NULL on error); P[b][h][i][j] is how much
+ * query i of head h takes from key j. */
+ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_tensor *x,
+                                ag_tensor **attn_out);
+
+int ag_attention_dim(const ag_attention *layer);      /* d_model */
+int ag_attention_heads(const ag_attention *layer);    /* n_heads */
+int ag_attention_causal(const ag_attention *layer);   /* 1 or 0 */
+/* A weight by name, "wq", "wk", "wv" or "wo" (NULL for any other name). The
+ * layer keeps ownership; the caller may write its data (to load weights). */
+ag_tensor *ag_attention_param(ag_attention *layer, const char *name);
+/* The weights in the order wq, wk, wv, wo: fills params[i] and names[i] for
+ * i < max (either array may be NULL) and returns how many there are (4).
+ * Borrowed: they live as long as the layer. Hand them to an optimizer. */
+size_t ag_attention_params(ag_attention *layer, ag_tensor **params, const char **names,
+                           size_t max);
+
+/* Glorot/Xavier uniform: every element uniform in [-limit, limit] with
+ * limit = sqrt(6 / (fan_in + fan_out)), fan_out = the last dim and fan_in the
+ * rows (the product of the others): for a (d_in, d_out) weight of y = x W,
+ * sqrt(6 / (d_in + d_out)). Does nothing when w or rng is NULL. */
+void ag_fill_glorot(ag_tensor *w, ag_rng *rng);
+
+/* ------------------------------------------------------------------------
+ * Positional encoding: x + PE[0:T], added to the token vectors (not
+ * concatenated), broadcast over the batch. Adding keeps the width d, so the
+ * attention weights stay (d, d) whatever the choice, and one dot product in
+ * Q K^T can then compare content and position together. Without positions
+ * attention is order-blind: permuting the tokens only permutes the outputs.
+ *
+ *   AG_POSENC_NONE        x itself (nothing is recorded on the tape)
+ *   AG_POSENC_SINUSOIDAL  fixed: PE[t,2i] = sin(t / 10000^(2i/d)),
+ *                         PE[t,2i+1] = cos(t / 10000^(2i/d))
+ *   AG_POSENC_LEARNED     a (max_len, d) parameter "pos", initialised
+ *                         normal(0, AG_POSENC_LEARNED_STD) as in GPT-2
+ * ------------------------------------------------------------------------ */
+typedef enum ag_posenc_kind {
+    AG_POSENC_NONE = 0,
+    AG_POSENC_SINUSOIDAL,
+    AG_POSENC_LEARNED
+} ag_posenc_kind;
+
+#define AG_POSENC_LEARNED_STD 0.02
+
+typedef struct ag_posenc ag_posenc;
+
+/* "none", "sinusoidal", "learned" ("unknown" for any other value). */
+const char *ag_posenc_kind_name(ag_posenc_kind kind);
+/* The kind named by name (exactly one of the three names above): returns 1
+ * and sets *kind, or returns 0 and leaves it. */
+int ag_posenc_parse(const char *name, ag_posenc_kind *kind);
+
+/* Positions 0 .. max_len-1 for vectors of width d. rng initialises a learned
+ * table (NULL leaves it zero, for loading); the other kinds ignore it. On
+ * failure returns NULL with a one-line message in err, as ag_attention_new.
+ * The caller owns the result; free with ag_posenc_free. */
+ag_posenc *ag_posenc_new(ag_posenc_kind kind, int max_len, int d, ag_rng *rng, char *err,
+                         size_t errlen);
+void ag_posenc_free(ag_posenc *pe);   /* NULL does nothing */
+
+/* x (..., T, d) with T <= max_len -> x + PE[0:T], a tape tensor (for NONE, x
+ * itself). NULL with the tape's error set on a bad shape. */
+ag_tensor *ag_posenc_apply(ag_tape *tape, ag_posenc *pe, const ag_tensor *x);
+
+ag_posenc_kind ag_posenc_get_kind(const ag_posenc *pe);
+int ag_posenc_max_len(const ag_posenc *pe);
+int ag_posenc_dim(const ag_posenc *pe);
+/* The (max_len, d) table, row-major, for display; NULL for NONE. Borrowed. */
+const ag_real *ag_posenc_values(const ag_posenc *pe);
+/* The learned table as a parameter named "pos": as ag_attention_params;
+ * returns 1 for LEARNED, 0 otherwise. */
+size_t ag_posenc_params(ag_posenc *pe, ag_tensor **params, const char **names, size_t max);
+
 #ifdef __cplusplus
 }
 #endif

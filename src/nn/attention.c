@@ -1,0 +1,147 @@
+/*
+ * attention.c - the multi-head attention layer: four (d, d) weights and a
+ * forward pass that records DESIGN.md's math on the tape op by op, so that
+ * the tape's reverse loop is the layer's backward and each step can be
+ * inspected (the softmax weights P are handed back to the caller).
+ */
+#include "nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ag_attention {
+    int d_model;          /* d */
+    int n_heads;          /* H; divides d */
+    int causal;           /* 1: key j > query i is masked out */
+    ag_tensor *w[4];      /* wq, wk, wv, wo: (d, d) each, owned by the layer */
+};
+
+enum { WQ, WK, WV, WO, N_WEIGHTS };
+static const char *const weight_names[N_WEIGHTS] = {"wq", "wk", "wv", "wo"};
+
+ag_attention *ag_attention_new(int d_model, int n_heads, int causal, ag_rng *rng, char *err,
+                               size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (d_model < 1) {
+        ag_nn_set_err(err, errlen, "dim %d must be at least 1", d_model);
+        return NULL;
+    }
+    if (n_heads < 1) {
+        ag_nn_set_err(err, errlen, "heads %d must be at least 1", n_heads);
+        return NULL;
+    }
+    if (d_model % n_heads != 0) {
+        ag_nn_set_err(err, errlen, "heads %d does not divide dim %d", n_heads, d_model);
+        return NULL;
+    }
+    ag_attention *layer = calloc(1, sizeof(*layer));
+    if (!layer) {
+        ag_nn_set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    layer->d_model = d_model;
+    layer->n_heads = n_heads;
+    layer->causal = causal != 0;
+    for (int i = 0; i < N_WEIGHTS; i++) {
+        layer->w[i] = ag_param_new(2, (int[]){d_model, d_model});
+        if (!layer->w[i]) {
+            ag_nn_set_err(err, errlen, "out of memory for weights of dim %d", d_model);
+            ag_attention_free(layer);
+            return NULL;
+        }
+        /* in the order wq, wk, wv, wo, so a seed fixes every weight */
+        ag_fill_glorot(layer->w[i], rng);
+    }
+    return layer;
+}
+
+void ag_attention_free(ag_attention *layer)
+{
+    if (!layer)
+        return;
+    for (int i = 0; i < N_WEIGHTS; i++)
+        ag_param_free(layer->w[i]);
+    free(layer);
+}
+
+int ag_attention_dim(const ag_attention *layer)
+{
+    return layer ? layer->d_model : 0;
+}
+
+int ag_attention_heads(const ag_attention *layer)
+{
+    return layer ? layer->n_heads : 0;
+}
+
+int ag_attention_causal(const ag_attention *layer)
+{
+    return layer ? layer->causal : 0;
+}
+
+ag_tensor *ag_attention_param(ag_attention *layer, const char *name)
+{
+    if (!layer || !name)
+        return NULL;
+    for (int i = 0; i < N_WEIGHTS; i++)
+        if (strcmp(name, weight_names[i]) == 0)
+            return layer->w[i];
+    return NULL;
+}
+
+size_t ag_attention_params(ag_attention *layer, ag_tensor **params, const char **names, size_t max)
+{
+    if (!layer)
+        return 0;
+    for (size_t i = 0; i < N_WEIGHTS && i < max; i++) {
+        if (params)
+            params[i] = layer->w[i];
+        if (names)
+            names[i] = weight_names[i];
+    }
+    return N_WEIGHTS;
+}
+
+ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_tensor *x,
+                                ag_tensor **attn_out)
+{
+    if (attn_out)
+        *attn_out = NULL;
+    if (!tape || ag_tape_status(tape) != AG_OK)
+        return NULL;
+    if (!layer || !x) {
+        ag_tape_fail(tape, AG_ERR_ARG, "attention: %s is NULL", layer ? "x" : "layer");
+        return NULL;
+    }
+    int d = layer->d_model, H = layer->n_heads;
+    if (x->ndim != 3 || x->shape[2] != d) {
+        char s[64];
+        ag_tape_fail(tape, AG_ERR_SHAPE, "attention: x is %s: needs (B,T,%d) for a layer of dim %d",
+                     ag_shape_str(x, s, sizeof(s)), d, d);
+        return NULL;
+    }
+    ag_tensor *const *w = layer->w;
+    /* Q = x wq, K = x wk, V = x wv: (B,T,d) @ (d,d) -> (B,T,d), weights shared over B */
+    ag_tensor *q = ag_matmul(tape, x, w[WQ]);
+    ag_tensor *k = ag_matmul(tape, x, w[WK]);
+    ag_tensor *v = ag_matmul(tape, x, w[WV]);
+    /* head h takes columns h*dh .. h*dh+dh-1: (B,T,d) -> (B,H,T,dh) */
+    ag_tensor *qh = ag_split_heads(tape, q, H);
+    ag_tensor *kh = ag_split_heads(tape, k, H);
+    ag_tensor *vh = ag_split_heads(tape, v, H);
+    /* S_h = Q_h K_h^T / sqrt(dh): (B,H,T,T), row i = query i, column j = key j */
+    ag_tensor *s = ag_scale(tape, ag_matmul_bt(tape, qh, kh), 1.0 / sqrt((double)(d / H)));
+    if (layer->causal)
+        s = ag_causal_mask(tape, s);   /* j > i -> -inf */
+    /* P_h = softmax(S_h) over keys; O_h = P_h V_h: (B,H,T,dh) */
+    ag_tensor *p = ag_softmax(tape, s);
+    ag_tensor *o = ag_merge_heads(tape, ag_matmul(tape, p, vh));   /* (B,T,d) */
+    /* out = O wo: (B,T,d) */
+    ag_tensor *out = ag_matmul(tape, o, w[WO]);
+    if (out && attn_out)
+        *attn_out = p;
+    return out;
+}

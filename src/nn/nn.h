@@ -1,0 +1,27 @@
+/*
+ * nn.h - private helpers shared by the modules in src/nn/. Not installed.
+ */
+#ifndef AG_NN_H
+#define AG_NN_H
+
+#include "../core/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Write a constructor's one-line error into the caller's buffer (which may
+ * be NULL; the message is truncated to errlen). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static inline void ag_nn_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+#endif /* AG_NN_H */

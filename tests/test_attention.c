@@ -1,0 +1,413 @@
+/*
+ * test_attention.c - the attention layer: its forward against a plain-loop
+ * implementation of DESIGN.md's math, the softmax weights (causal zeros,
+ * rows summing to 1), order-blindness without positions, finite-difference
+ * checks of every weight and the input, Glorot init, and errors.
+ */
+#include "test_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef AG_REAL_DOUBLE
+#define NAIVE_TOL 1e-12
+#else
+#define NAIVE_TOL 2e-5
+#endif
+
+/* DESIGN.md's math in plain loops and doubles, independent of the tape:
+ * x (B,T,d), w[0..3] = wq, wk, wv, wo (d,d); out (B,T,d), P (B,H,T,T). */
+static void naive_attention(const ag_real *x, ag_tensor *const *w, int B, int T, int d, int H,
+                            int causal, double *out, double *P)
+{
+    int dh = d / H;
+    size_t n = (size_t)B * T * d;
+    double *qkv = calloc(3 * n, sizeof(double)), *o = calloc(n, sizeof(double));
+    ck_assert_ptr_nonnull(qkv);
+    ck_assert_ptr_nonnull(o);
+    for (int m = 0; m < 3; m++)   /* Q = x wq, K = x wk, V = x wv */
+        for (int r = 0; r < B * T; r++)
+            for (int c = 0; c < d; c++) {
+                double acc = 0;
+                for (int k = 0; k < d; k++)
+                    acc += (double)x[r * d + k] * (double)w[m]->data[k * d + c];
+                qkv[m * n + (size_t)r * d + c] = acc;
+            }
+    const double *Q = qkv, *K = qkv + n, *V = qkv + 2 * n;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++) {
+                double *p = P + (((size_t)b * H + h) * T + i) * T;
+                double max = -INFINITY;
+                for (int j = 0; j < T; j++) {
+                    if (causal && j > i) {
+                        p[j] = -INFINITY;
+                        continue;
+                    }
+                    double s = 0;   /* Q_h[i] . K_h[j] over head h's columns */
+                    for (int k = h * dh; k < (h + 1) * dh; k++)
+                        s += Q[((size_t)b * T + i) * d + k] * K[((size_t)b * T + j) * d + k];
+                    p[j] = s / sqrt((double)dh);
+                    if (p[j] > max)
+                        max = p[j];
+                }
+                double sum = 0;
+                for (int j = 0; j < T; j++) {
+                    p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - max);
+                    sum += p[j];
+                }
+                for (int j = 0; j < T; j++)
+                    p[j] /= sum;
+                for (int k = h * dh; k < (h + 1) * dh; k++) {   /* O_h = P_h V_h, in place */
+                    double acc = 0;
+                    for (int j = 0; j < T; j++)
+                        acc += p[j] * V[((size_t)b * T + j) * d + k];
+                    o[((size_t)b * T + i) * d + k] = acc;
+                }
+            }
+    for (int r = 0; r < B * T; r++)   /* out = O wo */
+        for (int c = 0; c < d; c++) {
+            double acc = 0;
+            for (int k = 0; k < d; k++)
+                acc += o[(size_t)r * d + k] * (double)w[3]->data[k * d + c];
+            out[(size_t)r * d + c] = acc;
+        }
+    free(qkv);
+    free(o);
+}
+
+typedef struct config {
+    int B, T, d, H, causal;
+} config;
+
+static const config configs[] = {
+    {2, 3, 8, 1, 0}, {2, 3, 8, 2, 0}, {2, 3, 8, 4, 0}, {2, 3, 8, 1, 1},
+    {2, 3, 8, 2, 1}, {2, 3, 8, 4, 1}, {1, 1, 8, 2, 0}, {3, 1, 4, 4, 1},
+};
+#define N_CONFIGS (int)(sizeof(configs) / sizeof(configs[0]))
+
+START_TEST(test_forward_matches_naive)
+{
+    const config *c = &configs[_i];
+    ag_rng rng = ag_rng_new(100 + (uint64_t)_i);
+    ag_attention *att = ag_attention_new(c->d, c->H, c->causal, &rng, NULL, 0);
+    ck_assert_ptr_nonnull(att);
+    ag_tensor *w[4];
+    ck_assert_uint_eq(ag_attention_params(att, w, NULL, 4), 4);
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_tensor_new(tape, 3, (int[]){c->B, c->T, c->d});
+    ag_fill_normal(x, &rng, 0, 1);
+    ag_tensor *p = NULL;
+    ag_tensor *out = ag_attention_forward(tape, att, x, &p);
+    ck_assert_msg(out != NULL, "%s", ag_tape_error(tape));
+    ck_assert_ptr_nonnull(p);
+    ck_assert(ag_same_shape(out, x));
+    ck_assert_int_eq(p->ndim, 4);
+    int pshape[4] = {c->B, c->H, c->T, c->T};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(p->shape[i], pshape[i]);
+
+    double *want = malloc(out->size * sizeof(double)), *wp = malloc(p->size * sizeof(double));
+    naive_attention(x->data, w, c->B, c->T, c->d, c->H, c->causal, want, wp);
+    for (size_t i = 0; i < out->size; i++)
+        ck_assert_msg(fabs(out->data[i] - want[i]) <= NAIVE_TOL * fmax(1, fabs(want[i])),
+                      "out[%zu] = %g, naive %g", i, (double)out->data[i], want[i]);
+    for (size_t i = 0; i < p->size; i++)
+        ck_assert_msg(fabs(p->data[i] - wp[i]) <= NAIVE_TOL, "P[%zu] = %g, naive %g", i,
+                      (double)p->data[i], wp[i]);
+    /* rows of P sum to 1; causal weights above the diagonal are exactly 0 */
+    int T = c->T;
+    for (size_t r = 0; r < p->size / (size_t)T; r++) {
+        double sum = 0;
+        for (int j = 0; j < T; j++) {
+            sum += p->data[r * T + j];
+            if (c->causal && j > (int)(r % (size_t)T))
+                ck_assert(p->data[r * T + j] == 0);
+        }
+        ck_assert_double_eq_tol(sum, 1, NAIVE_TOL * T);
+    }
+    free(want);
+    free(wp);
+    ag_tape_free(tape);
+    ag_attention_free(att);
+}
+END_TEST
+
+START_TEST(test_attn_out_optional)
+{
+    ag_rng rng = ag_rng_new(7);
+    ag_attention *att = ag_attention_new(4, 2, 0, &rng, NULL, 0);
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_tensor_new(tape, 3, (int[]){1, 2, 4});
+    ck_assert_ptr_nonnull(ag_attention_forward(tape, att, x, NULL));
+    /* on error, attn_out is cleared */
+    ag_tensor *p = x;
+    ck_assert_ptr_null(ag_attention_forward(tape, att, NULL, &p));
+    ck_assert_ptr_null(p);
+    ag_tape_free(tape);
+    ag_attention_free(att);
+}
+END_TEST
+
+/* ---- permutation: without positions, attention is order-blind ---- */
+
+static void forward_rows(ag_attention *att, ag_posenc *pe, const ag_real *xv, int T, int d,
+                         ag_real *out)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_tensor_from(tape, 3, (int[]){1, T, d}, xv);
+    ag_tensor *y = ag_attention_forward(tape, att, ag_posenc_apply(tape, pe, x), NULL);
+    ck_assert_msg(y != NULL, "%s", ag_tape_error(tape));
+    memcpy(out, y->data, y->size * sizeof(ag_real));
+    ag_tape_free(tape);
+}
+
+START_TEST(test_permutation)
+{
+    enum { T = 5, d = 8 };
+    const int perm[T] = {3, 0, 4, 2, 1};
+    ag_rng rng = ag_rng_new(11);
+    ag_attention *att = ag_attention_new(d, 2, 0, &rng, NULL, 0);
+    ag_posenc *none = ag_posenc_new(AG_POSENC_NONE, T, d, NULL, NULL, 0);
+    ag_posenc *sin = ag_posenc_new(AG_POSENC_SINUSOIDAL, T, d, NULL, NULL, 0);
+    ag_real x[T * d], xp[T * d], y[T * d], yp[T * d];
+    for (int i = 0; i < T * d; i++)
+        x[i] = (ag_real)ag_rng_normal(&rng);
+    for (int t = 0; t < T; t++)   /* token t of xp is token perm[t] of x */
+        memcpy(xp + t * d, x + perm[t] * d, d * sizeof(ag_real));
+
+    forward_rows(att, none, x, T, d, y);
+    forward_rows(att, none, xp, T, d, yp);
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < d; c++)
+            ck_assert_double_eq_tol(yp[t * d + c], y[perm[t] * d + c], NAIVE_TOL);
+
+    /* with positions added, the same permutation changes the values */
+    forward_rows(att, sin, x, T, d, y);
+    forward_rows(att, sin, xp, T, d, yp);
+    double max_diff = 0;
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < d; c++)
+            max_diff = fmax(max_diff, fabs(yp[t * d + c] - y[perm[t] * d + c]));
+    ck_assert_msg(max_diff > 0.05, "sinusoidal positions left the layer order-blind (%g)", max_diff);
+    ag_posenc_free(none);
+    ag_posenc_free(sin);
+    ag_attention_free(att);
+}
+END_TEST
+
+/* ---- finite differences through the layer ---- */
+
+static ag_tensor *build_layer(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    return ag_attention_forward(tape, ctx, in[0], NULL);
+}
+
+START_TEST(test_layer_grad)
+{
+    const config *c = &configs[_i];
+    ag_rng rng = ag_rng_new(200 + (uint64_t)_i);
+    ag_attention *att = ag_attention_new(c->d, c->H, c->causal, &rng, NULL, 0);
+    ag_tensor *in[5];
+    in[0] = test_param(&rng, 3, (int[]){c->B, c->T, c->d});
+    ck_assert_uint_eq(ag_attention_params(att, in + 1, NULL, 4), 4);
+    test_gradcheck(build_layer, att, in, 5);
+    ag_param_free(in[0]);
+    ag_attention_free(att);
+}
+END_TEST
+
+static ag_tensor *build_weights_p(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    ag_tensor *p;
+    return ag_attention_forward(tape, ctx, in[0], &p) ? p : NULL;
+}
+
+START_TEST(test_weights_p_grad)
+{
+    /* P itself (what the trainer draws), projected onto random weights;
+     * wv and wo do not reach P, so check x, wq and wk */
+    ag_rng rng = ag_rng_new(300);
+    ag_attention *att = ag_attention_new(4, 2, 1, &rng, NULL, 0);
+    ag_tensor *in[5];
+    in[0] = test_param(&rng, 3, (int[]){2, 3, 4});
+    ag_attention_params(att, in + 1, NULL, 4);
+    test_gradcheck(build_weights_p, att, in, 3);
+    ag_param_free(in[0]);
+    ag_attention_free(att);
+}
+END_TEST
+
+/* ---- a whole model: embedding -> positions -> attention -> logits -> CE ---- */
+
+typedef struct model_ctx {
+    ag_attention *att;
+    ag_posenc *pe;
+    const int *tokens, *targets;
+    int B, T;
+} model_ctx;
+
+static ag_tensor *build_model(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    model_ctx *m = ctx;
+    /* in: table (V,d), pos (T,d), wq, wk, wv, wo, wout (d,V) */
+    ag_tensor *x = ag_embedding(tape, in[0], m->tokens, 2, (int[]){m->B, m->T});
+    ag_tensor *h = ag_attention_forward(tape, m->att, ag_posenc_apply(tape, m->pe, x), NULL);
+    ag_tensor *logits = ag_matmul(tape, h, in[6]);
+    return ag_cross_entropy(tape, logits, m->targets, (size_t)(m->B * m->T));
+}
+
+START_TEST(test_model_grad)
+{
+    enum { B = 2, T = 3, d = 4, V = 5 };
+    ag_rng rng = ag_rng_new(400);
+    model_ctx m = {ag_attention_new(d, 2, 1, &rng, NULL, 0),
+                   ag_posenc_new(AG_POSENC_LEARNED, T, d, &rng, NULL, 0),
+                   (int[]){1, 4, 4, 0, 2, 3}, (int[]){4, 4, 0, 2, AG_IGNORE_INDEX, 1}, B, T};
+    ag_tensor *in[7];
+    in[0] = test_param(&rng, 2, (int[]){V, d});
+    ck_assert_uint_eq(ag_posenc_params(m.pe, in + 1, NULL, 1), 1);
+    ag_fill_normal(in[1], &rng, 0, 0.5);   /* positions big enough to matter */
+    ag_attention_params(m.att, in + 2, NULL, 4);
+    in[6] = test_param(&rng, 2, (int[]){d, V});
+    test_gradcheck(build_model, &m, in, 7);
+    ag_param_free(in[0]);
+    ag_param_free(in[6]);
+    ag_posenc_free(m.pe);
+    ag_attention_free(m.att);
+}
+END_TEST
+
+/* ---- construction ---- */
+
+START_TEST(test_glorot_init)
+{
+    ag_rng r1 = ag_rng_new(42), r2 = ag_rng_new(42), r3 = ag_rng_new(43);
+    ag_attention *a = ag_attention_new(8, 2, 0, &r1, NULL, 0);
+    ag_attention *b = ag_attention_new(8, 2, 0, &r2, NULL, 0);
+    ag_attention *c = ag_attention_new(8, 2, 0, &r3, NULL, 0);
+    const char *names[4];
+    ag_tensor *wa[4], *wb[4], *wc[4];
+    ag_attention_params(a, wa, names, 4);
+    ag_attention_params(b, wb, NULL, 4);
+    ag_attention_params(c, wc, NULL, 4);
+    double limit = sqrt(6.0 / (8 + 8));
+    int differs = 0;
+    for (int k = 0; k < 4; k++) {
+        ck_assert_int_eq(wa[k]->ndim, 2);
+        ck_assert_int_eq(wa[k]->shape[0], 8);
+        ck_assert_int_eq(wa[k]->shape[1], 8);
+        double max = 0;
+        for (size_t i = 0; i < wa[k]->size; i++) {
+            ck_assert(wa[k]->data[i] == wb[k]->data[i]);   /* same seed, same weights */
+            ck_assert(fabs(wa[k]->data[i]) <= limit);
+            max = fmax(max, fabs(wa[k]->data[i]));
+            differs += wa[k]->data[i] != wc[k]->data[i];
+        }
+        ck_assert_msg(max > limit / 2, "%s barely spread: max %g of limit %g", names[k], max, limit);
+        ck_assert_ptr_eq(ag_attention_param(a, names[k]), wa[k]);
+    }
+    ck_assert_int_gt(differs, 200);
+    /* the weights are not all the same tensor */
+    ck_assert(wa[0]->data[0] != wa[1]->data[0]);
+    ag_attention_free(a);
+    ag_attention_free(b);
+    ag_attention_free(c);
+}
+END_TEST
+
+START_TEST(test_accessors)
+{
+    ag_attention *att = ag_attention_new(6, 3, 1, NULL, NULL, 0);
+    ck_assert_ptr_nonnull(att);
+    ck_assert_int_eq(ag_attention_dim(att), 6);
+    ck_assert_int_eq(ag_attention_heads(att), 3);
+    ck_assert_int_eq(ag_attention_causal(att), 1);
+    const char *names[4];
+    ag_tensor *w[2];
+    ck_assert_uint_eq(ag_attention_params(att, w, NULL, 2), 4);   /* count even when max is short */
+    ck_assert_uint_eq(ag_attention_params(att, NULL, names, 4), 4);
+    ck_assert_str_eq(names[0], "wq");
+    ck_assert_str_eq(names[1], "wk");
+    ck_assert_str_eq(names[2], "wv");
+    ck_assert_str_eq(names[3], "wo");
+    ck_assert_ptr_eq(ag_attention_param(att, "wq"), w[0]);
+    ck_assert_ptr_eq(ag_attention_param(att, "wk"), w[1]);
+    ck_assert_ptr_null(ag_attention_param(att, "wx"));
+    ck_assert_ptr_null(ag_attention_param(att, NULL));
+    /* rng NULL: zero weights, ready to be loaded */
+    for (size_t i = 0; i < w[0]->size; i++)
+        ck_assert(w[0]->data[i] == 0);
+    ck_assert_int_eq(ag_attention_dim(NULL), 0);
+    ag_attention_free(att);
+    ag_attention_free(NULL);
+}
+END_TEST
+
+START_TEST(test_new_errors)
+{
+    char err[128];
+    ag_rng rng = ag_rng_new(1);
+    ck_assert_ptr_null(ag_attention_new(8, 3, 0, &rng, err, sizeof(err)));
+    ck_assert_str_eq(err, "heads 3 does not divide dim 8");
+    ck_assert_ptr_null(ag_attention_new(0, 1, 0, &rng, err, sizeof(err)));
+    ck_assert_str_eq(err, "dim 0 must be at least 1");
+    ck_assert_ptr_null(ag_attention_new(8, 0, 0, &rng, err, sizeof(err)));
+    ck_assert_str_eq(err, "heads 0 must be at least 1");
+    ck_assert_ptr_null(ag_attention_new(8, -2, 0, &rng, NULL, 0));   /* err may be NULL */
+    char tiny[6];
+    ck_assert_ptr_null(ag_attention_new(8, 3, 0, &rng, tiny, sizeof(tiny)));
+    ck_assert_str_eq(tiny, "heads");   /* truncated, still terminated */
+    ag_attention *att = ag_attention_new(8, 2, 0, &rng, err, sizeof(err));
+    ck_assert_ptr_nonnull(att);
+    ck_assert_str_eq(err, "");
+    ag_attention_free(att);
+}
+END_TEST
+
+START_TEST(test_forward_errors)
+{
+    ag_rng rng = ag_rng_new(1);
+    ag_attention *att = ag_attention_new(8, 2, 0, &rng, NULL, 0);
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_tensor_new(tape, 3, (int[]){2, 3, 6});
+    ck_assert_ptr_null(ag_attention_forward(tape, att, x, NULL));
+    ck_assert_int_eq(ag_tape_status(tape), AG_ERR_SHAPE);
+    ck_assert_str_eq(ag_tape_error(tape), "attention: x is [2x3x6]: needs (B,T,8) for a layer of dim 8");
+    ag_tape_reset(tape);
+    x = ag_tensor_new(tape, 2, (int[]){3, 8});
+    ck_assert_ptr_null(ag_attention_forward(tape, att, x, NULL));
+    ck_assert_str_eq(ag_tape_error(tape), "attention: x is [3x8]: needs (B,T,8) for a layer of dim 8");
+    ag_tape_reset(tape);
+    ck_assert_ptr_null(ag_attention_forward(tape, NULL, x, NULL));
+    ck_assert_int_eq(ag_tape_status(tape), AG_ERR_ARG);
+    ck_assert_str_eq(ag_tape_error(tape), "attention: layer is NULL");
+    ck_assert_ptr_null(ag_attention_forward(NULL, att, x, NULL));
+    ag_tape_free(tape);
+    ag_attention_free(att);
+}
+END_TEST
+
+Suite *suite_attention(void)
+{
+    Suite *s = suite_create("attention");
+    TCase *tc = tcase_create("forward");
+    tcase_add_loop_test(tc, test_forward_matches_naive, 0, N_CONFIGS);
+    tcase_add_test(tc, test_attn_out_optional);
+    tcase_add_test(tc, test_permutation);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("backward");
+    tcase_add_loop_test(tc, test_layer_grad, 0, N_CONFIGS);
+    tcase_add_test(tc, test_weights_p_grad);
+    tcase_add_test(tc, test_model_grad);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("init");
+    tcase_add_test(tc, test_glorot_init);
+    tcase_add_test(tc, test_accessors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_new_errors);
+    tcase_add_test(tc, test_forward_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
