@@ -371,6 +371,71 @@ const ag_real *ag_posenc_values(const ag_posenc *pe);
  * returns 1 for LEARNED, 0 otherwise. */
 size_t ag_posenc_params(ag_posenc *pe, ag_tensor **params, const char **names, size_t max);
 
+/* ------------------------------------------------------------------------
+ * Optimizers. An ag_optim updates a fixed array of parameters from their
+ * gradients. It borrows the parameters (they must outlive it) and owns its
+ * state, allocated once at creation: ag_optim_step never allocates.
+ *
+ *     ag_tensor *params[4];
+ *     ag_attention_params(att, params, NULL, 4);
+ *     ag_optim *opt = ag_adam_new(params, 4, 1e-2, 0.9, 0.999, 1e-8, 0);
+ *     for (step...) {
+ *         ag_zero_grad(params, 4);
+ *         ... forward, ag_backward ...
+ *         ag_clip_grad_norm(params, 4, 1.0);
+ *         ag_optim_step(opt);
+ *         ag_tape_reset(tape);
+ *     }
+ *     ag_optim_free(opt);
+ *
+ * Constructors return NULL when out of memory or on a bad argument: params
+ * NULL, n == 0, a NULL parameter or one without a gradient buffer, lr not
+ * finite or < 0, momentum/beta1/beta2 outside [0, 1), eps not > 0,
+ * weight_decay < 0. The params array is copied; the tensors are borrowed.
+ * ------------------------------------------------------------------------ */
+typedef struct ag_optim ag_optim;
+
+/* SGD with momentum (PyTorch's form): v = momentum v + g; p -= lr v.
+ * momentum 0 is plain p -= lr g and keeps no state (0 slots). */
+ag_optim *ag_sgd_new(ag_tensor *const *params, size_t n, double lr, double momentum);
+/* Adam with bias correction; weight_decay > 0 makes it AdamW (decoupled):
+ *   t += 1; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ *   p -= lr wd p + lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps).
+ * Usual values: lr 1e-3, beta1 0.9, beta2 0.999, eps 1e-8. */
+ag_optim *ag_adam_new(ag_tensor *const *params, size_t n, double lr, double beta1, double beta2,
+                      double eps, double weight_decay);
+void ag_optim_free(ag_optim *opt);   /* NULL does nothing; the parameters are untouched */
+
+/* One update of every parameter from its ->grad (which it does not clear). */
+void ag_optim_step(ag_optim *opt);
+/* Change the learning rate (for a schedule). AG_ERR_ARG (and no change) when
+ * lr is not finite or < 0. */
+ag_status ag_optim_set_lr(ag_optim *opt, double lr);
+double ag_optim_lr(const ag_optim *opt);
+const char *ag_optim_name(const ag_optim *opt);     /* "sgd" or "adam" */
+size_t ag_optim_n_params(const ag_optim *opt);
+
+/* State, for checkpoints. Saving steps and every state buffer and restoring
+ * them into an optimizer made with the same parameters and settings
+ * continues training exactly as if it had not stopped. */
+long ag_optim_steps(const ag_optim *opt);                 /* steps taken */
+ag_status ag_optim_set_steps(ag_optim *opt, long steps);  /* AG_ERR_ARG when < 0 */
+/* Buffers per parameter: 0 (plain SGD), 1 (SGD momentum: "velocity") or 2
+ * (Adam: slot 0 "m", slot 1 "v"). */
+int ag_optim_slots(const ag_optim *opt);
+const char *ag_optim_slot_name(const ag_optim *opt, int slot);   /* NULL when no such slot */
+/* The slot's buffer for parameter param_index (in the order given at
+ * creation): params[param_index]->size values, owned by the optimizer,
+ * writable (to restore). NULL when the index or slot does not exist. */
+ag_real *ag_optim_state(ag_optim *opt, size_t param_index, int slot);
+
+/* Global gradient-norm clipping: norm = sqrt(sum of g^2 over every element
+ * of every parameter's gradient); when norm > max_norm, every gradient is
+ * multiplied by max_norm / norm. Returns the norm before clipping.
+ * max_norm <= 0 only measures. NULL entries and parameters without a
+ * gradient are skipped. A non-finite norm is returned and nothing scaled. */
+double ag_clip_grad_norm(ag_tensor *const *params, size_t n, double max_norm);
+
 #ifdef __cplusplus
 }
 #endif
