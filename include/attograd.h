@@ -258,6 +258,11 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
 ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, int ndim,
                         const int *shape);
 
+/* The same elements in the same order under a new shape (ndim dims, same
+ * number of elements): e.g. (B,T,2*C) -> (B,T,2,C), giving cross-entropy one
+ * row per answer. A copy; shape is borrowed for the call. */
+ag_tensor *ag_reshape(ag_tape *tape, const ag_tensor *a, int ndim, const int *shape);
+
 /* ------------------------------------------------------------------------
  * The attention layer (multi-head self-attention), DESIGN.md's math exactly.
  * With d = d_model, H = n_heads, dh = d / H and x of shape (B,T,d):

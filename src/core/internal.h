@@ -115,6 +115,7 @@ typedef enum ag_op {
     AG_OP_MERGE_HEADS,
     AG_OP_CROSS_ENTROPY,
     AG_OP_EMBEDDING,
+    AG_OP_RESHAPE,
     AG_OP_COUNT
 } ag_op;
 
@@ -143,6 +144,7 @@ void ag_split_heads_backward(ag_tape *tape, const ag_entry *e);
 void ag_merge_heads_backward(ag_tape *tape, const ag_entry *e);
 void ag_cross_entropy_backward(ag_tape *tape, const ag_entry *e);
 void ag_embedding_backward(ag_tape *tape, const ag_entry *e);
+void ag_reshape_backward(ag_tape *tape, const ag_entry *e);
 
 /* ---- checks ---- */
 /* ag_gradcheck with a deliberately wrong backward switched on (AG_BUG_*),

@@ -21,6 +21,7 @@ const ag_op_info ag_ops[] = {
     [AG_OP_MERGE_HEADS] = {"merge_heads", ag_merge_heads_backward},
     [AG_OP_CROSS_ENTROPY] = {"cross_entropy", ag_cross_entropy_backward},
     [AG_OP_EMBEDDING] = {"embedding", ag_embedding_backward},
+    [AG_OP_RESHAPE] = {"reshape", ag_reshape_backward},
 };
 
 _Static_assert(sizeof(ag_ops) / sizeof(ag_ops[0]) == AG_OP_COUNT, "one row per op");
