@@ -185,6 +185,16 @@ ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)
  * earlier op's error is reported here. */
 ag_status ag_backward(ag_tape *tape, ag_tensor *loss);
 
+/* Anomaly detection. When on, every op first checks that the op before it
+ * produced no NaN or Inf (a causal mask's -inf is intended), so the tape
+ * stops with AG_ERR_NUMERIC at the first bad value, naming the op; backward
+ * then also checks every gradient. Off by default: it reads every output. */
+void ag_tape_detect_anomaly(ag_tape *tape, int on);
+/* After the fact: scan the step's values in forward order, then its
+ * gradients in backward order; the first NaN or Inf is recorded as the
+ * tape's error (naming the op) and its status returned. AG_OK if none. */
+ag_status ag_tape_find_anomaly(ag_tape *tape);
+
 /* ------------------------------------------------------------------------
  * Finite-difference gradient check.
  * ------------------------------------------------------------------------ */
