@@ -185,6 +185,16 @@ ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)
  * earlier op's error is reported here. */
 ag_status ag_backward(ag_tape *tape, ag_tensor *loss);
 
+/* Anomaly detection. When on, every op first checks that the op before it
+ * produced no NaN or Inf (a causal mask's -inf is intended), so the tape
+ * stops with AG_ERR_NUMERIC at the first bad value, naming the op; backward
+ * then also checks every gradient. Off by default: it reads every output. */
+void ag_tape_detect_anomaly(ag_tape *tape, int on);
+/* After the fact: scan the step's values in forward order, then its
+ * gradients in backward order; the first NaN or Inf is recorded as the
+ * tape's error (naming the op) and its status returned. AG_OK if none. */
+ag_status ag_tape_find_anomaly(ag_tape *tape);
+
 /* ------------------------------------------------------------------------
  * Finite-difference gradient check.
  * ------------------------------------------------------------------------ */
@@ -440,6 +450,44 @@ ag_real *ag_optim_state(ag_optim *opt, size_t param_index, int slot);
  * max_norm <= 0 only measures. NULL entries and parameters without a
  * gradient are skipped. A non-finite norm is returned and nothing scaled. */
 double ag_clip_grad_norm(ag_tensor *const *params, size_t n, double max_norm);
+
+/* ------------------------------------------------------------------------
+ * Toy tasks, generated on the fly from a seeded generator. Every position
+ * carries two token ids (slot 0 and slot 1, embedded separately and summed)
+ * and up to `answers` class ids to predict there (-1: nothing to predict).
+ * Token ids: keys 0..7, values 8..15 (value class v is token 8 + v), 16 marks
+ * a query, 17 is padding; reverse uses tokens 0..7 as its symbols.
+ * ------------------------------------------------------------------------ */
+typedef enum ag_task_kind {
+    AG_TASK_LOOKUP,    /* (key, value) pairs and a query key: answer the query's value */
+    AG_TASK_LOOKUP2,   /* the query names two keys: answer both values */
+    AG_TASK_REVERSE,   /* position i answers the token at position T-1-i */
+    AG_TASK_COUNT
+} ag_task_kind;
+
+typedef struct ag_batch {
+    ag_task_kind kind;
+    int batch, seq;        /* B examples of T positions */
+    int answers;           /* answers per position (2 for lookup2, else 1) */
+    int *tok0;             /* (B, T) slot-0 token ids, 0..vocab-1 */
+    int *tok1;             /* (B, T) slot-1 token ids */
+    int *targets;          /* (B, T, answers) class ids, -1 where there is no answer */
+} ag_batch;
+
+const char *ag_task_name(ag_task_kind kind);
+const char *ag_task_help(ag_task_kind kind);          /* one line */
+int ag_task_parse(const char *name, ag_task_kind *kind);   /* 1 when known */
+int ag_task_vocab(ag_task_kind kind);                 /* token ids per slot */
+int ag_task_classes(ag_task_kind kind);               /* classes per answer */
+int ag_task_answers(ag_task_kind kind);
+int ag_task_min_seq(ag_task_kind kind);               /* valid T range */
+int ag_task_max_seq(ag_task_kind kind);
+/* A batch of B sequences of length T; NULL when T is out of range or out of
+ * memory. The caller owns it. */
+ag_batch *ag_batch_new(ag_task_kind kind, int batch, int seq);
+void ag_batch_free(ag_batch *b);
+/* Fill b with fresh random examples drawn from rng. */
+void ag_task_sample(ag_batch *b, ag_rng *rng);
 
 #ifdef __cplusplus
 }

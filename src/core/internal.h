@@ -53,12 +53,17 @@ struct ag_tape {
     ag_status status;
     char error[256];
     int bug;                         /* AG_BUG_*, 0 in normal use */
+    int detect_anomaly;              /* check every op's output for NaN/Inf */
 };
 
 /* ---- arena ---- */
 /* Uninitialised memory from the tape's arena, AG_ALIGN-aligned, valid until
  * the next reset. NULL (and AG_ERR_NOMEM on the tape) on failure. */
 void *ag_arena_alloc(ag_tape *tape, size_t bytes);
+
+/* ---- anomaly detection ---- */
+/* Check entry k's output for NaN/Inf; returns 0 with AG_ERR_NUMERIC set. */
+int ag_anomaly_check_entry(ag_tape *tape, size_t k);
 
 /* ---- size arithmetic ---- */
 /* a * b into *out; returns 0 on overflow. */

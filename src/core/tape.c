@@ -184,6 +184,10 @@ int ag_op_begin(ag_tape *tape, const char *op, int n_in, const ag_tensor *const 
         return 0;
     if (tape->status != AG_OK)
         return 0;
+    /* In anomaly mode, the op before this one must have produced finite values. */
+    if (tape->detect_anomaly && tape->n_entries > 0 &&
+        !ag_anomaly_check_entry(tape, tape->n_entries - 1))
+        return 0;
     for (int i = 0; i < n_in; i++) {
         if (!in[i]) {
             ag_tape_fail(tape, AG_ERR_ARG, "%s: input %d is NULL", op, i + 1);
@@ -216,6 +220,9 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
         return ag_tape_fail(tape, AG_ERR_SHAPE, "backward: loss is %s; it must have one element",
                             ag_shape_str(loss, s, sizeof(s)));
     }
+    if (tape->detect_anomaly && tape->n_entries > 0 &&
+        !ag_anomaly_check_entry(tape, tape->n_entries - 1))
+        return tape->status;
     if (!loss->grad)
         return ag_tape_fail(tape, AG_ERR_ARG,
                             "backward: loss does not depend on anything that needs a gradient");
@@ -228,5 +235,7 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
         if (e->out->grad && ag_ops[e->op].backward)
             ag_ops[e->op].backward(tape, e);
     }
+    if (tape->detect_anomaly)
+        return ag_tape_find_anomaly(tape);
     return tape->status;
 }

@@ -1,0 +1,66 @@
+/*
+ * anomaly.c - find the first op that produced NaN or Inf, like PyTorch's
+ * detect_anomaly. Two ways in: ag_tape_detect_anomaly makes every op check
+ * the output of the op before it (the tape stops at the first bad value),
+ * and ag_tape_find_anomaly scans a finished step after the fact, which costs
+ * nothing until a loss turns non-finite.
+ */
+#include "internal.h"
+
+#include <math.h>
+
+/* The first non-finite element of a buffer, or -1. A causal mask's -inf
+ * entries are intended, so for that op only NaN counts. */
+static long first_bad(const ag_real *v, size_t n, int allow_inf)
+{
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(v[i]) || (!allow_inf && isinf(v[i])))
+            return (long)i;
+    }
+    return -1;
+}
+
+static ag_status report(ag_tape *tape, size_t k, const char *what, const ag_real *v, long i)
+{
+    const ag_entry *e = &tape->entries[k];
+    char shape[64];
+    return ag_tape_fail(tape, AG_ERR_NUMERIC, "anomaly: %s of op %s (tape entry %zu, %s) is %s at element %ld",
+                        what, ag_ops[e->op].name, k, ag_shape_str(e->out, shape, sizeof(shape)),
+                        isnan(v[i]) ? "NaN" : "Inf", i);
+}
+
+int ag_anomaly_check_entry(ag_tape *tape, size_t k)
+{
+    const ag_entry *e = &tape->entries[k];
+    long i = first_bad(e->out->data, e->out->size, e->op == AG_OP_CAUSAL_MASK);
+    if (i < 0)
+        return 1;
+    report(tape, k, e->op == AG_OP_LEAF ? "the input" : "the output", e->out->data, i);
+    return 0;
+}
+
+void ag_tape_detect_anomaly(ag_tape *tape, int on)
+{
+    if (tape)
+        tape->detect_anomaly = on != 0;
+}
+
+ag_status ag_tape_find_anomaly(ag_tape *tape)
+{
+    if (!tape)
+        return AG_ERR_ARG;
+    /* values, in the order the forward pass made them */
+    for (size_t k = 0; k < tape->n_entries; k++)
+        if (!ag_anomaly_check_entry(tape, k))
+            return tape->status;
+    /* gradients, in the order the backward pass made them */
+    for (size_t k = tape->n_entries; k-- > 0;) {
+        const ag_entry *e = &tape->entries[k];
+        long i = first_bad(e->out->grad, e->out->size, 0);
+        if (i >= 0)
+            return report(tape, k, "the gradient of the output", e->out->grad, i);
+    }
+    return AG_OK;
+}

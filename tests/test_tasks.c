@@ -1,0 +1,116 @@
+/*
+ * test_tasks.c - the toy tasks: every example's answers follow from its
+ * tokens, sampling is deterministic for a seed, bad sizes are refused.
+ */
+#include "test_util.h"
+
+/* The value class paired with key token key_tok in example ex, or -1.
+ * Token layout (attograd.h): keys 0..7, values 8..15. */
+static int value_of(const ag_batch *b, int ex, int key_tok)
+{
+    for (int t = 0; t < b->seq - 1; t++)
+        if (b->tok0[ex * b->seq + t] == key_tok)
+            return b->tok1[ex * b->seq + t] - 8;
+    return -1;
+}
+
+START_TEST(test_lookup_answers)
+{
+    ag_rng rng = ag_rng_new(7);
+    ag_batch *b = ag_batch_new(AG_TASK_LOOKUP, 50, 5);
+    ck_assert_ptr_nonnull(b);
+    ag_task_sample(b, &rng);
+    int T = b->seq;
+    for (int ex = 0; ex < b->batch; ex++) {
+        /* keys distinct */
+        for (int i = 0; i < T - 1; i++)
+            for (int j = i + 1; j < T - 1; j++)
+                ck_assert_int_ne(b->tok0[ex * T + i], b->tok0[ex * T + j]);
+        for (int t = 0; t < T - 1; t++)
+            ck_assert_int_eq(b->targets[ex * T + t], -1);
+        int q = b->tok0[ex * T + T - 1];
+        int v = value_of(b, ex, q);
+        ck_assert_int_ge(v, 0);
+        ck_assert_int_eq(b->targets[ex * T + T - 1], v);
+        ck_assert_int_ne(b->tok1[ex * T + T - 1], b->tok1[ex * T]);   /* the query marker */
+    }
+    ag_batch_free(b);
+}
+END_TEST
+
+START_TEST(test_lookup2_answers)
+{
+    ag_rng rng = ag_rng_new(8);
+    ag_batch *b = ag_batch_new(AG_TASK_LOOKUP2, 50, 6);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(b->answers, 2);
+    ag_task_sample(b, &rng);
+    int T = b->seq;
+    for (int ex = 0; ex < b->batch; ex++) {
+        int q1 = b->tok0[ex * T + T - 1], q2 = b->tok1[ex * T + T - 1];
+        ck_assert_int_ne(q1, q2);
+        ck_assert_int_eq(b->targets[(ex * T + T - 1) * 2], value_of(b, ex, q1));
+        ck_assert_int_eq(b->targets[(ex * T + T - 1) * 2 + 1], value_of(b, ex, q2));
+        ck_assert_int_eq(b->targets[(ex * T) * 2 + 1], -1);
+    }
+    ag_batch_free(b);
+}
+END_TEST
+
+START_TEST(test_reverse_answers)
+{
+    ag_rng rng = ag_rng_new(9);
+    ag_batch *b = ag_batch_new(AG_TASK_REVERSE, 20, 7);
+    ck_assert_ptr_nonnull(b);
+    ag_task_sample(b, &rng);
+    for (int ex = 0; ex < b->batch; ex++)
+        for (int t = 0; t < 7; t++) {
+            ck_assert_int_eq(b->targets[ex * 7 + t], b->tok0[ex * 7 + 6 - t]);
+            ck_assert_int_lt(b->targets[ex * 7 + t], ag_task_classes(AG_TASK_REVERSE));
+        }
+    ag_batch_free(b);
+}
+END_TEST
+
+START_TEST(test_deterministic)
+{
+    ag_batch *a = ag_batch_new(AG_TASK_LOOKUP, 8, 5), *b = ag_batch_new(AG_TASK_LOOKUP, 8, 5);
+    ag_rng r1 = ag_rng_new(3), r2 = ag_rng_new(3);
+    ag_task_sample(a, &r1);
+    ag_task_sample(b, &r2);
+    ck_assert_mem_eq(a->tok0, b->tok0, 40 * sizeof(int));
+    ck_assert_mem_eq(a->tok1, b->tok1, 40 * sizeof(int));
+    ck_assert_mem_eq(a->targets, b->targets, 40 * sizeof(int));
+    ag_batch_free(a);
+    ag_batch_free(b);
+}
+END_TEST
+
+START_TEST(test_names_and_sizes)
+{
+    ag_task_kind k;
+    ck_assert(ag_task_parse("lookup2", &k) && k == AG_TASK_LOOKUP2);
+    ck_assert(!ag_task_parse("lookup3", &k));
+    ck_assert_str_eq(ag_task_name(AG_TASK_REVERSE), "reverse");
+    ck_assert_ptr_null(ag_batch_new(AG_TASK_LOOKUP, 4, 1));
+    ck_assert_ptr_null(ag_batch_new(AG_TASK_LOOKUP, 4, ag_task_max_seq(AG_TASK_LOOKUP) + 1));
+    ck_assert_ptr_null(ag_batch_new(AG_TASK_LOOKUP2, 4, 2));
+    ck_assert_ptr_null(ag_batch_new(AG_TASK_REVERSE, 0, 4));
+    ag_batch_free(NULL);
+}
+END_TEST
+
+Suite *suite_tasks(void)
+{
+    Suite *s = suite_create("tasks");
+    TCase *tc = tcase_create("sample");
+    tcase_add_test(tc, test_lookup_answers);
+    tcase_add_test(tc, test_lookup2_answers);
+    tcase_add_test(tc, test_reverse_answers);
+    tcase_add_test(tc, test_deterministic);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_names_and_sizes);
+    suite_add_tcase(s, tc);
+    return s;
+}
