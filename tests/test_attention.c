@@ -278,6 +278,46 @@ START_TEST(test_model_grad)
 }
 END_TEST
 
+/* ---- the toy tasks' data through the model, with anomaly detection on ---- */
+
+START_TEST(test_task_model_clean)
+{
+    /* tokens of two slots embedded and summed, positions, a causal or full
+     * layer, logits (B,T,answers*C) reshaped to (B,T,answers,C) and
+     * cross-entropy against (B,T,answers) targets with -1 skipped */
+    ag_task_kind kind = (ag_task_kind)(_i / 2);
+    int causal = _i % 2, d = 8, B = 3, T = ag_task_min_seq(kind);
+    int V = ag_task_vocab(kind), C = ag_task_classes(kind), A = ag_task_answers(kind);
+    ag_rng rng = ag_rng_new(500 + (uint64_t)_i);
+    ag_batch *batch = ag_batch_new(kind, B, T);
+    ck_assert_ptr_nonnull(batch);
+    ag_task_sample(batch, &rng);
+    ag_tensor *emb0 = test_param(&rng, 2, (int[]){V, d}), *emb1 = test_param(&rng, 2, (int[]){V, d});
+    ag_tensor *wout = ag_param_new(2, (int[]){d, A * C});
+    ag_fill_glorot(wout, &rng);
+    ag_attention *att = ag_attention_new(d, 2, causal, &rng, NULL, 0);
+    ag_posenc *pe = ag_posenc_new(AG_POSENC_SINUSOIDAL, T, d, NULL, NULL, 0);
+    ag_tape *tape = ag_tape_new();
+    ag_tape_detect_anomaly(tape, 1);
+    ag_tensor *x = ag_add(tape, ag_embedding(tape, emb0, batch->tok0, 2, (int[]){B, T}),
+                          ag_embedding(tape, emb1, batch->tok1, 2, (int[]){B, T}));
+    ag_tensor *p;
+    ag_tensor *h = ag_attention_forward(tape, att, ag_posenc_apply(tape, pe, x), &p);
+    ag_tensor *logits = ag_reshape(tape, ag_matmul(tape, h, wout), 4, (int[]){B, T, A, C});
+    ag_tensor *loss = ag_cross_entropy(tape, logits, batch->targets, (size_t)(B * T * A));
+    ck_assert_msg(ag_backward(tape, loss) == AG_OK, "%s", ag_tape_error(tape));
+    ck_assert(isfinite(loss->data[0]) && loss->data[0] > 0);
+    ck_assert_int_eq(ag_tape_find_anomaly(tape), AG_OK);
+    ag_tape_free(tape);
+    ag_posenc_free(pe);
+    ag_attention_free(att);
+    ag_param_free(emb0);
+    ag_param_free(emb1);
+    ag_param_free(wout);
+    ag_batch_free(batch);
+}
+END_TEST
+
 /* ---- construction ---- */
 
 START_TEST(test_glorot_init)
@@ -400,6 +440,7 @@ Suite *suite_attention(void)
     tcase_add_loop_test(tc, test_layer_grad, 0, N_CONFIGS);
     tcase_add_test(tc, test_weights_p_grad);
     tcase_add_test(tc, test_model_grad);
+    tcase_add_loop_test(tc, test_task_model_clean, 0, 2 * AG_TASK_COUNT);
     suite_add_tcase(s, tc);
     tc = tcase_create("init");
     tcase_add_test(tc, test_glorot_init);
