@@ -226,6 +226,14 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     if (!loss->grad)
         return ag_tape_fail(tape, AG_ERR_ARG,
                             "backward: loss does not depend on anything that needs a gradient");
+    /* Op outputs start from zero on every call, so a second backward on the
+     * same tape adds one more gradient into parameters and inputs (which
+     * accumulate until ag_zero_grad) instead of re-adding stale ones. */
+    for (size_t k = 0; k < tape->n_entries; k++) {
+        const ag_entry *e = &tape->entries[k];
+        if (e->op != AG_OP_LEAF && e->out->grad)
+            memset(e->out->grad, 0, e->out->size * sizeof(ag_real));
+    }
     loss->grad[0] = 1;
     /* Reverse order is a valid topological order: every entry's inputs were
      * made before it, so all contributions to an output's gradient have
