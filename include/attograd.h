@@ -489,6 +489,50 @@ void ag_batch_free(ag_batch *b);
 /* Fill b with fresh random examples drawn from rng. */
 void ag_task_sample(ag_batch *b, ag_rng *rng);
 
+/* ------------------------------------------------------------------------
+ * The toy model the tasks train: one attention layer between token
+ * embeddings and a linear readout, nothing else, so what it learns is the
+ * attention itself.
+ *
+ *   x      = emb0[tok0] + emb1[tok1] (+ PE)   (B,T,d)
+ *   h      = attention(x)                     (B,T,d)
+ *   logits = h readout                        (B,T,answers,classes)
+ *   loss   = cross_entropy(logits, targets)   over the answers present
+ *
+ * Parameters, in order: emb0, emb1 (vocab, d); pos (seq, d) with learned
+ * positions; wq, wk, wv, wo (d, d); readout (d, answers * classes).
+ * ------------------------------------------------------------------------ */
+typedef struct ag_model_config {
+    ag_task_kind task;
+    int seq;                 /* T: positions per example */
+    int dim;                 /* d: width of every vector */
+    int heads;               /* attention heads; must divide dim */
+    int causal;              /* 1: a position sees only itself and earlier ones */
+    ag_posenc_kind posenc;
+} ag_model_config;
+
+typedef struct ag_model ag_model;
+
+/* A model for cfg, initialised from rng (NULL leaves the weights zero, for
+ * loading). NULL with a one-line message in err on a bad configuration. The
+ * caller owns it. */
+ag_model *ag_model_new(const ag_model_config *cfg, ag_rng *rng, char *err, size_t errlen);
+void ag_model_free(ag_model *m);   /* NULL does nothing */
+const ag_model_config *ag_model_get_config(const ag_model *m);
+/* Parameters in the order above, as ag_attention_params (borrowed). */
+size_t ag_model_params(ag_model *m, ag_tensor **params, const char **names, size_t max);
+ag_tensor *ag_model_param(ag_model *m, const char *name);   /* NULL when unknown */
+ag_attention *ag_model_attention(ag_model *m);              /* borrowed */
+/* Record the forward pass of batch b on the tape; returns the loss (1), or
+ * NULL with the tape's error set. logits_out and attn_out (either may be
+ * NULL) receive the logits (B,T,answers,classes) and the attention weights
+ * (B,H,T,T), tape tensors. */
+ag_tensor *ag_model_forward(ag_tape *tape, ag_model *m, const ag_batch *b, ag_tensor **logits_out,
+                            ag_tensor **attn_out);
+/* Add to *correct and *total: a position that asks something counts once,
+ * and is correct when the argmax of every answer it asks is right. */
+void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, long *total);
+
 #ifdef __cplusplus
 }
 #endif

@@ -52,6 +52,18 @@ int ag_cli_opt(int argc, char **argv, int *i, const char *name, const char **val
     return 1;
 }
 
+int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
+                 const char **value)
+{
+    if (!ag_cli_opt(argc, argv, i, name, value))
+        return 0;
+    if (!*value) {
+        ag_cli_usage_error(cmd, "%s needs a value", name);
+        return -1;
+    }
+    return 1;
+}
+
 int ag_cli_long(const ag_command *cmd, const char *flag, const char *s, long min, long max, long *out)
 {
     char *end;

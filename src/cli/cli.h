@@ -32,6 +32,11 @@ int ag_cli_usage_error(const ag_command *cmd, const char *fmt, ...)
  * option that takes a value, *value is set and *i advanced past it; when the
  * value is missing, *value is NULL (report it with ag_cli_usage_error). */
 int ag_cli_opt(int argc, char **argv, int *i, const char *name, const char **value);
+/* ag_cli_opt for an option that needs a value: 0 when argv[*i] is not
+ * `name`, 1 with *value set, -1 (after a usage error naming the flag) when
+ * the value is missing. */
+int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
+                 const char **value);
 /* Whether argv[i] is the switch `name` exactly (no value). */
 int ag_cli_switch(char **argv, int i, const char *name);
 /* Whether argv[i] is -h or --help. */
@@ -52,5 +57,7 @@ int ag_cmd_demo(int argc, char **argv);
 extern const ag_command ag_cmd_demo_info;
 int ag_cmd_explain(int argc, char **argv);
 extern const ag_command ag_cmd_explain_info;
+int ag_cmd_train(int argc, char **argv);
+extern const ag_command ag_cmd_train_info;
 
 #endif /* AG_CLI_H */

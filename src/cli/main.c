@@ -8,6 +8,7 @@
 #include <string.h>
 
 static const ag_command *const commands[] = {
+    &ag_cmd_train_info,
     &ag_cmd_demo_info,
     &ag_cmd_explain_info,
 };

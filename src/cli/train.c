@@ -1,0 +1,467 @@
+/*
+ * train.c - `attograd train`: watch gradient descent learn a soft lookup.
+ * Builds the toy model for a task, trains it with SGD or Adam on batches
+ * drawn from one random stream, measures accuracy on held-out examples from
+ * another, and ends with one `result:` line on stdout.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EVAL_EXAMPLES 512
+#define MAX_PARAMS 8
+
+const ag_command ag_cmd_train_info = {
+    "train", ag_cmd_train,
+    "attograd train [--task lookup|lookup2|reverse] [--steps N] [--seed S] [options]",
+    "train a toy attention model and watch it learn the lookup",
+};
+
+/* Everything a run is made of: flags first, then what they build. */
+typedef struct train_opts {
+    ag_model_config model;
+    int steps, batch, eval_every, quiet, detect_anomaly;
+    int optimizer_adam;
+    double lr, clip, momentum, weight_decay;
+    uint64_t seed;
+    const char *log_path, *plot_path, *save_path, *load_path;
+    /* which flags were given (a checkpoint's settings win over defaults only) */
+    int set_seq, set_dim, set_heads, set_posenc, set_causal, set_lr, set_optimizer;
+} train_opts;
+
+/* Task defaults, chosen so that each task learns in seconds. */
+static void task_defaults(train_opts *o)
+{
+    ag_task_kind task = o->model.task;
+    if (!o->set_seq)
+        o->model.seq = task == AG_TASK_REVERSE ? 6 : 5;
+    if (!o->set_dim)
+        o->model.dim = 32;
+    if (!o->set_heads)
+        o->model.heads = task == AG_TASK_LOOKUP2 ? 2 : 1;
+    if (!o->set_posenc)
+        o->model.posenc = task == AG_TASK_REVERSE ? AG_POSENC_SINUSOIDAL : AG_POSENC_NONE;
+    if (!o->set_lr)
+        o->lr = o->optimizer_adam ? 3e-3 : 0.1;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int print_help(const ag_command *cmd)
+{
+    printf("usage: %s\n\n"
+           "Train the toy attention model (token embeddings, one attention layer, a\n"
+           "linear readout) on a task generated on the fly, and report held-out accuracy.\n\n"
+           "tasks:\n",
+           cmd->usage);
+    for (int k = 0; k < AG_TASK_COUNT; k++)
+        printf("  %-8s %s\n", ag_task_name((ag_task_kind)k), ag_task_help((ag_task_kind)k));
+    printf("\noptions:\n"
+           "  --task NAME          the task (default lookup)\n"
+           "  --steps N            training steps to run (default 600)\n"
+           "  --batch N            examples per step (default 32)\n"
+           "  --seq T              positions per example (default 5; reverse 6)\n"
+           "  --dim D              width of every vector (default 32)\n"
+           "  --heads H            attention heads, dividing D (default 1; lookup2 2)\n"
+           "  --posenc KIND        none|sinusoidal|learned (default none; reverse sinusoidal)\n"
+           "  --causal             each position sees only itself and earlier positions\n"
+           "  --optimizer NAME     sgd|adam (default adam)\n"
+           "  --lr X               learning rate (default 0.003 for adam, 0.1 for sgd)\n"
+           "  --momentum X         SGD momentum (default 0.9)\n"
+           "  --weight-decay X     AdamW decoupled weight decay (default 0)\n"
+           "  --clip X             clip the global gradient norm at X; 0 turns it off (default 1)\n"
+           "  --seed S             seeds the weights and the data (default 1)\n"
+           "  --eval-every N       measure held-out accuracy every N steps (default 100)\n"
+           "  --log FILE.csv       write step,loss,eval_loss,accuracy per step\n"
+           "  --plot FILE.png      draw the loss curve with gnuplot, when installed\n"
+           "  --save FILE          write a checkpoint (safetensors) at the end\n"
+           "  --load FILE          continue from a checkpoint\n"
+           "  --detect-anomaly     check every op for NaN/Inf and name the first\n"
+           "  --quiet              print only the result line\n\n"
+           "The last line on stdout is the summary:\n"
+           "  result: task=lookup steps=N loss=L accuracy=A seconds=S\n");
+    return AG_EXIT_OK;
+}
+
+/* Parse the flags into o. Returns 1 to go on, 0 after a usage error, -1 for --help. */
+static int parse_args(const ag_command *cmd, int argc, char **argv, train_opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int r;
+        if (ag_cli_is_help(argv[i]))
+            return -1;
+        if (ag_cli_switch(argv, i, "--causal")) {
+            o->model.causal = 1;
+            o->set_causal = 1;
+        } else if (ag_cli_switch(argv, i, "--detect-anomaly")) {
+            o->detect_anomaly = 1;
+        } else if (ag_cli_switch(argv, i, "--quiet")) {
+            o->quiet = 1;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--task", &v))) {
+            if (r < 0)
+                return 0;
+            if (!ag_task_parse(v, &o->model.task))
+                return !ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
+                return 0;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, 65536, &o->batch))
+                return 0;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seq", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, 4096, &o->model.seq))
+                return 0;
+            o->set_seq = 1;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--dim", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--dim", v, 1, 4096, &o->model.dim))
+                return 0;
+            o->set_dim = 1;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--heads", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--heads", v, 1, 4096, &o->model.heads))
+                return 0;
+            o->set_heads = 1;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--posenc", &v))) {
+            if (r < 0)
+                return 0;
+            if (!ag_posenc_parse(v, &o->model.posenc))
+                return !ag_cli_usage_error(cmd, "--posenc: unknown kind '%s' (none, sinusoidal, learned)", v);
+            o->set_posenc = 1;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--optimizer", &v))) {
+            if (r < 0)
+                return 0;
+            if (strcmp(v, "adam") == 0)
+                o->optimizer_adam = 1;
+            else if (strcmp(v, "sgd") == 0)
+                o->optimizer_adam = 0;
+            else
+                return !ag_cli_usage_error(cmd, "--optimizer: unknown optimizer '%s' (sgd, adam)", v);
+            o->set_optimizer = 1;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
+            if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-12, 1e3, &o->lr))
+                return 0;
+            o->set_lr = 1;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--momentum", &v))) {
+            if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, 0.999999, &o->momentum))
+                return 0;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--weight-decay", &v))) {
+            if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, 1e3, &o->weight_decay))
+                return 0;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--clip", &v))) {
+            if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, 1e12, &o->clip))
+                return 0;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
+            if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &o->seed))
+                return 0;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--eval-every", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--eval-every", v, 1, 100000000, &o->eval_every))
+                return 0;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--log", &v))) {
+            if (r < 0)
+                return 0;
+            o->log_path = v;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--plot", &v))) {
+            if (r < 0)
+                return 0;
+            o->plot_path = v;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--save", &v))) {
+            if (r < 0)
+                return 0;
+            o->save_path = v;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--load", &v))) {
+            if (r < 0)
+                return 0;
+            o->load_path = v;
+        } else {
+            return !ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        }
+    }
+    return 1;
+}
+
+/* ---- one run ---- */
+
+typedef struct run {
+    train_opts *o;
+    ag_model *model;
+    ag_tensor *params[MAX_PARAMS];
+    const char *names[MAX_PARAMS];
+    size_t n_params;
+    ag_optim *opt;
+    ag_tape *tape;
+    ag_batch *train, *eval;   /* a fresh training batch per step; one fixed held-out set */
+    ag_rng data_rng;          /* the training stream */
+    long step;                /* steps done, including those of a loaded checkpoint */
+    double loss, eval_loss, accuracy;
+    FILE *log;
+} run;
+
+/* The held-out set comes from its own stream, never from the training one. */
+#define EVAL_STREAM 0x5ca1ab1e0ddba11ULL
+
+static const char *token_label(const ag_batch *b, int ex, int t, char *buf, size_t len)
+{
+    int t0 = b->tok0[ex * b->seq + t], t1 = b->tok1[ex * b->seq + t];
+    if (b->kind == AG_TASK_REVERSE)
+        snprintf(buf, len, "s%d", t0);
+    else if (t1 >= 8 && t1 < 16)
+        snprintf(buf, len, "k%d:v%d", t0, t1 - 8);
+    else if (t1 < 8)
+        snprintf(buf, len, "?k%d,k%d", t0, t1);
+    else
+        snprintf(buf, len, "?k%d", t0);
+    return buf;
+}
+
+/* The attention weights of held-out example 0 as a small text heatmap. */
+static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_tensor *logits)
+{
+    static const char shades[] = " .:-=+*#%@";
+    int H = attn->shape[1], T = attn->shape[2], A = b->answers, C = ag_task_classes(b->kind);
+    char label[32];
+    printf("\nattention of one held-out example (row: a position, columns: where it looks):\n");
+    for (int h = 0; h < H; h++) {
+        if (H > 1)
+            printf("head %d:\n", h + 1);
+        printf("  %-9s", "");
+        for (int j = 0; j < T; j++)
+            printf(" %8s", token_label(b, 0, j, label, sizeof(label)));
+        printf("\n");
+        for (int i = 0; i < T; i++) {
+            printf("  %-9s", token_label(b, 0, i, label, sizeof(label)));
+            for (int j = 0; j < T; j++) {
+                double p = attn->data[(((size_t)h * T) + i) * T + j];
+                int shade = (int)(p * 9.999);
+                printf("   %4.2f %c", p, shades[shade < 0 ? 0 : shade > 9 ? 9 : shade]);
+            }
+            /* what this position answered, where it was asked something */
+            const int *y = b->targets + (size_t)i * A;
+            for (int a = 0; a < A; a++) {
+                if (y[a] < 0)
+                    continue;
+                const ag_real *z = logits->data + ((size_t)i * A + a) * C;
+                int best = 0;
+                for (int c = 1; c < C; c++)
+                    if (z[c] > z[best])
+                        best = c;
+                const char *sym = b->kind == AG_TASK_REVERSE ? "s" : "v";
+                printf("%s %s%d (want %s%d)", a ? "," : "  ->", sym, best, sym, y[a]);
+            }
+            printf("\n");
+        }
+    }
+}
+
+/* Loss and accuracy on the held-out set; optionally show the heatmap. */
+static int evaluate(run *r, int heatmap)
+{
+    ag_tensor *logits, *attn;
+    ag_tensor *loss = ag_model_forward(r->tape, r->model, r->eval, &logits, &attn);
+    if (!loss) {
+        fprintf(stderr, "attograd train: %s\n", ag_tape_error(r->tape));
+        ag_tape_reset(r->tape);
+        return 0;
+    }
+    long correct = 0, total = 0;
+    ag_model_score(r->eval, logits, &correct, &total);
+    r->eval_loss = loss->data[0];
+    r->accuracy = total ? (double)correct / (double)total : 0;
+    if (heatmap)
+        print_heatmap(r->eval, attn, logits);
+    ag_tape_reset(r->tape);
+    return 1;
+}
+
+/* One step: a fresh batch, forward, backward, clip, update. */
+static int train_step(run *r)
+{
+    ag_task_sample(r->train, &r->data_rng);
+    ag_zero_grad(r->params, r->n_params);
+    ag_tensor *loss = ag_model_forward(r->tape, r->model, r->train, NULL, NULL);
+    ag_status st = ag_backward(r->tape, loss);
+    if (st == AG_OK && !isfinite(loss->data[0]))
+        st = ag_tape_find_anomaly(r->tape);
+    if (st != AG_OK) {
+        fprintf(stderr, "attograd train: step %ld: %s\n", r->step + 1, ag_tape_error(r->tape));
+        if (st == AG_ERR_NUMERIC)
+            fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+        ag_tape_reset(r->tape);
+        return 0;
+    }
+    r->loss = loss->data[0];
+    ag_tape_reset(r->tape);
+    if (r->o->clip > 0)
+        ag_clip_grad_norm(r->params, r->n_params, r->o->clip);
+    ag_optim_step(r->opt);
+    r->step++;
+    return 1;
+}
+
+static void print_progress(const run *r, long done, long todo, double elapsed, int tty)
+{
+    double rate = elapsed > 0 ? (double)done / elapsed : 0;
+    double left = rate > 0 ? (double)(todo - done) / rate : 0;
+    if (tty) {
+        int width = 24, filled = (int)((double)width * (double)done / (double)todo);
+        printf("\r[%.*s%*s] step %ld loss %.4f accuracy %.3f %.0f steps/s %.1fs left ", filled,
+               "########################", width - filled, "", r->step, r->loss, r->accuracy, rate,
+               left);
+    } else {
+        printf("step %ld loss %.4f eval_loss %.4f accuracy %.4f steps/s %.0f\n", r->step, r->loss,
+               r->eval_loss, r->accuracy, rate);
+    }
+    fflush(stdout);
+}
+
+int ag_cmd_train(int argc, char **argv)
+{
+    const ag_command *cmd = &ag_cmd_train_info;
+    train_opts o = {0};
+    o.model.task = AG_TASK_LOOKUP;
+    o.steps = 600;
+    o.batch = 32;
+    o.eval_every = 100;
+    o.optimizer_adam = 1;
+    o.clip = 1;
+    o.momentum = 0.9;
+    o.seed = 1;
+    int parsed = parse_args(cmd, argc, argv, &o);
+    if (parsed < 0)
+        return print_help(cmd);
+    if (!parsed)
+        return AG_EXIT_USAGE;
+    task_defaults(&o);
+    int lo = ag_task_min_seq(o.model.task), hi = ag_task_max_seq(o.model.task);
+    if (o.model.seq < lo || o.model.seq > hi)
+        return ag_cli_usage_error(cmd, "--seq: %d is out of range for task %s (%d..%d)", o.model.seq,
+                                  ag_task_name(o.model.task), lo, hi);
+    if (o.model.dim % o.model.heads != 0)
+        return ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", o.model.heads,
+                                  o.model.dim);
+
+    run r;
+    memset(&r, 0, sizeof(r));
+    r.o = &o;
+    int status = AG_EXIT_FAIL;
+    char err[256];
+    ag_rng init_rng = ag_rng_new(o.seed);
+    r.data_rng = ag_rng_new(o.seed ^ 0xda7aULL);
+    ag_rng eval_rng = ag_rng_new(o.seed ^ EVAL_STREAM);
+    r.model = ag_model_new(&o.model, &init_rng, err, sizeof(err));
+    if (!r.model) {
+        fprintf(stderr, "attograd train: %s\n", err);
+        goto done;
+    }
+    r.n_params = ag_model_params(r.model, r.params, r.names, MAX_PARAMS);
+    r.opt = o.optimizer_adam ? ag_adam_new(r.params, r.n_params, o.lr, 0.9, 0.999, 1e-8, o.weight_decay)
+                             : ag_sgd_new(r.params, r.n_params, o.lr, o.momentum);
+    r.tape = ag_tape_new();
+    r.train = ag_batch_new(o.model.task, o.batch, o.model.seq);
+    r.eval = ag_batch_new(o.model.task, EVAL_EXAMPLES, o.model.seq);
+    if (!r.opt || !r.tape || !r.train || !r.eval) {
+        fprintf(stderr, "attograd train: out of memory\n");
+        goto done;
+    }
+    ag_task_sample(r.eval, &eval_rng);
+    ag_tape_detect_anomaly(r.tape, o.detect_anomaly);
+
+    if (o.log_path) {
+        r.log = fopen(o.log_path, "w");
+        if (!r.log) {
+            fprintf(stderr, "attograd train: cannot write %s: %s\n", o.log_path, strerror(errno));
+            goto done;
+        }
+        fprintf(r.log, "step,loss,eval_loss,accuracy\n");
+    }
+
+    struct sigaction sa, old_sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_sa);
+
+    int tty = !o.quiet && isatty(STDOUT_FILENO);
+    if (!o.quiet)
+        printf("training %s: seq %d, dim %d, heads %d, posenc %s%s, %s lr %g, batch %d, %d steps\n",
+               ag_task_name(o.model.task), o.model.seq, o.model.dim, o.model.heads,
+               ag_posenc_kind_name(o.model.posenc), o.model.causal ? ", causal" : "",
+               o.optimizer_adam ? "adam" : "sgd", o.lr, o.batch, o.steps);
+    if (!evaluate(&r, 0))
+        goto restore;
+    double start = now_seconds(), last_draw = 0;
+    long done_steps = 0;
+    while (done_steps < o.steps && !interrupted) {
+        if (!train_step(&r))
+            goto restore;
+        done_steps++;
+        int eval_now = r.step % o.eval_every == 0 || done_steps == o.steps;
+        if (eval_now && !evaluate(&r, 0))
+            goto restore;
+        if (r.log) {
+            fprintf(r.log, "%ld,%.9g", r.step, r.loss);
+            if (eval_now)
+                fprintf(r.log, ",%.9g,%.9g\n", r.eval_loss, r.accuracy);
+            else
+                fprintf(r.log, ",,\n");
+        }
+        double t = now_seconds() - start;
+        if (tty && (t - last_draw > 0.1 || done_steps == o.steps)) {
+            print_progress(&r, done_steps, o.steps, t, 1);
+            last_draw = t;
+        } else if (!tty && !o.quiet && eval_now) {
+            print_progress(&r, done_steps, o.steps, t, 0);
+        }
+    }
+    double seconds = now_seconds() - start;
+    if (tty)
+        printf("\n");
+    if (interrupted) {
+        if (!evaluate(&r, 0))
+            goto restore;
+        fprintf(stderr, "attograd train: interrupted after step %ld\n", r.step);
+    }
+    if (!o.quiet && !evaluate(&r, 1))
+        goto restore;
+    if (r.log) {
+        FILE *log = r.log;
+        r.log = NULL;
+        if (fclose(log) != 0) {
+            fprintf(stderr, "attograd train: writing %s failed\n", o.log_path);
+            goto restore;
+        }
+    }
+    printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
+           ag_task_name(o.model.task), r.step, r.eval_loss, r.accuracy, seconds);
+    status = interrupted ? 130 : AG_EXIT_OK;
+restore:
+    sigaction(SIGINT, &old_sa, NULL);
+done:
+    if (r.log)
+        fclose(r.log);
+    ag_batch_free(r.train);
+    ag_batch_free(r.eval);
+    ag_tape_free(r.tape);
+    ag_optim_free(r.opt);
+    ag_model_free(r.model);
+    return status;
+}
