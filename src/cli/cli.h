@@ -52,6 +52,26 @@ int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t 
 int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double min, double max,
                   double *out);
 
+/* Whether an executable `name` is on the PATH. */
+int ag_cli_have_program(const char *name);
+
+/* What a training plot shows. */
+typedef struct ag_plot_data {
+    const char *title;
+    const long *loss_step;       /* (n_loss) */
+    const double *loss;          /* (n_loss) training loss */
+    size_t n_loss;
+    const long *acc_step;        /* (n_acc) */
+    const double *acc;           /* (n_acc) held-out accuracy */
+    size_t n_acc;
+    const double *attn;          /* (attn_size, attn_size) weights, or NULL */
+    int attn_size;
+} ag_plot_data;
+
+/* Draw d into png with gnuplot. Returns 1, or 0 with the reason in err
+ * (gnuplot missing or failing); never stops the caller. */
+int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen);
+
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);
 extern const ag_command ag_cmd_demo_info;

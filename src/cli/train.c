@@ -214,6 +214,12 @@ typedef struct run {
     long step;                /* steps done, including those of a loaded checkpoint */
     double loss, eval_loss, accuracy;
     FILE *log;
+    /* for --plot: a thinned loss history, the accuracy at each evaluation,
+     * and the last heatmap's weights (head 1 of held-out example 0) */
+    long *loss_step, *acc_step;
+    double *loss_hist, *acc_hist, *attn0;
+    size_t n_loss, n_acc, cap_loss, cap_acc;
+    long loss_stride;
 } run;
 
 /* The held-out set comes from its own stream, never from the training one. */
@@ -286,10 +292,37 @@ static int evaluate(run *r, int heatmap)
     ag_model_score(r->eval, logits, &correct, &total);
     r->eval_loss = loss->data[0];
     r->accuracy = total ? (double)correct / (double)total : 0;
-    if (heatmap)
+    if (heatmap && !r->o->quiet)
         print_heatmap(r->eval, attn, logits);
+    if (heatmap && r->attn0) {
+        int T = r->eval->seq;
+        for (int i = 0; i < T * T; i++)
+            r->attn0[i] = attn->data[i];
+    }
+    if (r->acc_hist && r->n_acc < r->cap_acc) {
+        r->acc_step[r->n_acc] = r->step;
+        r->acc_hist[r->n_acc++] = r->accuracy;
+    }
     ag_tape_reset(r->tape);
     return 1;
+}
+
+/* History for --plot, allocated before training: at most PLOT_POINTS
+ * points of each curve, so a long run is thinned, not stored whole. */
+#define PLOT_POINTS 10000
+static int alloc_history(run *r)
+{
+    long steps = r->o->steps, evals = steps / r->o->eval_every + 3;
+    r->cap_loss = steps < PLOT_POINTS ? (size_t)steps : PLOT_POINTS;
+    r->loss_stride = (steps + (long)r->cap_loss - 1) / (long)r->cap_loss;
+    r->cap_acc = evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS;
+    int T = r->o->model.seq;
+    r->loss_step = malloc(r->cap_loss * sizeof(long));
+    r->loss_hist = malloc(r->cap_loss * sizeof(double));
+    r->acc_step = malloc(r->cap_acc * sizeof(long));
+    r->acc_hist = malloc(r->cap_acc * sizeof(double));
+    r->attn0 = calloc((size_t)T * (size_t)T, sizeof(double));
+    return r->loss_step && r->loss_hist && r->acc_step && r->acc_hist && r->attn0;
 }
 
 /* One step: a fresh batch, forward, backward, clip, update. */
@@ -310,6 +343,10 @@ static int train_step(run *r)
     }
     r->loss = loss->data[0];
     ag_tape_reset(r->tape);
+    if (r->loss_hist && r->step % r->loss_stride == 0 && r->n_loss < r->cap_loss) {
+        r->loss_step[r->n_loss] = r->step + 1;
+        r->loss_hist[r->n_loss++] = r->loss;
+    }
     if (r->o->clip > 0)
         ag_clip_grad_norm(r->params, r->n_params, r->o->clip);
     ag_optim_step(r->opt);
@@ -383,6 +420,10 @@ int ag_cmd_train(int argc, char **argv)
         goto done;
     }
     ag_task_sample(r.eval, &eval_rng);
+    if (o.plot_path && !alloc_history(&r)) {
+        fprintf(stderr, "attograd train: out of memory\n");
+        goto done;
+    }
     ag_tape_detect_anomaly(r.tape, o.detect_anomaly);
 
     if (o.log_path) {
@@ -440,8 +481,21 @@ int ag_cmd_train(int argc, char **argv)
             goto restore;
         fprintf(stderr, "attograd train: interrupted after step %ld\n", r.step);
     }
-    if (!o.quiet && !evaluate(&r, 1))
+    if (!evaluate(&r, 1))
         goto restore;
+    if (o.plot_path) {
+        char title[160];
+        snprintf(title, sizeof(title), "attograd train --task %s: %ld steps, held-out accuracy %.3f",
+                 ag_task_name(o.model.task), r.step, r.accuracy);
+        ag_plot_data pd = {title, r.loss_step, r.loss_hist, r.n_loss, r.acc_step, r.acc_hist,
+                           r.n_acc, r.attn0, o.model.seq};
+        if (ag_cli_plot_run(o.plot_path, &pd, err, sizeof(err))) {
+            if (!o.quiet)
+                printf("plot: %s\n", o.plot_path);
+        } else {
+            fprintf(stderr, "attograd train: %s\n", err);   /* training is unaffected */
+        }
+    }
     if (r.log) {
         FILE *log = r.log;
         r.log = NULL;
@@ -460,6 +514,11 @@ done:
         fclose(r.log);
     ag_batch_free(r.train);
     ag_batch_free(r.eval);
+    free(r.loss_step);
+    free(r.loss_hist);
+    free(r.acc_step);
+    free(r.acc_hist);
+    free(r.attn0);
     ag_tape_free(r.tape);
     ag_optim_free(r.opt);
     ag_model_free(r.model);
