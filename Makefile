@@ -132,3 +132,30 @@ clean:
 	rm -rf build attograd.pc
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+# ---- Fuzzing the file layer (clang's libFuzzer) ----
+#   make fuzz                   build $(BUILDROOT)/fuzz/fuzz_safetensors
+#   make fuzz-run               fuzz for FUZZ_SECONDS (default 60); fails on a crash
+# New inputs go to $(BUILDROOT)/fuzz/corpus; the seeds in tests/fuzz are not
+# touched. A crash is saved as $(BUILDROOT)/fuzz/crash-*: replay it with
+# `$(BUILDROOT)/fuzz/fuzz_safetensors FILE`. See docs/fuzzing.md.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_DIR := $(BUILDROOT)/fuzz
+FUZZ_BIN := $(FUZZ_DIR)/fuzz_safetensors
+FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -Iinclude -Isrc \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+.PHONY: fuzz fuzz-run
+
+fuzz: $(FUZZ_BIN)
+
+$(FUZZ_BIN): tests/fuzz/fuzz_safetensors.c $(LIB_SRC) include/attograd.h $(wildcard src/*/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_safetensors.c $(LIB_SRC) -lm
+
+fuzz-run: $(FUZZ_BIN)
+	@mkdir -p $(FUZZ_DIR)/corpus
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	  -dict=tests/fuzz/safetensors.dict -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 \
+	  $(FUZZ_DIR)/corpus tests/fuzz/corpus_safetensors

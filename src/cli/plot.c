@@ -58,7 +58,7 @@ int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t er
     put_quoted(g, png);
     fprintf(g, "\nset multiplot layout 1,2 title '%s'\n", d->title);
     fprintf(g, "set xlabel 'step'\nset ylabel 'loss'\nset logscale y\nset y2label 'held-out accuracy'\n"
-               "set y2range [0:1.05]\nset y2tics\nset ytics nomirror\nset format y '%g'\nset key right center\nset grid\n");
+               "set y2range [0:1.05]\nset y2tics\nset ytics nomirror\nset format y '%%g'\nset key right center\nset grid\n");
     fprintf(g, "plot '-' using 1:2 with lines title 'training loss', "
                "'-' using 1:2 axes x1y2 with linespoints title 'held-out accuracy'\n");
     for (size_t i = 0; i < d->n_loss; i++)

@@ -1,0 +1,59 @@
+/*
+ * io.h - private helpers of the file layer: error messages into a caller's
+ * buffer, UTF-8 checks, safe quoting of names taken from files, atomic file
+ * replacement (temporary file, fsync, rename) and the in-memory safetensors
+ * encoder that ag_st_save and the fuzz target share. Not installed.
+ */
+#ifndef AG_IO_H
+#define AG_IO_H
+
+#include "attograd.h"
+
+#include <stdio.h>
+
+/* Format a one-line message into err (when err is not NULL and errlen > 0);
+ * returns status so callers can write `return ag_io_err(...)`. */
+ag_status ag_io_err(ag_status status, char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Whether the len bytes at s are valid UTF-8 (no overlong forms, no
+ * surrogates, nothing beyond U+10FFFF). */
+int ag_utf8_valid(const unsigned char *s, size_t len);
+
+/* Copy s into buf (len bytes) for a message: at most 48 bytes of it, control
+ * characters replaced by '?', "..." appended when cut, never cutting a UTF-8
+ * sequence in half. s must be valid UTF-8. Returns buf. */
+const char *ag_io_quote(const char *s, char *buf, size_t len);
+#define AG_IO_QUOTE_LEN 64      /* a buffer that ag_io_quote never overflows */
+
+/* Format a shape as "[2x3]" ("[]" for a scalar) into buf; returns buf. */
+const char *ag_io_shape_str(int ndim, const unsigned long long *shape, char *buf, size_t len);
+
+/* A file being written atomically: data goes to tmp, which replaces path
+ * on commit. Owns both strings and the stream. */
+typedef struct ag_atomic {
+    char *path;     /* the target */
+    char *tmp;      /* the temporary file beside it */
+    FILE *f;        /* open on tmp */
+} ag_atomic;
+
+/* Create a new temporary file in path's directory (O_EXCL, mode 0666 less the
+ * umask) and open it for writing. On failure a is zeroed and err is set. */
+ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errlen);
+/* fflush, fsync, fclose and rename tmp over path, then fsync the directory.
+ * On any failure the temporary file is removed and path is untouched.
+ * Always releases a. */
+ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen);
+/* Close and remove the temporary file; release a. Safe on a zeroed a. */
+void ag_atomic_abort(ag_atomic *a);
+
+/* The whole safetensors file a writer describes, in a new malloc'd buffer
+ * the caller owns (*buf, *len). The writer's sticky error is returned when
+ * it has one. Used by ag_st_save and by the fuzz target's round trip. */
+ag_status ag_st_encode(const ag_st_writer *w, unsigned char **buf, size_t *len, char *err,
+                       size_t errlen);
+
+#endif /* AG_IO_H */

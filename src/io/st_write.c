@@ -1,0 +1,493 @@
+/*
+ * st_write.c - writing safetensors files the way the reference writer lays
+ * them out: the JSON header (__metadata__ first, then tensors in name order)
+ * padded with spaces to a multiple of 8 bytes, then every tensor's
+ * little-endian data, contiguous, in the same order. The writer borrows the
+ * tensors' data until save; ag_st_save goes through a temporary file so the
+ * target is replaced whole or not at all.
+ */
+#include "io.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct st_entry {
+    char *name;                    /* owned */
+    int ndim;                      /* 0..AG_MAX_DIMS */
+    int shape[AG_MAX_DIMS];        /* (ndim), each >= 0 */
+    size_t count;                  /* elements: product of shape */
+    const ag_real *data;           /* (count) values, borrowed until save */
+} st_entry;
+
+struct ag_st_writer {
+    ag_st_type dtype;
+    st_entry *e;                   /* (n), in the order added */
+    size_t n, cap;
+    char **meta;                   /* (2 * n_meta): key, value, key, value ...; owned */
+    size_t n_meta, cap_meta;
+    ag_status status;              /* the first error, sticky */
+    char error[256];
+};
+
+ag_st_writer *ag_st_writer_new(ag_st_type dtype)
+{
+    if (dtype != AG_ST_F32 && dtype != AG_ST_F64)
+        return NULL;
+    ag_st_writer *w = calloc(1, sizeof(*w));
+    if (w)
+        w->dtype = dtype;
+    return w;
+}
+
+void ag_st_writer_free(ag_st_writer *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; i < w->n; i++)
+        free(w->e[i].name);
+    for (size_t i = 0; i < 2 * w->n_meta; i++)
+        free(w->meta[i]);
+    free(w->e);
+    free(w->meta);
+    free(w);
+}
+
+const char *ag_st_writer_error(const ag_st_writer *w)
+{
+    return w ? w->error : "ag_st_writer: writer is NULL";
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static ag_status wfail(ag_st_writer *w, ag_status status, const char *fmt, ...)
+{
+    if (w->status != AG_OK)
+        return w->status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->error, sizeof(w->error), fmt, ap);
+    va_end(ap);
+    w->status = status;
+    return status;
+}
+
+static int is_utf8(const char *s)
+{
+    return ag_utf8_valid((const unsigned char *)s, strlen(s));
+}
+
+/* Make room for one more element of elem bytes in *arr. */
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 1;
+    size_t c = *cap ? *cap : 8;
+    if (c > SIZE_MAX / 2 / elem)
+        return 0;
+    c *= 2;
+    void *a = realloc(*arr, c * elem);
+    if (!a)
+        return 0;
+    *arr = a;
+    *cap = c;
+    return 1;
+}
+
+ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shape,
+                    const ag_real *data)
+{
+    char q[AG_IO_QUOTE_LEN];
+    if (!w)
+        return AG_ERR_ARG;
+    if (w->status != AG_OK)
+        return w->status;
+    if (!name)
+        return wfail(w, AG_ERR_ARG, "ag_st_add: name is NULL");
+    if (!is_utf8(name))
+        return wfail(w, AG_ERR_ARG, "ag_st_add: tensor name is not valid UTF-8");
+    ag_io_quote(name, q, sizeof(q));
+    if (strcmp(name, "__metadata__") == 0)
+        return wfail(w, AG_ERR_ARG, "ag_st_add: '__metadata__' cannot name a tensor");
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->e[i].name, name) == 0)
+            return wfail(w, AG_ERR_ARG, "ag_st_add: duplicate tensor '%s'", q);
+    if (ndim < 0 || ndim > AG_MAX_DIMS || (ndim > 0 && !shape))
+        return wfail(w, AG_ERR_ARG, "ag_st_add: tensor '%s': ndim %d (0..%d dims)", q, ndim,
+                     AG_MAX_DIMS);
+    /* elements and bytes as F64 (the larger dtype) must fit in size_t */
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return wfail(w, AG_ERR_ARG, "ag_st_add: tensor '%s': negative dim %d", q, shape[i]);
+        if (shape[i] != 0 && count > SIZE_MAX / 8 / (size_t)shape[i])
+            return wfail(w, AG_ERR_NOMEM, "ag_st_add: tensor '%s': too many elements", q);
+        count *= (size_t)shape[i];
+    }
+    if (count > 0 && !data)
+        return wfail(w, AG_ERR_ARG, "ag_st_add: tensor '%s': data is NULL", q);
+    st_entry e = {.ndim = ndim, .count = count, .data = data};
+    for (int i = 0; i < ndim; i++)
+        e.shape[i] = shape[i];
+    if (!grow((void **)&w->e, &w->cap, w->n, sizeof(*w->e)) || !(e.name = strdup(name)))
+        return wfail(w, AG_ERR_NOMEM, "ag_st_add: out of memory");
+    w->e[w->n++] = e;
+    return AG_OK;
+}
+
+ag_status ag_st_add_tensor(ag_st_writer *w, const char *name, const ag_tensor *t)
+{
+    if (!w)
+        return AG_ERR_ARG;
+    if (!t && w->status == AG_OK) {
+        char q[AG_IO_QUOTE_LEN];
+        return wfail(w, AG_ERR_ARG, "ag_st_add_tensor: tensor '%s' is NULL",
+                     name && is_utf8(name) ? ag_io_quote(name, q, sizeof(q)) : "?");
+    }
+    if (!t)
+        return w->status;
+    return ag_st_add(w, name, t->ndim, t->shape, t->data);
+}
+
+ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value)
+{
+    char q[AG_IO_QUOTE_LEN];
+    if (!w)
+        return AG_ERR_ARG;
+    if (w->status != AG_OK)
+        return w->status;
+    if (!key || !value)
+        return wfail(w, AG_ERR_ARG, "ag_st_add_meta: key or value is NULL");
+    if (!is_utf8(key) || !is_utf8(value))
+        return wfail(w, AG_ERR_ARG, "ag_st_add_meta: key or value is not valid UTF-8");
+    for (size_t i = 0; i < w->n_meta; i++)
+        if (strcmp(w->meta[2 * i], key) == 0)
+            return wfail(w, AG_ERR_ARG, "ag_st_add_meta: duplicate key '%s'",
+                         ag_io_quote(key, q, sizeof(q)));
+    char *k = strdup(key), *v = strdup(value);
+    /* cap_meta counts pairs: grow an array of pairs of pointers */
+    if (!k || !v || !grow((void **)&w->meta, &w->cap_meta, w->n_meta, 2 * sizeof(*w->meta))) {
+        free(k);
+        free(v);
+        return wfail(w, AG_ERR_NOMEM, "ag_st_add_meta: out of memory");
+    }
+    w->meta[2 * w->n_meta] = k;
+    w->meta[2 * w->n_meta + 1] = v;
+    w->n_meta++;
+    return AG_OK;
+}
+
+/* ---- encoding ---- */
+
+/* A growing string for the JSON header. */
+typedef struct sbuf {
+    char *s;        /* (cap) bytes, owned */
+    size_t n, cap;
+    int oom;        /* an append failed: everything after it is dropped */
+} sbuf;
+
+static void put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (n > SIZE_MAX - b->n - 1) {
+        b->oom = 1;
+        return;
+    }
+    if (b->n + n + 1 > b->cap) {
+        size_t c = b->cap ? b->cap : 256;
+        while (c < b->n + n + 1)
+            c = c > SIZE_MAX / 2 ? b->n + n + 1 : c * 2;
+        char *p = realloc(b->s, c);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->s = p;
+        b->cap = c;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+
+static void puts_(sbuf *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+static void putu(sbuf *b, unsigned long long v)
+{
+    char t[32];
+    put(b, t, (size_t)snprintf(t, sizeof(t), "%llu", v));
+}
+
+/* s as a JSON string: '"', '\\' and control characters escaped; UTF-8
+ * passes through (it was checked when added). */
+static void put_json(sbuf *b, const char *s)
+{
+    put(b, "\"", 1);
+    for (const char *c = s; *c; c++) {
+        unsigned char u = (unsigned char)*c;
+        char t[8];
+        if (u == '"' || u == '\\') {
+            t[0] = '\\';
+            t[1] = (char)u;
+            put(b, t, 2);
+        } else if (u < 0x20) {
+            put(b, t, (size_t)snprintf(t, sizeof(t), "\\u%04x", u));
+        } else {
+            put(b, c, 1);
+        }
+    }
+    put(b, "\"", 1);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    return strcmp((*(const st_entry *const *)a)->name, (*(const st_entry *const *)b)->name);
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Where the bytes go: a FILE or a memory buffer. */
+typedef struct sink {
+    FILE *f;                   /* when writing a file */
+    unsigned char *mem;        /* else: the buffer, with room for everything */
+    size_t pos;
+} sink;
+
+static int emit(sink *k, const void *p, size_t n)
+{
+    if (k->f)
+        return fwrite(p, 1, n, k->f) == n;
+    memcpy(k->mem + k->pos, p, n);
+    k->pos += n;
+    return 1;
+}
+
+/* The layout of a save: entries in name order with their offsets, and the
+ * padded header. Everything here is owned by the plan. */
+typedef struct plan {
+    const st_entry **order;    /* (n) entries sorted by name */
+    sbuf header;               /* the JSON, padded to a multiple of 8 (with the 8-byte length) */
+    size_t total;              /* bytes of the whole file */
+} plan;
+
+static void plan_free(plan *pl)
+{
+    free(pl->order);
+    free(pl->header.s);
+}
+
+/* Sort, lay out and build the header. what names the output in messages. */
+static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, char *err,
+                           size_t errlen)
+{
+    memset(pl, 0, sizeof(*pl));
+    size_t esize = w->dtype == AG_ST_F64 ? 8 : 4;
+    char **meta = NULL;
+    ag_status st = AG_OK;
+    pl->order = malloc((w->n ? w->n : 1) * sizeof(*pl->order));
+    if (w->n_meta) {
+        meta = malloc(w->n_meta * 2 * sizeof(*meta));
+        if (meta)
+            memcpy(meta, w->meta, w->n_meta * 2 * sizeof(*meta));
+    }
+    if (!pl->order || (w->n_meta && !meta)) {
+        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", what);
+        goto done;
+    }
+    for (size_t i = 0; i < w->n; i++)
+        pl->order[i] = &w->e[i];
+    if (w->n > 1)
+        qsort(pl->order, w->n, sizeof(*pl->order), cmp_entry);
+    if (w->n_meta > 1)
+        qsort(meta, w->n_meta, 2 * sizeof(*meta), cmp_pair);
+
+    sbuf *b = &pl->header;
+    put(b, "        {", 9);     /* the length goes in the first 8 bytes */
+    int first = 1;
+    if (w->n_meta) {
+        puts_(b, "\"__metadata__\":{");
+        for (size_t i = 0; i < w->n_meta; i++) {
+            if (i)
+                put(b, ",", 1);
+            put_json(b, meta[2 * i]);
+            put(b, ":", 1);
+            put_json(b, meta[2 * i + 1]);
+        }
+        put(b, "}", 1);
+        first = 0;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        const st_entry *e = pl->order[i];
+        size_t bytes = e->count * esize;   /* checked when added */
+        if (bytes > SIZE_MAX - off) {
+            st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: the tensors are too large", what);
+            goto done;
+        }
+        if (!first)
+            put(b, ",", 1);
+        first = 0;
+        put_json(b, e->name);
+        puts_(b, w->dtype == AG_ST_F64 ? ":{\"dtype\":\"F64\",\"shape\":["
+                                       : ":{\"dtype\":\"F32\",\"shape\":[");
+        for (int d = 0; d < e->ndim; d++) {
+            if (d)
+                put(b, ",", 1);
+            putu(b, (unsigned long long)e->shape[d]);
+        }
+        puts_(b, "],\"data_offsets\":[");
+        putu(b, off);
+        put(b, ",", 1);
+        putu(b, off + bytes);
+        puts_(b, "]}");
+        off += bytes;
+    }
+    put(b, "}", 1);
+    while (!b->oom && b->n % 8 != 0)
+        put(b, " ", 1);
+    if (b->oom) {
+        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory building the header", what);
+        goto done;
+    }
+    size_t hlen = b->n - 8;
+    if (hlen > AG_ST_MAX_HEADER) {
+        st = ag_io_err(AG_ERR_FORMAT, err, errlen,
+                       "%s: the header would take %zu bytes, over the limit of %u", what, hlen,
+                       (unsigned)AG_ST_MAX_HEADER);
+        goto done;
+    }
+    for (int i = 0; i < 8; i++)
+        b->s[i] = (char)((unsigned long long)hlen >> (8 * i) & 0xFF);
+    if (off > SIZE_MAX - b->n) {
+        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: the tensors are too large", what);
+        goto done;
+    }
+    pl->total = b->n + off;
+done:
+    free(meta);
+    if (st != AG_OK)
+        plan_free(pl);
+    return st;
+}
+
+static void put_f32(unsigned char *o, float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof(u));
+    for (int i = 0; i < 4; i++)
+        o[i] = (unsigned char)(u >> (8 * i));
+}
+
+static void put_f64(unsigned char *o, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof(u));
+    for (int i = 0; i < 8; i++)
+        o[i] = (unsigned char)(u >> (8 * i));
+}
+
+/* Write the planned file into k. */
+static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const char *what,
+                           char *err, size_t errlen)
+{
+    enum { CHUNK = 512 };
+    unsigned char buf[CHUNK * 8];
+    char q[AG_IO_QUOTE_LEN];
+    int e = 0;
+    if (!emit(k, pl->header.s, pl->header.n))
+        goto write_error;
+    for (size_t i = 0; i < w->n; i++) {
+        const st_entry *t = pl->order[i];
+        for (size_t at = 0; at < t->count; at += CHUNK) {
+            size_t n = t->count - at < CHUNK ? t->count - at : CHUNK;
+            for (size_t j = 0; j < n; j++) {
+                double v = (double)t->data[at + j];
+                if (w->dtype == AG_ST_F64) {
+                    put_f64(buf + 8 * j, v);
+                    continue;
+                }
+                /* narrowing a finite double beyond FLT_MAX is undefined */
+                if (isfinite(v) && fabs(v) > FLT_MAX)
+                    return ag_io_err(AG_ERR_NUMERIC, err, errlen,
+                                     "%s: tensor '%s': element %zu (%g) is out of range for F32",
+                                     what, ag_io_quote(t->name, q, sizeof(q)), at + j, v);
+                put_f32(buf + 4 * j, (float)v);
+            }
+            if (!emit(k, buf, n * (w->dtype == AG_ST_F64 ? 8 : 4)))
+                goto write_error;
+        }
+    }
+    return AG_OK;
+write_error:
+    e = errno;
+    return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", what, strerror(e));
+}
+
+ag_status ag_st_encode(const ag_st_writer *w, unsigned char **buf, size_t *len, char *err,
+                       size_t errlen)
+{
+    if (!buf || !len)
+        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_encode: buf or len is NULL");
+    *buf = NULL;
+    *len = 0;
+    if (!w)
+        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_encode: writer is NULL");
+    if (w->status != AG_OK)
+        return ag_io_err(w->status, err, errlen, "%s", w->error);
+    plan pl;
+    ag_status st = plan_make(w, &pl, "safetensors", err, errlen);
+    if (st != AG_OK)
+        return st;
+    sink k = {.mem = malloc(pl.total)};
+    if (!k.mem) {
+        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "safetensors: out of memory (%zu bytes)",
+                       pl.total);
+    } else {
+        st = write_all(w, &pl, &k, "safetensors", err, errlen);
+    }
+    if (st == AG_OK) {
+        *buf = k.mem;
+        *len = pl.total;
+    } else {
+        free(k.mem);
+    }
+    plan_free(&pl);
+    return st;
+}
+
+ag_status ag_st_save(ag_st_writer *w, const char *path, char *err, size_t errlen)
+{
+    if (!w || !path)
+        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_save: %s is NULL",
+                         w ? "path" : "writer");
+    if (w->status != AG_OK)
+        return ag_io_err(w->status, err, errlen, "%s: not saved: %s", path, w->error);
+    plan pl;
+    ag_status st = plan_make(w, &pl, path, err, errlen);
+    if (st != AG_OK)
+        return st;
+    ag_atomic a;
+    st = ag_atomic_open(&a, path, err, errlen);
+    if (st == AG_OK) {
+        sink k = {.f = a.f};
+        st = write_all(w, &pl, &k, path, err, errlen);
+        if (st == AG_OK)
+            st = ag_atomic_commit(&a, err, errlen);
+        else
+            ag_atomic_abort(&a);
+    }
+    plan_free(&pl);
+    return st;
+}
