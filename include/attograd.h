@@ -196,6 +196,31 @@ void ag_tape_detect_anomaly(ag_tape *tape, int on);
 ag_status ag_tape_find_anomaly(ag_tape *tape);
 
 /* ------------------------------------------------------------------------
+ * Reading the tape, to print or draw a step (read-only). Entry 0 is the
+ * first op recorded; data made with ag_tensor_new/ag_tensor_from is an entry
+ * of its own, named "leaf", with no inputs. Parameters are not entries: they
+ * appear only as inputs.
+ *
+ *     ag_entry_info e;
+ *     for (size_t k = 0; ag_tape_entry_info(tape, k, &e) == AG_OK; k++)
+ *         printf("%s -> %s\n", e.op, ag_shape_str(e.out, buf, sizeof(buf)));
+ * ------------------------------------------------------------------------ */
+#define AG_ENTRY_MAX_INPUTS 3
+
+typedef struct ag_entry_info {
+    const char *op;                             /* "matmul", "softmax", ..., "leaf" */
+    int n_in;                                   /* 0..AG_ENTRY_MAX_INPUTS */
+    const ag_tensor *in[AG_ENTRY_MAX_INPUTS];   /* borrowed; unused slots NULL */
+    const ag_tensor *out;                       /* borrowed, a tape tensor */
+    double arg;                                 /* scale's factor; 0 for other ops */
+} ag_entry_info;
+
+/* Fill *info with entry k of the tape. AG_ERR_ARG (info untouched) when tape
+ * or info is NULL or k >= ag_tape_size(tape). The pointers stay valid until
+ * the tape is reset or freed. */
+ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info);
+
+/* ------------------------------------------------------------------------
  * Finite-difference gradient check.
  * ------------------------------------------------------------------------ */
 
