@@ -153,6 +153,10 @@ ag_status ag_gradcheck_bug(ag_build_fn build, void *ctx, ag_tensor *const *input
             double abs_err = fabs(analytic - numeric);
             double denom = fmax(fmax(fabs(analytic), fabs(numeric)), o.atol);
             double rel_err = abs_err / denom;
+            /* a step that vanished (x + eps == x in ag_real) gives 0/0:
+             * report it as an infinite error, not as no error at all */
+            if (isnan(abs_err))
+                abs_err = INFINITY;
             if (isnan(rel_err))
                 rel_err = INFINITY;
             if (abs_err > result->max_abs)
