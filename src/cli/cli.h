@@ -72,6 +72,18 @@ typedef struct ag_plot_data {
  * (gnuplot missing or failing); never stops the caller. */
 int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen);
 
+/* Atomic output files: write to a temporary file beside path (tmp gets its
+ * name, "PATH.tmp-XXXXXX"), then ag_cli_tmp_commit flushes, fsyncs, closes
+ * and renames it over path; on any failure the temporary file is removed and
+ * err says why. ag_cli_tmp_discard gives up (closes and removes). For files
+ * another program writes (gnuplot), ag_cli_tmp_name only creates the empty
+ * temporary file and ag_cli_tmp_rename moves it into place. */
+FILE *ag_cli_tmp_open(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
+int ag_cli_tmp_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen);
+void ag_cli_tmp_discard(FILE *f, const char *tmp);
+int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
+int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen);
+
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);
 extern const ag_command ag_cmd_demo_info;
@@ -79,5 +91,7 @@ int ag_cmd_explain(int argc, char **argv);
 extern const ag_command ag_cmd_explain_info;
 int ag_cmd_train(int argc, char **argv);
 extern const ag_command ag_cmd_train_info;
+int ag_cmd_gradcheck(int argc, char **argv);
+extern const ag_command ag_cmd_gradcheck_info;
 
 #endif /* AG_CLI_H */
