@@ -84,6 +84,18 @@ void ag_cli_tmp_discard(FILE *f, const char *tmp);
 int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
 int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen);
 
+/* A name to show for a tensor (borrowed pointers). */
+typedef struct ag_cli_name {
+    const ag_tensor *t;
+    const char *name;
+} ag_cli_name;
+
+/* Write the tape as a Graphviz digraph to path, atomically: nodes are
+ * tensors (named from names, else "tN", with their shapes; parameters
+ * highlighted), edges are ops. Returns 1, or 0 with err set. */
+int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *names,
+                     size_t n_names, const char *title, char *err, size_t errlen);
+
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);
 extern const ag_command ag_cmd_demo_info;
@@ -93,5 +105,7 @@ int ag_cmd_train(int argc, char **argv);
 extern const ag_command ag_cmd_train_info;
 int ag_cmd_gradcheck(int argc, char **argv);
 extern const ag_command ag_cmd_gradcheck_info;
+/* `attograd explain attention`, argv[0] being "attention" (explain_attention.c). */
+int ag_explain_attention(const ag_command *cmd, int argc, char **argv);
 
 #endif /* AG_CLI_H */

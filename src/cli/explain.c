@@ -1,6 +1,7 @@
 /*
  * explain.c - `attograd explain softmax`: backprop through softmax told step
- * by step with real numbers, for a learner to follow with a pencil.
+ * by step with real numbers, for a learner to follow with a pencil; and the
+ * dispatch to `attograd explain attention` (explain_attention.c).
  */
 #include "cli.h"
 
@@ -14,6 +15,13 @@
 
 const ag_command ag_cmd_explain_info = {
     "explain", ag_cmd_explain,
+    "attograd explain softmax|attention [options]",
+    "backprop through softmax and the seed's attention, step by step",
+};
+
+/* The topics' own usage lines, for their --help and their usage errors. */
+static const ag_command explain_softmax_info = {
+    "explain softmax", NULL,
     "attograd explain softmax --logits Z1,Z2,... [--upstream G1,G2,...] [--decimals N]",
     "backprop through softmax, step by step with real numbers",
 };
@@ -236,15 +244,19 @@ int ag_cmd_explain(int argc, char **argv)
 {
     const ag_command *cmd = &ag_cmd_explain_info;
     if (argc < 2)
-        return ag_cli_usage_error(cmd, "what should I explain? (softmax)");
+        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention)");
     if (ag_cli_is_help(argv[1])) {
         printf("usage: %s\n\n"
                "topics:\n"
-               "  softmax    backprop through softmax with your numbers\n",
+               "  softmax    backprop through softmax with your numbers\n"
+               "  attention  one training step of the seed's attention, entry by entry\n\n"
+               "attograd explain TOPIC --help shows a topic's options.\n",
                cmd->usage);
         return AG_EXIT_OK;
     }
     if (strcmp(argv[1], "softmax") == 0)
-        return explain_softmax_cmd(cmd, argc - 1, argv + 1);
-    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax)", argv[1]);
+        return explain_softmax_cmd(&explain_softmax_info, argc - 1, argv + 1);
+    if (strcmp(argv[1], "attention") == 0)
+        return ag_explain_attention(cmd, argc - 1, argv + 1);
+    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention)", argv[1]);
 }
