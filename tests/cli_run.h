@@ -1,0 +1,68 @@
+/*
+ * cli_run.h - run the attograd command from a test: `make test` puts the
+ * built binary in AG_BIN. Output is captured through a pipe; the exit
+ * status is returned separately.
+ */
+#ifndef AG_CLI_RUN_H
+#define AG_CLI_RUN_H
+
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* The attograd under test (fails the test when AG_BIN is not set). */
+static inline const char *cli_bin(void)
+{
+    const char *v = getenv("AG_BIN");
+    ck_assert_msg(v && *v, "AG_BIN is not set: run the tests with `make test` or `make check`");
+    return v;
+}
+
+/* Run a shell command built from fmt; return everything it wrote to stdout
+ * (the caller frees it) and put its exit status in *status (-1 when it did
+ * not exit normally). Add 2>&1 to the command to capture stderr too. */
+static inline char *cli_run(int *status, const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    ck_assert_msg(n > 0 && (size_t)n < sizeof(cmd), "command too long");
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "popen failed: %s", cmd);
+    size_t cap = 1 << 14, len = 0, got;
+    char *out = malloc(cap);
+    ck_assert_ptr_nonnull(out);
+    while ((got = fread(out + len, 1, cap - len - 1, p)) > 0) {
+        len += got;
+        if (len + 1 == cap) {
+            cap *= 2;
+            out = realloc(out, cap);
+            ck_assert_ptr_nonnull(out);
+        }
+    }
+    out[len] = '\0';
+    int w = pclose(p);
+    *status = w != -1 && WIFEXITED(w) ? WEXITSTATUS(w) : -1;
+    return out;
+}
+
+/* The line of text that starts with prefix (at the start of a line), or NULL. */
+static inline const char *cli_line(const char *text, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (const char *p = text; p && *p;) {
+        if (strncmp(p, prefix, n) == 0)
+            return p;
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return NULL;
+}
+
+#endif /* AG_CLI_RUN_H */

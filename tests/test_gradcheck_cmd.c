@@ -1,0 +1,193 @@
+/*
+ * test_gradcheck_cmd.c - `attograd gradcheck` as a program: every op of the
+ * op table has a row and passes; --inject-bug softmax fails the rows through
+ * softmax (and only those) with exit status 1; --op, --sweep and --plot; bad
+ * usage exits 2.
+ */
+#include "test_util.h"
+#include "cli_run.h"
+
+#include <unistd.h>
+
+START_TEST(test_all_rows_pass)
+{
+    int status;
+    char *out = cli_run(&status, "'%s' gradcheck", cli_bin());
+    ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
+    /* every op in the table (but the data leaf) is checked on a row of its own name */
+    for (int op = AG_OP_LEAF + 1; op < AG_OP_COUNT; op++) {
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "%s ", ag_ops[op].name);
+        ck_assert_msg(cli_line(out, prefix), "no row for op %s:\n%s", ag_ops[op].name, out);
+    }
+    static const char *const rows[] = {
+        "matmul 2-D ", "matmul shared b ", "matmul batched ", "scale by ", "softmax ",
+        "causal_mask + softmax ", "mse loss ", "cross_entropy loss ", "attention H=1 ",
+        "attention H=2 causal ", "attention H=1 sinusoidal ", "attention H=2 causal learned ",
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *line = cli_line(out, rows[i]);
+        ck_assert_msg(line, "no row '%s'", rows[i]);
+        const char *end = strchr(line, '\n');
+        ck_assert_msg(end && end - line > 4 && strncmp(end - 4, "PASS", 4) == 0,
+                      "row '%s' does not pass", rows[i]);
+    }
+    ck_assert_ptr_null(strstr(out, "FAIL"));
+    ck_assert_ptr_nonnull(strstr(out, "max_samples"));   /* the output says it samples */
+    ck_assert_ptr_nonnull(strstr(out, " 256/320 "));     /* and a row shows it */
+    ck_assert_ptr_nonnull(strstr(out, " passed, 0 failed."));
+    free(out);
+}
+END_TEST
+
+START_TEST(test_injected_bug_fails)
+{
+    int status;
+    char *out = cli_run(&status, "'%s' gradcheck --inject-bug softmax", cli_bin());
+    ck_assert_int_eq(status, 1);
+    /* rows that go through softmax fail; the others still pass */
+    static const struct {
+        const char *row, *want;
+    } rows[] = {
+        {"softmax ", "FAIL"},       {"causal_mask + softmax ", "FAIL"},
+        {"attention H=1 ", "FAIL"}, {"attention H=2 causal learned ", "FAIL"},
+        {"matmul 2-D ", "PASS"},    {"cross_entropy loss ", "PASS"},
+        {"mse loss ", "PASS"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *line = cli_line(out, rows[i].row);
+        ck_assert_msg(line, "no row '%s'", rows[i].row);
+        const char *end = strchr(line, '\n');
+        ck_assert_msg(end && strncmp(end - 4, rows[i].want, 4) == 0, "row '%s' should %s",
+                      rows[i].row, rows[i].want);
+    }
+    free(out);
+}
+END_TEST
+
+START_TEST(test_one_op)
+{
+    int status;
+    char *out = cli_run(&status, "'%s' gradcheck --op softmax --verbose", cli_bin());
+    ck_assert_int_eq(status, 0);
+    ck_assert_ptr_nonnull(cli_line(out, "softmax "));
+    ck_assert_ptr_null(cli_line(out, "matmul"));
+    ck_assert_ptr_nonnull(strstr(out, "    worst element z["));
+    ck_assert_ptr_nonnull(strstr(out, "\n3 checks: 3 passed, 0 failed."));
+    free(out);
+    out = cli_run(&status, "'%s' gradcheck --op attention --inject-bug softmax", cli_bin());
+    ck_assert_int_eq(status, 1);
+    ck_assert_ptr_nonnull(strstr(out, "12 checks: 0 passed, 12 failed."));
+    free(out);
+}
+END_TEST
+
+START_TEST(test_bad_usage)
+{
+    int status;
+    char *out = cli_run(&status, "'%s' gradcheck --op nosuch 2>&1", cli_bin());
+    ck_assert_int_eq(status, 2);
+    ck_assert_ptr_nonnull(strstr(out, "unknown op 'nosuch'"));
+    ck_assert_ptr_nonnull(strstr(out, "matmul_bt"));   /* the names are listed */
+    ck_assert_ptr_nonnull(strstr(out, "usage: attograd gradcheck"));
+    free(out);
+    static const char *const bad[] = {
+        "--inject-bug matmul", "--eps 0", "--eps abc", "--seed -1", "--plot x.png", "--op",
+        "--bogus", "--sweep --plot ''",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        out = cli_run(&status, "'%s' gradcheck %s 2>&1", cli_bin(), bad[i]);
+        ck_assert_msg(status == 2, "'%s' exited %d", bad[i], status);
+        ck_assert_msg(strstr(out, "usage: attograd gradcheck"), "'%s': no usage line", bad[i]);
+        free(out);
+    }
+    out = cli_run(&status, "'%s' gradcheck --help", cli_bin());
+    ck_assert_int_eq(status, 0);
+    ck_assert_ptr_nonnull(strstr(out, "--inject-bug softmax"));
+    free(out);
+}
+END_TEST
+
+/* The eps of the row marked "<- smallest", and whether the error rises after it. */
+static double sweep_best(const char *out, int *rises)
+{
+    const char *best = strstr(out, "<- smallest");
+    ck_assert_ptr_nonnull(best);
+    const char *line = best;
+    while (line > out && line[-1] != '\n')
+        line--;
+    double eps = 0, err = 0;
+    ck_assert_int_eq(sscanf(line, "%lf %lf", &eps, &err), 2);
+    /* a later row with a clearly larger (or infinite) error */
+    *rises = 0;
+    for (const char *p = strchr(best, '\n'); p && p[1] == ' '; p = strchr(p + 1, '\n')) {
+        double e2, a2;
+        char inf[8];
+        if (sscanf(p + 1, "%lf %lf", &e2, &a2) == 2 && a2 > 10 * err)
+            *rises = 1;
+        else if (sscanf(p + 1, "%lf %7s", &e2, inf) == 2 && strcmp(inf, "inf") == 0)
+            *rises = 1;
+    }
+    return eps;
+}
+
+START_TEST(test_sweep)
+{
+    int status;
+    char *out = cli_run(&status, "'%s' gradcheck --sweep", cli_bin());
+    ck_assert_int_eq(status, 0);
+    for (int k = 1; k <= 10; k++) {
+        char eps[16];
+        snprintf(eps, sizeof(eps), "  1e-%02d ", k);
+        ck_assert_msg(cli_line(out, eps), "no row for eps 1e-%d", k);
+    }
+    int rises;
+    double best = sweep_best(out, &rises);
+    ck_assert_msg(rises, "the error does not rise again below the best eps:\n%s", out);
+#ifdef AG_REAL_DOUBLE
+    ck_assert_msg(best <= 1.5e-3, "double's best eps %g: round-off should come late", best);
+#else
+    ck_assert_msg(best >= 0.9e-3, "float's best eps %g: round-off should come early", best);
+#endif
+    free(out);
+    out = cli_run(&status, "'%s' gradcheck --sweep --op matmul", cli_bin());
+    ck_assert_int_eq(status, 0);
+    ck_assert_ptr_nonnull(strstr(out, "sweep for matmul 2-D"));
+    free(out);
+}
+END_TEST
+
+START_TEST(test_sweep_plot_without_gnuplot)
+{
+    char dir[] = "/tmp/ag_gc_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    int status;
+    char *out = cli_run(&status, "PATH=/nonexistent '%s' gradcheck --sweep --plot '%s/s.png' 2>&1",
+                        cli_bin(), dir);
+    ck_assert_int_eq(status, 0);
+    ck_assert_ptr_nonnull(strstr(out, "gnuplot is not installed"));
+    free(out);
+    char png[64];
+    snprintf(png, sizeof(png), "%s/s.png", dir);
+    ck_assert_int_ne(access(png, F_OK), 0);
+    ck_assert_int_eq(rmdir(dir), 0);   /* nothing else was left there either */
+}
+END_TEST
+
+Suite *suite_gradcheck_cmd(void)
+{
+    Suite *s = suite_create("gradcheck_cmd");
+    TCase *tc = tcase_create("table");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_all_rows_pass);
+    tcase_add_test(tc, test_injected_bug_fails);
+    tcase_add_test(tc, test_one_op);
+    tcase_add_test(tc, test_bad_usage);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("sweep");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_sweep);
+    tcase_add_test(tc, test_sweep_plot_without_gnuplot);
+    suite_add_tcase(s, tc);
+    return s;
+}
