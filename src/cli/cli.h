@@ -79,5 +79,7 @@ int ag_cmd_explain(int argc, char **argv);
 extern const ag_command ag_cmd_explain_info;
 int ag_cmd_train(int argc, char **argv);
 extern const ag_command ag_cmd_train_info;
+int ag_cmd_grad(int argc, char **argv);
+extern const ag_command ag_cmd_grad_info;
 
 #endif /* AG_CLI_H */
