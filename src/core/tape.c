@@ -219,7 +219,16 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     if (!loss->grad)
         return ag_tape_fail(tape, AG_ERR_ARG,
                             "backward: loss does not depend on anything that needs a gradient");
-    loss->grad[0] = 1;
+    /* Op outputs are this step's intermediates: their gradients start from
+     * zero on every call, or a second backward on the same tape would add
+     * the first one's dL/dy into every output again (params got 3x, not
+     * 2x). Leaves and parameters keep accumulating. */
+    for (size_t k = 0; k < tape->n_entries; k++) {
+        const ag_entry *e = &tape->entries[k];
+        if (e->op != AG_OP_LEAF && e->out->grad)
+            memset(e->out->grad, 0, e->out->size * sizeof(ag_real));
+    }
+    loss->grad[0] += 1;
     /* Reverse order is a valid topological order: every entry's inputs were
      * made before it, so all contributions to an output's gradient have
      * arrived by the time its entry is reached. */
