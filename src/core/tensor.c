@@ -42,7 +42,11 @@ static void set_shape(ag_tensor *t, int ndim, const int *shape, size_t size)
 
 static const char *describe_shape(int ndim, const int *shape, char *buf, size_t len)
 {
-    if (ndim < 1 || ndim > AG_MAX_DIMS || !shape) {
+    if (!shape) {
+        snprintf(buf, len, "NULL");
+        return buf;
+    }
+    if (ndim < 1 || ndim > AG_MAX_DIMS) {
         snprintf(buf, len, "ndim %d", ndim);
         return buf;
     }
