@@ -42,6 +42,21 @@ static ag_tensor *build_ignores_input(ag_tape *tape, ag_tensor *const *in, void 
     return ag_tensor_new(tape, 1, (int[]){1});
 }
 
+/* A result whose size changes after the first call: one element first and
+ * then x's shape (scalar_first), or the other way round. Not a function
+ * the check can use. */
+typedef struct changing {
+    int calls, scalar_first;
+} changing;
+
+static ag_tensor *build_changing(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    changing *c = ctx;
+    int first = c->calls++ == 0;
+    ag_tensor *y = ag_scale(tape, in[0], 2);
+    return first == c->scalar_first ? ag_sum(tape, y) : y;
+}
+
 START_TEST(test_gradcheck_defaults)
 {
     ag_gradcheck_opts o = ag_gradcheck_defaults();
@@ -200,6 +215,12 @@ START_TEST(test_gradcheck_build_failures)
     ck_assert_str_eq(err, "backward: loss does not depend on anything that needs a gradient");
     for (int i = 0; i < 6; i++)
         ck_assert(x->data[i] == before[i]);
+    for (int scalar_first = 0; scalar_first < 2; scalar_first++) {
+        changing c = {0, scalar_first};
+        ck_assert_int_eq(ag_gradcheck(build_changing, &c, &x, 1, NULL, &r, err, sizeof(err)),
+                         AG_ERR_SHAPE);
+        ck_assert_str_eq(err, "gradcheck: the result changed size between passes");
+    }
     /* a short err buffer is cut, still terminated */
     char small[9];
     ck_assert_int_eq(ag_gradcheck(build_bad_shapes, NULL, &x, 1, NULL, &r, small, sizeof(small)),

@@ -41,8 +41,8 @@ typedef struct check_run {
     void *ctx;
     ag_tensor *const *inputs;
     ag_tape *tape;
-    ag_real *weights;      /* (n_weights) projection weights, made on the first pass */
-    size_t n_weights;
+    ag_real *weights;      /* (out_size) projection weights, when out_size > 1 */
+    size_t out_size;       /* the result's size on the first pass; 0 before it */
     uint64_t seed;
 } check_run;
 
@@ -58,7 +58,7 @@ static ag_tensor *build_result(check_run *run)
             ag_tape_fail(tape, AG_ERR_ARG, "gradcheck: the build function returned NULL");
         return NULL;
     }
-    if (!run->weights && out->size > 1) {
+    if (run->out_size == 0 && out->size > 1) {
         run->weights = malloc(out->size * sizeof(ag_real));
         if (!run->weights) {
             ag_tape_fail(tape, AG_ERR_NOMEM, "gradcheck: out of memory");
@@ -67,9 +67,10 @@ static ag_tensor *build_result(check_run *run)
         ag_rng rng = ag_rng_new(run->seed ^ 0x5eedULL);
         for (size_t i = 0; i < out->size; i++)
             run->weights[i] = (ag_real)ag_rng_normal(&rng);
-        run->n_weights = out->size;
     }
-    if (out->size != (run->weights ? run->n_weights : 1)) {
+    if (run->out_size == 0)
+        run->out_size = out->size;
+    if (out->size != run->out_size) {
         ag_tape_fail(tape, AG_ERR_SHAPE, "gradcheck: the result changed size between passes");
         return NULL;
     }
