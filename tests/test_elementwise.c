@@ -186,6 +186,14 @@ START_TEST(test_elementwise_errors)
     test_expect_error(tape, AG_ERR_ARG, "scale: factor -inf is not finite");
     ck_assert_ptr_null(ag_scale(tape, NULL, 1));
     test_expect_error(tape, AG_ERR_ARG, "scale: input 1 is NULL");
+    /* finite as a double, infinite as a float */
+    a = ag_tensor_new(tape, 1, (int[]){3});
+#ifdef AG_REAL_DOUBLE
+    ck_assert_ptr_nonnull(ag_scale(tape, a, 1e39));
+#else
+    ck_assert_ptr_null(ag_scale(tape, a, 1e39));
+    test_expect_error(tape, AG_ERR_ARG, "scale: factor 1e+39 does not fit in float");
+#endif
     ag_tape_free(tape);
 }
 END_TEST
