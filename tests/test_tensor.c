@@ -81,6 +81,12 @@ START_TEST(test_param_new)
     ag_zero_grad(&p, 1);
     for (size_t i = 0; i < p->size; i++)
         ck_assert(p->data[i] == 2 && p->grad[i] == 0);
+    /* NULL is ignored, not dereferenced */
+    ag_zero_grad(NULL, 3);
+    ag_fill_normal(NULL, &(ag_rng){1}, 0, 1);
+    ag_fill_uniform(p, NULL, 0, 1);
+    ck_assert(p->data[0] == 2);
+    ck_assert(!ag_same_shape(p, NULL));
     ag_param_free(p);
     ag_param_free(NULL);
 }

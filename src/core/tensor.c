@@ -73,7 +73,7 @@ char *ag_shape_str(const ag_tensor *t, char *buf, size_t len)
 
 int ag_same_shape(const ag_tensor *a, const ag_tensor *b)
 {
-    if (a->ndim != b->ndim)
+    if (!a || !b || a->ndim != b->ndim)
         return 0;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i])
@@ -179,6 +179,8 @@ void ag_param_free(ag_tensor *param)
 
 void ag_zero_grad(ag_tensor *const *params, size_t n)
 {
+    if (!params)
+        return;
     for (size_t i = 0; i < n; i++)
         if (params[i] && params[i]->grad)
             memset(params[i]->grad, 0, params[i]->size * sizeof(ag_real));
