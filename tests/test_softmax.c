@@ -254,6 +254,20 @@ START_TEST(test_causal_mask_backward)
     /* row 1: p = [1/2 1/2], w = [4 5]: dx = p (w - <p, w>) = [-1/4 1/4] */
     ck_assert_double_eq_tol(x->grad[3], -0.25, AG_TEST_TOL);
     ck_assert_double_eq_tol(x->grad[4], 0.25, AG_TEST_TOL);
+    ag_tape_reset(tape);
+
+    /* After a softmax the masked entries' dy is 0 anyway, so call the
+     * backward directly with dy = 1 everywhere: only j <= i passes. */
+    x = ag_requires_grad(tape, ag_tensor_new(tape, 3, (int[]){2, 3, 3}));
+    ag_tensor *m = ag_causal_mask(tape, x);
+    ck_assert_ptr_nonnull(m);
+    for (size_t i = 0; i < m->size; i++)
+        m->grad[i] = 1;
+    const ag_entry *e = &tape->entries[ag_tape_size(tape) - 1];
+    ck_assert_int_eq(e->op, AG_OP_CAUSAL_MASK);
+    ag_ops[AG_OP_CAUSAL_MASK].backward(tape, e);
+    for (size_t b = 0; b < 2; b++)
+        test_assert_values(x->grad + 9 * b, (double[]){1, 0, 0, 1, 1, 0, 1, 1, 1}, 9, 0);
     ag_tape_free(tape);
 }
 END_TEST

@@ -79,6 +79,56 @@ START_TEST(test_tensor_used_twice)
 }
 END_TEST
 
+/* op(x...) + op(x...): the later copy's backward runs first, so an op that
+ * assigned (=) its input gradient instead of adding (+=) would erase it
+ * and halve the result. ctx selects the op. */
+static ag_tensor *build_twice(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    ag_tensor *y[2];
+    for (int k = 0; k < 2; k++) {
+        switch (*(const int *)ctx) {
+        case AG_OP_MATMUL: y[k] = ag_matmul(tape, in[0], in[1]); break;
+        case AG_OP_MATMUL_BT: y[k] = ag_matmul_bt(tape, in[0], in[1]); break;
+        case AG_OP_TRANSPOSE: y[k] = ag_transpose(tape, in[0]); break;
+        case AG_OP_SCALE: y[k] = ag_scale(tape, in[0], 1.5); break;
+        case AG_OP_SOFTMAX: y[k] = ag_softmax(tape, in[0]); break;
+        case AG_OP_CAUSAL_MASK: y[k] = ag_softmax(tape, ag_causal_mask(tape, in[0])); break;
+        case AG_OP_ADD: y[k] = ag_add(tape, in[0], in[1]); break;
+        case AG_OP_MUL: y[k] = ag_mul(tape, in[0], in[1]); break;
+        case AG_OP_SUM: y[k] = ag_sum(tape, in[0]); break;
+        case AG_OP_MEAN: y[k] = ag_mean(tape, in[0]); break;
+        default: y[k] = ag_mse(tape, in[0], in[1]); break;
+        }
+    }
+    return ag_add(tape, y[0], y[1]);
+}
+
+START_TEST(test_backward_accumulates_every_op)
+{
+    static const struct {
+        int op, n;
+        test_shape shapes[2];
+    } cases[] = {
+        {AG_OP_MATMUL, 2, {{3, {2, 3, 2}}, {2, {2, 3}}}},
+        {AG_OP_MATMUL_BT, 2, {{3, {2, 3, 2}}, {3, {2, 4, 2}}}},
+        {AG_OP_TRANSPOSE, 1, {{2, {2, 3}}}},
+        {AG_OP_SCALE, 1, {{2, {2, 3}}}},
+        {AG_OP_SOFTMAX, 1, {{2, {2, 3}}}},
+        {AG_OP_CAUSAL_MASK, 1, {{2, {3, 3}}}},
+        {AG_OP_ADD, 2, {{2, {2, 3}}, {1, {3}}}},
+        {AG_OP_MUL, 2, {{2, {2, 3}}, {1, {3}}}},
+        {AG_OP_SUM, 1, {{2, {2, 3}}}},
+        {AG_OP_MEAN, 1, {{2, {2, 3}}}},
+        {AG_OP_MSE, 2, {{2, {2, 3}}, {2, {2, 3}}}},
+    };
+    ck_assert_msg(sizeof(cases) / sizeof(cases[0]) == AG_OP_COUNT - 1,
+                  "%d ops but %zu cases: add the new op to build_twice and cases", AG_OP_COUNT - 1,
+                  sizeof(cases) / sizeof(cases[0]));
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        test_gradcheck_shapes(build_twice, (void *)&cases[c].op, cases[c].n, cases[c].shapes, 310 + c);
+}
+END_TEST
+
 START_TEST(test_grad_accumulates)
 {
     /* L = sum(x w) with x = [1 2]: dL/dw = [1 2] per backward */
@@ -285,6 +335,7 @@ Suite *suite_tape(void)
     tcase_add_test(tc, test_backward_example);
     tcase_add_test(tc, test_tensor_used_twice);
     tcase_add_test(tc, test_grad_accumulates);
+    tcase_add_test(tc, test_backward_accumulates_every_op);
     tcase_add_test(tc, test_no_grad_stays_null);
     tcase_add_test(tc, test_requires_grad);
     suite_add_tcase(s, tc);
