@@ -86,9 +86,10 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 
 examples: $(EXAMPLES)
 
-# The main job.
+# The main job: train the default task (lookup) and watch it learn. The loss
+# log goes to loss.csv; loss.png is drawn when gnuplot is installed.
 run: $(BIN)
-	$(BIN) demo
+	$(BIN) train --log loss.csv --plot loss.png
 
 demo: $(BIN)
 	$(BIN) demo

@@ -664,7 +664,7 @@ typedef struct ag_csv ag_csv;
 ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *err,
                       size_t errlen);
 /* Append a row of n values (n must be the header's column count), written
- * with %.10g. Errors are sticky: ag_csv_close reports the first. */
+ * with %.10g; a NaN is written as an empty field (a value the row lacks). Errors are sticky: ag_csv_close reports the first. */
 ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n);
 /* Finish: flush, fsync, rename over path, free csv (always, even on
  * failure; on failure the temporary file is removed). */
