@@ -155,6 +155,22 @@ START_TEST(test_cli_usage_errors)
 }
 END_TEST
 
+START_TEST(test_train_lookup_example_learns)
+{
+    /* the embedding example trains through the library API and must learn */
+    int status;
+    char *out = run(&status, "%s/train_lookup", env_path("AG_EXAMPLES"));
+    ck_assert_int_eq(status, 0);
+    const char *line = strstr(out, "held-out accuracy: ");
+    ck_assert_msg(line != NULL, "no accuracy line in:\n%s", out);
+    long correct, total;
+    ck_assert_int_eq(sscanf(line, "held-out accuracy: %ld/%ld", &correct, &total), 2);
+    ck_assert_int_eq(total, 512);
+    ck_assert_msg(correct >= 500, "only %ld/512 right", correct);
+    free(out);
+}
+END_TEST
+
 Suite *suite_cli(void)
 {
     Suite *s = suite_create("cli");
@@ -163,6 +179,7 @@ Suite *suite_cli(void)
     tcase_add_test(tc, test_seed_example_output);
     tcase_add_test(tc, test_demo_full_precision);
     tcase_add_test(tc, test_cli_help);
+    tcase_add_test(tc, test_train_lookup_example_learns);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_cli_usage_errors);
