@@ -101,6 +101,20 @@ START_TEST(test_softmax_neg_inf)
 }
 END_TEST
 
+START_TEST(test_softmax_pos_inf)
+{
+    /* +inf logits take all the weight (the limit), shared between ties; no NaN */
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *z = ag_tensor_from(tape, 2, (int[]){2, 3},
+                                  (ag_real[]){1, INFINITY, 2, INFINITY, -INFINITY, INFINITY});
+    ag_tensor *s = ag_softmax(tape, z);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(!any_nan(s->data, 6));
+    test_assert_values(s->data, (double[]){0, 1, 0, 0.5, 0, 0.5}, 6, 0);
+    ag_tape_free(tape);
+}
+END_TEST
+
 START_TEST(test_softmax_fully_masked_row)
 {
     /* a row with no finite entry attends to nothing: zeros forward, zero
@@ -317,6 +331,7 @@ Suite *suite_softmax(void)
     tcase_add_test(tc, test_softmax_values);
     tcase_add_test(tc, test_softmax_huge_logits);
     tcase_add_test(tc, test_softmax_neg_inf);
+    tcase_add_test(tc, test_softmax_pos_inf);
     tcase_add_test(tc, test_softmax_fully_masked_row);
     tcase_add_test(tc, test_causal_mask_values);
     tcase_add_test(tc, test_causal_softmax);
