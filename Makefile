@@ -18,7 +18,8 @@ $(error REAL must be float or double, not '$(REAL)')
 endif
 
 BUILDROOT ?= build
-BUILD := $(BUILDROOT)/$(REAL)$(if $(SANITIZE),-san)
+# one directory per precision, sanitizer setting and compiler, so switching never mixes objects
+BUILD := $(BUILDROOT)/$(REAL)$(if $(SANITIZE),-san)$(if $(filter-out cc,$(CC)),-$(notdir $(CC)))
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -Iinclude -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS)
@@ -85,9 +86,10 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 
 examples: $(EXAMPLES)
 
-# The main job.
+# The main job: train the default task (lookup) and watch it learn. The loss
+# log goes to loss.csv; loss.png is drawn when gnuplot is installed.
 run: $(BIN)
-	$(BIN) demo
+	$(BIN) train --log loss.csv --plot loss.png
 
 demo: $(BIN)
 	$(BIN) demo

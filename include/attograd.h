@@ -59,8 +59,8 @@ typedef float ag_real;
 typedef enum ag_status {
     AG_OK = 0,
     AG_ERR_SHAPE,   /* shapes do not fit the op */
-    AG_ERR_ARG,     /* a bad argument: NULL, out of range, wrong size */
-    AG_ERR_NOMEM,   /* allocation failed or a size overflowed */
+    AG_ERR_ARG,     /* a bad argument: NULL, out of range, a shape whose size overflows */
+    AG_ERR_NOMEM,   /* allocation failed */
     AG_ERR_IO,      /* a file could not be read or written */
     AG_ERR_FORMAT,  /* a file's contents are malformed */
     AG_ERR_NUMERIC  /* a value went NaN or infinite */
@@ -105,7 +105,9 @@ ag_tensor *ag_tensor_new(ag_tape *tape, int ndim, const int *shape);
 /* A tape tensor holding a copy of data (shape's product elements). */
 ag_tensor *ag_tensor_from(ag_tape *tape, int ndim, const int *shape, const ag_real *data);
 /* Give a tape tensor a zeroed gradient buffer so that backward fills it
- * (for example dL/dx of an input). Returns t, or NULL on error. */
+ * (for example dL/dx of an input). Call it before using t in an op: an op
+ * decides when it runs whether its output carries a gradient. Returns t, or
+ * NULL on error. */
 ag_tensor *ag_requires_grad(ag_tape *tape, ag_tensor *t);
 
 /* A parameter: a tensor with a gradient, owned by the caller (not the tape).
@@ -179,8 +181,10 @@ ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)
  * ------------------------------------------------------------------------ */
 
 /* Seed dL/dL = 1 and walk the tape in reverse; every op adds its
- * contribution into its inputs' gradients (+=, so gradients accumulate across
- * calls until ag_zero_grad). loss must have one element. Entries whose
+ * contribution into its inputs' gradients. Parameters and tape inputs with a
+ * gradient accumulate (+=) across calls until ag_zero_grad; the step's
+ * intermediate gradients start from zero on every call. loss must have one
+ * element. Entries whose
  * output carries no gradient are skipped. Returns the tape's status: an
  * earlier op's error is reported here. */
 ag_status ag_backward(ag_tape *tape, ag_tensor *loss);
@@ -689,7 +693,7 @@ typedef struct ag_csv ag_csv;
 ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *err,
                       size_t errlen);
 /* Append a row of n values (n must be the header's column count), written
- * with %.10g. Errors are sticky: ag_csv_close reports the first. */
+ * with %.10g; a NaN is written as an empty field (a value the row lacks). Errors are sticky: ag_csv_close reports the first. */
 ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n);
 /* Finish: flush, fsync, rename over path, free csv (always, even on
  * failure; on failure the temporary file is removed). */

@@ -42,14 +42,326 @@ START_TEST(test_sticky_error)
 }
 END_TEST
 
+/* loss = sum(softmax(x x^T / sqrt(d)) x): x is the query, the key and the value */
+static ag_tensor *build_self_attention(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    ag_tensor *x = in[0];
+    double d = x->shape[x->ndim - 1];
+    ag_tensor *p = ag_softmax(tape, ag_scale(tape, ag_matmul_bt(tape, x, x), 1 / sqrt(d)));
+    ag_tensor *out = ag_matmul(tape, p, x);
+    return *(const int *)ctx ? ag_sum(tape, out) : out;
+}
+
+START_TEST(test_tensor_used_twice)
+{
+    /* y = x + x and y = x * x: each use contributes */
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_param_new(1, (int[]){2});
+    x->data[0] = 3;
+    x->data[1] = -1;
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_add(tape, x, x))), AG_OK);
+    test_assert_values(x->grad, (double[]){2, 2}, 2, 0);
+    ag_tape_reset(tape);
+    ag_zero_grad(&x, 1);
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_mul(tape, x, x))), AG_OK);
+    test_assert_values(x->grad, (double[]){6, -2}, 2, 0);
+    ag_param_free(x);
+    ag_tape_free(tape);
+
+    /* Q = K = V = x: three contributions, against finite differences, both
+     * through the plain sum and through the checker's projection */
+    int summed = 1, projected = 0;
+    const test_shape seed[] = {{2, {3, 2}}};
+    const test_shape batched[] = {{3, {2, 4, 3}}};
+    test_gradcheck_shapes(build_self_attention, &summed, 1, seed, 300);
+    test_gradcheck_shapes(build_self_attention, &projected, 1, seed, 301);
+    test_gradcheck_shapes(build_self_attention, &projected, 1, batched, 302);
+}
+END_TEST
+
+/* op(x...) + op(x...): the later copy's backward runs first, so an op that
+ * assigned (=) its input gradient instead of adding (+=) would erase it
+ * and halve the result. ctx selects the op. */
+static ag_tensor *build_twice(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    ag_tensor *y[2];
+    for (int k = 0; k < 2; k++) {
+        switch (*(const int *)ctx) {
+        case AG_OP_MATMUL: y[k] = ag_matmul(tape, in[0], in[1]); break;
+        case AG_OP_MATMUL_BT: y[k] = ag_matmul_bt(tape, in[0], in[1]); break;
+        case AG_OP_TRANSPOSE: y[k] = ag_transpose(tape, in[0]); break;
+        case AG_OP_SCALE: y[k] = ag_scale(tape, in[0], 1.5); break;
+        case AG_OP_SOFTMAX: y[k] = ag_softmax(tape, in[0]); break;
+        case AG_OP_CAUSAL_MASK: y[k] = ag_softmax(tape, ag_causal_mask(tape, in[0])); break;
+        case AG_OP_ADD: y[k] = ag_add(tape, in[0], in[1]); break;
+        case AG_OP_MUL: y[k] = ag_mul(tape, in[0], in[1]); break;
+        case AG_OP_SUM: y[k] = ag_sum(tape, in[0]); break;
+        case AG_OP_MEAN: y[k] = ag_mean(tape, in[0]); break;
+        case AG_OP_SPLIT_HEADS: y[k] = ag_split_heads(tape, in[0], 2); break;
+        case AG_OP_MERGE_HEADS: y[k] = ag_merge_heads(tape, in[0]); break;
+        case AG_OP_CROSS_ENTROPY:
+            y[k] = ag_cross_entropy(tape, in[0], (const int[]){1, -1, 3, 0, 2, 2}, 6);
+            break;
+        case AG_OP_EMBEDDING:
+            y[k] = ag_embedding(tape, in[0], (const int[]){4, 0, 4, 2}, 2, (const int[]){2, 2});
+            break;
+        case AG_OP_RESHAPE: y[k] = ag_reshape(tape, in[0], 2, (const int[]){3, 4}); break;
+        default: y[k] = ag_mse(tape, in[0], in[1]); break;
+        }
+    }
+    return ag_add(tape, y[0], y[1]);
+}
+
+START_TEST(test_backward_accumulates_every_op)
+{
+    static const struct {
+        int op, n;
+        test_shape shapes[2];
+    } cases[] = {
+        {AG_OP_MATMUL, 2, {{3, {2, 3, 2}}, {2, {2, 3}}}},
+        {AG_OP_MATMUL_BT, 2, {{3, {2, 3, 2}}, {3, {2, 4, 2}}}},
+        {AG_OP_TRANSPOSE, 1, {{2, {2, 3}}}},
+        {AG_OP_SCALE, 1, {{2, {2, 3}}}},
+        {AG_OP_SOFTMAX, 1, {{2, {2, 3}}}},
+        {AG_OP_CAUSAL_MASK, 1, {{2, {3, 3}}}},
+        {AG_OP_ADD, 2, {{2, {2, 3}}, {1, {3}}}},
+        {AG_OP_MUL, 2, {{2, {2, 3}}, {1, {3}}}},
+        {AG_OP_SUM, 1, {{2, {2, 3}}}},
+        {AG_OP_MEAN, 1, {{2, {2, 3}}}},
+        {AG_OP_MSE, 2, {{2, {2, 3}}, {2, {2, 3}}}},
+        {AG_OP_SPLIT_HEADS, 1, {{3, {2, 3, 4}}}},
+        {AG_OP_MERGE_HEADS, 1, {{4, {2, 2, 3, 2}}}},
+        {AG_OP_CROSS_ENTROPY, 1, {{3, {2, 3, 4}}}},
+        {AG_OP_EMBEDDING, 1, {{2, {5, 3}}}},
+        {AG_OP_RESHAPE, 1, {{2, {2, 6}}}},
+    };
+    ck_assert_msg(sizeof(cases) / sizeof(cases[0]) == AG_OP_COUNT - 1,
+                  "%d ops but %zu cases: add the new op to build_twice and cases", AG_OP_COUNT - 1,
+                  sizeof(cases) / sizeof(cases[0]));
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        test_gradcheck_shapes(build_twice, (void *)&cases[c].op, cases[c].n, cases[c].shapes, 310 + c);
+}
+END_TEST
+
+START_TEST(test_grad_accumulates)
+{
+    /* L = sum(x w) with x = [1 2]: dL/dw = [1 2] per backward */
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *w = ag_param_new(2, (int[]){2, 1});
+    ag_tensor *x = ag_tensor_from(tape, 2, (int[]){1, 2}, (ag_real[]){1, 2});
+    ag_tensor *loss = ag_sum(tape, ag_matmul(tape, x, w));
+    /* twice on the same tape: the parameter sums both passes, and the
+     * intermediate gradients start over (they are not parameters) */
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    test_assert_values(w->grad, (double[]){2, 4}, 2, 0);
+    ag_zero_grad(&w, 1);
+    test_assert_values(w->grad, (double[]){0, 0}, 2, 0);
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    test_assert_values(w->grad, (double[]){1, 2}, 2, 0);
+    /* and across steps: reset, rebuild, backward again */
+    ag_tape_reset(tape);
+    x = ag_tensor_from(tape, 2, (int[]){1, 2}, (ag_real[]){1, 2});
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_matmul(tape, x, w))), AG_OK);
+    test_assert_values(w->grad, (double[]){2, 4}, 2, 0);
+    ag_zero_grad(NULL, 0);   /* nothing to do, no crash */
+    ag_param_free(w);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_no_grad_stays_null)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *w = ag_param_new(2, (int[]){2, 2});
+    ag_tensor *x = ag_tensor_from(tape, 2, (int[]){1, 2}, (ag_real[]){1, 2});
+    ag_tensor *y = ag_tensor_from(tape, 2, (int[]){1, 2}, (ag_real[]){3, 4});
+    /* ops on tensors without gradient make outputs without gradient */
+    ag_tensor *c = ag_add(tape, x, y);
+    ag_tensor *s = ag_softmax(tape, ag_scale(tape, c, 2));
+    ag_tensor *t = ag_transpose(tape, s);
+    ck_assert_ptr_null(c->grad);
+    ck_assert_ptr_null(s->grad);
+    ck_assert_ptr_null(t->grad);
+    /* one input with a gradient is enough */
+    ag_tensor *h = ag_matmul(tape, s, w);
+    ck_assert_ptr_nonnull(h->grad);
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, h)), AG_OK);
+    ck_assert_ptr_null(x->grad);
+    ck_assert_ptr_null(y->grad);
+    ck_assert_ptr_null(c->grad);
+    ck_assert_ptr_null(s->grad);
+    /* dw = s^T 1 */
+    test_assert_values(w->grad, (double[]){s->data[0], s->data[0], s->data[1], s->data[1]}, 4,
+                       AG_TEST_TOL);
+    ag_param_free(w);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_requires_grad)
+{
+    /* dL/dx for a tape tensor: L = sum(x w), dx = row sums of w^T */
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_tensor_from(tape, 2, (int[]){1, 2}, (ag_real[]){1, 2});
+    ck_assert_ptr_eq(ag_requires_grad(tape, x), x);
+    ck_assert_ptr_nonnull(x->grad);
+    ck_assert_ptr_eq(ag_requires_grad(tape, x), x);   /* a second call changes nothing */
+    ag_tensor *w = ag_tensor_from(tape, 2, (int[]){2, 2}, (ag_real[]){1, 2, 3, 4});
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_matmul(tape, x, w))), AG_OK);
+    test_assert_values(x->grad, (double[]){3, 7}, 2, 0);
+    ck_assert_ptr_null(w->grad);
+    ck_assert_ptr_null(ag_requires_grad(tape, NULL));
+    test_expect_error(tape, AG_ERR_ARG, "requires_grad: tensor is NULL");
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_backward_errors)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *w = ag_param_new(2, (int[]){2, 3});
+    ag_tensor *big = ag_scale(tape, w, 2);
+    ck_assert_int_eq(ag_backward(tape, big), AG_ERR_SHAPE);
+    test_expect_error(tape, AG_ERR_SHAPE, "backward: loss is [2x3]; it must have one element");
+
+    ag_tensor *x = ag_tensor_from(tape, 1, (int[]){2}, (ag_real[]){1, 2});
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, x)), AG_ERR_ARG);
+    test_expect_error(tape, AG_ERR_ARG,
+                      "backward: loss does not depend on anything that needs a gradient");
+
+    ck_assert_int_eq(ag_backward(tape, NULL), AG_ERR_ARG);
+    test_expect_error(tape, AG_ERR_ARG, "backward: loss is NULL");
+
+    ag_tensor *loss = ag_sum(tape, w);
+    ck_assert_int_eq(ag_backward(NULL, loss), AG_ERR_ARG);
+    ck_assert_int_eq(ag_tape_status(NULL), AG_ERR_ARG);
+    ck_assert_str_eq(ag_tape_error(NULL), "tape is NULL");
+    ag_param_free(w);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_backward_after_op_error)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *w = ag_param_new(2, (int[]){2, 3});
+    ag_tensor *loss = ag_sum(tape, w);
+    ck_assert_ptr_null(ag_mse(tape, w, ag_tensor_new(tape, 2, (int[]){3, 2})));
+    /* the op's error comes back from backward, and no gradient is written */
+    ck_assert_int_eq(ag_backward(tape, loss), AG_ERR_SHAPE);
+    ck_assert_str_eq(ag_tape_error(tape), "mse: pred is [2x3], target is [3x2]: shapes differ");
+    for (size_t i = 0; i < w->size; i++)
+        ck_assert(w->grad[i] == 0);
+    /* a later failure does not replace the first message */
+    ck_assert_int_eq(ag_tape_fail(tape, AG_ERR_IO, "later"), AG_ERR_SHAPE);
+    ck_assert_int_eq(ag_backward(tape, NULL), AG_ERR_SHAPE);
+    ck_assert_str_eq(ag_tape_error(tape), "mse: pred is [2x3], target is [3x2]: shapes differ");
+    ag_tape_reset(tape);
+    ck_assert_int_eq(ag_tape_status(tape), AG_OK);
+    ck_assert_str_eq(ag_tape_error(tape), "");
+    ck_assert_uint_eq(ag_tape_size(tape), 0);
+    /* after the reset the tape works again */
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, w)), AG_OK);
+    ck_assert_double_eq(w->grad[0], 1);
+    ag_param_free(w);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_tape_fail)
+{
+    ag_tape *tape = ag_tape_new();
+    ck_assert_int_eq(ag_tape_fail(tape, AG_ERR_IO, "load: %s is %d bytes", "x.bin", 7), AG_ERR_IO);
+    ck_assert_int_eq(ag_tape_fail(tape, AG_ERR_FORMAT, "second"), AG_ERR_IO);
+    ck_assert_ptr_null(ag_tensor_new(tape, 1, (int[]){2}));   /* sticky */
+    test_expect_error(tape, AG_ERR_IO, "load: x.bin is 7 bytes");
+    ck_assert_int_eq(ag_tape_fail(NULL, AG_ERR_IO, "no tape"), AG_ERR_ARG);
+    ck_assert_str_eq(ag_status_name(AG_OK), "ok");
+    ck_assert_str_eq(ag_status_name(AG_ERR_SHAPE), "shape");
+    ck_assert_str_eq(ag_status_name(AG_ERR_NUMERIC), "numeric");
+    ck_assert_str_eq(ag_status_name((ag_status)99), "unknown");
+    ag_tape_free(tape);
+    ag_tape_free(NULL);
+    ag_tape_reset(NULL);
+}
+END_TEST
+
+/* One training-like step: enough intermediate tensors to need several
+ * arena blocks (the first is 64 KiB). */
+static void arena_step(ag_tape *tape, ag_tensor *w)
+{
+    ag_tensor *h = ag_tensor_new(tape, 3, (int[]){4, 32, 32});
+    for (int i = 0; i < 6; i++)
+        h = ag_softmax(tape, ag_matmul(tape, h, w));
+    ck_assert_int_eq(ag_backward(tape, ag_mean(tape, h)), AG_OK);
+}
+
+START_TEST(test_arena_reuse)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *w = ag_param_new(2, (int[]){32, 32});
+    arena_step(tape, w);
+    ck_assert_uint_gt(tape->n_blocks, 1);
+    ag_tape_reset(tape);
+    /* reset merges the blocks into one big enough for the whole step */
+    ck_assert_uint_eq(tape->n_blocks, 1);
+    size_t cap = tape->first->cap;
+    ag_block *first = tape->first;
+    for (int step = 0; step < 3; step++) {
+        arena_step(tape, w);
+        ck_assert_uint_eq(tape->n_blocks, 1);
+        ck_assert_ptr_eq(tape->first, first);
+        ck_assert_uint_eq(tape->first->cap, cap);
+        ck_assert_uint_le(tape->first->used, cap);
+        ag_tape_reset(tape);
+        ck_assert_uint_eq(tape->first->used, 0);
+    }
+    ag_param_free(w);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_arena_alignment)
+{
+    ag_tape *tape = ag_tape_new();
+    for (int n = 1; n < 40; n += 3) {
+        ag_tensor *t = ag_requires_grad(tape, ag_tensor_new(tape, 1, (int[]){n}));
+        ck_assert_ptr_nonnull(t);
+        ck_assert_uint_eq((uintptr_t)t->data % AG_ALIGN, 0);
+        ck_assert_uint_eq((uintptr_t)t->grad % AG_ALIGN, 0);
+        for (int i = 0; i < n; i++)
+            ck_assert(t->data[i] == 0 && t->grad[i] == 0);
+    }
+    /* one allocation bigger than a block gets a block of its own */
+    ag_tensor *big = ag_tensor_new(tape, 2, (int[]){300, 300});
+    ck_assert_ptr_nonnull(big);
+    big->data[big->size - 1] = 1;
+    ck_assert_uint_eq(ag_tape_size(tape), 14);
+    ag_tape_free(tape);
+}
+END_TEST
+
 Suite *suite_tape(void)
 {
     Suite *s = suite_create("tape");
     TCase *tc = tcase_create("backward");
     tcase_add_test(tc, test_backward_example);
+    tcase_add_test(tc, test_tensor_used_twice);
+    tcase_add_test(tc, test_grad_accumulates);
+    tcase_add_test(tc, test_backward_accumulates_every_op);
+    tcase_add_test(tc, test_no_grad_stays_null);
+    tcase_add_test(tc, test_requires_grad);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_sticky_error);
+    tcase_add_test(tc, test_backward_errors);
+    tcase_add_test(tc, test_backward_after_op_error);
+    tcase_add_test(tc, test_tape_fail);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("arena");
+    tcase_add_test(tc, test_arena_reuse);
+    tcase_add_test(tc, test_arena_alignment);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -42,4 +42,44 @@ static inline void test_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const
                   r.tolerance, r.max_abs, r.worst_input, r.worst_index);
 }
 
+/* A shape for test_gradcheck_shapes. */
+typedef struct test_shape {
+    int ndim;
+    int shape[AG_MAX_DIMS];
+} test_shape;
+
+/* Make one normal(0, 1) parameter per shape (seeded), run test_gradcheck
+ * with every one of them as an input, and free them. */
+static inline void test_gradcheck_shapes(ag_build_fn build, void *ctx, int n,
+                                         const test_shape *shapes, uint64_t seed)
+{
+    ag_rng rng = ag_rng_new(seed);
+    ag_tensor *in[AG_MAX_INPUTS] = {NULL};
+    ck_assert_int_le(n, AG_MAX_INPUTS);
+    for (int i = 0; i < n; i++)
+        in[i] = test_param(&rng, shapes[i].ndim, shapes[i].shape);
+    test_gradcheck(build, ctx, in, n);
+    for (int i = 0; i < n; i++)
+        ag_param_free(in[i]);
+}
+
+/* Assert that got[0..n) matches want[0..n) within tol (infinities must be
+ * equal), naming the first element that does not. */
+static inline void test_assert_values(const ag_real *got, const double *want, size_t n, double tol)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg((double)got[i] == want[i] || fabs((double)got[i] - want[i]) <= tol, "element %zu: got %.9g, want %.9g", i,
+                      (double)got[i], want[i]);
+}
+
+/* Assert the tape holds exactly this error (status and message), then reset
+ * it for the next case. */
+static inline void test_expect_error(ag_tape *tape, ag_status status, const char *message)
+{
+    ck_assert_msg(ag_tape_status(tape) == status, "status %s, want %s (message \"%s\")",
+                  ag_status_name(ag_tape_status(tape)), ag_status_name(status), ag_tape_error(tape));
+    ck_assert_str_eq(ag_tape_error(tape), message);
+    ag_tape_reset(tape);
+}
+
 #endif /* AG_TEST_UTIL_H */

@@ -1,6 +1,9 @@
 /*
  * gradcheck.c - compare analytic gradients with central differences,
- *   dL/dx_i ~ (L(x + eps e_i) - L(x - eps e_i)) / (2 eps).
+ *   D(h) = (L(x + h e_i) - L(x - h e_i)) / 2h,
+ * extrapolated as (4 D(h) - D(2h)) / 3 (Richardson), which cancels the h^2
+ * error term: a chain like attention is strongly curved, and the plain
+ * central difference's truncation error alone failed the float tolerance.
  * A result with several elements is projected onto fixed random weights,
  * L = sum(w * out), so that every output element matters to the loss and a
  * wrong backward cannot hide (the sum of a softmax is always 1).
@@ -15,12 +18,16 @@ ag_gradcheck_opts ag_gradcheck_defaults(void)
 {
     ag_gradcheck_opts o;
     memset(&o, 0, sizeof(o));
+    /* eps balances rounding noise (~ ulp(L) / eps) against the O(eps^4)
+     * truncation left after extrapolation; chosen on matmul, softmax and a
+     * causal attention chain over 20-30 seeds: worst relative error about
+     * 4e-3 in float and 3e-8 in double, a fraction of rtol. */
 #ifdef AG_REAL_DOUBLE
-    o.eps = 1e-5;
+    o.eps = 1e-4;
     o.rtol = 1e-6;
     o.atol = 1e-3;
 #else
-    o.eps = 1e-2;
+    o.eps = 2e-2;
     o.rtol = 1e-2;
     o.atol = 1e-2;
 #endif
@@ -34,13 +41,14 @@ typedef struct check_run {
     void *ctx;
     ag_tensor *const *inputs;
     ag_tape *tape;
-    ag_real *weights;      /* (n_weights) projection weights, made on the first pass */
-    size_t n_weights;
+    ag_real *weights;      /* (out_size) projection weights, when out_size > 1 */
+    size_t out_size;       /* the result's size on the first pass; 0 before it */
     uint64_t seed;
 } check_run;
 
-/* Build the result and reduce it to the loss. NULL with the tape error set. */
-static ag_tensor *build_loss(check_run *run)
+/* Build the result on the private tape and make the projection weights on
+ * the first pass. NULL with the tape error set. */
+static ag_tensor *build_result(check_run *run)
 {
     ag_tape *tape = run->tape;
     ag_tape_reset(tape);
@@ -50,9 +58,7 @@ static ag_tensor *build_loss(check_run *run)
             ag_tape_fail(tape, AG_ERR_ARG, "gradcheck: the build function returned NULL");
         return NULL;
     }
-    if (out->size == 1)
-        return out;
-    if (!run->weights) {
+    if (run->out_size == 0 && out->size > 1) {
         run->weights = malloc(out->size * sizeof(ag_real));
         if (!run->weights) {
             ag_tape_fail(tape, AG_ERR_NOMEM, "gradcheck: out of memory");
@@ -61,14 +67,57 @@ static ag_tensor *build_loss(check_run *run)
         ag_rng rng = ag_rng_new(run->seed ^ 0x5eedULL);
         for (size_t i = 0; i < out->size; i++)
             run->weights[i] = (ag_real)ag_rng_normal(&rng);
-        run->n_weights = out->size;
     }
-    if (out->size != run->n_weights) {
+    if (run->out_size == 0)
+        run->out_size = out->size;
+    if (out->size != run->out_size) {
         ag_tape_fail(tape, AG_ERR_SHAPE, "gradcheck: the result changed size between passes");
         return NULL;
     }
-    ag_tensor *w = ag_tensor_from(tape, out->ndim, out->shape, run->weights);
-    return ag_sum(tape, ag_mul(tape, out, w));
+    return out;
+}
+
+/* The loss as a tape tensor, for the analytic pass: L = sum(w * out), so
+ * backward seeds dout = w exactly. */
+static ag_tensor *build_loss(check_run *run)
+{
+    ag_tensor *out = build_result(run);
+    if (!out || out->size == 1)
+        return out;
+    ag_tensor *w = ag_tensor_from(run->tape, out->ndim, out->shape, run->weights);
+    return ag_sum(run->tape, ag_mul(run->tape, out, w));
+}
+
+/* The same loss as a number, for the differences: summed in double, so the
+ * check's own arithmetic adds no rounding noise to L(x + eps) - L(x - eps)
+ * (in a float build that noise, divided by 2 eps, was the largest error). */
+static int loss_value(check_run *run, double *value)
+{
+    ag_tensor *out = build_result(run);
+    if (!out)
+        return 0;
+    double acc = 0;
+    for (size_t i = 0; i < out->size; i++)
+        acc += (double)out->data[i] * (run->weights ? (double)run->weights[i] : 1.0);
+    *value = acc;
+    return 1;
+}
+
+/* D(h) = (L(x + h e_i) - L(x - h e_i)) / 2h, with the steps actually taken
+ * (x + h rounds in ag_real). Restores x[i]. Returns 0 with the tape error set. */
+static int central_difference(check_run *run, ag_tensor *x, size_t i, double h, double *d)
+{
+    ag_real orig = x->data[i];
+    double f_plus = 0, f_minus = 0;
+    x->data[i] = (ag_real)(orig + h);
+    double h_plus = (double)x->data[i] - (double)orig;
+    int ok = loss_value(run, &f_plus);
+    x->data[i] = (ag_real)(orig - h);
+    double h_minus = (double)orig - (double)x->data[i];
+    ok = ok && loss_value(run, &f_minus);
+    x->data[i] = orig;
+    *d = (f_plus - f_minus) / (h_plus + h_minus);
+    return ok;
 }
 
 static void copy_error(const ag_tape *tape, char *err, size_t errlen)
@@ -133,22 +182,16 @@ ag_status ag_gradcheck_bug(ag_build_fn build, void *ctx, ag_tensor *const *input
         size_t count = sampled ? o.max_samples : x->size;
         for (size_t c = 0; c < count; c++) {
             size_t i = sampled ? (size_t)(ag_rng_next(&pick) % x->size) : c;
-            ag_real orig = x->data[i];
-            x->data[i] = (ag_real)(orig + o.eps);
-            double h_plus = (double)x->data[i] - (double)orig;   /* the step actually taken */
-            ag_tensor *lp = build_loss(&run);
-            double f_plus = lp ? (double)lp->data[0] : 0;
-            x->data[i] = (ag_real)(orig - o.eps);
-            double h_minus = (double)orig - (double)x->data[i];
-            ag_tensor *lm = lp ? build_loss(&run) : NULL;
-            double f_minus = lm ? (double)lm->data[0] : 0;
-            x->data[i] = orig;
-            if (!lp || !lm) {
+            double d1, d2;
+            if (!central_difference(&run, x, i, o.eps, &d1) ||
+                !central_difference(&run, x, i, 2 * o.eps, &d2)) {
                 status = ag_tape_status(run.tape);
                 copy_error(run.tape, err, errlen);
                 goto done;
             }
-            double numeric = (f_plus - f_minus) / (h_plus + h_minus);
+            /* Richardson: D(h) = dL/dx + (d3L/dx3) h^2 / 6 + O(h^4), so the
+             * h^2 term cancels in (4 D(h) - D(2h)) / 3. */
+            double numeric = (4 * d1 - d2) / 3;
             double analytic = (double)x->grad[i];
             double abs_err = fabs(analytic - numeric);
             double denom = fmax(fmax(fabs(analytic), fabs(numeric)), o.atol);

@@ -96,6 +96,31 @@ typedef struct ag_cli_name {
 int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *names,
                      size_t n_names, const char *title, char *err, size_t errlen);
 
+/* A training run's state beyond its tensors: what a checkpoint's metadata holds. */
+typedef struct ag_train_state {
+    ag_model_config model;
+    int optimizer_adam;      /* 1 adam, 0 sgd */
+    double lr, momentum, weight_decay, clip;
+    int batch;
+    uint64_t seed;           /* the run's seed: weights, data and held-out set */
+    uint64_t data_rng;       /* the training stream's state, to continue it exactly */
+    long step;               /* steps done */
+    long optim_steps;        /* the optimizer's own count (Adam's bias correction) */
+} ag_train_state;
+
+/* Read a checkpoint's metadata into *st; on success *file is the loaded
+ * file (the caller frees it with ag_st_free) for ag_cli_checkpoint_restore.
+ * Returns 0 with a message in err. */
+int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *st, char *err,
+                           size_t errlen);
+/* Copy the parameters and the optimizer state from f into model and opt,
+ * which were made from st. Returns 0 with a message naming the tensor. */
+int ag_cli_checkpoint_restore(const ag_st_file *f, ag_model *model, ag_optim *opt,
+                              const ag_train_state *st, char *err, size_t errlen);
+/* Write model, opt and st to path atomically. Returns 0 with a message. */
+int ag_cli_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
+                           const ag_train_state *st, char *err, size_t errlen);
+
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);
 extern const ag_command ag_cmd_demo_info;
@@ -107,5 +132,7 @@ int ag_cmd_gradcheck(int argc, char **argv);
 extern const ag_command ag_cmd_gradcheck_info;
 /* `attograd explain attention`, argv[0] being "attention" (explain_attention.c). */
 int ag_explain_attention(const ag_command *cmd, int argc, char **argv);
+int ag_cmd_grad(int argc, char **argv);
+extern const ag_command ag_cmd_grad_info;
 
 #endif /* AG_CLI_H */

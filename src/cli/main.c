@@ -10,6 +10,7 @@
 static const ag_command *const commands[] = {
     &ag_cmd_train_info,
     &ag_cmd_demo_info,
+    &ag_cmd_grad_info,
     &ag_cmd_explain_info,
     &ag_cmd_gradcheck_info,
 };

@@ -33,7 +33,8 @@ typedef struct train_opts {
     uint64_t seed;
     const char *log_path, *plot_path, *save_path, *load_path;
     /* which flags were given (a checkpoint's settings win over defaults only) */
-    int set_seq, set_dim, set_heads, set_posenc, set_causal, set_lr, set_optimizer;
+    int set_task, set_seq, set_dim, set_heads, set_posenc, set_causal, set_lr, set_optimizer;
+    int set_seed, set_momentum, set_weight_decay, set_clip, set_batch;
 } train_opts;
 
 /* Task defaults, chosen so that each task learns in seconds. */
@@ -123,12 +124,14 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, train_opts *
                 return 0;
             if (!ag_task_parse(v, &o->model.task))
                 return !ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
+            o->set_task = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
                 return 0;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, 65536, &o->batch))
                 return 0;
+            o->set_batch = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seq", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, 4096, &o->model.seq))
                 return 0;
@@ -164,15 +167,19 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, train_opts *
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--momentum", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, 0.999999, &o->momentum))
                 return 0;
+            o->set_momentum = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--weight-decay", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, 1e3, &o->weight_decay))
                 return 0;
+            o->set_weight_decay = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--clip", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, 1e12, &o->clip))
                 return 0;
+            o->set_clip = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
             if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &o->seed))
                 return 0;
+            o->set_seed = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--eval-every", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--eval-every", v, 1, 100000000, &o->eval_every))
                 return 0;
@@ -213,7 +220,7 @@ typedef struct run {
     ag_rng data_rng;          /* the training stream */
     long step;                /* steps done, including those of a loaded checkpoint */
     double loss, eval_loss, accuracy;
-    FILE *log;
+    ag_csv *log;
     /* for --plot: a thinned loss history, the accuracy at each evaluation,
      * and the last heatmap's weights (head 1 of held-out example 0) */
     long *loss_step, *acc_step;
@@ -370,6 +377,64 @@ static void print_progress(const run *r, long done, long todo, double elapsed, i
     fflush(stdout);
 }
 
+/* What a checkpoint records of this run. */
+static ag_train_state state_of(const train_opts *o, const run *r)
+{
+    ag_train_state st;
+    memset(&st, 0, sizeof(st));
+    st.model = o->model;
+    st.optimizer_adam = o->optimizer_adam;
+    st.lr = o->lr;
+    st.momentum = o->momentum;
+    st.weight_decay = o->weight_decay;
+    st.clip = o->clip;
+    st.batch = o->batch;
+    st.seed = o->seed;
+    st.data_rng = r->data_rng.state;
+    st.step = r->step;
+    st.optim_steps = ag_optim_steps(r->opt);
+    return st;
+}
+
+/* With --load, the checkpoint fixes the model, the optimizer and the seed:
+ * a flag that says otherwise is a usage error; the rest take its values
+ * unless given (a new --lr, --clip or --batch may be given on purpose). */
+static int adopt_checkpoint(const ag_command *cmd, train_opts *o, const ag_train_state *st)
+{
+    const ag_model_config *m = &st->model;
+#define CONFLICT(set, flag, differs, fmt, mine, theirs)                                          \
+    if ((set) && (differs))                                                                      \
+        return !ag_cli_usage_error(cmd, flag " " fmt " conflicts with the checkpoint's " fmt      \
+                                   " (--load fixes the model)", mine, theirs);
+    CONFLICT(o->set_task, "--task", o->model.task != m->task, "%s", ag_task_name(o->model.task),
+             ag_task_name(m->task))
+    CONFLICT(o->set_seq, "--seq", o->model.seq != m->seq, "%d", o->model.seq, m->seq)
+    CONFLICT(o->set_dim, "--dim", o->model.dim != m->dim, "%d", o->model.dim, m->dim)
+    CONFLICT(o->set_heads, "--heads", o->model.heads != m->heads, "%d", o->model.heads, m->heads)
+    CONFLICT(o->set_posenc, "--posenc", o->model.posenc != m->posenc, "%s",
+             ag_posenc_kind_name(o->model.posenc), ag_posenc_kind_name(m->posenc))
+    CONFLICT(o->set_causal, "--causal", !m->causal, "%s", "on", "off")
+    CONFLICT(o->set_optimizer, "--optimizer", o->optimizer_adam != st->optimizer_adam, "%s",
+             o->optimizer_adam ? "adam" : "sgd", st->optimizer_adam ? "adam" : "sgd")
+    CONFLICT(o->set_seed, "--seed", o->seed != st->seed, "%llu", (unsigned long long)o->seed,
+             (unsigned long long)st->seed)
+#undef CONFLICT
+    o->model = *m;
+    o->optimizer_adam = st->optimizer_adam;
+    o->seed = st->seed;
+    if (!o->set_lr)
+        o->lr = st->lr;
+    if (!o->set_momentum)
+        o->momentum = st->momentum;
+    if (!o->set_weight_decay)
+        o->weight_decay = st->weight_decay;
+    if (!o->set_clip)
+        o->clip = st->clip;
+    if (!o->set_batch)
+        o->batch = st->batch;
+    return 1;
+}
+
 int ag_cmd_train(int argc, char **argv)
 {
     const ag_command *cmd = &ag_cmd_train_info;
@@ -387,24 +452,42 @@ int ag_cmd_train(int argc, char **argv)
         return print_help(cmd);
     if (!parsed)
         return AG_EXIT_USAGE;
-    task_defaults(&o);
+    char err[512];
+    ag_st_file *ckpt = NULL;
+    ag_train_state loaded;
+    memset(&loaded, 0, sizeof(loaded));
+    if (o.load_path) {
+        if (!ag_cli_checkpoint_open(o.load_path, &ckpt, &loaded, err, sizeof(err))) {
+            fprintf(stderr, "attograd train: %s\n", err);
+            return AG_EXIT_FAIL;
+        }
+        if (!adopt_checkpoint(cmd, &o, &loaded)) {
+            ag_st_free(ckpt);
+            return AG_EXIT_USAGE;
+        }
+    } else {
+        task_defaults(&o);
+    }
     int lo = ag_task_min_seq(o.model.task), hi = ag_task_max_seq(o.model.task);
-    if (o.model.seq < lo || o.model.seq > hi)
+    if (o.model.seq < lo || o.model.seq > hi) {
+        ag_st_free(ckpt);
         return ag_cli_usage_error(cmd, "--seq: %d is out of range for task %s (%d..%d)", o.model.seq,
                                   ag_task_name(o.model.task), lo, hi);
-    if (o.model.dim % o.model.heads != 0)
+    }
+    if (o.model.dim % o.model.heads != 0) {
+        ag_st_free(ckpt);
         return ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", o.model.heads,
                                   o.model.dim);
+    }
 
     run r;
     memset(&r, 0, sizeof(r));
     r.o = &o;
     int status = AG_EXIT_FAIL;
-    char err[256];
     ag_rng init_rng = ag_rng_new(o.seed);
     r.data_rng = ag_rng_new(o.seed ^ 0xda7aULL);
     ag_rng eval_rng = ag_rng_new(o.seed ^ EVAL_STREAM);
-    r.model = ag_model_new(&o.model, &init_rng, err, sizeof(err));
+    r.model = ag_model_new(&o.model, ckpt ? NULL : &init_rng, err, sizeof(err));
     if (!r.model) {
         fprintf(stderr, "attograd train: %s\n", err);
         goto done;
@@ -419,6 +502,14 @@ int ag_cmd_train(int argc, char **argv)
         fprintf(stderr, "attograd train: out of memory\n");
         goto done;
     }
+    if (ckpt) {
+        if (!ag_cli_checkpoint_restore(ckpt, r.model, r.opt, &loaded, err, sizeof(err))) {
+            fprintf(stderr, "attograd train: %s\n", err);
+            goto done;
+        }
+        r.data_rng.state = loaded.data_rng;
+        r.step = loaded.step;
+    }
     ag_task_sample(r.eval, &eval_rng);
     if (o.plot_path && !alloc_history(&r)) {
         fprintf(stderr, "attograd train: out of memory\n");
@@ -426,13 +517,10 @@ int ag_cmd_train(int argc, char **argv)
     }
     ag_tape_detect_anomaly(r.tape, o.detect_anomaly);
 
-    if (o.log_path) {
-        r.log = fopen(o.log_path, "w");
-        if (!r.log) {
-            fprintf(stderr, "attograd train: cannot write %s: %s\n", o.log_path, strerror(errno));
-            goto done;
-        }
-        fprintf(r.log, "step,loss,eval_loss,accuracy\n");
+    if (o.log_path &&
+        ag_csv_open(o.log_path, "step,loss,eval_loss,accuracy", &r.log, err, sizeof(err)) != AG_OK) {
+        fprintf(stderr, "attograd train: %s\n", err);
+        goto done;
     }
 
     struct sigaction sa, old_sa;
@@ -459,11 +547,9 @@ int ag_cmd_train(int argc, char **argv)
         if (eval_now && !evaluate(&r, 0))
             goto restore;
         if (r.log) {
-            fprintf(r.log, "%ld,%.9g", r.step, r.loss);
-            if (eval_now)
-                fprintf(r.log, ",%.9g,%.9g\n", r.eval_loss, r.accuracy);
-            else
-                fprintf(r.log, ",,\n");
+            double row[4] = {(double)r.step, r.loss, eval_now ? r.eval_loss : NAN,
+                             eval_now ? r.accuracy : NAN};
+            ag_csv_row(r.log, row, 4);   /* errors are sticky; ag_csv_close reports them */
         }
         double t = now_seconds() - start;
         if (tty && (t - last_draw > 0.1 || done_steps == o.steps)) {
@@ -497,12 +583,21 @@ int ag_cmd_train(int argc, char **argv)
         }
     }
     if (r.log) {
-        FILE *log = r.log;
+        ag_csv *log = r.log;
         r.log = NULL;
-        if (fclose(log) != 0) {
-            fprintf(stderr, "attograd train: writing %s failed\n", o.log_path);
+        if (ag_csv_close(log, err, sizeof(err)) != AG_OK) {
+            fprintf(stderr, "attograd train: %s\n", err);
             goto restore;
         }
+    }
+    if (o.save_path) {
+        ag_train_state st = state_of(&o, &r);
+        if (!ag_cli_checkpoint_save(o.save_path, r.model, r.opt, &st, err, sizeof(err))) {
+            fprintf(stderr, "attograd train: %s\n", err);
+            goto restore;
+        }
+        if (!o.quiet)
+            printf("saved: %s (step %ld)\n", o.save_path, r.step);
     }
     printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
            ag_task_name(o.model.task), r.step, r.eval_loss, r.accuracy, seconds);
@@ -510,8 +605,8 @@ int ag_cmd_train(int argc, char **argv)
 restore:
     sigaction(SIGINT, &old_sa, NULL);
 done:
-    if (r.log)
-        fclose(r.log);
+    ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
+    ag_st_free(ckpt);
     ag_batch_free(r.train);
     ag_batch_free(r.eval);
     free(r.loss_step);

@@ -48,12 +48,16 @@ uint32_t ag_rng_below(ag_rng *rng, uint32_t n)
 
 void ag_fill_normal(ag_tensor *t, ag_rng *rng, double mean, double std)
 {
+    if (!t || !rng)
+        return;
     for (size_t i = 0; i < t->size; i++)
         t->data[i] = (ag_real)(mean + std * ag_rng_normal(rng));
 }
 
 void ag_fill_uniform(ag_tensor *t, ag_rng *rng, double lo, double hi)
 {
+    if (!t || !rng)
+        return;
     for (size_t i = 0; i < t->size; i++)
         t->data[i] = (ag_real)(lo + (hi - lo) * ag_rng_uniform(rng));
 }

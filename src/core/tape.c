@@ -234,7 +234,7 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
         if (e->op != AG_OP_LEAF && e->out->grad)
             memset(e->out->grad, 0, e->out->size * sizeof(ag_real));
     }
-    loss->grad[0] = 1;
+    loss->grad[0] += 1;   /* op outputs were just zeroed; a leaf loss accumulates like any leaf */
     /* Reverse order is a valid topological order: every entry's inputs were
      * made before it, so all contributions to an output's gradient have
      * arrived by the time its entry is reached. */

@@ -42,7 +42,11 @@ static void set_shape(ag_tensor *t, int ndim, const int *shape, size_t size)
 
 static const char *describe_shape(int ndim, const int *shape, char *buf, size_t len)
 {
-    if (ndim < 1 || ndim > AG_MAX_DIMS || !shape) {
+    if (!shape) {
+        snprintf(buf, len, "NULL");
+        return buf;
+    }
+    if (ndim < 1 || ndim > AG_MAX_DIMS) {
         snprintf(buf, len, "ndim %d", ndim);
         return buf;
     }
@@ -69,7 +73,7 @@ char *ag_shape_str(const ag_tensor *t, char *buf, size_t len)
 
 int ag_same_shape(const ag_tensor *a, const ag_tensor *b)
 {
-    if (a->ndim != b->ndim)
+    if (!a || !b || a->ndim != b->ndim)
         return 0;
     for (int i = 0; i < a->ndim; i++)
         if (a->shape[i] != b->shape[i])
@@ -175,6 +179,8 @@ void ag_param_free(ag_tensor *param)
 
 void ag_zero_grad(ag_tensor *const *params, size_t n)
 {
+    if (!params)
+        return;
     for (size_t i = 0; i < n; i++)
         if (params[i] && params[i]->grad)
             memset(params[i]->grad, 0, params[i]->size * sizeof(ag_real));

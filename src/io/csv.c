@@ -7,6 +7,7 @@
 #include "io.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +65,10 @@ ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n)
         return csv->status;
     }
     for (size_t i = 0; i < n; i++) {
-        if (fprintf(csv->file.f, i + 1 < n ? "%.10g," : "%.10g\n", values[i]) < 0) {
+        /* NaN marks a value this row does not have: an empty field */
+        int rc = isnan(values[i]) ? fputs(i + 1 < n ? "," : "\n", csv->file.f)
+                                  : fprintf(csv->file.f, i + 1 < n ? "%.10g," : "%.10g\n", values[i]);
+        if (rc < 0) {
             csv->status = AG_ERR_IO;
             snprintf(csv->error, sizeof(csv->error), "%s: cannot write: %s", path,
                      strerror(errno));

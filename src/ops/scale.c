@@ -14,6 +14,10 @@ ag_tensor *ag_scale(ag_tape *tape, const ag_tensor *a, double c)
         ag_tape_fail(tape, AG_ERR_ARG, "scale: factor %g is not finite", c);
         return NULL;
     }
+    if (!isfinite((ag_real)c)) {   /* 1e39 is a double but not a float */
+        ag_tape_fail(tape, AG_ERR_ARG, "scale: factor %g does not fit in %s", c, AG_REAL_NAME);
+        return NULL;
+    }
     ag_tensor *out = ag_tensor_make(tape, a->ndim, a->shape, 0, ag_any_grad(1, in));
     ag_entry *e = out ? ag_tape_push(tape, AG_OP_SCALE, out, 1, in) : NULL;
     if (!e)

@@ -1,7 +1,8 @@
 /*
  * softmax.c - softmax over the last axis: s_i = exp(z_i - max) / sum_j exp(z_j - max).
  * Subtracting the row max keeps exp from overflowing; -inf entries (masked
- * keys) get weight exactly 0; a row with no finite entry gives all zeros.
+ * keys) get weight exactly 0; a row with no finite entry gives all zeros;
+ * +inf entries share all the weight (the limit), never NaN.
  */
 #include "../core/internal.h"
 
@@ -27,6 +28,16 @@ ag_tensor *ag_softmax(ag_tape *tape, const ag_tensor *a)
             /* fully masked row: attends to nothing */
             for (size_t j = 0; j < n; j++)
                 s[j] = 0;
+            continue;
+        }
+        if (max == INFINITY) {
+            /* the limit as those logits grow: all weight on the +inf entries
+             * (exp(inf - inf) would be NaN) */
+            size_t count = 0;
+            for (size_t j = 0; j < n; j++)
+                count += z[j] == INFINITY;
+            for (size_t j = 0; j < n; j++)
+                s[j] = z[j] == INFINITY ? (ag_real)1 / (ag_real)count : 0;
             continue;
         }
         ag_real sum = 0;

@@ -1,0 +1,223 @@
+/*
+ * checkpoint.c - save and resume a training run as one safetensors file:
+ * the model's parameters under their own names, the optimizer's state as
+ * "optim.<param>.<slot>", and everything else a run needs to continue
+ * exactly (configuration, step, the data stream's position) as metadata.
+ * Metadata is read as hostile input: every value is parsed strictly.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECKPOINT_FORMAT "attograd-checkpoint"
+#define CHECKPOINT_VERSION "1"
+#define MAX_PARAMS 8
+
+static int meta_str(const ag_st_file *f, const char *path, const char *key, const char **out,
+                    char *err, size_t errlen)
+{
+    *out = ag_st_meta(f, key);
+    if (!*out)
+        snprintf(err, errlen, "%s: checkpoint metadata '%s' is missing", path, key);
+    return *out != NULL;
+}
+
+static int meta_long(const ag_st_file *f, const char *path, const char *key, long lo, long hi,
+                     long *out, char *err, size_t errlen)
+{
+    const char *s;
+    if (!meta_str(f, path, key, &s, err, errlen))
+        return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not a whole number in %ld..%ld",
+                 path, key, s, lo, hi);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int meta_int(const ag_st_file *f, const char *path, const char *key, int lo, int hi,
+                    int *out, char *err, size_t errlen)
+{
+    long v;
+    if (!meta_long(f, path, key, lo, hi, &v, err, errlen))
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+static int meta_u64(const ag_st_file *f, const char *path, const char *key, uint64_t *out,
+                    char *err, size_t errlen)
+{
+    const char *s;
+    if (!meta_str(f, path, key, &s, err, errlen))
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *s == '-' || *s == '+' || *end || errno) {
+        snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not an unsigned 64-bit number",
+                 path, key, s);
+        return 0;
+    }
+    *out = (uint64_t)v;
+    return 1;
+}
+
+static int meta_double(const ag_st_file *f, const char *path, const char *key, double lo,
+                       double hi, double *out, char *err, size_t errlen)
+{
+    const char *s;
+    if (!meta_str(f, path, key, &s, err, errlen))
+        return 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !isfinite(v) || v < lo || v > hi) {
+        snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not a number in %g..%g", path,
+                 key, s, lo, hi);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *st, char *err,
+                           size_t errlen)
+{
+    *file = NULL;
+    ag_st_file *f;
+    if (ag_st_load(path, &f, err, errlen) != AG_OK)
+        return 0;
+    const char *s;
+    long causal;
+    if (!meta_str(f, path, "format", &s, err, errlen))
+        goto fail;
+    if (strcmp(s, CHECKPOINT_FORMAT) != 0) {
+        snprintf(err, errlen, "%s: not an attograd checkpoint (format '%s')", path, s);
+        goto fail;
+    }
+    if (!meta_str(f, path, "version", &s, err, errlen))
+        goto fail;
+    if (strcmp(s, CHECKPOINT_VERSION) != 0) {
+        snprintf(err, errlen, "%s: checkpoint version '%s' is not supported (only %s)", path, s,
+                 CHECKPOINT_VERSION);
+        goto fail;
+    }
+    if (!meta_str(f, path, "task", &s, err, errlen))
+        goto fail;
+    if (!ag_task_parse(s, &st->model.task)) {
+        snprintf(err, errlen, "%s: checkpoint metadata task '%s' is unknown", path, s);
+        goto fail;
+    }
+    if (!meta_str(f, path, "posenc", &s, err, errlen))
+        goto fail;
+    if (!ag_posenc_parse(s, &st->model.posenc)) {
+        snprintf(err, errlen, "%s: checkpoint metadata posenc '%s' is unknown", path, s);
+        goto fail;
+    }
+    if (!meta_str(f, path, "optimizer", &s, err, errlen))
+        goto fail;
+    if (strcmp(s, "adam") != 0 && strcmp(s, "sgd") != 0) {
+        snprintf(err, errlen, "%s: checkpoint metadata optimizer '%s' is unknown", path, s);
+        goto fail;
+    }
+    st->optimizer_adam = strcmp(s, "adam") == 0;
+    if (!meta_int(f, path, "seq", 1, 4096, &st->model.seq, err, errlen) ||
+        !meta_int(f, path, "dim", 1, 4096, &st->model.dim, err, errlen) ||
+        !meta_int(f, path, "heads", 1, 4096, &st->model.heads, err, errlen) ||
+        !meta_long(f, path, "causal", 0, 1, &causal, err, errlen) ||
+        !meta_int(f, path, "batch", 1, 65536, &st->batch, err, errlen) ||
+        !meta_double(f, path, "lr", 1e-12, 1e3, &st->lr, err, errlen) ||
+        !meta_double(f, path, "momentum", 0, 0.999999, &st->momentum, err, errlen) ||
+        !meta_double(f, path, "weight_decay", 0, 1e3, &st->weight_decay, err, errlen) ||
+        !meta_double(f, path, "clip", 0, 1e12, &st->clip, err, errlen) ||
+        !meta_u64(f, path, "seed", &st->seed, err, errlen) ||
+        !meta_u64(f, path, "data_rng", &st->data_rng, err, errlen) ||
+        !meta_long(f, path, "step", 0, 2000000000L, &st->step, err, errlen) ||
+        !meta_long(f, path, "optim_steps", 0, 2000000000L, &st->optim_steps, err, errlen))
+        goto fail;
+    st->model.causal = (int)causal;
+    *file = f;
+    return 1;
+fail:
+    ag_st_free(f);
+    return 0;
+}
+
+int ag_cli_checkpoint_restore(const ag_st_file *f, ag_model *model, ag_optim *opt,
+                              const ag_train_state *st, char *err, size_t errlen)
+{
+    ag_tensor *params[MAX_PARAMS];
+    const char *names[MAX_PARAMS];
+    size_t n = ag_model_params(model, params, names, MAX_PARAMS);
+    for (size_t i = 0; i < n; i++) {
+        if (ag_st_get(f, names[i], params[i]->ndim, params[i]->shape, params[i]->data, err, errlen) != AG_OK)
+            return 0;
+        for (int slot = 0; slot < ag_optim_slots(opt); slot++) {
+            char key[64];
+            snprintf(key, sizeof(key), "optim.%s.%s", names[i], ag_optim_slot_name(opt, slot));
+            ag_real *buf = ag_optim_state(opt, i, slot);
+            if (ag_st_get(f, key, params[i]->ndim, params[i]->shape, buf, err, errlen) != AG_OK)
+                return 0;
+        }
+    }
+    if (ag_optim_set_steps(opt, st->optim_steps) != AG_OK) {
+        snprintf(err, errlen, "checkpoint: bad optimizer step count %ld", st->optim_steps);
+        return 0;
+    }
+    return 1;
+}
+
+int ag_cli_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
+                           const ag_train_state *st, char *err, size_t errlen)
+{
+    ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
+    if (!w) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return 0;
+    }
+    char buf[64];
+#define META(key, ...) (snprintf(buf, sizeof(buf), __VA_ARGS__), ag_st_add_meta(w, key, buf))
+    ag_st_add_meta(w, "format", CHECKPOINT_FORMAT);
+    ag_st_add_meta(w, "version", CHECKPOINT_VERSION);
+    ag_st_add_meta(w, "task", ag_task_name(st->model.task));
+    ag_st_add_meta(w, "posenc", ag_posenc_kind_name(st->model.posenc));
+    ag_st_add_meta(w, "optimizer", st->optimizer_adam ? "adam" : "sgd");
+    META("seq", "%d", st->model.seq);
+    META("dim", "%d", st->model.dim);
+    META("heads", "%d", st->model.heads);
+    META("causal", "%d", st->model.causal ? 1 : 0);
+    META("batch", "%d", st->batch);
+    META("lr", "%.17g", st->lr);
+    META("momentum", "%.17g", st->momentum);
+    META("weight_decay", "%.17g", st->weight_decay);
+    META("clip", "%.17g", st->clip);
+    META("seed", "%" PRIu64, st->seed);
+    META("data_rng", "%" PRIu64, st->data_rng);
+    META("step", "%ld", st->step);
+    META("optim_steps", "%ld", ag_optim_steps(opt));
+#undef META
+    ag_tensor *params[MAX_PARAMS];
+    const char *names[MAX_PARAMS];
+    size_t n = ag_model_params(model, params, names, MAX_PARAMS);
+    for (size_t i = 0; i < n; i++) {
+        ag_st_add_tensor(w, names[i], params[i]);
+        for (int slot = 0; slot < ag_optim_slots(opt); slot++) {
+            char key[64];
+            snprintf(key, sizeof(key), "optim.%s.%s", names[i], ag_optim_slot_name(opt, slot));
+            ag_st_add(w, key, params[i]->ndim, params[i]->shape, ag_optim_state(opt, i, slot));
+        }
+    }
+    int ok = ag_st_save(w, path, err, errlen) == AG_OK;
+    ag_st_writer_free(w);
+    return ok;
+}

@@ -1,0 +1,349 @@
+/*
+ * test_softmax.c - softmax and causal_mask: values against a naive
+ * reference, the numerics attention depends on (huge logits, -inf entries,
+ * fully masked rows, never NaN), backward against finite differences
+ * (projected, never through the constant row sum), and errors.
+ */
+#include "test_util.h"
+
+#include <stdlib.h>
+
+/* Naive softmax of one row, in double, for rows with a finite entry. */
+static void naive_softmax(const ag_real *z, size_t n, double *s)
+{
+    double max = -INFINITY, sum = 0;
+    for (size_t j = 0; j < n; j++)
+        if ((double)z[j] > max)
+            max = (double)z[j];
+    for (size_t j = 0; j < n; j++)
+        sum += s[j] = exp((double)z[j] - max);
+    for (size_t j = 0; j < n; j++)
+        s[j] /= sum;
+}
+
+static int any_nan(const ag_real *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (isnan(v[i]))
+            return 1;
+    return 0;
+}
+
+/* ---- forward ---- */
+
+START_TEST(test_softmax_values)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *z = ag_tensor_from(tape, 2, (int[]){2, 3}, (ag_real[]){1, 2, 3, 0, 0, 0});
+    ag_tensor *s = ag_softmax(tape, z);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->ndim, 2);
+    ck_assert_int_eq(s->shape[1], 3);
+    /* e^1, e^2, e^3 over their sum; a constant row is uniform */
+    double e = exp(1.0), d = e + e * e + e * e * e;
+    test_assert_values(s->data, (double[]){e / d, e * e / d, e * e * e / d, 1.0 / 3, 1.0 / 3, 1.0 / 3},
+                       6, AG_TEST_TOL);
+
+    /* 4-D against the naive row by row; each row sums to 1 */
+    ag_rng rng = ag_rng_new(5);
+    ag_tensor *x = ag_tensor_new(tape, 4, (int[]){2, 3, 4, 5});
+    ag_fill_normal(x, &rng, 0, 3);
+    ag_tensor *y = ag_softmax(tape, x);
+    ck_assert_ptr_nonnull(y);
+    for (size_t r = 0; r < 24; r++) {
+        double want[5], sum = 0;
+        naive_softmax(x->data + r * 5, 5, want);
+        test_assert_values(y->data + r * 5, want, 5, AG_TEST_TOL);
+        for (int j = 0; j < 5; j++)
+            sum += y->data[r * 5 + j];
+        ck_assert_double_eq_tol(sum, 1, 10 * AG_TEST_TOL);
+    }
+
+    /* one column: every weight is 1 */
+    ag_tensor *c = ag_softmax(tape, ag_tensor_from(tape, 2, (int[]){2, 1}, (ag_real[]){-5, 40}));
+    ck_assert_ptr_nonnull(c);
+    test_assert_values(c->data, (double[]){1, 1}, 2, 0);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_softmax_huge_logits)
+{
+    /* exp(1e4) overflows in any precision; subtracting the row max does not */
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *z = ag_tensor_from(tape, 2, (int[]){2, 3},
+                                  (ag_real[]){1e4, 1e4 - 1, 1e4 - 2, -1e4, -1e4, 1e4});
+    ag_tensor *s = ag_softmax(tape, z);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(!any_nan(s->data, 6));
+    double d = 1 + exp(-1.0) + exp(-2.0);
+    test_assert_values(s->data, (double[]){1 / d, exp(-1.0) / d, exp(-2.0) / d, 0, 0, 1}, 6,
+                       AG_TEST_TOL);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_softmax_neg_inf)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *z = ag_tensor_from(tape, 2, (int[]){2, 4},
+                                  (ag_real[]){0, -INFINITY, 0, -INFINITY,
+                                              -INFINITY, -INFINITY, -INFINITY, 3});
+    ag_tensor *s = ag_softmax(tape, z);
+    ck_assert_ptr_nonnull(s);
+    /* -inf entries get exactly 0, the rest share the weight */
+    ck_assert(s->data[1] == 0 && s->data[3] == 0);
+    ck_assert(s->data[4] == 0 && s->data[5] == 0 && s->data[6] == 0);
+    ck_assert_double_eq_tol(s->data[0], 0.5, AG_TEST_TOL);
+    ck_assert_double_eq_tol(s->data[2], 0.5, AG_TEST_TOL);
+    ck_assert_double_eq_tol(s->data[7], 1, AG_TEST_TOL);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_softmax_pos_inf)
+{
+    /* +inf logits take all the weight (the limit), shared between ties; no NaN */
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *z = ag_tensor_from(tape, 2, (int[]){2, 3},
+                                  (ag_real[]){1, INFINITY, 2, INFINITY, -INFINITY, INFINITY});
+    ag_tensor *s = ag_softmax(tape, z);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(!any_nan(s->data, 6));
+    test_assert_values(s->data, (double[]){0, 1, 0, 0.5, 0, 0.5}, 6, 0);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_softmax_fully_masked_row)
+{
+    /* a row with no finite entry attends to nothing: zeros forward, zero
+     * gradient backward, no NaN anywhere */
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *z = ag_tensor_from(tape, 2, (int[]){2, 3},
+                                  (ag_real[]){-INFINITY, -INFINITY, -INFINITY, 1, 2, 3});
+    ag_requires_grad(tape, z);
+    ag_tensor *w = ag_tensor_from(tape, 2, (int[]){2, 3}, (ag_real[]){1, -2, 3, 0.5, -1, 2});
+    ag_tensor *s = ag_softmax(tape, z);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(!any_nan(s->data, 6));
+    test_assert_values(s->data, (double[]){0, 0, 0}, 3, 0);
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_mul(tape, s, w))), AG_OK);
+    ck_assert(!any_nan(s->grad, 6));
+    ck_assert(!any_nan(z->grad, 6));
+    test_assert_values(z->grad, (double[]){0, 0, 0}, 3, 0);
+    /* the live row still gets its gradient: s_j (w_j - <w, s>) */
+    double d = 0, sj[3];
+    naive_softmax(z->data + 3, 3, sj);
+    for (int j = 0; j < 3; j++)
+        d += sj[j] * w->data[3 + j];
+    for (int j = 0; j < 3; j++)
+        ck_assert_double_eq_tol(z->grad[3 + j], sj[j] * (w->data[3 + j] - d), AG_TEST_TOL);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_causal_mask_values)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_rng rng = ag_rng_new(11);
+    ag_tensor *x = ag_tensor_new(tape, 4, (int[]){2, 2, 4, 4});
+    ag_fill_normal(x, &rng, 0, 1);
+    ag_tensor *m = ag_causal_mask(tape, x);
+    ck_assert_ptr_nonnull(m);
+    for (size_t z = 0; z < 4; z++)
+        for (size_t i = 0; i < 4; i++)
+            for (size_t j = 0; j < 4; j++) {
+                size_t k = z * 16 + i * 4 + j;
+                if (j > i)
+                    ck_assert(m->data[k] == -INFINITY);
+                else
+                    ck_assert(m->data[k] == x->data[k]);
+            }
+    /* T = 1: nothing is in the future */
+    ag_tensor *one = ag_causal_mask(tape, ag_tensor_from(tape, 2, (int[]){1, 1}, (ag_real[]){2}));
+    ck_assert_ptr_nonnull(one);
+    ck_assert_double_eq(one->data[0], 2);
+    /* (Tq, Tk) need not be square: key j is hidden from query i when j > i */
+    ag_tensor *r = ag_causal_mask(tape, ag_tensor_from(tape, 2, (int[]){2, 3},
+                                                       (ag_real[]){1, 2, 3, 4, 5, 6}));
+    ck_assert_ptr_nonnull(r);
+    test_assert_values(r->data, (double[]){1, -INFINITY, -INFINITY, 4, 5, -INFINITY}, 6, 0);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_causal_softmax)
+{
+    ag_tape *tape = ag_tape_new();
+    /* T = 1: the single weight is 1 */
+    ag_tensor *p1 = ag_softmax(tape, ag_causal_mask(tape, ag_tensor_from(tape, 4, (int[]){1, 1, 1, 1},
+                                                                          (ag_real[]){-3})));
+    ck_assert_ptr_nonnull(p1);
+    ck_assert_double_eq(p1->data[0], 1);
+
+    /* T = 4 with equal scores: query i spreads evenly over keys 0..i */
+    ag_tensor *zeros = ag_tensor_new(tape, 3, (int[]){2, 4, 4});
+    ag_tensor *p = ag_softmax(tape, ag_causal_mask(tape, zeros));
+    ck_assert_ptr_nonnull(p);
+    ck_assert(!any_nan(p->data, p->size));
+    for (size_t b = 0; b < 2; b++)
+        for (size_t i = 0; i < 4; i++)
+            for (size_t j = 0; j < 4; j++)
+                ck_assert_double_eq_tol(p->data[b * 16 + i * 4 + j], j <= i ? 1.0 / (double)(i + 1) : 0,
+                                        AG_TEST_TOL);
+
+    /* random scores: row i is the softmax of its first i + 1 entries */
+    ag_rng rng = ag_rng_new(12);
+    ag_tensor *s = ag_tensor_new(tape, 2, (int[]){4, 4});
+    ag_fill_normal(s, &rng, 0, 2);
+    ag_tensor *q = ag_softmax(tape, ag_causal_mask(tape, s));
+    ck_assert_ptr_nonnull(q);
+    for (size_t i = 0; i < 4; i++) {
+        double want[4] = {0, 0, 0, 0};
+        naive_softmax(s->data + i * 4, i + 1, want);
+        test_assert_values(q->data + i * 4, want, 4, AG_TEST_TOL);
+    }
+    ag_tape_free(tape);
+}
+END_TEST
+
+/* ---- backward ---- */
+
+static ag_tensor *build_softmax(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return ag_softmax(tape, in[0]);
+}
+
+static ag_tensor *build_causal_softmax(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return ag_softmax(tape, ag_causal_mask(tape, in[0]));
+}
+
+/* (P = softmax(mask(x)), O = P v): masked entries must not leak gradient. */
+static ag_tensor *build_causal_attend(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return ag_matmul(tape, ag_softmax(tape, ag_causal_mask(tape, in[0])), in[1]);
+}
+
+START_TEST(test_softmax_gradcheck)
+{
+    const test_shape cases[][1] = {
+        {{2, {3, 5}}}, {{2, {1, 1}}}, {{1, {4}}}, {{3, {2, 1, 4}}}, {{3, {1, 3, 1}}}, {{4, {2, 2, 3, 3}}},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        test_gradcheck_shapes(build_softmax, NULL, 1, cases[c], 60 + c);
+}
+END_TEST
+
+START_TEST(test_causal_softmax_gradcheck)
+{
+    const test_shape cases[][1] = {
+        {{2, {4, 4}}}, {{2, {1, 1}}}, {{4, {2, 2, 4, 4}}}, {{4, {1, 1, 1, 1}}}, {{3, {2, 3, 3}}},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        test_gradcheck_shapes(build_causal_softmax, NULL, 1, cases[c], 70 + c);
+    const test_shape attend[][2] = {
+        {{3, {2, 4, 4}}, {3, {2, 4, 3}}},
+        {{4, {1, 2, 1, 1}}, {4, {1, 2, 1, 2}}},
+    };
+    for (size_t c = 0; c < sizeof(attend) / sizeof(attend[0]); c++)
+        test_gradcheck_shapes(build_causal_attend, NULL, 2, attend[c], 80 + c);
+}
+END_TEST
+
+START_TEST(test_causal_mask_backward)
+{
+    /* dx = dy where j <= i and exactly 0 above the diagonal */
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_requires_grad(tape, ag_tensor_new(tape, 2, (int[]){3, 3}));
+    ag_tensor *w = ag_tensor_from(tape, 2, (int[]){3, 3}, (ag_real[]){1, 2, 3, 4, 5, 6, 7, 8, 9});
+    ag_tensor *p = ag_softmax(tape, ag_causal_mask(tape, x));
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_mul(tape, p, w))), AG_OK);
+    ck_assert(x->grad[1] == 0 && x->grad[2] == 0 && x->grad[5] == 0);
+    ck_assert(!any_nan(x->grad, 9));
+    /* row 1: p = [1/2 1/2], w = [4 5]: dx = p (w - <p, w>) = [-1/4 1/4] */
+    ck_assert_double_eq_tol(x->grad[3], -0.25, AG_TEST_TOL);
+    ck_assert_double_eq_tol(x->grad[4], 0.25, AG_TEST_TOL);
+    ag_tape_reset(tape);
+
+    /* After a softmax the masked entries' dy is 0 anyway, so call the
+     * backward directly with dy = 1 everywhere: only j <= i passes. */
+    x = ag_requires_grad(tape, ag_tensor_new(tape, 3, (int[]){2, 3, 3}));
+    ag_tensor *m = ag_causal_mask(tape, x);
+    ck_assert_ptr_nonnull(m);
+    for (size_t i = 0; i < m->size; i++)
+        m->grad[i] = 1;
+    const ag_entry *e = &tape->entries[ag_tape_size(tape) - 1];
+    ck_assert_int_eq(e->op, AG_OP_CAUSAL_MASK);
+    ag_ops[AG_OP_CAUSAL_MASK].backward(tape, e);
+    for (size_t b = 0; b < 2; b++)
+        test_assert_values(x->grad + 9 * b, (double[]){1, 0, 0, 1, 1, 0, 1, 1, 1}, 9, 0);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_softmax_huge_logits_backward)
+{
+    /* huge but finite logits: the gradient stays finite and matches the
+     * formula with the (stable) forward weights */
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *z = ag_tensor_from(tape, 1, (int[]){3}, (ag_real[]){1e4, 1e4, -1e4});
+    ag_requires_grad(tape, z);
+    ag_tensor *w = ag_tensor_from(tape, 1, (int[]){3}, (ag_real[]){1, 3, 5});
+    ag_tensor *s = ag_softmax(tape, z);
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_mul(tape, s, w))), AG_OK);
+    ck_assert(!any_nan(z->grad, 3));
+    /* s = [1/2 1/2 0], <s, w> = 2: dz = [1/2 (1 - 2), 1/2 (3 - 2), 0] */
+    test_assert_values(z->grad, (double[]){-0.5, 0.5, 0}, 3, AG_TEST_TOL);
+    ag_tape_free(tape);
+}
+END_TEST
+
+/* ---- errors ---- */
+
+START_TEST(test_softmax_errors)
+{
+    ag_tape *tape = ag_tape_new();
+    ck_assert_ptr_null(ag_softmax(tape, NULL));
+    test_expect_error(tape, AG_ERR_ARG, "softmax: input 1 is NULL");
+    ck_assert_ptr_null(ag_causal_mask(tape, NULL));
+    test_expect_error(tape, AG_ERR_ARG, "causal_mask: input 1 is NULL");
+    ag_tensor *v = ag_tensor_new(tape, 1, (int[]){4});
+    ck_assert_ptr_null(ag_causal_mask(tape, v));
+    test_expect_error(tape, AG_ERR_SHAPE, "causal_mask: a is [4]: needs at least 2 dims");
+    /* once the tape has failed, later ops return NULL without a new message */
+    v = ag_tensor_new(tape, 1, (int[]){4});
+    ck_assert_ptr_null(ag_causal_mask(tape, v));
+    ck_assert_ptr_null(ag_softmax(tape, v));
+    test_expect_error(tape, AG_ERR_SHAPE, "causal_mask: a is [4]: needs at least 2 dims");
+    ag_tape_free(tape);
+}
+END_TEST
+
+Suite *suite_softmax(void)
+{
+    Suite *s = suite_create("softmax");
+    TCase *tc = tcase_create("forward");
+    tcase_add_test(tc, test_softmax_values);
+    tcase_add_test(tc, test_softmax_huge_logits);
+    tcase_add_test(tc, test_softmax_neg_inf);
+    tcase_add_test(tc, test_softmax_pos_inf);
+    tcase_add_test(tc, test_softmax_fully_masked_row);
+    tcase_add_test(tc, test_causal_mask_values);
+    tcase_add_test(tc, test_causal_softmax);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("backward");
+    tcase_add_test(tc, test_softmax_gradcheck);
+    tcase_add_test(tc, test_causal_softmax_gradcheck);
+    tcase_add_test(tc, test_causal_mask_backward);
+    tcase_add_test(tc, test_softmax_huge_logits_backward);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_softmax_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
