@@ -1,0 +1,523 @@
+/*
+ * test_docs.c - every command a doc shows is run again, and its output must
+ * still be what the doc says. The convention (also in docs/README.md):
+ *
+ * - A fenced block whose info string starts with `console` and whose first
+ *   line starts with `$ attograd` is a doc test. Every line that starts with
+ *   `$ ` is a command; the lines after it, up to the next `$ ` line or the
+ *   end of the block, are its expected output.
+ * - A command runs with /bin/sh in a new empty directory, with the attograd
+ *   under test (AG_BIN) first on PATH, stdout and stderr together. The shell
+ *   must exit 0: show a failure as `attograd ... ; echo "exit status $?"`.
+ * - A line that is exactly `...` matches any number of lines (an excerpt).
+ * - Trailing spaces are ignored. Timings are masked: the number in
+ *   `seconds=N`, the number after `steps/s`, and `Ns left`.
+ * - The docs show what the float build prints. In the double build every
+ *   line is compared with its numbers and the words float/double masked, and
+ *   a block whose info string has the word `float-only` is run but not
+ *   compared. `masked` in the info string masks numbers in every build (for
+ *   numbers that are rounding noise, such as a gradient check's errors).
+ *
+ * AG_DOCS names the directory of markdown files (default: docs).
+ */
+#include "test_util.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- lines ---- */
+
+typedef struct lines {
+    char **v;
+    size_t n, cap;
+} lines;
+
+/* Out of memory in a test program (also while the suite is being built,
+ * outside any test, where ck_assert cannot report): say so and stop. */
+static void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n);
+    if (!p) {
+        fprintf(stderr, "test_docs: out of memory\n");
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+static void lines_push(lines *l, const char *s, size_t len)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+    }
+    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r'))
+        len--;   /* trailing spaces never count */
+    char *c = xrealloc(NULL, len + 1);
+    memcpy(c, s, len);
+    c[len] = '\0';
+    l->v[l->n++] = c;
+}
+
+static void lines_free(lines *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+/* Split text into lines (a final newline does not start another line). */
+static lines split_lines(const char *text)
+{
+    lines l = {NULL, 0, 0};
+    while (*text) {
+        const char *end = strchr(text, '\n');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        lines_push(&l, text, len);
+        text += len + (end != NULL);
+    }
+    return l;
+}
+
+/* ---- comparing ---- */
+
+enum { MASK_NUMBERS = 1, MASK_REAL = 2 };
+
+/* Whether s[0..len) is a number: digits with at most a point and a sign. */
+static int is_number(const char *s, size_t len)
+{
+    size_t i = s[0] == '-' || s[0] == '+', digits = 0;
+    for (; i < len; i++) {
+        if (s[i] >= '0' && s[i] <= '9')
+            digits++;
+        else if (s[i] != '.')
+            return 0;
+    }
+    return digits > 0;
+}
+
+/* Copy s into out with every timing replaced by '#': seconds=N, steps/s N
+ * (train's progress lines) and Ns left. Everything else is kept as it is. */
+static void mask_timings(const char *s, char *out, size_t len)
+{
+    size_t o = 0;
+    const char *prev = NULL;   /* the previous word */
+    size_t prev_len = 0;
+    while (*s && o + 2 < len) {
+        if (*s == ' ') {
+            out[o++] = *s++;
+            continue;
+        }
+        size_t n = strcspn(s, " ");
+        const char *next = s + n + strspn(s + n, " ");   /* the next word */
+        size_t next_len = strcspn(next, " ");
+        const char *eq = strstr(s, "seconds=");
+        if (eq == s && is_number(s + 8, n - 8)) {
+            o += (size_t)snprintf(out + o, len - o, "seconds=#");
+        } else if (is_number(s, n) && prev_len == 7 && strncmp(prev, "steps/s", 7) == 0) {
+            out[o++] = '#';
+        } else if (n > 1 && s[n - 1] == 's' && is_number(s, n - 1) && next_len == 4 &&
+                   strncmp(next, "left", 4) == 0) {
+            o += (size_t)snprintf(out + o, len - o, "#s");
+        } else {
+            size_t k = n < len - o - 1 ? n : len - o - 1;
+            memcpy(out + o, s, k);
+            o += k;
+        }
+        prev = s;
+        prev_len = n;
+        s += n;
+    }
+    out[o < len ? o : len - 1] = '\0';
+}
+
+/* Copy s into out with every number (digits, with sign, point and exponent)
+ * replaced by '#', and with MASK_REAL, the words float and double by "REAL". */
+static void mask_line(const char *s, int how, char *out, size_t len)
+{
+    size_t o = 0;
+    while (*s && o + 5 < len) {
+        int digit_ahead = (s[0] == '-' || s[0] == '+' || s[0] == '.') &&
+                          ((s[1] >= '0' && s[1] <= '9') || (s[1] == '.' && s[2] >= '0' && s[2] <= '9'));
+        if ((how & MASK_NUMBERS) && ((*s >= '0' && *s <= '9') || digit_ahead)) {
+            s++;
+            while ((*s >= '0' && *s <= '9') || *s == '.' ||
+                   ((*s == 'e' || *s == 'E') && (s[1] == '-' || s[1] == '+' || (s[1] >= '0' && s[1] <= '9')))) {
+                if (*s == 'e' || *s == 'E')
+                    s++;   /* the exponent's sign or first digit */
+                s++;
+            }
+            out[o++] = '#';
+            continue;
+        }
+        if ((how & MASK_REAL) && (strncmp(s, "float", 5) == 0 || strncmp(s, "double", 6) == 0)) {
+            s += s[0] == 'f' ? 5 : 6;
+            memcpy(out + o, "REAL", 4);
+            o += 4;
+            continue;
+        }
+        out[o++] = *s++;
+    }
+    out[o] = '\0';
+}
+
+static int line_eq(const char *want, const char *got, int how)
+{
+    char a[4096], b[4096], ma[4096], mb[4096];
+    mask_timings(want, a, sizeof(a));
+    mask_timings(got, b, sizeof(b));
+    if (!how)
+        return strcmp(a, b) == 0;
+    mask_line(a, how, ma, sizeof(ma));
+    mask_line(b, how, mb, sizeof(mb));
+    return strcmp(ma, mb) == 0;
+}
+
+/* Whether got matches want, where a `...` line in want matches any number of
+ * lines (the usual wildcard match, with backtracking to the last `...`). */
+static int lines_match(const lines *want, const lines *got, int how)
+{
+    size_t i = 0, j = 0, star_i = SIZE_MAX, star_j = 0;
+    while (j < got->n) {
+        if (i < want->n && strcmp(want->v[i], "...") == 0) {
+            star_i = i++;
+            star_j = j;
+        } else if (i < want->n && line_eq(want->v[i], got->v[j], how)) {
+            i++;
+            j++;
+        } else if (star_i != SIZE_MAX) {
+            i = star_i + 1;
+            j = ++star_j;
+        } else {
+            return 0;
+        }
+    }
+    while (i < want->n && strcmp(want->v[i], "...") == 0)
+        i++;
+    return i == want->n;
+}
+
+/* ---- the docs ---- */
+
+typedef struct doc_cmd {
+    char where[320];   /* "docs/tutorial.md:42" */
+    char *cmd;
+    lines want;
+    int float_only, masked;
+} doc_cmd;
+
+static doc_cmd *cmds;
+static size_t n_cmds, cap_cmds;
+static char docs_error[512];
+
+/* Append a command. The pointer is valid until the next add. */
+static doc_cmd *add_cmd(const char *file, int line, const char *cmd, const char *info)
+{
+    if (n_cmds == cap_cmds) {
+        cap_cmds = cap_cmds ? 2 * cap_cmds : 32;
+        cmds = xrealloc(cmds, cap_cmds * sizeof(*cmds));
+    }
+    doc_cmd *c = &cmds[n_cmds++];
+    memset(c, 0, sizeof(*c));
+    snprintf(c->where, sizeof(c->where), "%.300s:%d", file, line);
+    c->cmd = xrealloc(NULL, strlen(cmd) + 1);
+    strcpy(c->cmd, cmd);
+    c->float_only = strstr(info, "float-only") != NULL;
+    c->masked = strstr(info, "masked") != NULL;
+    return c;
+}
+
+/* Collect the doc tests of one markdown file. */
+static void parse_doc(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(docs_error, sizeof(docs_error), "cannot read %.400s", path);
+        return;
+    }
+    char buf[4096], info[256] = "";
+    int lineno = 0, in_block = 0, tested = 0, first = 0;
+    doc_cmd *cur = NULL;
+    while (fgets(buf, sizeof(buf), f)) {
+        lineno++;
+        buf[strcspn(buf, "\n")] = '\0';
+        if (strncmp(buf, "```", 3) == 0) {
+            if (!in_block) {
+                in_block = 1;
+                snprintf(info, sizeof(info), "%.200s", buf + 3);
+                tested = 0;
+                first = 1;
+            } else {
+                in_block = 0;
+            }
+            cur = NULL;
+            continue;
+        }
+        if (!in_block)
+            continue;
+        if (first) {
+            first = 0;
+            tested = strncmp(info, "console", 7) == 0 && strncmp(buf, "$ attograd", 10) == 0;
+        }
+        if (!tested)
+            continue;
+        if (strncmp(buf, "$ ", 2) == 0) {
+            cur = add_cmd(path, lineno, buf + 2, info);
+        } else if (cur) {
+            lines_push(&cur->want, buf, strlen(buf));
+        }
+    }
+    fclose(f);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void load_docs(void)
+{
+    const char *dir = getenv("AG_DOCS");
+    if (!dir || !*dir)
+        dir = "docs";
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(docs_error, sizeof(docs_error), "cannot open the docs directory '%s' "
+                 "(run from the repository root, or set AG_DOCS)", dir);
+        return;
+    }
+    char *names[256];
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < 256;) {
+        size_t len = strlen(e->d_name);
+        if (len > 3 && strcmp(e->d_name + len - 3, ".md") == 0)
+            names[n++] = strcpy(xrealloc(NULL, len + 1), e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof(names[0]), cmp_str);   /* the same order every run */
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        parse_doc(path);
+        free(names[i]);
+    }
+}
+
+/* ---- running ---- */
+
+/* Run cmd as the docs say; returns the output (caller frees), *status the
+ * shell's exit status. */
+static char *run_doc_cmd(const char *cmd, int *status)
+{
+    const char *bin = getenv("AG_BIN");
+    ck_assert_msg(bin && *bin, "AG_BIN is not set: run the tests with `make test` or `make check`");
+    /* its directory, made absolute, goes first on PATH */
+    char real[PATH_MAX];
+    ck_assert_msg(access(bin, X_OK) == 0, "AG_BIN %s is not an executable", bin);
+    if (bin[0] == '/') {
+        snprintf(real, sizeof(real), "%s", bin);
+    } else {
+        char cwd[PATH_MAX / 2];
+        ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+        snprintf(real, sizeof(real), "%s/%.*s", cwd, (int)(PATH_MAX / 2 - 2), bin);
+    }
+    char *slash = strrchr(real, '/');
+    *slash = '\0';
+    char tmp[] = "/tmp/ag_doc_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    ck_assert_msg(!strchr(real, '\''), "AG_BIN's path has a quote: %s", real);
+    size_t len = strlen(cmd) + strlen(real) + 256;
+    char *sh = malloc(len);
+    ck_assert_ptr_nonnull(sh);
+    snprintf(sh, len, "cd '%s' && PATH='%s':\"$PATH\" && export PATH && { %s\n} 2>&1", tmp, real, cmd);
+    FILE *p = popen(sh, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t cap = 1 << 14, used = 0, got;
+    char *out = malloc(cap);
+    ck_assert_ptr_nonnull(out);
+    while ((got = fread(out + used, 1, cap - used - 1, p)) > 0) {
+        used += got;
+        if (used + 1 == cap) {
+            cap *= 2;
+            out = realloc(out, cap);
+            ck_assert_ptr_nonnull(out);
+        }
+    }
+    out[used] = '\0';
+    int w = pclose(p);
+    *status = w != -1 && WIFEXITED(w) ? WEXITSTATUS(w) : -1;
+    snprintf(sh, len, "rm -rf '%s'", tmp);
+    ck_assert_int_eq(system(sh), 0);
+    free(sh);
+    return out;
+}
+
+/* How this build compares a command's output. */
+static int compare_mode(const doc_cmd *c, int *skip)
+{
+    int how = c->masked ? MASK_NUMBERS : 0;
+    *skip = 0;
+#ifdef AG_REAL_DOUBLE
+    how |= MASK_NUMBERS | MASK_REAL;
+    *skip = c->float_only;
+#endif
+    return how;
+}
+
+static void report_mismatch(const doc_cmd *c, const lines *got, const char *out)
+{
+    /* the first line that differs, when the doc shows the whole output */
+    size_t k = 0;
+    while (k < c->want.n && k < got->n && strcmp(c->want.v[k], "...") != 0 &&
+           line_eq(c->want.v[k], got->v[k], compare_mode(c, &(int){0})))
+        k++;
+    fprintf(stderr, "\n%s: `%s` printed:\n%s\n", c->where, c->cmd, out);
+    ck_abort_msg("%s: the output of `%s` is not what the doc shows (line %zu of the "
+                 "expected output: doc '%s', got '%s'; whole output above, on stderr)",
+                 c->where, c->cmd, k + 1, k < c->want.n ? c->want.v[k] : "(end)",
+                 k < got->n ? got->v[k] : "(end)");
+}
+
+START_TEST(test_doc_command)
+{
+    ck_assert_msg(n_cmds > 0, "no doc tests found: %s", docs_error[0] ? docs_error : "no blocks");
+    const doc_cmd *c = &cmds[_i];
+    int status, skip;
+    int how = compare_mode(c, &skip);
+    char *out = run_doc_cmd(c->cmd, &status);
+    ck_assert_msg(status == 0, "%s: `%s` exited with status %d (show a failure with "
+                  "`; echo \"exit status $?\"`):\n%s", c->where, c->cmd, status, out);
+    if (!skip) {
+        lines got = split_lines(out);
+        if (!lines_match(&c->want, &got, how))
+            report_mismatch(c, &got, out);
+        lines_free(&got);
+    }
+    free(out);
+}
+END_TEST
+
+START_TEST(test_docs_found)
+{
+    ck_assert_msg(!docs_error[0], "%s", docs_error);
+    ck_assert_msg(n_cmds >= 10, "only %zu doc tests found", n_cmds);
+}
+END_TEST
+
+/* ---- the convention itself ---- */
+
+static lines make_lines(const char *const *v, size_t n)
+{
+    lines l = {NULL, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        lines_push(&l, v[i], strlen(v[i]));
+    return l;
+}
+#define LINES(...) make_lines((const char *const[]){__VA_ARGS__}, \
+                              sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+START_TEST(test_matcher)
+{
+    lines got = LINES("a", "b 1.5", "c", "result: loss=0.25 seconds=1.20");
+    lines same = LINES("a", "b 1.5", "c", "result: loss=0.25 seconds=9.99");
+    lines excerpt = LINES("a", "...", "result: loss=0.25 seconds=0.01");
+    lines tail = LINES("...", "c", "...");
+    lines edited = LINES("a", "b 1.6", "c", "result: loss=0.25 seconds=1.20");
+    lines edited_loss = LINES("a", "...", "result: loss=0.26 seconds=1.20");
+    lines missing = LINES("a", "b 1.5", "c");
+    lines extra = LINES("a", "b 1.5", "c", "result: loss=0.25 seconds=1.20", "d");
+    ck_assert(lines_match(&same, &got, 0));       /* timings are masked */
+    ck_assert(lines_match(&excerpt, &got, 0));
+    ck_assert(lines_match(&tail, &got, 0));
+    ck_assert(!lines_match(&edited, &got, 0));    /* an edited number is caught */
+    ck_assert(!lines_match(&edited_loss, &got, 0)); /* ... also on a line with a timing */
+    ck_assert(!lines_match(&missing, &got, 0));
+    ck_assert(!lines_match(&extra, &got, 0));
+    ck_assert(lines_match(&edited, &got, MASK_NUMBERS));
+    lines precision = LINES("a", "b 1.5e-02 (float build)", "c", "result: loss=0.25 seconds=1");
+    lines dbl = LINES("a", "b 3e-7 (double build)", "c", "result: loss=0.2 seconds=1");
+    ck_assert(!lines_match(&precision, &dbl, MASK_NUMBERS));
+    ck_assert(lines_match(&precision, &dbl, MASK_NUMBERS | MASK_REAL));
+    lines progress = LINES("step 100 loss 0.0033 steps/s 824", "step 5 loss 1.0 3.5s left");
+    lines progress2 = LINES("step 100 loss 0.0033 steps/s 1018", "step 5 loss 1.0 0.1s left");
+    lines progress3 = LINES("step 100 loss 0.0034 steps/s 824", "step 5 loss 1.0 3.5s left");
+    ck_assert(lines_match(&progress, &progress2, 0));
+    ck_assert(!lines_match(&progress, &progress3, 0));
+    lines words = LINES("PASS", "x");
+    lines words2 = LINES("FAIL", "x");
+    ck_assert(!lines_match(&words, &words2, MASK_NUMBERS | MASK_REAL));
+    lines *all[] = {&got, &same, &excerpt, &tail, &edited, &edited_loss, &missing, &extra,
+                    &precision, &dbl, &words, &words2, &progress, &progress2, &progress3};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        lines_free(all[i]);
+}
+END_TEST
+
+START_TEST(test_edited_doc_fails)
+{
+    /* Take the first doc test this build compares exactly, check that it
+     * passes, then edit one digit (or letter) of its expected output, as a
+     * careless doc edit would, and check that it no longer matches. */
+    ck_assert_msg(n_cmds > 0, "no doc tests found");
+    const doc_cmd *c = NULL;
+    for (size_t i = 0; i < n_cmds && !c; i++) {
+        int skip;
+        if (compare_mode(&cmds[i], &skip) == 0 && !skip && cmds[i].want.n > 0)
+            c = &cmds[i];
+    }
+    if (!c) {   /* the double build masks numbers: edit a letter instead */
+        for (size_t i = 0; i < n_cmds && !c; i++)
+            if (!cmds[i].float_only && cmds[i].want.n > 0)
+                c = &cmds[i];
+    }
+    ck_assert_ptr_nonnull(c);
+    int status, skip;
+    int how = compare_mode(c, &skip);
+    char *out = run_doc_cmd(c->cmd, &status);
+    lines got = split_lines(out);
+    ck_assert_msg(lines_match(&c->want, &got, how), "%s does not pass to begin with", c->where);
+    lines edited = {NULL, 0, 0};
+    int done = 0;
+    for (size_t i = 0; i < c->want.n; i++) {
+        lines_push(&edited, c->want.v[i], strlen(c->want.v[i]));
+        char *s = edited.v[i];
+        for (; !done && *s; s++) {
+            if (!how && *s >= '0' && *s <= '9') {
+                *s = *s == '9' ? '8' : (char)(*s + 1);
+                done = 1;
+            } else if (how && *s >= 'a' && *s <= 'z' && strcmp(edited.v[i], "...") != 0) {
+                *s = *s == 'z' ? 'y' : (char)(*s + 1);
+                done = 1;
+            }
+        }
+    }
+    ck_assert_msg(done, "%s: nothing to edit in its expected output", c->where);
+    ck_assert_msg(!lines_match(&edited, &got, how), "%s: an edited expected output still matched",
+                  c->where);
+    lines_free(&edited);
+    lines_free(&got);
+    free(out);
+}
+END_TEST
+
+Suite *suite_docs(void)
+{
+    load_docs();
+    Suite *s = suite_create("docs");
+    TCase *tc = tcase_create("convention");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_matcher);
+    tcase_add_test(tc, test_docs_found);
+    tcase_add_test(tc, test_edited_doc_fails);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("commands");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_doc_command, 0, n_cmds ? (int)n_cmds : 1);
+    suite_add_tcase(s, tc);
+    return s;
+}
