@@ -108,7 +108,8 @@ START_TEST(test_bad_usage)
 }
 END_TEST
 
-/* The eps of the row marked "<- smallest", and whether the error rises after it. */
+/* The eps of the row marked "<- smallest", and whether the error rises after
+ * it (round-off); falls before it (truncation) is checked by the caller. */
 static double sweep_best(const char *out, int *rises)
 {
     const char *best = strstr(out, "<- smallest");
@@ -136,6 +137,7 @@ START_TEST(test_sweep)
     int status;
     char *out = cli_run(&status, "'%s' gradcheck --sweep", cli_bin());
     ck_assert_int_eq(status, 0);
+    ck_assert_ptr_nonnull(cli_line(out, "  1e+00 "));
     for (int k = 1; k <= 10; k++) {
         char eps[16];
         snprintf(eps, sizeof(eps), "  1e-%02d ", k);
@@ -144,6 +146,10 @@ START_TEST(test_sweep)
     int rises;
     double best = sweep_best(out, &rises);
     ck_assert_msg(rises, "the error does not rise again below the best eps:\n%s", out);
+    /* and eps = 1 is worse than the best: truncation error is there too */
+    double e1, a1;
+    ck_assert_int_eq(sscanf(cli_line(out, "  1e+00 "), "%lf %lf", &e1, &a1), 2);
+    ck_assert_msg(best < 1 && a1 > 0, "eps = 1 is the best:\n%s", out);
 #ifdef AG_REAL_DOUBLE
     ck_assert_msg(best <= 1.5e-3, "double's best eps %g: round-off should come late", best);
 #else

@@ -275,8 +275,29 @@ static void print_sat_row(const char *label, const ag_real *w)
 
 /* ---- the gradient check ---- */
 
-/* The central difference of the loss for every element of w, as ag_gradcheck
- * computes it, for display beside the backward pass's gradient. */
+/* The central difference D(h) = (L(w + h e_i) - L(w - h e_i)) / 2h of the
+ * loss for element i of w[m], with the steps actually taken. */
+static int central_difference(ag_tape *tape, ag_tensor *const *w, int m, size_t i, double h,
+                              double *d)
+{
+    ag_real orig = w[m]->data[i];
+    w[m]->data[i] = (ag_real)(orig + h);
+    double hp = (double)w[m]->data[i] - (double)orig;
+    ag_tensor *lp = forward(tape, w, NULL);
+    double fp = lp ? (double)lp->data[0] : 0;
+    ag_tape_reset(tape);
+    w[m]->data[i] = (ag_real)(orig - h);
+    double hm = (double)orig - (double)w[m]->data[i];
+    ag_tensor *lm = forward(tape, w, NULL);
+    double fm = lm ? (double)lm->data[0] : 0;
+    ag_tape_reset(tape);
+    w[m]->data[i] = orig;
+    *d = (fp - fm) / (hp + hm);
+    return lp && lm;
+}
+
+/* The finite-difference gradient as ag_gradcheck estimates it,
+ * (4 D(eps) - D(2 eps)) / 3, for display beside the backward pass's. */
 static int finite_differences(ag_tensor *const *w, double eps, ag_real (*num)[D * D])
 {
     ag_tape *tape = ag_tape_new();
@@ -285,20 +306,10 @@ static int finite_differences(ag_tensor *const *w, double eps, ag_real (*num)[D 
     int ok = 1;
     for (int m = 0; m < N_W && ok; m++) {
         for (size_t i = 0; i < w[m]->size && ok; i++) {
-            ag_real orig = w[m]->data[i];
-            w[m]->data[i] = (ag_real)(orig + eps);
-            double hp = (double)w[m]->data[i] - (double)orig;
-            ag_tensor *lp = forward(tape, w, NULL);
-            double fp = lp ? (double)lp->data[0] : 0;
-            ag_tape_reset(tape);
-            w[m]->data[i] = (ag_real)(orig - eps);
-            double hm = (double)orig - (double)w[m]->data[i];
-            ag_tensor *lm = forward(tape, w, NULL);
-            double fm = lm ? (double)lm->data[0] : 0;
-            ag_tape_reset(tape);
-            w[m]->data[i] = orig;
-            ok = lp && lm;
-            num[m][i] = (ag_real)((fp - fm) / (hp + hm));
+            double d1, d2;
+            ok = central_difference(tape, w, m, i, eps, &d1) &&
+                 central_difference(tape, w, m, i, 2 * eps, &d2);
+            num[m][i] = (ag_real)((4 * d1 - d2) / 3);
         }
     }
     ag_tape_free(tape);
@@ -331,9 +342,10 @@ static int check_step(int bug)
         goto done;
     }
     printf("\nGradient check of this step: ag_gradcheck moves each of the %d numbers in wq,\n"
-           "wk and wv (at their starting values) by +-eps, runs the forward pass again,\n"
-           "and compares (L(w + eps) - L(w - eps)) / 2 eps, with eps %g, to the gradient\n"
-           "the backward pass gave.\n",
+           "wk and wv (at their starting values) by +-eps and +-2 eps, runs the forward\n"
+           "pass again each time, and compares the finite difference\n"
+           "(4 D(eps) - D(2 eps)) / 3, where D(h) = (L(w + h) - L(w - h)) / 2h and eps is\n"
+           "%g, to the gradient the backward pass gave.\n",
            N_W * D * D, opts.eps);
     if (bug)
         printf("Injected bug (--inject-bug softmax): in this check, softmax's backward drops\n"

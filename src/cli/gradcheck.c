@@ -315,9 +315,10 @@ static int print_help(const ag_command *cmd, const ag_gradcheck_opts *def)
     op_names(names, sizeof(names));
     printf("usage: %s\n\n"
            "Check the analytic gradient of every op, of the losses and of the attention\n"
-           "layer against central differences, (L(x + eps) - L(x - eps)) / 2 eps, using\n"
-           "ag_gradcheck. A result with several elements is projected onto fixed random\n"
-           "weights first. One row per check; exit status 1 when any row fails.\n\n"
+           "layer against finite differences, using ag_gradcheck: central differences\n"
+           "D(eps) = (L(x + eps) - L(x - eps)) / 2 eps, extrapolated as\n"
+           "(4 D(eps) - D(2 eps)) / 3. A result with several elements is projected onto\n"
+           "fixed random weights first. One row per check; exit status 1 when any fails.\n\n"
            "  --op NAME            only the rows of one op (default all):\n"
            "                       %s\n"
            "  --eps E              the finite-difference step (default %g in this %s build)\n"
@@ -326,7 +327,7 @@ static int print_help(const ag_command *cmd, const ag_gradcheck_opts *def)
            "  --inject-bug softmax use a deliberately wrong softmax backward (the - <g, s>\n"
            "                       term dropped), to see the check fail\n"
            "  --sweep              instead of the table: the max error of one op (softmax,\n"
-           "                       or --op) for eps = 1e-1 down to 1e-10\n"
+           "                       or --op) for eps = 1 down to 1e-10\n"
            "  --plot FILE.png      with --sweep: draw it with gnuplot (log-log), if installed\n",
            cmd->usage, names, def->eps, AG_REAL_NAME);
     return AG_EXIT_OK;
@@ -415,9 +416,10 @@ static void print_number(double v)
 
 static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
 {
-    printf("Gradient check (%s build): every analytic gradient element against the central\n"
-           "difference (L(x + eps) - L(x - eps)) / 2 eps, with eps %g. A result with several\n"
-           "elements is first projected onto fixed random weights, L = sum(w * out).\n"
+    printf("Gradient check (%s build): every analytic gradient element against a finite\n"
+           "difference: D(eps) = (L(x + eps) - L(x - eps)) / 2 eps with eps %g, extrapolated\n"
+           "as (4 D(eps) - D(2 eps)) / 3. A result with several elements is first projected\n"
+           "onto fixed random weights, L = sum(w * out).\n"
            "rel = |analytic - numeric| / max(|analytic|, |numeric|, %g); a row passes when\n"
            "its max rel <= tol. Inputs with more than %zu elements are checked at %zu random\n"
            "elements (ag_gradcheck_opts.max_samples): see 'checked'.\n",
@@ -463,7 +465,10 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
 
 /* ---- the sweep ---- */
 
-#define SWEEP_N 10   /* eps = 1e-1 .. 1e-10 */
+/* eps = 1 .. 1e-10. 1 is there because the check extrapolates (its truncation
+ * error shrinks like eps^4): in float the error is smallest near 1e-1, and
+ * without a larger step the V's truncation side would not show. */
+#define SWEEP_N 11
 #ifdef AG_REAL_DOUBLE
 #define MACHINE_EPS DBL_EPSILON
 #else
@@ -502,7 +507,7 @@ static int plot_sweep(const char *png, const char *title, const double *eps, con
     put_quoted(g, tmp);
     fprintf(g, "\nset title ");
     put_quoted(g, title);
-    fprintf(g, "\nset logscale xy\nset xrange [5e-11:0.2]\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
+    fprintf(g, "\nset logscale xy\nset xrange [5e-11:2]\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
                "set xlabel 'eps (finite-difference step)'\nset ylabel 'max error'\n"
                "set grid\nset key top center\n"
                "plot '-' using 1:2 with linespoints title 'max abs error', "
@@ -534,7 +539,7 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
     char inputs[128] = "";
     for (int k = 0; k < SWEEP_N; k++) {
         ag_gradcheck_opts g = *go;
-        g.eps = eps[k] = pow(10.0, -(k + 1));
+        g.eps = eps[k] = pow(10.0, -k);
         ag_gradcheck_result res;
         prepared p;
         if (!run_row(r, o, &g, &res, &p))
@@ -556,9 +561,9 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
             best = k;
     }
     printf("Step-size sweep for %s, inputs %s (%s build).\n"
-           "For each eps: the largest error of the central difference\n"
-           "(L(x + eps) - L(x - eps)) / 2 eps against the analytic gradient. The bar is\n"
-           "the max abs error on a log scale, 4 characters per decade.\n\n",
+           "For each eps: the largest error of ag_gradcheck's finite difference against\n"
+           "the analytic gradient. The bar is the max abs error on a log scale, 4\n"
+           "characters per decade.\n\n",
            r->name, inputs, AG_REAL_NAME);
     printf("%7s %10s %10s\n", "eps", "max abs", "max rel");
     int vanished = 0;
@@ -576,18 +581,21 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
             putchar('#');
         printf("%s\n", k == best ? "  <- smallest" : "");
     }
-    printf("\nLarge eps: truncation error. The quotient sees L only at x - eps and x + eps\n"
-           "and misses its curvature; that error shrinks with eps (like eps^2 for a\n"
-           "central difference). Small eps: round-off. L(x + eps) and L(x - eps) agree in\n"
-           "more and more leading digits, so their difference keeps fewer correct ones:\n"
-           "the error grows like (machine epsilon x |L|) / eps.\n"
-           "The best eps lies between, here %.0e (the default is %g).\n"
-           "Machine epsilon is %.1e in %s, so round-off takes over %s.\n",
+    printf("\nLarge eps: truncation error. A difference quotient sees L only at a few\n"
+           "points and misses its curvature. The central difference\n"
+           "D(eps) = (L(x + eps) - L(x - eps)) / 2 eps is off by about eps^2; the check\n"
+           "extrapolates, (4 D(eps) - D(2 eps)) / 3, which cancels that term and leaves\n"
+           "an error shrinking like eps^4.\n"
+           "Small eps: round-off. L(x + eps) and L(x - eps) agree in more and more leading\n"
+           "digits, so their difference keeps fewer correct ones: the error grows like\n"
+           "(machine epsilon x |L|) / eps.\n"
+           "The best eps lies between, here %.0e (the default is %g). Machine epsilon is\n"
+           "%.1e in %s, so round-off takes over %s.\n",
            eps[best], go->eps, MACHINE_EPS, AG_REAL_NAME,
 #ifdef AG_REAL_DOUBLE
            "late; in float it rises much sooner");
 #else
-           "at a much larger eps\nthan in double (2.2e-16)");
+           "at a much larger eps than in double\n(2.2e-16)");
 #endif
     if (vanished)
         printf("Below the spacing of %s numbers near x, x + eps rounds back to x and the\n"
