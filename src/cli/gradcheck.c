@@ -457,7 +457,7 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
         failed += !res.passed;
         prepared_free(&p);
     }
-    printf("\n%d checks: %d passed, %d failed.\n", n, n - failed, failed);
+    printf("\n%d check%s: %d passed, %d failed.\n", n, n == 1 ? "" : "s", n - failed, failed);
     if (failed && o->bug)
         printf("The rows that go through softmax fail: the check caught the wrong backward.\n");
     return failed || broken ? AG_EXIT_FAIL : AG_EXIT_OK;
