@@ -306,7 +306,7 @@ static int finite_differences(ag_tensor *const *w, double eps, ag_real (*num)[D 
     int ok = 1;
     for (int m = 0; m < N_W && ok; m++) {
         for (size_t i = 0; i < w[m]->size && ok; i++) {
-            double d1, d2;
+            double d1 = 0, d2 = 0;
             ok = central_difference(tape, w, m, i, eps, &d1) &&
                  central_difference(tape, w, m, i, 2 * eps, &d2);
             num[m][i] = (ag_real)((4 * d1 - d2) / 3);
