@@ -402,38 +402,66 @@ static int print_help(const ag_command *cmd)
     return AG_EXIT_OK;
 }
 
-int ag_explain_attention(const ag_command *parent, int argc, char **argv)
+/* What the command line asks for. */
+typedef struct attention_opts {
+    double lr;
+    const char *dot;   /* NULL: no graph */
+    int bug;           /* AG_BUG_NONE or AG_BUG_SOFTMAX */
+} attention_opts;
+
+/* The parse step: fills o from argv (argv[0] is "attention") and touches
+ * nothing else. Returns 1 to run, -1 for --help, 0 after a usage error. */
+static int parse_args(const ag_command *cmd, int argc, char **argv, attention_opts *o)
 {
-    (void)parent;
-    const ag_command *cmd = &explain_attention_info;
-    double lr = 1;
-    const char *dot = NULL;
-    int bug = AG_BUG_NONE;
+    o->lr = 1;
+    o->dot = NULL;
+    o->bug = AG_BUG_NONE;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int r;
         if (ag_cli_is_help(argv[i])) {
-            return print_help(cmd);
+            return -1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-6, 100, &lr))
-                return AG_EXIT_USAGE;
+            if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-6, 100, &o->lr))
+                return 0;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--dot", &v))) {
             if (r < 0)
-                return AG_EXIT_USAGE;
+                return 0;
             if (!*v)
-                return ag_cli_usage_error(cmd, "--dot: the file name is empty");
-            dot = v;
+                return !ag_cli_usage_error(cmd, "--dot: the file name is empty");
+            o->dot = v;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--inject-bug", &v))) {
             if (r < 0)
-                return AG_EXIT_USAGE;
+                return 0;
             if (strcmp(v, "softmax") != 0)
-                return ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", v);
-            bug = AG_BUG_SOFTMAX;
+                return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", v);
+            o->bug = AG_BUG_SOFTMAX;
         } else {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+            return !ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
         }
     }
+    return 1;
+}
 
+static int run(const attention_opts *o);
+
+int ag_explain_attention(const ag_command *parent, int argc, char **argv)
+{
+    (void)parent;
+    attention_opts o;
+    int parsed = parse_args(&explain_attention_info, argc, argv, &o);
+    if (parsed < 0)
+        return print_help(&explain_attention_info);
+    return parsed ? run(&o) : AG_EXIT_USAGE;
+}
+
+/* The run step: the story, told on stdout; 0, or 1 when the check fails or
+ * something could not be done. */
+static int run(const attention_opts *o)
+{
+    const double lr = o->lr;
+    const char *dot = o->dot;
+    const int bug = o->bug;
     story st;
     memset(&st, 0, sizeof(st));
     ag_tape *tape = ag_tape_new();

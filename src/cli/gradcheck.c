@@ -333,14 +333,15 @@ static int print_help(const ag_command *cmd, const ag_gradcheck_opts *def)
     return AG_EXIT_OK;
 }
 
+/* The parse step: fills o from argv and touches nothing else (its only
+ * output is a usage message). Returns 1 to run, -1 for --help, 0 after a
+ * usage error. */
 static int parse_args(const ag_command *cmd, int argc, char **argv, gc_opts *o)
 {
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int r;
         if (ag_cli_is_help(argv[i])) {
-            ag_gradcheck_opts def = ag_gradcheck_defaults();
-            print_help(cmd, &def);
             return -1;
         } else if (ag_cli_switch(argv, i, "--verbose")) {
             o->verbose = 1;
@@ -616,8 +617,10 @@ int ag_cmd_gradcheck(int argc, char **argv)
     const ag_command *cmd = &ag_cmd_gradcheck_info;
     gc_opts o = {NULL, 0, 1, 0, AG_BUG_NONE, 0, NULL};
     int parsed = parse_args(cmd, argc, argv, &o);
-    if (parsed < 0)
-        return AG_EXIT_OK;
+    if (parsed < 0) {
+        ag_gradcheck_opts def = ag_gradcheck_defaults();
+        return print_help(cmd, &def);
+    }
     if (!parsed)
         return AG_EXIT_USAGE;
     ag_gradcheck_opts go = ag_gradcheck_defaults();
