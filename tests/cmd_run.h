@@ -1,10 +1,10 @@
 /*
- * cli_run.h - run the attograd command from a test: `make test` puts the
+ * cmd_run.h - run the attograd command from a test: `make test` puts the
  * built binary in AG_BIN. Output is captured through a pipe; the exit
  * status is returned separately.
  */
-#ifndef AG_CLI_RUN_H
-#define AG_CLI_RUN_H
+#ifndef AG_TEST_CMD_RUN_H
+#define AG_TEST_CMD_RUN_H
 
 #include <check.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 
 /* The attograd under test (fails the test when AG_BIN is not set). */
-static inline const char *cli_bin(void)
+static inline const char *cmd_bin(void)
 {
     const char *v = getenv("AG_BIN");
     ck_assert_msg(v && *v, "AG_BIN is not set: run the tests with `make test` or `make check`");
@@ -24,7 +24,7 @@ static inline const char *cli_bin(void)
 /* Run a shell command built from fmt; return everything it wrote to stdout
  * (the caller frees it) and put its exit status in *status (-1 when it did
  * not exit normally). Add 2>&1 to the command to capture stderr too. */
-static inline char *cli_run(int *status, const char *fmt, ...)
+static inline char *cmd_run(int *status, const char *fmt, ...)
 {
     char cmd[2048];
     va_list ap;
@@ -52,7 +52,7 @@ static inline char *cli_run(int *status, const char *fmt, ...)
 }
 
 /* The line of text that starts with prefix (at the start of a line), or NULL. */
-static inline const char *cli_line(const char *text, const char *prefix)
+static inline const char *cmd_line(const char *text, const char *prefix)
 {
     size_t n = strlen(prefix);
     for (const char *p = text; p && *p;) {
@@ -65,4 +65,4 @@ static inline const char *cli_line(const char *text, const char *prefix)
     return NULL;
 }
 
-#endif /* AG_CLI_RUN_H */
+#endif /* AG_TEST_CMD_RUN_H */

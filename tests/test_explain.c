@@ -7,7 +7,7 @@
  * the read-only view of the tape the story is told from.
  */
 #include "test_util.h"
-#include "cli_run.h"
+#include "cmd_run.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -43,8 +43,8 @@ START_TEST(test_softmax_numbers)
         dz[i] = s[i] * (g[i] - dot);
 
     int status;
-    char *out = cli_run(&status, "'%s' explain softmax --logits 0.5,-1,2,0 --upstream 1,0.5,-2,0.25",
-                        cli_bin());
+    char *out = cmd_run(&status, "'%s' explain softmax --logits 0.5,-1,2,0 --upstream 1,0.5,-2,0.25",
+                        cmd_bin());
     ck_assert_int_eq(status, 0);
     char buf[128], want[160];
     format_row(buf, sizeof(buf), s, n);
@@ -80,7 +80,7 @@ START_TEST(test_softmax_bad_lists)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int status;
-        char *out = cli_run(&status, "'%s' explain softmax %s 2>&1", cli_bin(), bad[i]);
+        char *out = cmd_run(&status, "'%s' explain softmax %s 2>&1", cmd_bin(), bad[i]);
         ck_assert_msg(status == 2, "'%s' exited %d:\n%s", bad[i], status, out);
         ck_assert_msg(strstr(out, "usage: attograd explain softmax"), "'%s': no usage line", bad[i]);
         ck_assert_msg(strstr(out, "--logits") || strstr(out, "--upstream") || strstr(out, "--decimals"),
@@ -107,7 +107,7 @@ START_TEST(test_attention_first_forward)
     ck_assert_double_eq_tol(w[1][0], 0.20, 0.005);   /* the seed's [0.20 0.40 0.40] */
 
     int status;
-    char *out = cli_run(&status, "'%s' explain attention", cli_bin());
+    char *out = cmd_run(&status, "'%s' explain attention", cmd_bin());
     ck_assert_int_eq(status, 0);
     const char *fwd = strstr(out, "[6] softmax(scores [3x3]) -> weights [3x3]");
     ck_assert_msg(fwd != NULL, "no softmax entry:\n%s", out);
@@ -136,7 +136,7 @@ END_TEST
 START_TEST(test_attention_injected_bug)
 {
     int status;
-    char *out = cli_run(&status, "'%s' explain attention --inject-bug softmax", cli_bin());
+    char *out = cmd_run(&status, "'%s' explain attention --inject-bug softmax", cmd_bin());
     ck_assert_int_eq(status, 1);
     assert_has(out, ": FAIL\n", "verdict");
     assert_has(out, "The check caught the wrong backward", "explanation");
@@ -153,7 +153,7 @@ START_TEST(test_attention_dot)
     char path[64];
     snprintf(path, sizeof(path), "%s/tape.dot", dir);
     int status;
-    char *out = cli_run(&status, "'%s' explain attention --dot '%s'", cli_bin(), path);
+    char *out = cmd_run(&status, "'%s' explain attention --dot '%s'", cmd_bin(), path);
     ck_assert_int_eq(status, 0);
     assert_has(out, path, "the file is named");
     free(out);
@@ -183,7 +183,7 @@ END_TEST
 START_TEST(test_attention_errors)
 {
     int status;
-    char *out = cli_run(&status, "'%s' explain attention --dot /nonexistent-dir/t.dot 2>&1", cli_bin());
+    char *out = cmd_run(&status, "'%s' explain attention --dot /nonexistent-dir/t.dot 2>&1", cmd_bin());
     ck_assert_int_eq(status, 1);
     assert_has(out, "cannot write /nonexistent-dir/t.dot", "runtime message");
     ck_assert_msg(strncmp(out, "attograd explain:", 17) == 0, "one message, before any story:\n%s", out);
@@ -192,16 +192,16 @@ START_TEST(test_attention_errors)
         "--lr 0", "--lr x", "--lr", "--inject-bug matmul", "--dot ''", "--verbose",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        out = cli_run(&status, "'%s' explain attention %s 2>&1", cli_bin(), bad[i]);
+        out = cmd_run(&status, "'%s' explain attention %s 2>&1", cmd_bin(), bad[i]);
         ck_assert_msg(status == 2, "'%s' exited %d", bad[i], status);
         ck_assert_msg(strstr(out, "usage: attograd explain attention"), "'%s': no usage", bad[i]);
         free(out);
     }
-    out = cli_run(&status, "'%s' explain nothing 2>&1", cli_bin());
+    out = cmd_run(&status, "'%s' explain nothing 2>&1", cmd_bin());
     ck_assert_int_eq(status, 2);
     assert_has(out, "unknown topic 'nothing' (softmax, attention)", "topics");
     free(out);
-    out = cli_run(&status, "'%s' explain attention --help", cli_bin());
+    out = cmd_run(&status, "'%s' explain attention --help", cmd_bin());
     ck_assert_int_eq(status, 0);
     assert_has(out, "--inject-bug softmax", "help");
     free(out);

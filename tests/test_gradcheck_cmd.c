@@ -5,20 +5,20 @@
  * usage exits 2.
  */
 #include "test_util.h"
-#include "cli_run.h"
+#include "cmd_run.h"
 
 #include <unistd.h>
 
 START_TEST(test_all_rows_pass)
 {
     int status;
-    char *out = cli_run(&status, "'%s' gradcheck", cli_bin());
+    char *out = cmd_run(&status, "'%s' gradcheck", cmd_bin());
     ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
     /* every op in the table (but the data leaf) is checked on a row of its own name */
     for (int op = AG_OP_LEAF + 1; op < AG_OP_COUNT; op++) {
         char prefix[64];
         snprintf(prefix, sizeof(prefix), "%s ", ag_ops[op].name);
-        ck_assert_msg(cli_line(out, prefix), "no row for op %s:\n%s", ag_ops[op].name, out);
+        ck_assert_msg(cmd_line(out, prefix), "no row for op %s:\n%s", ag_ops[op].name, out);
     }
     static const char *const rows[] = {
         "matmul 2-D ", "matmul shared b ", "matmul batched ", "scale by ", "softmax ",
@@ -26,7 +26,7 @@ START_TEST(test_all_rows_pass)
         "attention H=2 causal ", "attention H=1 sinusoidal ", "attention H=2 causal learned ",
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        const char *line = cli_line(out, rows[i]);
+        const char *line = cmd_line(out, rows[i]);
         ck_assert_msg(line, "no row '%s'", rows[i]);
         const char *end = strchr(line, '\n');
         ck_assert_msg(end && end - line > 4 && strncmp(end - 4, "PASS", 4) == 0,
@@ -43,7 +43,7 @@ END_TEST
 START_TEST(test_injected_bug_fails)
 {
     int status;
-    char *out = cli_run(&status, "'%s' gradcheck --inject-bug softmax", cli_bin());
+    char *out = cmd_run(&status, "'%s' gradcheck --inject-bug softmax", cmd_bin());
     ck_assert_int_eq(status, 1);
     /* rows that go through softmax fail; the others still pass */
     static const struct {
@@ -55,7 +55,7 @@ START_TEST(test_injected_bug_fails)
         {"mse loss ", "PASS"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        const char *line = cli_line(out, rows[i].row);
+        const char *line = cmd_line(out, rows[i].row);
         ck_assert_msg(line, "no row '%s'", rows[i].row);
         const char *end = strchr(line, '\n');
         ck_assert_msg(end && strncmp(end - 4, rows[i].want, 4) == 0, "row '%s' should %s",
@@ -68,14 +68,14 @@ END_TEST
 START_TEST(test_one_op)
 {
     int status;
-    char *out = cli_run(&status, "'%s' gradcheck --op softmax --verbose", cli_bin());
+    char *out = cmd_run(&status, "'%s' gradcheck --op softmax --verbose", cmd_bin());
     ck_assert_int_eq(status, 0);
-    ck_assert_ptr_nonnull(cli_line(out, "softmax "));
-    ck_assert_ptr_null(cli_line(out, "matmul"));
+    ck_assert_ptr_nonnull(cmd_line(out, "softmax "));
+    ck_assert_ptr_null(cmd_line(out, "matmul"));
     ck_assert_ptr_nonnull(strstr(out, "    worst element z["));
     ck_assert_ptr_nonnull(strstr(out, "\n3 checks: 3 passed, 0 failed."));
     free(out);
-    out = cli_run(&status, "'%s' gradcheck --op attention --inject-bug softmax", cli_bin());
+    out = cmd_run(&status, "'%s' gradcheck --op attention --inject-bug softmax", cmd_bin());
     ck_assert_int_eq(status, 1);
     ck_assert_ptr_nonnull(strstr(out, "12 checks: 0 passed, 12 failed."));
     free(out);
@@ -85,7 +85,7 @@ END_TEST
 START_TEST(test_bad_usage)
 {
     int status;
-    char *out = cli_run(&status, "'%s' gradcheck --op nosuch 2>&1", cli_bin());
+    char *out = cmd_run(&status, "'%s' gradcheck --op nosuch 2>&1", cmd_bin());
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "unknown op 'nosuch'"));
     ck_assert_ptr_nonnull(strstr(out, "matmul_bt"));   /* the names are listed */
@@ -96,12 +96,12 @@ START_TEST(test_bad_usage)
         "--bogus", "--sweep --plot ''",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        out = cli_run(&status, "'%s' gradcheck %s 2>&1", cli_bin(), bad[i]);
+        out = cmd_run(&status, "'%s' gradcheck %s 2>&1", cmd_bin(), bad[i]);
         ck_assert_msg(status == 2, "'%s' exited %d", bad[i], status);
         ck_assert_msg(strstr(out, "usage: attograd gradcheck"), "'%s': no usage line", bad[i]);
         free(out);
     }
-    out = cli_run(&status, "'%s' gradcheck --help", cli_bin());
+    out = cmd_run(&status, "'%s' gradcheck --help", cmd_bin());
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_nonnull(strstr(out, "--inject-bug softmax"));
     free(out);
@@ -135,20 +135,20 @@ static double sweep_best(const char *out, int *rises)
 START_TEST(test_sweep)
 {
     int status;
-    char *out = cli_run(&status, "'%s' gradcheck --sweep", cli_bin());
+    char *out = cmd_run(&status, "'%s' gradcheck --sweep", cmd_bin());
     ck_assert_int_eq(status, 0);
-    ck_assert_ptr_nonnull(cli_line(out, "  1e+00 "));
+    ck_assert_ptr_nonnull(cmd_line(out, "  1e+00 "));
     for (int k = 1; k <= 10; k++) {
         char eps[16];
         snprintf(eps, sizeof(eps), "  1e-%02d ", k);
-        ck_assert_msg(cli_line(out, eps), "no row for eps 1e-%d", k);
+        ck_assert_msg(cmd_line(out, eps), "no row for eps 1e-%d", k);
     }
     int rises;
     double best = sweep_best(out, &rises);
     ck_assert_msg(rises, "the error does not rise again below the best eps:\n%s", out);
     /* and eps = 1 is worse than the best: truncation error is there too */
     double e1, a1;
-    ck_assert_int_eq(sscanf(cli_line(out, "  1e+00 "), "%lf %lf", &e1, &a1), 2);
+    ck_assert_int_eq(sscanf(cmd_line(out, "  1e+00 "), "%lf %lf", &e1, &a1), 2);
     ck_assert_msg(best < 1 && a1 > 0, "eps = 1 is the best:\n%s", out);
 #ifdef AG_REAL_DOUBLE
     ck_assert_msg(best <= 1.5e-3, "double's best eps %g: round-off should come late", best);
@@ -156,7 +156,7 @@ START_TEST(test_sweep)
     ck_assert_msg(best >= 0.9e-3, "float's best eps %g: round-off should come early", best);
 #endif
     free(out);
-    out = cli_run(&status, "'%s' gradcheck --sweep --op matmul", cli_bin());
+    out = cmd_run(&status, "'%s' gradcheck --sweep --op matmul", cmd_bin());
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_nonnull(strstr(out, "sweep for matmul 2-D"));
     free(out);
@@ -168,8 +168,8 @@ START_TEST(test_sweep_plot_without_gnuplot)
     char dir[] = "/tmp/ag_gc_XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     int status;
-    char *out = cli_run(&status, "PATH=/nonexistent '%s' gradcheck --sweep --plot '%s/s.png' 2>&1",
-                        cli_bin(), dir);
+    char *out = cmd_run(&status, "PATH=/nonexistent '%s' gradcheck --sweep --plot '%s/s.png' 2>&1",
+                        cmd_bin(), dir);
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_nonnull(strstr(out, "gnuplot is not installed"));
     free(out);
