@@ -533,8 +533,12 @@ static int run(const attention_opts *o)
         fprintf(stderr, "attograd explain: %s\n", ag_tape_error(tape));
         goto done;
     }
-    printf("\nForward again with the new weights: the loss went from %.4f to %.4f.\n\n",
+    printf("\nForward again with the new weights: the loss went from %.4f to %.4f.\n",
            loss_before, (double)loss->data[0]);
+    if ((double)loss->data[0] > loss_before)
+        printf("It went up: a step of lr %g overshoots along the gradient; try a smaller --lr.\n",
+               lr);
+    printf("\n");
     const ag_real *wv[2] = {weights_before, after.weights->data};
     static const char *const wtitles[2] = {"weights before", "weights after"};
     print_side_by_side("", after.weights, 2, wv, wtitles);
