@@ -234,7 +234,8 @@ ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info)
 typedef ag_tensor *(*ag_build_fn)(ag_tape *tape, ag_tensor *const *inputs, void *ctx);
 
 typedef struct ag_gradcheck_opts {
-    double eps;          /* central difference step; 0 picks one for ag_real */
+    double eps;          /* step h of the central differences D(h), D(2h), combined as
+                          * (4 D(h) - D(2h)) / 3 (Richardson); 0 picks one for ag_real */
     double rtol;         /* max relative error allowed; 0 picks one for ag_real */
     double atol;         /* absolute floor for the relative error's denominator; 0 picks */
     size_t max_samples;  /* per input, check at most this many random elements; 0 = all */
@@ -242,7 +243,7 @@ typedef struct ag_gradcheck_opts {
 } ag_gradcheck_opts;
 
 typedef struct ag_gradcheck_result {
-    double max_abs;      /* max |analytic - numeric| */
+    double max_abs;      /* max |analytic - numeric| (infinite when x + eps == x) */
     double max_rel;      /* max |analytic - numeric| / max(|analytic|, |numeric|, atol) */
     double tolerance;    /* the rtol used */
     int worst_input;     /* which input holds the worst element */
