@@ -186,6 +186,17 @@ ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)
 ag_status ag_backward(ag_tape *tape, ag_tensor *loss);
 
 /* ------------------------------------------------------------------------
+ * Threads. Large matrix products are split over a small pool of worker
+ * threads (started on first use, kept between calls). Results are
+ * bit-identical for every thread count.
+ * ------------------------------------------------------------------------ */
+
+/* Use n threads in all, the caller included (default 1; n < 1 means 1).
+ * ag_set_threads(1) stops and frees the pool; it is also freed at exit. */
+void ag_set_threads(int n);
+int ag_get_threads(void);
+
+/* ------------------------------------------------------------------------
  * Finite-difference gradient check.
  * ------------------------------------------------------------------------ */
 

@@ -1,43 +1,305 @@
 /*
- * gemm.c - matrix multiply for every layout matmul needs (A B, A B^T, A^T B).
- * This is the straightforward version: loops ordered so the innermost one
- * walks memory contiguously, which compilers vectorise.
+ * gemm.c - C = alpha op(A) op(B) + beta C for every matmul forward and
+ * backward (A B, A B^T, A^T B, A^T B^T).
+ *
+ * Large products follow the Goto/BLIS scheme: B is packed a (kc x nc) block
+ * at a time and A an (mc x kc) block at a time into contiguous panels, and a
+ * register-tiled micro-kernel multiplies one (mr x kc) panel of A by one
+ * (kc x nr) panel of B. Packing reads op(A) and op(B) through the transpose
+ * flags, so all four layouts run the same micro-kernel and no transpose is
+ * ever materialised. Tiles at the right and bottom edges are computed into a
+ * scratch tile and copied. Tiny products skip packing: a direct loop is
+ * faster when there is little work to amortise it over.
+ *
+ * Threads split C into row (or column) stripes whose edges fall on micro-tile
+ * boundaries; every C element then sees the same kc blocks and the same
+ * micro-kernel whatever the split, so results do not depend on the number of
+ * threads. Each thread packs into its own buffer, allocated once and grown
+ * only when a larger problem needs it, freed when the thread exits.
  */
 #include "gemm.h"
+#include "threads.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
-void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
-             const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
-             ag_real *C, size_t ldc)
+/* ---- the portable micro-kernel ---- */
+
+#define GEN_MR 4
+#define GEN_NR 8
+
+static void micro_generic(size_t kc, const ag_real *restrict a, const ag_real *restrict b,
+                          ag_real *restrict c, size_t ldc, ag_real alpha, ag_real beta)
 {
-    for (size_t i = 0; i < M; i++) {
-        ag_real *c = C + i * ldc;
-        if (beta == 0)
-            memset(c, 0, N * sizeof(*c));
-        else if (beta != 1)
-            for (size_t j = 0; j < N; j++)
-                c[j] *= beta;
+    ag_real acc[GEN_MR][GEN_NR] = {{0}};
+    for (size_t p = 0; p < kc; p++, a += GEN_MR, b += GEN_NR)
+        for (int i = 0; i < GEN_MR; i++)
+            for (int j = 0; j < GEN_NR; j++)
+                acc[i][j] += a[i] * b[j];
+    for (int i = 0; i < GEN_MR; i++)
+        for (int j = 0; j < GEN_NR; j++)
+            c[i * ldc + j] = beta == 0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * c[i * ldc + j];
+}
+
+static const ag_gemm_kernel kernel_generic = {
+    "generic", GEN_MR, GEN_NR, 256, 128, 1024, micro_generic,
+};
+
+/* ---- choosing the kernel ---- */
+
+static const ag_gemm_kernel *kernel_in_use;
+static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
+
+static int cpu_has(const char *name)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (strcmp(name, "avx2") == 0)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (strcmp(name, "avx512") == 0)
+        return __builtin_cpu_supports("avx512f");
+#else
+    (void)name;
+#endif
+    return 0;
+}
+
+/* The kernel called name if it can run here, else NULL. */
+static const ag_gemm_kernel *find_kernel(const char *name)
+{
+    if (strcmp(name, "generic") == 0)
+        return &kernel_generic;
+    if (strcmp(name, "avx2") == 0)
+        return cpu_has("avx2") ? ag_gemm_kernel_avx2() : NULL;
+    if (strcmp(name, "avx512") == 0)
+        return cpu_has("avx512") ? ag_gemm_kernel_avx512() : NULL;
+    if (strcmp(name, "auto") == 0) {
+        const ag_gemm_kernel *k = find_kernel("avx512");
+        if (!k)
+            k = find_kernel("avx2");
+        return k ? k : &kernel_generic;
     }
-    if (!trans_b) {
-        /* c[i,:] += alpha * a(i,p) * B[p,:]: contiguous over j */
-        for (size_t i = 0; i < M; i++) {
-            ag_real *c = C + i * ldc;
-            for (size_t p = 0; p < K; p++) {
-                ag_real a = alpha * (trans_a ? A[p * lda + i] : A[i * lda + p]);
-                const ag_real *b = B + p * ldb;
-                for (size_t j = 0; j < N; j++)
-                    c[j] += a * b[j];
+    return NULL;
+}
+
+static void kernel_init(void)
+{
+    const char *env = getenv("AG_GEMM");
+    const ag_gemm_kernel *k = env && *env ? find_kernel(env) : NULL;
+    kernel_in_use = k ? k : find_kernel("auto");
+}
+
+static const ag_gemm_kernel *kernel(void)
+{
+    pthread_once(&kernel_once, kernel_init);
+    return kernel_in_use;
+}
+
+int ag_gemm_use(const char *name)
+{
+    kernel();
+    const ag_gemm_kernel *k = name ? find_kernel(name) : NULL;
+    if (!k)
+        return 0;
+    kernel_in_use = k;
+    return 1;
+}
+
+const char *ag_gemm_kernel_name(void)
+{
+    return kernel()->name;
+}
+
+/* ---- per-thread packing buffers ---- */
+
+static _Thread_local ag_real *pack_buf;   /* (pack_cap) */
+static _Thread_local size_t pack_cap;
+static pthread_key_t pack_key;            /* frees a thread's buffer when it exits */
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+static int pack_key_ok;
+
+static void pack_key_init(void)
+{
+    pack_key_ok = pthread_key_create(&pack_key, free) == 0;
+}
+
+/* This thread's buffer of at least n reals, or NULL when out of memory. */
+static ag_real *pack_buffer(size_t n)
+{
+    if (n <= pack_cap)
+        return pack_buf;
+    pthread_once(&pack_once, pack_key_init);
+    if (!pack_key_ok)
+        return NULL;
+    free(pack_buf);
+    pack_buf = NULL;
+    pack_cap = 0;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n * sizeof(ag_real)) != 0)
+        p = NULL;
+    pthread_setspecific(pack_key, p);
+    if (!p)
+        return NULL;
+    pack_buf = p;
+    pack_cap = n;
+    return pack_buf;
+}
+
+/* ---- the blocked path ---- */
+
+typedef struct gemm_args {
+    int ta, tb;
+    size_t M, N, K;
+    ag_real alpha, beta;
+    const ag_real *A, *B;
+    ag_real *C;
+    size_t lda, ldb, ldc;
+    const ag_gemm_kernel *k;
+} gemm_args;
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+static size_t round_up(size_t a, size_t b)
+{
+    return (a + b - 1) / b * b;
+}
+
+/* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into panels of mr
+ * rows: panel r holds a[p*mr + i] = op(A)(i0 + r*mr + i, p0 + p), zero rows
+ * past the edge. */
+static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc, ag_real *dst)
+{
+    size_t mr = (size_t)g->k->mr;
+    for (size_t ir = 0; ir < mc; ir += mr, dst += mr * kc) {
+        size_t rows = min_size(mr, mc - ir);
+        if (!g->ta) {
+            const ag_real *src = g->A + (i0 + ir) * g->lda + p0;
+            for (size_t i = 0; i < rows; i++)
+                for (size_t p = 0; p < kc; p++)
+                    dst[p * mr + i] = src[i * g->lda + p];
+        } else {
+            const ag_real *src = g->A + p0 * g->lda + i0 + ir;
+            for (size_t p = 0; p < kc; p++)
+                memcpy(dst + p * mr, src + p * g->lda, rows * sizeof(ag_real));
+        }
+        if (rows < mr)
+            for (size_t p = 0; p < kc; p++)
+                for (size_t i = rows; i < mr; i++)
+                    dst[p * mr + i] = 0;
+    }
+}
+
+/* Pack rows [p0, p0+kc) x columns [j0, j0+nc) of op(B) into panels of nr
+ * columns: panel r holds b[p*nr + j] = op(B)(p0 + p, j0 + r*nr + j), zero
+ * columns past the edge. */
+static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t nc, ag_real *dst)
+{
+    size_t nr = (size_t)g->k->nr;
+    for (size_t jr = 0; jr < nc; jr += nr, dst += nr * kc) {
+        size_t cols = min_size(nr, nc - jr);
+        if (!g->tb) {
+            const ag_real *src = g->B + p0 * g->ldb + j0 + jr;
+            for (size_t p = 0; p < kc; p++)
+                memcpy(dst + p * nr, src + p * g->ldb, cols * sizeof(ag_real));
+        } else {
+            const ag_real *src = g->B + (j0 + jr) * g->ldb + p0;
+            for (size_t j = 0; j < cols; j++)
+                for (size_t p = 0; p < kc; p++)
+                    dst[p * nr + j] = src[j * g->ldb + p];
+        }
+        if (cols < nr)
+            for (size_t p = 0; p < kc; p++)
+                for (size_t j = cols; j < nr; j++)
+                    dst[p * nr + j] = 0;
+    }
+}
+
+static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1);
+
+/* The block [i0, i1) x [j0, j1) of C, blocked and packed. */
+static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1)
+{
+    const ag_gemm_kernel *k = g->k;
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    size_t kc_max = min_size(k->kc, g->K);
+    size_t mc_max = min_size(k->mc, round_up(i1 - i0, mr));
+    size_t nc_max = min_size(k->nc, round_up(j1 - j0, nr));
+    ag_real *abuf = pack_buffer((mc_max + nc_max) * kc_max);
+    if (!abuf) {
+        gemm_small(g, i0, i1, j0, j1);   /* out of memory: the unpacked loop needs none */
+        return;
+    }
+    ag_real *bbuf = abuf + mc_max * kc_max;
+    ag_real tile[AG_GEMM_MR_MAX * AG_GEMM_NR_MAX];
+
+    for (size_t jc = j0; jc < j1; jc += k->nc) {
+        size_t nc = min_size(k->nc, j1 - jc);
+        for (size_t pc = 0; pc < g->K; pc += k->kc) {
+            size_t kc = min_size(k->kc, g->K - pc);
+            ag_real beta = pc == 0 ? g->beta : 1;
+            pack_b(g, pc, kc, jc, nc, bbuf);
+            for (size_t ic = i0; ic < i1; ic += k->mc) {
+                size_t mc = min_size(k->mc, i1 - ic);
+                pack_a(g, ic, mc, pc, kc, abuf);
+                for (size_t jr = 0; jr < nc; jr += nr) {
+                    size_t cols = min_size(nr, nc - jr);
+                    const ag_real *bp = bbuf + jr * kc;
+                    for (size_t ir = 0; ir < mc; ir += mr) {
+                        size_t rows = min_size(mr, mc - ir);
+                        const ag_real *ap = abuf + ir * kc;
+                        ag_real *cp = g->C + (ic + ir) * g->ldc + jc + jr;
+                        if (rows == mr && cols == nr) {
+                            k->micro(kc, ap, bp, cp, g->ldc, g->alpha, beta);
+                            continue;
+                        }
+                        k->micro(kc, ap, bp, tile, nr, 1, 0);
+                        for (size_t i = 0; i < rows; i++)
+                            for (size_t j = 0; j < cols; j++) {
+                                ag_real t = g->alpha * tile[i * nr + j];
+                                ag_real *c = cp + i * g->ldc + j;
+                                *c = beta == 0 ? t : t + beta * *c;
+                            }
+                    }
+                }
             }
         }
-    } else {
-        /* c[i,j] += alpha * dot(a(i,:), B[j,:]): contiguous over p */
-        for (size_t i = 0; i < M; i++) {
-            ag_real *c = C + i * ldc;
-            for (size_t j = 0; j < N; j++) {
-                const ag_real *b = B + j * ldb;
+    }
+}
+
+/* ---- the direct path for small products ---- */
+
+/* The block [i0, i1) x [j0, j1) of C with plain loops, no packing. */
+static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1)
+{
+    size_t n = j1 - j0, K = g->K, lda = g->lda, ldb = g->ldb;
+    const ag_real *A = g->A, *B = g->B;
+    ag_real alpha = g->alpha;
+    for (size_t i = i0; i < i1; i++) {
+        ag_real *c = g->C + i * g->ldc + j0;
+        if (g->beta == 0)
+            for (size_t j = 0; j < n; j++)
+                c[j] = 0;
+        else if (g->beta != 1)
+            for (size_t j = 0; j < n; j++)
+                c[j] *= g->beta;
+        if (!g->tb) {
+            /* c[i,:] += alpha * a(i,p) * B[p,:]: contiguous over j */
+            for (size_t p = 0; p < K; p++) {
+                ag_real a = alpha * (g->ta ? A[p * lda + i] : A[i * lda + p]);
+                const ag_real *b = B + p * ldb + j0;
+                for (size_t j = 0; j < n; j++)
+                    c[j] += a * b[j];
+            }
+        } else {
+            /* c[i,j] += alpha * dot(a(i,:), B[j,:]): contiguous over p */
+            for (size_t j = 0; j < n; j++) {
+                const ag_real *b = B + (j0 + j) * ldb;
                 ag_real acc = 0;
-                if (!trans_a) {
+                if (!g->ta) {
                     const ag_real *a = A + i * lda;
                     for (size_t p = 0; p < K; p++)
                         acc += a[p] * b[p];
@@ -48,5 +310,136 @@ void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alp
                 c[j] += alpha * acc;
             }
         }
+    }
+}
+
+/* ---- splitting over threads ---- */
+
+/* Below this many multiply-adds a product runs on one thread: waking the
+ * pool and packing twice would cost more than it saves. */
+#define AG_GEMM_PARALLEL_MIN ((size_t)1 << 21)
+/* Below this, or with a dimension thinner than this, the direct loop wins. */
+#define AG_GEMM_SMALL_MAX ((size_t)1 << 15)
+#define AG_GEMM_THIN 4
+/* A batch of small products is shared out above this many multiply-adds. */
+#define AG_GEMM_BATCH_PARALLEL_MIN ((size_t)1 << 18)
+
+typedef struct gemm_split {
+    const gemm_args *g;
+    size_t rows, cols;    /* per task: multiples of mr and nr */
+    size_t n_cols;        /* tasks across */
+} gemm_split;
+
+static void gemm_task(void *ctx, size_t t)
+{
+    const gemm_split *s = ctx;
+    size_t i0 = t / s->n_cols * s->rows, j0 = t % s->n_cols * s->cols;
+    gemm_blocked(s->g, i0, min_size(i0 + s->rows, s->g->M), j0, min_size(j0 + s->cols, s->g->N));
+}
+
+static void gemm_run(const gemm_args *g)
+{
+    size_t M = g->M, N = g->N, K = g->K;
+    size_t work = M * N * K;   /* may wrap for absurd sizes: then it is large anyway */
+    if (work / M / N != K)
+        work = (size_t)-1;
+    if (work <= AG_GEMM_SMALL_MAX || M < AG_GEMM_THIN || N < AG_GEMM_THIN || K < AG_GEMM_THIN) {
+        gemm_small(g, 0, M, 0, N);
+        return;
+    }
+    size_t threads = (size_t)ag_parallel_threads();
+    if (threads <= 1 || work < AG_GEMM_PARALLEL_MIN) {
+        gemm_blocked(g, 0, M, 0, N);
+        return;
+    }
+    /* Split the longer side into stripes aligned to the micro-tile, two per
+     * thread so a thread slowed by the machine's other work holds no one up. */
+    size_t mr = (size_t)g->k->mr, nr = (size_t)g->k->nr;
+    size_t tasks = 2 * threads;
+    gemm_split s = {g, M, N, 1};
+    if (M >= N) {
+        s.rows = round_up((M + tasks - 1) / tasks, mr);
+    } else {
+        s.cols = round_up((N + tasks - 1) / tasks, nr);
+    }
+    size_t n_rows = (M + s.rows - 1) / s.rows;
+    s.n_cols = (N + s.cols - 1) / s.cols;
+    ag_parallel_for(n_rows * s.n_cols, gemm_task, &s);
+}
+
+/* ---- entry points ---- */
+
+/* C = beta C, writing zeros when beta == 0 (C may hold NaN). */
+static void scale_c(size_t M, size_t N, ag_real beta, ag_real *C, size_t ldc)
+{
+    if (beta == 1)
+        return;
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+}
+
+void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
+             const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
+             ag_real *C, size_t ldc)
+{
+    if (M == 0 || N == 0)
+        return;
+    if (K == 0 || alpha == 0) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta, A, B, C,
+                   lda, ldb, ldc, kernel()};
+    gemm_run(&g);
+}
+
+typedef struct batch_job {
+    int ta, tb;
+    size_t M, N, K;
+    ag_real alpha, beta;
+    const ag_real *A, *B;
+    ag_real *C;
+    size_t lda, ldb, ldc, sa, sb, sc;
+    size_t batch, per_task;   /* products in all, and per task */
+} batch_job;
+
+static void batch_task(void *ctx, size_t t)
+{
+    const batch_job *j = ctx;
+    size_t end = min_size(j->batch, (t + 1) * j->per_task);
+    for (size_t b = t * j->per_task; b < end; b++)
+        ag_gemm(j->ta, j->tb, j->M, j->N, j->K, j->alpha, j->A + b * j->sa, j->lda,
+                j->B + b * j->sb, j->ldb, j->beta, j->C + b * j->sc, j->ldc);
+}
+
+void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N, size_t K,
+                     ag_real alpha, const ag_real *A, size_t lda, size_t stride_a,
+                     const ag_real *B, size_t ldb, size_t stride_b, ag_real beta, ag_real *C,
+                     size_t ldc, size_t stride_c)
+{
+    if (batch == 0 || M == 0 || N == 0)
+        return;
+    if (stride_c == 0) {
+        /* every product adds into the one C, in order */
+        ag_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        for (size_t b = 1; b < batch; b++)
+            ag_gemm(trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb,
+                    1, C, ldc);
+        return;
+    }
+    batch_job j = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C,
+                   lda, ldb, ldc, stride_a, stride_b, stride_c, batch, 1};
+    /* Products too small to split by themselves are shared out whole, a run
+     * of them per task; each is computed exactly as ag_gemm would. */
+    size_t work = M * N * K, threads = (size_t)ag_parallel_threads();
+    int small = work / M / N == K && work < AG_GEMM_PARALLEL_MIN;
+    if (threads > 1 && batch > 1 && small && work * batch >= AG_GEMM_BATCH_PARALLEL_MIN) {
+        size_t tasks = min_size(batch, 4 * threads);
+        j.per_task = (batch + tasks - 1) / tasks;
+        ag_parallel_for((batch + j.per_task - 1) / j.per_task, batch_task, &j);
+    } else {
+        j.per_task = batch;
+        batch_task(&j, 0);
     }
 }

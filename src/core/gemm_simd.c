@@ -1,0 +1,112 @@
+/*
+ * gemm_simd.c - the x86 micro-kernels for ag_gemm: AVX2+FMA (16 registers of
+ * 8 floats / 4 doubles) and AVX-512F (32 registers of 16 floats / 8
+ * doubles). Each function is compiled for its instruction set with a target
+ * attribute, so the rest of the library stays portable; gemm.c checks the CPU
+ * before it calls any of them.
+ */
+#include "gemm.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define AG_HAVE_X86_KERNELS 1
+#include <immintrin.h>
+#endif
+
+#ifdef AG_HAVE_X86_KERNELS
+
+/* ---- AVX2 + FMA: 6 rows x 2 vectors, 12 accumulators of 16 registers ---- */
+#define MICRO_NAME micro_avx2
+#define MICRO_TARGET __attribute__((target("avx2,fma")))
+#define MR 6
+#define NV 2
+#ifdef AG_REAL_DOUBLE
+#define VEC __m256d
+#define W 4
+#define VLOAD _mm256_loadu_pd
+#define VSTORE _mm256_storeu_pd
+#define VSET1 _mm256_set1_pd
+#define VFMA _mm256_fmadd_pd
+#define VMUL _mm256_mul_pd
+#define VZERO _mm256_setzero_pd
+#else
+#define VEC __m256
+#define W 8
+#define VLOAD _mm256_loadu_ps
+#define VSTORE _mm256_storeu_ps
+#define VSET1 _mm256_set1_ps
+#define VFMA _mm256_fmadd_ps
+#define VMUL _mm256_mul_ps
+#define VZERO _mm256_setzero_ps
+#endif
+#include "gemm_micro.h"
+#undef MICRO_NAME
+#undef MICRO_TARGET
+#undef MR
+#undef NV
+#undef VEC
+#undef W
+#undef VLOAD
+#undef VSTORE
+#undef VSET1
+#undef VFMA
+#undef VMUL
+#undef VZERO
+
+/* ---- AVX-512F: 12 rows x 2 vectors, 24 accumulators of 32 registers ---- */
+#define MICRO_NAME micro_avx512
+#define MICRO_TARGET __attribute__((target("avx512f")))
+#define MR 12
+#define NV 2
+#ifdef AG_REAL_DOUBLE
+#define VEC __m512d
+#define W 8
+#define VLOAD _mm512_loadu_pd
+#define VSTORE _mm512_storeu_pd
+#define VSET1 _mm512_set1_pd
+#define VFMA _mm512_fmadd_pd
+#define VMUL _mm512_mul_pd
+#define VZERO _mm512_setzero_pd
+#else
+#define VEC __m512
+#define W 16
+#define VLOAD _mm512_loadu_ps
+#define VSTORE _mm512_storeu_ps
+#define VSET1 _mm512_set1_ps
+#define VFMA _mm512_fmadd_ps
+#define VMUL _mm512_mul_ps
+#define VZERO _mm512_setzero_ps
+#endif
+#include "gemm_micro.h"
+
+/* Cache blocks: a (kc x nr) panel of B stays in L1 while the (mc x kc)
+ * block of A streams from L2; the (kc x nc) block of B sits in L2/L3. */
+static const ag_gemm_kernel kernel_avx2 = {
+    "avx2", 6, 2 * (32 / sizeof(ag_real)), 256, 144, 2048, micro_avx2,
+};
+static const ag_gemm_kernel kernel_avx512 = {
+    "avx512", 12, 2 * (64 / sizeof(ag_real)), 256, 144, 2048, micro_avx512,
+};
+
+const ag_gemm_kernel *ag_gemm_kernel_avx2(void)
+{
+    return &kernel_avx2;
+}
+
+const ag_gemm_kernel *ag_gemm_kernel_avx512(void)
+{
+    return &kernel_avx512;
+}
+
+#else /* no x86 kernels with this compiler or architecture */
+
+const ag_gemm_kernel *ag_gemm_kernel_avx2(void)
+{
+    return NULL;
+}
+
+const ag_gemm_kernel *ag_gemm_kernel_avx512(void)
+{
+    return NULL;
+}
+
+#endif
