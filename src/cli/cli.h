@@ -50,5 +50,7 @@ int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);
 extern const ag_command ag_cmd_demo_info;
+int ag_cmd_bench(int argc, char **argv);
+extern const ag_command ag_cmd_bench_info;
 
 #endif /* AG_CLI_H */

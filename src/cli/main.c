@@ -9,6 +9,7 @@
 
 static const ag_command *const commands[] = {
     &ag_cmd_demo_info,
+    &ag_cmd_bench_info,
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
