@@ -7,8 +7,8 @@
  * register-tiled micro-kernel multiplies one (mr x kc) panel of A by one
  * (kc x nr) panel of B. Packing reads op(A) and op(B) through the transpose
  * flags, so all four layouts run the same micro-kernel and no transpose is
- * ever materialised. Tiles at the right and bottom edges are computed into a
- * scratch tile and copied. Tiny products skip packing: a direct loop is
+ * ever materialised. Tiles at the right and bottom edges run the same
+ * micro-kernel with lane masks. Tiny products skip packing: a direct loop is
  * faster when there is little work to amortise it over.
  *
  * Threads split C into row (or column) stripes whose edges fall on micro-tile
@@ -30,20 +30,23 @@
 #define GEN_NR 8
 
 static void micro_generic(size_t kc, const ag_real *restrict a, const ag_real *restrict b,
-                          ag_real *restrict c, size_t ldc, ag_real alpha, ag_real beta)
+                          ag_real *restrict c, size_t ldc, ag_real alpha, ag_real beta, int rows,
+                          int cols)
 {
     ag_real acc[GEN_MR][GEN_NR] = {{0}};
     for (size_t p = 0; p < kc; p++, a += GEN_MR, b += GEN_NR)
         for (int i = 0; i < GEN_MR; i++)
             for (int j = 0; j < GEN_NR; j++)
                 acc[i][j] += a[i] * b[j];
-    for (int i = 0; i < GEN_MR; i++)
-        for (int j = 0; j < GEN_NR; j++)
-            c[i * ldc + j] = beta == 0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * c[i * ldc + j];
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            ag_real *cp = c + i * ldc + j;
+            *cp = beta == 0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * *cp;
+        }
 }
 
 static const ag_gemm_kernel kernel_generic = {
-    "generic", GEN_MR, GEN_NR, 256, 128, 1024, micro_generic,
+    "generic", GEN_MR, GEN_NR, 256, 128, 1024, micro_generic, 0, NULL,
 };
 
 /* ---- choosing the kernel ---- */
@@ -168,53 +171,104 @@ static size_t round_up(size_t a, size_t b)
     return (a + b - 1) / b * b;
 }
 
+#if defined(__GNUC__)
+#define AG_INLINE static inline __attribute__((always_inline))
+#else
+#define AG_INLINE static inline
+#endif
+
 /* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into panels of mr
  * rows: panel r holds a[p*mr + i] = op(A)(i0 + r*mr + i, p0 + p), zero rows
- * past the edge. */
-static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc, ag_real *dst)
+ * past the edge. Written for a constant mr (see pack_a) so the inner copies
+ * unroll and vectorise. */
+AG_INLINE void pack_a_mr(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc,
+                         ag_real *restrict dst, const size_t mr)
 {
-    size_t mr = (size_t)g->k->mr;
+    size_t lda = g->lda;
     for (size_t ir = 0; ir < mc; ir += mr, dst += mr * kc) {
         size_t rows = min_size(mr, mc - ir);
         if (!g->ta) {
-            const ag_real *src = g->A + (i0 + ir) * g->lda + p0;
-            for (size_t i = 0; i < rows; i++)
+            /* mr rows of A side by side: a small transpose */
+            const ag_real *src = g->A + (i0 + ir) * lda + p0;
+            if (rows == mr) {
                 for (size_t p = 0; p < kc; p++)
-                    dst[p * mr + i] = src[i * g->lda + p];
+                    for (size_t i = 0; i < mr; i++)
+                        dst[p * mr + i] = src[i * lda + p];
+            } else {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t i = 0; i < mr; i++)
+                        dst[p * mr + i] = i < rows ? src[i * lda + p] : 0;
+            }
         } else {
-            const ag_real *src = g->A + p0 * g->lda + i0 + ir;
-            for (size_t p = 0; p < kc; p++)
-                memcpy(dst + p * mr, src + p * g->lda, rows * sizeof(ag_real));
+            /* A is stored (K x M): each p is a contiguous run of mr values */
+            const ag_real *src = g->A + p0 * lda + i0 + ir;
+            if (rows == mr) {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t i = 0; i < mr; i++)
+                        dst[p * mr + i] = src[p * lda + i];
+            } else {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t i = 0; i < mr; i++)
+                        dst[p * mr + i] = i < rows ? src[p * lda + i] : 0;
+            }
         }
-        if (rows < mr)
-            for (size_t p = 0; p < kc; p++)
-                for (size_t i = rows; i < mr; i++)
-                    dst[p * mr + i] = 0;
+    }
+}
+
+static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc, ag_real *dst)
+{
+    switch (g->k->mr) {
+    case 4: pack_a_mr(g, i0, mc, p0, kc, dst, 4); break;
+    case 6: pack_a_mr(g, i0, mc, p0, kc, dst, 6); break;
+    case 12: pack_a_mr(g, i0, mc, p0, kc, dst, 12); break;
+    default: pack_a_mr(g, i0, mc, p0, kc, dst, (size_t)g->k->mr); break;
     }
 }
 
 /* Pack rows [p0, p0+kc) x columns [j0, j0+nc) of op(B) into panels of nr
  * columns: panel r holds b[p*nr + j] = op(B)(p0 + p, j0 + r*nr + j), zero
- * columns past the edge. */
-static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t nc, ag_real *dst)
+ * columns past the edge. For a constant nr, like pack_a_mr. */
+AG_INLINE void pack_b_nr(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t nc,
+                         ag_real *restrict dst, const size_t nr)
 {
-    size_t nr = (size_t)g->k->nr;
+    size_t ldb = g->ldb;
     for (size_t jr = 0; jr < nc; jr += nr, dst += nr * kc) {
         size_t cols = min_size(nr, nc - jr);
         if (!g->tb) {
-            const ag_real *src = g->B + p0 * g->ldb + j0 + jr;
-            for (size_t p = 0; p < kc; p++)
-                memcpy(dst + p * nr, src + p * g->ldb, cols * sizeof(ag_real));
-        } else {
-            const ag_real *src = g->B + (j0 + jr) * g->ldb + p0;
-            for (size_t j = 0; j < cols; j++)
+            /* each p is a contiguous run of nr values of B */
+            const ag_real *src = g->B + p0 * ldb + j0 + jr;
+            if (cols == nr) {
                 for (size_t p = 0; p < kc; p++)
-                    dst[p * nr + j] = src[j * g->ldb + p];
+                    for (size_t j = 0; j < nr; j++)
+                        dst[p * nr + j] = src[p * ldb + j];
+            } else {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t j = 0; j < nr; j++)
+                        dst[p * nr + j] = j < cols ? src[p * ldb + j] : 0;
+            }
+        } else {
+            /* B is stored (N x K): nr rows of it side by side, a transpose */
+            const ag_real *src = g->B + (j0 + jr) * ldb + p0;
+            if (cols == nr) {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t j = 0; j < nr; j++)
+                        dst[p * nr + j] = src[j * ldb + p];
+            } else {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t j = 0; j < nr; j++)
+                        dst[p * nr + j] = j < cols ? src[j * ldb + p] : 0;
+            }
         }
-        if (cols < nr)
-            for (size_t p = 0; p < kc; p++)
-                for (size_t j = cols; j < nr; j++)
-                    dst[p * nr + j] = 0;
+    }
+}
+
+static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t nc, ag_real *dst)
+{
+    switch (g->k->nr) {
+    case 8: pack_b_nr(g, p0, kc, j0, nc, dst, 8); break;
+    case 16: pack_b_nr(g, p0, kc, j0, nc, dst, 16); break;
+    case 32: pack_b_nr(g, p0, kc, j0, nc, dst, 32); break;
+    default: pack_b_nr(g, p0, kc, j0, nc, dst, (size_t)g->k->nr); break;
     }
 }
 
@@ -234,7 +288,6 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
         return;
     }
     ag_real *bbuf = abuf + mc_max * kc_max;
-    ag_real tile[AG_GEMM_MR_MAX * AG_GEMM_NR_MAX];
 
     for (size_t jc = j0; jc < j1; jc += k->nc) {
         size_t nc = min_size(k->nc, j1 - jc);
@@ -250,19 +303,8 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
                     const ag_real *bp = bbuf + jr * kc;
                     for (size_t ir = 0; ir < mc; ir += mr) {
                         size_t rows = min_size(mr, mc - ir);
-                        const ag_real *ap = abuf + ir * kc;
-                        ag_real *cp = g->C + (ic + ir) * g->ldc + jc + jr;
-                        if (rows == mr && cols == nr) {
-                            k->micro(kc, ap, bp, cp, g->ldc, g->alpha, beta);
-                            continue;
-                        }
-                        k->micro(kc, ap, bp, tile, nr, 1, 0);
-                        for (size_t i = 0; i < rows; i++)
-                            for (size_t j = 0; j < cols; j++) {
-                                ag_real t = g->alpha * tile[i * nr + j];
-                                ag_real *c = cp + i * g->ldc + j;
-                                *c = beta == 0 ? t : t + beta * *c;
-                            }
+                        k->micro(kc, abuf + ir * kc, bp, g->C + (ic + ir) * g->ldc + jc + jr,
+                                 g->ldc, g->alpha, beta, (int)rows, (int)cols);
                     }
                 }
             }
@@ -317,10 +359,22 @@ static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size
 
 /* Below this many multiply-adds a product runs on one thread: waking the
  * pool and packing twice would cost more than it saves. */
+#ifndef AG_GEMM_PARALLEL_MIN
 #define AG_GEMM_PARALLEL_MIN ((size_t)1 << 21)
-/* Below this, or with a dimension thinner than this, the direct loop wins. */
-#define AG_GEMM_SMALL_MAX ((size_t)1 << 15)
-#define AG_GEMM_THIN 4
+#endif
+/* Up to this many multiply-adds the plain loop wins: nothing to amortise. */
+#ifndef AG_GEMM_SMALL_MAX
+#define AG_GEMM_SMALL_MAX ((size_t)64)
+#endif
+/* Narrow products (N within the kernel's direct_n) run the direct kernel
+ * while op(B) (K x N) has at most this many elements, about 256 KB of L2... */
+#ifndef AG_GEMM_DIRECT_B_MAX
+#define AG_GEMM_DIRECT_B_MAX ((size_t)1 << 16)
+#endif
+/* ...and, for A^T, while K is at most this. */
+#ifndef AG_GEMM_DIRECT_TA_K
+#define AG_GEMM_DIRECT_TA_K ((size_t)512)
+#endif
 /* A batch of small products is shared out above this many multiply-adds. */
 #define AG_GEMM_BATCH_PARALLEL_MIN ((size_t)1 << 18)
 
@@ -337,18 +391,69 @@ static void gemm_task(void *ctx, size_t t)
     gemm_blocked(s->g, i0, min_size(i0 + s->rows, s->g->M), j0, min_size(j0 + s->cols, s->g->N));
 }
 
+typedef struct direct_split {
+    const gemm_args *g;
+    const ag_real *B;      /* op(B) as (K x N) with row stride ldb */
+    size_t ldb, rsa, csa;  /* op(A)(i, p) = A[i*rsa + p*csa] */
+    size_t rows;           /* per task */
+} direct_split;
+
+static void direct_task(void *ctx, size_t t)
+{
+    const direct_split *d = ctx;
+    const gemm_args *g = d->g;
+    size_t i0 = t * d->rows, m = min_size(d->rows, g->M - i0);
+    g->k->direct(m, g->N, g->K, g->alpha, g->A + i0 * d->rsa, d->rsa, d->csa, d->B, d->ldb,
+                 g->beta, g->C + i0 * g->ldc, g->ldc);
+}
+
+/* The direct kernel for a narrow product, B transposed into this thread's
+ * buffer first when it is stored (N x K). Rows of C are independent and each
+ * is computed the same way wherever it falls, so a large one is split into
+ * row stripes over the threads. Returns 0 when it could not run. */
+static int gemm_direct(const gemm_args *g, size_t work)
+{
+    size_t M = g->M, N = g->N, K = g->K;
+    direct_split d = {g, g->B, g->ldb, g->ta ? 1 : g->lda, g->ta ? g->lda : 1, M};
+    if (g->tb) {
+        ag_real *bt = pack_buffer(K * N);
+        if (!bt)
+            return 0;
+        for (size_t j = 0; j < N; j++)
+            for (size_t p = 0; p < K; p++)
+                bt[p * N + j] = g->B[j * g->ldb + p];
+        d.B = bt;
+        d.ldb = N;
+    }
+    size_t threads = work < AG_GEMM_PARALLEL_MIN ? 1 : (size_t)ag_parallel_threads();
+    if (threads <= 1) {
+        direct_task(&d, 0);
+        return 1;
+    }
+    size_t tasks = 2 * threads;
+    d.rows = round_up((M + tasks - 1) / tasks, 4);
+    ag_parallel_for((M + d.rows - 1) / d.rows, direct_task, &d);
+    return 1;
+}
+
 static void gemm_run(const gemm_args *g)
 {
     size_t M = g->M, N = g->N, K = g->K;
     size_t work = M * N * K;   /* may wrap for absurd sizes: then it is large anyway */
     if (work / M / N != K)
         work = (size_t)-1;
-    if (work <= AG_GEMM_SMALL_MAX || M < AG_GEMM_THIN || N < AG_GEMM_THIN || K < AG_GEMM_THIN) {
+    if (work <= AG_GEMM_SMALL_MAX) {
         gemm_small(g, 0, M, 0, N);
         return;
     }
-    size_t threads = (size_t)ag_parallel_threads();
-    if (threads <= 1 || work < AG_GEMM_PARALLEL_MIN) {
+    /* Narrow products skip packing while B stays in cache (or is read only a
+     * few times), and while A^T (read down its columns) stays in L1 across a
+     * tile's rows. */
+    if (g->k->direct && N <= g->k->direct_n && (K * N <= AG_GEMM_DIRECT_B_MAX || M <= 16) &&
+        (!g->ta || K <= AG_GEMM_DIRECT_TA_K) && gemm_direct(g, work))
+        return;
+    size_t threads = work < AG_GEMM_PARALLEL_MIN ? 1 : (size_t)ag_parallel_threads();
+    if (threads <= 1) {
         gemm_blocked(g, 0, M, 0, N);
         return;
     }

@@ -53,25 +53,34 @@ const char *ag_gemm_kernel_name(void);
 /*
  * A micro-kernel: the (mr x nr) tile c = alpha * a b + beta * c, where a is a
  * packed (mr x kc) panel stored column by column (a[p*mr + i]) and b a packed
- * (kc x nr) panel stored row by row (b[p*nr + j]). With beta == 0, c is not
- * read. c has row stride ldc.
+ * (kc x nr) panel stored row by row (b[p*nr + j]). Only the first rows x
+ * cols of the tile are read and written (an edge tile of C; a and b are
+ * zero-padded past it). With beta == 0, c is not read. c has row stride ldc.
  */
 typedef void (*ag_micro_fn)(size_t kc, const ag_real *a, const ag_real *b, ag_real *c,
-                            size_t ldc, ag_real alpha, ag_real beta);
+                            size_t ldc, ag_real alpha, ag_real beta, int rows, int cols);
+
+/*
+ * A direct kernel for narrow products, no packing: C = alpha op(A) B + beta C
+ * with op(A)(i, p) = A[i*rsa + p*csa] (so A and A^T alike) and B a (K x N)
+ * row-major matrix with row stride ldb, N <= the kernel's direct_n.
+ */
+typedef void (*ag_direct_fn)(size_t M, size_t N, size_t K, ag_real alpha, const ag_real *A,
+                             size_t rsa, size_t csa, const ag_real *B, size_t ldb, ag_real beta,
+                             ag_real *C, size_t ldc);
 
 typedef struct ag_gemm_kernel {
     const char *name;
     int mr, nr;            /* the micro-tile */
     size_t kc, mc, nc;     /* cache blocks: K per pass, rows of A and columns of B packed */
     ag_micro_fn micro;
+    size_t direct_n;       /* widest N for direct (0: none) */
+    ag_direct_fn direct;   /* NULL when there is none */
 } ag_gemm_kernel;
 
 /* The SIMD kernels, or NULL when this compiler or architecture has none.
  * They do not check the CPU: the caller does. */
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void);
 const ag_gemm_kernel *ag_gemm_kernel_avx512(void);
-
-#define AG_GEMM_MR_MAX 16
-#define AG_GEMM_NR_MAX 32
 
 #endif /* AG_GEMM_H */

@@ -16,12 +16,20 @@
 
 /* ---- AVX2 + FMA: 6 rows x 2 vectors, 12 accumulators of 16 registers ---- */
 #define MICRO_NAME micro_avx2
+#define DIRECT_NAME direct_avx2
+#define DIRECT_TILE direct_tile_avx2
 #define MICRO_TARGET __attribute__((target("avx2,fma")))
 #define MR 6
 #define NV 2
+#define DIRECT_ROWS 4
+#define DIRECT_NV 2
 #ifdef AG_REAL_DOUBLE
 #define VEC __m256d
 #define W 4
+#define MASK __m256i
+#define VMASK(n) _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3))
+#define VLOAD_M _mm256_maskload_pd
+#define VSTORE_M _mm256_maskstore_pd
 #define VLOAD _mm256_loadu_pd
 #define VSTORE _mm256_storeu_pd
 #define VSET1 _mm256_set1_pd
@@ -31,6 +39,10 @@
 #else
 #define VEC __m256
 #define W 8
+#define MASK __m256i
+#define VMASK(n) _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define VLOAD_M _mm256_maskload_ps
+#define VSTORE_M _mm256_maskstore_ps
 #define VLOAD _mm256_loadu_ps
 #define VSTORE _mm256_storeu_ps
 #define VSET1 _mm256_set1_ps
@@ -40,11 +52,19 @@
 #endif
 #include "gemm_micro.h"
 #undef MICRO_NAME
+#undef DIRECT_NAME
+#undef DIRECT_TILE
 #undef MICRO_TARGET
 #undef MR
 #undef NV
+#undef DIRECT_ROWS
+#undef DIRECT_NV
 #undef VEC
 #undef W
+#undef MASK
+#undef VMASK
+#undef VLOAD_M
+#undef VSTORE_M
 #undef VLOAD
 #undef VSTORE
 #undef VSET1
@@ -54,12 +74,20 @@
 
 /* ---- AVX-512F: 12 rows x 2 vectors, 24 accumulators of 32 registers ---- */
 #define MICRO_NAME micro_avx512
+#define DIRECT_NAME direct_avx512
+#define DIRECT_TILE direct_tile_avx512
 #define MICRO_TARGET __attribute__((target("avx512f")))
 #define MR 12
 #define NV 2
+#define DIRECT_ROWS 4
+#define DIRECT_NV 4
 #ifdef AG_REAL_DOUBLE
 #define VEC __m512d
 #define W 8
+#define MASK __mmask8
+#define VMASK(n) ((__mmask8)((1u << (n)) - 1))
+#define VLOAD_M(p, m) _mm512_maskz_loadu_pd(m, p)
+#define VSTORE_M _mm512_mask_storeu_pd
 #define VLOAD _mm512_loadu_pd
 #define VSTORE _mm512_storeu_pd
 #define VSET1 _mm512_set1_pd
@@ -69,6 +97,10 @@
 #else
 #define VEC __m512
 #define W 16
+#define MASK __mmask16
+#define VMASK(n) ((__mmask16)((1u << (n)) - 1))
+#define VLOAD_M(p, m) _mm512_maskz_loadu_ps(m, p)
+#define VSTORE_M _mm512_mask_storeu_ps
 #define VLOAD _mm512_loadu_ps
 #define VSTORE _mm512_storeu_ps
 #define VSET1 _mm512_set1_ps
@@ -82,9 +114,11 @@
  * block of A streams from L2; the (kc x nc) block of B sits in L2/L3. */
 static const ag_gemm_kernel kernel_avx2 = {
     "avx2", 6, 2 * (32 / sizeof(ag_real)), 256, 144, 2048, micro_avx2,
+    2 * (32 / sizeof(ag_real)), direct_avx2,
 };
 static const ag_gemm_kernel kernel_avx512 = {
     "avx512", 12, 2 * (64 / sizeof(ag_real)), 256, 144, 2048, micro_avx512,
+    4 * (64 / sizeof(ag_real)), direct_avx512,
 };
 
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void)
