@@ -96,12 +96,14 @@ static void check_one(ag_rng *rng, int ta, int tb, shape s, size_t pad, double a
 /* Sizes: ones, K = 1, thin and odd shapes around the micro-tiles (4x8, 6x16,
  * 12x32 floats; half as wide for doubles), narrow ones for the direct kernel
  * (N <= 16/64 floats) and wide ones for the packed path, past the cache
- * blocks too (kc = 256, mc = 128/144), so every edge and multi-pass runs. */
+ * blocks too (kc = 256 or 512, mc = 96 to 144), so every edge and multi-pass
+ * path runs. */
 static const shape shapes[] = {
     {1, 1, 1},    {1, 1, 7},    {3, 2, 2},    {1, 17, 3},    {17, 1, 3},   {7, 7, 1},
     {33, 65, 1},  {3, 7, 17},   {17, 33, 7},  {33, 17, 65},  {65, 33, 17}, {12, 32, 16},
     {6, 16, 8},   {13, 33, 9},  {65, 65, 65}, {129, 7, 33},  {7, 129, 65}, {129, 129, 17},
     {33, 65, 129}, {24, 64, 300}, {150, 40, 20}, {17, 129, 513}, {150, 100, 40}, {200, 70, 300},
+    {100, 100, 600},
 };
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
@@ -273,7 +275,7 @@ static void check_threads_identical(const char *name)
         return;
     ag_rng rng = ag_rng_new(11);
     /* packed (split by rows, by columns) and direct (narrow, split by rows) */
-    static const shape big[] = {{301, 203, 300}, {97, 410, 130}, {2001, 13, 90}, {1500, 40, 100}};
+    static const shape big[] = {{301, 203, 300}, {97, 410, 530}, {2001, 13, 90}, {1500, 40, 100}};
     for (size_t s = 0; s < sizeof(big) / sizeof(big[0]); s++) {
         size_t m = big[s].m, n = big[s].n, k = big[s].k;
         for (int t = 0; t < 4; t++) {

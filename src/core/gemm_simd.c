@@ -110,14 +110,18 @@
 #endif
 #include "gemm_micro.h"
 
-/* Cache blocks: a (kc x nr) panel of B stays in L1 while the (mc x kc)
- * block of A streams from L2; the (kc x nc) block of B sits in L2/L3. */
+/* Cache blocks: a (kc x nr) panel of B is reused from L1 while the (mc x kc)
+ * block of A streams from L2; the (kc x nc) block of B sits in L2/L3.
+ * AVX2 keeps blocks that suit the smaller caches of AVX2-only CPUs (32 KB
+ * L1, 256 KB+ L2). For AVX-512, kc = 512 and mc = 96 measured 3-5% faster
+ * than 256 and 144 at n = 512 and 1024, float and double, on Zen 5 (48 KB
+ * L1, 1 MB L2): fewer passes over C outweigh a B panel larger than L1. */
 static const ag_gemm_kernel kernel_avx2 = {
     "avx2", 6, 2 * (32 / sizeof(ag_real)), 256, 144, 2048, micro_avx2,
     2 * (32 / sizeof(ag_real)), direct_avx2,
 };
 static const ag_gemm_kernel kernel_avx512 = {
-    "avx512", 12, 2 * (64 / sizeof(ag_real)), 256, 144, 2048, micro_avx512,
+    "avx512", 12, 2 * (64 / sizeof(ag_real)), 512, 96, 2048, micro_avx512,
     4 * (64 / sizeof(ag_real)), direct_avx512,
 };
 
