@@ -3,7 +3,8 @@
  * every kernel this CPU can run (generic, avx2, avx512), every transpose
  * combination, odd sizes around the micro-tiles and cache blocks, alpha and
  * beta cases and padded leading dimensions; the batched entry point; the
- * thread pool, whose results must equal one thread's bit for bit.
+ * thread pool, whose results must equal one thread's bit for bit; and the
+ * batched matmul and matmul_bt ops built on them, forward and backward.
  */
 #include "test_util.h"
 
@@ -344,6 +345,67 @@ START_TEST(test_batched_threads_identical)
 }
 END_TEST
 
+/* ---- the ops on top: batched matmul and matmul_bt ---- */
+
+typedef struct op_case {
+    int bt;                    /* matmul_bt instead of matmul */
+    int a_ndim, b_ndim;
+    int a_shape[4], b_shape[4];
+} op_case;
+
+/* (B,H,m,k) with its own b per (B,H), and (B,m,k) with one shared 2-D b */
+static const op_case op_cases[] = {
+    {0, 4, 4, {2, 3, 4, 5}, {2, 3, 5, 3}},
+    {0, 3, 2, {2, 4, 5}, {5, 3}},
+    {1, 4, 4, {2, 3, 4, 5}, {2, 3, 6, 5}},
+    {1, 3, 2, {2, 4, 5}, {6, 5}},
+};
+
+static ag_tensor *build_op(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    const op_case *c = ctx;
+    return c->bt ? ag_matmul_bt(tape, in[0], in[1]) : ag_matmul(tape, in[0], in[1]);
+}
+
+START_TEST(test_ops_forward)
+{
+    const op_case *c = &op_cases[_i];
+    ag_rng rng = ag_rng_new(21);
+    ag_tensor *a = test_param(&rng, c->a_ndim, c->a_shape);
+    ag_tensor *b = test_param(&rng, c->b_ndim, c->b_shape);
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *out = build_op(tape, (ag_tensor *[]){a, b}, (void *)c);
+    ck_assert_ptr_nonnull(out);
+    size_t m = (size_t)c->a_shape[c->a_ndim - 2], k = (size_t)c->a_shape[c->a_ndim - 1];
+    size_t n = (size_t)c->b_shape[c->b_ndim - (c->bt ? 2 : 1)];
+    size_t batch = a->size / (m * k), b_stride = c->b_ndim == 2 ? 0 : k * n;
+    for (size_t t = 0; t < batch; t++)
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) {
+                double want = 0;
+                for (size_t p = 0; p < k; p++) {
+                    const ag_real *bb = b->data + t * b_stride;
+                    want += a->data[t * m * k + i * k + p] * (c->bt ? bb[j * k + p] : bb[p * n + j]);
+                }
+                ck_assert_double_eq_tol(out->data[t * m * n + i * n + j], want, 1e3 * AG_TEST_TOL);
+            }
+    ag_tape_free(tape);
+    ag_param_free(a);
+    ag_param_free(b);
+}
+END_TEST
+
+START_TEST(test_ops_backward)
+{
+    const op_case *c = &op_cases[_i];
+    ag_rng rng = ag_rng_new(22);
+    ag_tensor *in[2] = {test_param(&rng, c->a_ndim, c->a_shape), test_param(&rng, c->b_ndim, c->b_shape)};
+    test_gradcheck(build_op, (void *)c, in, 2);
+    ag_param_free(in[0]);
+    ag_param_free(in[1]);
+}
+END_TEST
+
 Suite *suite_gemm(void)
 {
     Suite *s = suite_create("gemm");
@@ -361,6 +423,10 @@ Suite *suite_gemm(void)
     tcase_add_test(tc, test_parallel_for);
     tcase_add_loop_test(tc, test_threads_identical, 0, N_KERNELS);
     tcase_add_test(tc, test_batched_threads_identical);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("ops");
+    tcase_add_loop_test(tc, test_ops_forward, 0, sizeof(op_cases) / sizeof(op_cases[0]));
+    tcase_add_loop_test(tc, test_ops_backward, 0, sizeof(op_cases) / sizeof(op_cases[0]));
     suite_add_tcase(s, tc);
     return s;
 }
