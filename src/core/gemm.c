@@ -46,7 +46,7 @@ static void micro_generic(size_t kc, const ag_real *restrict a, const ag_real *r
 }
 
 static const ag_gemm_kernel kernel_generic = {
-    "generic", GEN_MR, GEN_NR, 256, 128, 1024, micro_generic, 0, NULL,
+    "generic", GEN_MR, GEN_NR, 256, 128, 1024, micro_generic, 0, NULL, NULL,
 };
 
 /* ---- choosing the kernel ---- */
@@ -60,8 +60,8 @@ static int cpu_has(const char *name)
     __builtin_cpu_init();
     if (strcmp(name, "avx2") == 0)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (strcmp(name, "avx512") == 0)
-        return __builtin_cpu_supports("avx512f");
+    if (strcmp(name, "avx512") == 0)   /* its packing uses AVX2 */
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
 #else
     (void)name;
 #endif
@@ -190,7 +190,12 @@ AG_INLINE void pack_a_mr(const gemm_args *g, size_t i0, size_t mc, size_t p0, si
         if (!g->ta) {
             /* mr rows of A side by side: a small transpose */
             const ag_real *src = g->A + (i0 + ir) * lda + p0;
-            if (rows == mr) {
+            if (g->k->transpose) {
+                g->k->transpose(rows, kc, src, lda, dst, mr);
+                for (size_t p = 0; rows < mr && p < kc; p++)
+                    for (size_t i = rows; i < mr; i++)
+                        dst[p * mr + i] = 0;
+            } else if (rows == mr) {
                 for (size_t p = 0; p < kc; p++)
                     for (size_t i = 0; i < mr; i++)
                         dst[p * mr + i] = src[i * lda + p];
@@ -203,9 +208,9 @@ AG_INLINE void pack_a_mr(const gemm_args *g, size_t i0, size_t mc, size_t p0, si
             /* A is stored (K x M): each p is a contiguous run of mr values */
             const ag_real *src = g->A + p0 * lda + i0 + ir;
             if (rows == mr) {
+                /* a constant size: a few inline vector moves, not a call */
                 for (size_t p = 0; p < kc; p++)
-                    for (size_t i = 0; i < mr; i++)
-                        dst[p * mr + i] = src[p * lda + i];
+                    memcpy(dst + p * mr, src + p * lda, mr * sizeof(ag_real));
             } else {
                 for (size_t p = 0; p < kc; p++)
                     for (size_t i = 0; i < mr; i++)
@@ -239,8 +244,7 @@ AG_INLINE void pack_b_nr(const gemm_args *g, size_t p0, size_t kc, size_t j0, si
             const ag_real *src = g->B + p0 * ldb + j0 + jr;
             if (cols == nr) {
                 for (size_t p = 0; p < kc; p++)
-                    for (size_t j = 0; j < nr; j++)
-                        dst[p * nr + j] = src[p * ldb + j];
+                    memcpy(dst + p * nr, src + p * ldb, nr * sizeof(ag_real));
             } else {
                 for (size_t p = 0; p < kc; p++)
                     for (size_t j = 0; j < nr; j++)
@@ -249,7 +253,12 @@ AG_INLINE void pack_b_nr(const gemm_args *g, size_t p0, size_t kc, size_t j0, si
         } else {
             /* B is stored (N x K): nr rows of it side by side, a transpose */
             const ag_real *src = g->B + (j0 + jr) * ldb + p0;
-            if (cols == nr) {
+            if (g->k->transpose) {
+                g->k->transpose(cols, kc, src, ldb, dst, nr);
+                for (size_t p = 0; cols < nr && p < kc; p++)
+                    for (size_t j = cols; j < nr; j++)
+                        dst[p * nr + j] = 0;
+            } else if (cols == nr) {
                 for (size_t p = 0; p < kc; p++)
                     for (size_t j = 0; j < nr; j++)
                         dst[p * nr + j] = src[j * ldb + p];
@@ -419,9 +428,13 @@ static int gemm_direct(const gemm_args *g, size_t work)
         ag_real *bt = pack_buffer(K * N);
         if (!bt)
             return 0;
-        for (size_t j = 0; j < N; j++)
-            for (size_t p = 0; p < K; p++)
-                bt[p * N + j] = g->B[j * g->ldb + p];
+        if (g->k->transpose) {
+            g->k->transpose(N, K, g->B, g->ldb, bt, N);
+        } else {
+            for (size_t j = 0; j < N; j++)
+                for (size_t p = 0; p < K; p++)
+                    bt[p * N + j] = g->B[j * g->ldb + p];
+        }
         d.B = bt;
         d.ldb = N;
     }

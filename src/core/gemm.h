@@ -69,6 +69,10 @@ typedef void (*ag_direct_fn)(size_t M, size_t N, size_t K, ag_real alpha, const 
                              size_t rsa, size_t csa, const ag_real *B, size_t ldb, ag_real beta,
                              ag_real *C, size_t ldc);
 
+/* dst[c*ldd + r] = src[r*lds + c] for r < rows, c < cols. */
+typedef void (*ag_transpose_fn)(size_t rows, size_t cols, const ag_real *src, size_t lds,
+                                ag_real *dst, size_t ldd);
+
 typedef struct ag_gemm_kernel {
     const char *name;
     int mr, nr;            /* the micro-tile */
@@ -76,10 +80,11 @@ typedef struct ag_gemm_kernel {
     ag_micro_fn micro;
     size_t direct_n;       /* widest N for direct (0: none) */
     ag_direct_fn direct;   /* NULL when there is none */
+    ag_transpose_fn transpose;   /* a fast transpose for packing, or NULL */
 } ag_gemm_kernel;
 
 /* The SIMD kernels, or NULL when this compiler or architecture has none.
- * They do not check the CPU: the caller does. */
+ * They do not check the CPU: the caller does (avx512 also needs AVX2). */
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void);
 const ag_gemm_kernel *ag_gemm_kernel_avx512(void);
 
