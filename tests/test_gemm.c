@@ -14,6 +14,8 @@
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifdef AG_REAL_DOUBLE
 #define EPS DBL_EPSILON
@@ -281,6 +283,34 @@ START_TEST(test_parallel_for)
 }
 END_TEST
 
+START_TEST(test_fork_child)
+{
+    /* a child of fork() has none of its parent's workers: its parallel calls
+     * must start its own (or run serially), never wait for the parent's */
+    size_t out[16];
+    pf_ctx c = {out, 0};
+    ag_set_threads(2);
+    ag_parallel_for(16, square_task, &c);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(30);   /* a hang becomes a failure */
+        size_t mine[16] = {0};
+        pf_ctx cc = {mine, 0};
+        ag_parallel_for(16, square_task, &cc);
+        int ok = mine[15] == 225;
+        /* report through exec, not exit: under valgrind the child's own leak
+         * check would count glibc's copies of the parent's thread stacks */
+        execl(ok ? "/bin/true" : "/bin/false", ok ? "true" : "false", (char *)NULL);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the forked child failed (status %d)", st);
+    ag_set_threads(1);
+}
+END_TEST
+
 /* A product big enough to be split, computed with 1, 2 and 3 threads (and
  * every kernel): the bytes must match exactly. */
 static void check_threads_identical(const char *name)
@@ -421,6 +451,7 @@ Suite *suite_gemm(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_threads_setting);
     tcase_add_test(tc, test_parallel_for);
+    tcase_add_test(tc, test_fork_child);
     tcase_add_loop_test(tc, test_threads_identical, 0, N_KERNELS);
     tcase_add_test(tc, test_batched_threads_identical);
     suite_add_tcase(s, tc);

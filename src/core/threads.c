@@ -6,7 +6,9 @@
  * sleep on a condition variable between calls, so no thread is created per
  * call. One mutex guards all shared state (simple, and helgrind reads it
  * easily); tasks are coarse, so taking it once per task costs nothing.
- * The pool is stopped and joined by ag_set_threads(1) and at exit.
+ * The pool is stopped and joined by ag_set_threads(1) and at exit; a child
+ * of fork() starts with an empty pool (its parent's workers are not in it).
+ * Tasks must not fork.
  */
 #include "threads.h"
 #include "attograd.h"
@@ -37,7 +39,7 @@ static void *job_ctx;
 static size_t job_n, job_next;     /* tasks in the job, the next one to claim */
 static int job_busy;               /* workers that have not finished the job */
 
-static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
 /* Set in workers, and in a caller while it runs a job: nested calls run serially. */
 static _Thread_local int in_pool;
@@ -100,9 +102,32 @@ static void pool_atexit(void)
     pthread_mutex_unlock(&run_mu);
 }
 
-static void register_atexit(void)
+/* A child of fork() has none of the parent's workers: start it with an empty
+ * pool (and fresh locks, which another parent thread may have held). */
+static void pool_atfork_child(void)
 {
-    atexit(pool_atexit);   /* if this fails, the workers are simply not joined at exit */
+    pthread_mutex_init(&run_mu, NULL);
+    pthread_mutex_init(&pool_mu, NULL);
+    pthread_cond_init(&work_cv, NULL);
+    pthread_cond_init(&done_cv, NULL);
+    free(workers);
+    workers = NULL;
+    n_workers = 0;
+    stopping = 0;
+    job_busy = 0;
+    job_n = job_next = 0;
+    in_pool = 0;
+}
+
+static int hooks_ok;   /* the fork handler is in place: workers may start */
+
+static void register_hooks(void)
+{
+    /* without the fork handler a forked child could wait on workers it does
+     * not have, so then the pool never starts (everything runs serially);
+     * without the exit handler the workers are merely not joined at exit */
+    hooks_ok = pthread_atfork(NULL, NULL, pool_atfork_child) == 0;
+    atexit(pool_atexit);
 }
 
 /* Make the pool hold want-1 workers. Called with run_mu held and no job
@@ -115,7 +140,9 @@ static void pool_resize(int want)
         pool_stop();
     if (want <= 1)
         return;
-    pthread_once(&exit_once, register_atexit);
+    pthread_once(&hooks_once, register_hooks);
+    if (!hooks_ok)
+        return;
     worker *ws = calloc((size_t)want - 1, sizeof(*ws));
     if (!ws)
         return;
