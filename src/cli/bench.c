@@ -95,6 +95,10 @@ static int bench_matmul(int argc, char **argv)
         b[i] = (ag_real)(ag_rng_uniform(&rng) - 0.5);
     }
     ag_set_threads(threads);
+    const char *want = getenv("AG_GEMM");
+    if (want && *want && strcmp(want, "auto") != 0 && strcmp(want, ag_gemm_kernel_name()) != 0)
+        fprintf(stderr, "attograd bench matmul: AG_GEMM=%s cannot run here; using %s\n", want,
+                ag_gemm_kernel_name());
 
     /* Warm up (pool, packing buffers, caches), then size each repetition to
      * last about 50 ms so small n is not lost in the clock's resolution. */

@@ -56,7 +56,7 @@ static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
 
 static int cpu_has(const char *name)
 {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(AG_NO_SIMD)
     __builtin_cpu_init();
     if (strcmp(name, "avx2") == 0)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -3,11 +3,13 @@
  * 8 floats / 4 doubles) and AVX-512F (32 registers of 16 floats / 8
  * doubles). Each function is compiled for its instruction set with a target
  * attribute, so the rest of the library stays portable; gemm.c checks the CPU
- * before it calls any of them.
+ * before it calls any of them. Building with -DAG_NO_SIMD leaves them out
+ * (as on other architectures): only the portable kernel remains.
  */
 #include "gemm.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(AG_NO_SIMD)
 #define AG_HAVE_X86_KERNELS 1
 #include <immintrin.h>
 #endif
