@@ -1,19 +1,22 @@
 /*
  * gemm.c - C = alpha op(A) op(B) + beta C for every matmul forward and
- * backward (A B, A B^T, A^T B, A^T B^T).
+ * backward (A B, A B^T, A^T B, A^T B^T). Three paths, chosen by shape alone:
  *
- * Large products follow the Goto/BLIS scheme: B is packed a (kc x nc) block
- * at a time and A an (mc x kc) block at a time into contiguous panels, and a
- * register-tiled micro-kernel multiplies one (mr x kc) panel of A by one
- * (kc x nr) panel of B. Packing reads op(A) and op(B) through the transpose
- * flags, so all four layouts run the same micro-kernel and no transpose is
- * ever materialised. Tiles at the right and bottom edges run the same
- * micro-kernel with lane masks. Tiny products skip packing: a direct loop is
- * faster when there is little work to amortise it over.
+ * - packed (most products): the Goto/BLIS scheme. B is packed a (kc x nc)
+ *   block at a time and A an (mc x kc) block at a time into contiguous
+ *   panels, and a register-tiled micro-kernel multiplies one (mr x kc) panel
+ *   of A by one (kc x nr) panel of B. Packing reads op(A) and op(B) through
+ *   the transpose flags, so all four layouts run the same micro-kernel and no
+ *   transpose is ever materialised. Edge tiles use the same micro-kernel with
+ *   lane masks.
+ * - direct (narrow N, e.g. attention's d_head or T columns): no packing; the
+ *   SIMD kernel reads A in place and B's rows as vectors (B^T is copied once
+ *   when trans_b). Packing would cost more than it saves here.
+ * - a plain loop for products of a few dozen multiply-adds.
  *
- * Threads split C into row (or column) stripes whose edges fall on micro-tile
+ * Threads split C into stripes of rows (or columns) whose edges fall on tile
  * boundaries; every C element then sees the same kc blocks and the same
- * micro-kernel whatever the split, so results do not depend on the number of
+ * kernel whatever the split, so results do not depend on the number of
  * threads. Each thread packs into its own buffer, allocated once and grown
  * only when a larger problem needs it, freed when the thread exits.
  */
