@@ -326,43 +326,24 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
 
 /* ---- the direct path for small products ---- */
 
-/* The block [i0, i1) x [j0, j1) of C with plain loops, no packing. */
+/* The block [i0, i1) x [j0, j1) of C with plain loops, no packing: one dot
+ * product per element, accumulated in a register and written once (a loop
+ * that adds into C row by row waits on C through memory at every step). */
 static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1)
 {
-    size_t n = j1 - j0, K = g->K, lda = g->lda, ldb = g->ldb;
-    const ag_real *A = g->A, *B = g->B;
-    ag_real alpha = g->alpha;
+    size_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;   /* op(A)(i,p) */
+    size_t rsb = g->tb ? 1 : g->ldb, csb = g->tb ? g->ldb : 1;   /* op(B)(p,j) */
+    size_t K = g->K, ldc = g->ldc;
+    ag_real alpha = g->alpha, beta = g->beta;
     for (size_t i = i0; i < i1; i++) {
-        ag_real *c = g->C + i * g->ldc + j0;
-        if (g->beta == 0)
-            for (size_t j = 0; j < n; j++)
-                c[j] = 0;
-        else if (g->beta != 1)
-            for (size_t j = 0; j < n; j++)
-                c[j] *= g->beta;
-        if (!g->tb) {
-            /* c[i,:] += alpha * a(i,p) * B[p,:]: contiguous over j */
-            for (size_t p = 0; p < K; p++) {
-                ag_real a = alpha * (g->ta ? A[p * lda + i] : A[i * lda + p]);
-                const ag_real *b = B + p * ldb + j0;
-                for (size_t j = 0; j < n; j++)
-                    c[j] += a * b[j];
-            }
-        } else {
-            /* c[i,j] += alpha * dot(a(i,:), B[j,:]): contiguous over p */
-            for (size_t j = 0; j < n; j++) {
-                const ag_real *b = B + (j0 + j) * ldb;
-                ag_real acc = 0;
-                if (!g->ta) {
-                    const ag_real *a = A + i * lda;
-                    for (size_t p = 0; p < K; p++)
-                        acc += a[p] * b[p];
-                } else {
-                    for (size_t p = 0; p < K; p++)
-                        acc += A[p * lda + i] * b[p];
-                }
-                c[j] += alpha * acc;
-            }
+        const ag_real *a = g->A + i * rsa;
+        ag_real *c = g->C + i * ldc;
+        for (size_t j = j0; j < j1; j++) {
+            const ag_real *b = g->B + j * csb;
+            ag_real acc = 0;
+            for (size_t p = 0; p < K; p++)
+                acc += a[p * csa] * b[p * rsb];
+            c[j] = beta == 0 ? alpha * acc : alpha * acc + beta * c[j];
         }
     }
 }
@@ -389,6 +370,16 @@ static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size
 #endif
 /* A batch of small products is shared out above this many multiply-adds. */
 #define AG_GEMM_BATCH_PARALLEL_MIN ((size_t)1 << 18)
+
+/* M N K multiply-adds, or SIZE_MAX when that overflows. */
+static size_t work_of(size_t M, size_t N, size_t K)
+{
+    if (((M | N | K) >> 20) == 0)   /* the usual case, without dividing */
+        return M * N * K;
+    if (N > SIZE_MAX / M || K > SIZE_MAX / (M * N))
+        return SIZE_MAX;
+    return M * N * K;
+}
 
 typedef struct gemm_split {
     const gemm_args *g;
@@ -455,13 +446,7 @@ static int gemm_direct(const gemm_args *g, size_t work)
 static void gemm_run(const gemm_args *g)
 {
     size_t M = g->M, N = g->N, K = g->K;
-    size_t work = M * N * K;   /* may wrap for absurd sizes: then it is large anyway */
-    if (work / M / N != K)
-        work = (size_t)-1;
-    if (work <= AG_GEMM_SMALL_MAX) {
-        gemm_small(g, 0, M, 0, N);
-        return;
-    }
+    size_t work = work_of(M, N, K);
     /* Narrow products skip packing while B stays in cache (or is read only a
      * few times), and while A^T (read down its columns) stays in L1 across a
      * tile's rows. */
@@ -511,7 +496,12 @@ void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alp
         return;
     }
     gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta, A, B, C,
-                   lda, ldb, ldc, kernel()};
+                   lda, ldb, ldc, NULL};
+    if (work_of(M, N, K) <= AG_GEMM_SMALL_MAX) {   /* before any other cost */
+        gemm_small(&g, 0, M, 0, N);
+        return;
+    }
+    g.k = kernel();
     gemm_run(&g);
 }
 
@@ -553,9 +543,11 @@ void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N,
                    lda, ldb, ldc, stride_a, stride_b, stride_c, batch, 1};
     /* Products too small to split by themselves are shared out whole, a run
      * of them per task; each is computed exactly as ag_gemm would. */
-    size_t work = M * N * K, threads = (size_t)ag_parallel_threads();
-    int small = work / M / N == K && work < AG_GEMM_PARALLEL_MIN;
-    if (threads > 1 && batch > 1 && small && work * batch >= AG_GEMM_BATCH_PARALLEL_MIN) {
+    size_t work = work_of(M, N, K);
+    int share = batch > 1 && work < AG_GEMM_PARALLEL_MIN &&
+                work * batch >= AG_GEMM_BATCH_PARALLEL_MIN;
+    size_t threads = share ? (size_t)ag_parallel_threads() : 1;
+    if (threads > 1) {
         size_t tasks = min_size(batch, 4 * threads);
         j.per_task = (batch + tasks - 1) / tasks;
         ag_parallel_for((batch + j.per_task - 1) / j.per_task, batch_task, &j);
