@@ -11,6 +11,8 @@
  *   build/gemm_shapes 256 16 16      # M N K triples
  *   AG_GEMM=generic build/gemm_shapes
  */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime, whatever -std says */
+
 #include "core/gemm.h"
 
 #include <stdio.h>
