@@ -1,10 +1,10 @@
 /*
  * threads.c - a small persistent pool of pthreads behind ag_parallel_for.
  *
- * ag_set_threads(n) asks for n threads in all (the caller plus n-1 workers);
- * workers are started on the first parallel call that needs them and then
- * sleep on a condition variable between calls, so no thread is created per
- * call. One mutex guards all shared state (simple, and helgrind reads it
+ * ag_set_threads(n) asks for n threads in all (the caller plus n-1 workers)
+ * and starts the workers (when called from inside a task, the next parallel
+ * call does); they sleep on a condition variable between calls, so no thread
+ * is created per call. One mutex guards all shared state (simple, and helgrind reads it
  * easily); tasks are coarse, so taking it once per task costs nothing.
  * The pool is stopped and joined by ag_set_threads(1) and at exit; a child
  * of fork() starts with an empty pool (its parent's workers are not in it).
