@@ -31,7 +31,7 @@ ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
-LIBS := -lm
+LIBS := -lm -lpthread
 
 LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/nn/*.c src/optim/*.c src/io/*.c src/check/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
@@ -116,7 +116,7 @@ test: $(TEST_BIN) $(BIN) $(EXAMPLES)
 	AG_BIN=$(BIN) AG_EXAMPLES=$(BUILD)/examples $(TEST_BIN)
 
 attograd.pc: Makefile
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: attograd\nDescription: a small autograd in C, centered on attention\nVersion: %s\nCflags: -I$${includedir} %s\nLibs: -L$${libdir} -lattograd -lm\n' \
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: attograd\nDescription: a small autograd in C, centered on attention\nVersion: %s\nCflags: -I$${includedir} %s\nLibs: -L$${libdir} -lattograd -lm -lpthread\n' \
 	  '$(PREFIX)' "$$(sed -n 's/^#define AG_VERSION "\(.*\)"/\1/p' include/attograd.h)" '$(PC_CFLAGS)' > $@
 
 install: $(LIB) $(BIN) attograd.pc

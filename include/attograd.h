@@ -225,6 +225,18 @@ typedef struct ag_entry_info {
 ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info);
 
 /* ------------------------------------------------------------------------
+ * Threads. Large matrix products are split over a small pool of worker
+ * threads (started by ag_set_threads, kept between calls; tiny products stay
+ * on the caller's thread). Results are bit-identical for every thread count.
+ * ------------------------------------------------------------------------ */
+
+/* Use n threads in all, the caller included (default 1; n < 1 means 1, at
+ * most 256). ag_set_threads(1) stops and frees the pool; it is also freed at
+ * exit. ag_get_threads returns the number set. */
+void ag_set_threads(int n);
+int ag_get_threads(void);
+
+/* ------------------------------------------------------------------------
  * Finite-difference gradient check.
  * ------------------------------------------------------------------------ */
 

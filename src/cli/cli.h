@@ -134,5 +134,7 @@ extern const ag_command ag_cmd_gradcheck_info;
 int ag_explain_attention(const ag_command *cmd, int argc, char **argv);
 int ag_cmd_grad(int argc, char **argv);
 extern const ag_command ag_cmd_grad_info;
+int ag_cmd_bench(int argc, char **argv);
+extern const ag_command ag_cmd_bench_info;
 
 #endif /* AG_CLI_H */

@@ -13,6 +13,7 @@ static const ag_command *const commands[] = {
     &ag_cmd_grad_info,
     &ag_cmd_explain_info,
     &ag_cmd_gradcheck_info,
+    &ag_cmd_bench_info,
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -1,52 +1,558 @@
 /*
- * gemm.c - matrix multiply for every layout matmul needs (A B, A B^T, A^T B).
- * This is the straightforward version: loops ordered so the innermost one
- * walks memory contiguously, which compilers vectorise.
+ * gemm.c - C = alpha op(A) op(B) + beta C for every matmul forward and
+ * backward (A B, A B^T, A^T B, A^T B^T). Three paths, chosen by shape alone:
+ *
+ * - packed (most products): the Goto/BLIS scheme. B is packed a (kc x nc)
+ *   block at a time and A an (mc x kc) block at a time into contiguous
+ *   panels, and a register-tiled micro-kernel multiplies one (mr x kc) panel
+ *   of A by one (kc x nr) panel of B. Packing reads op(A) and op(B) through
+ *   the transpose flags, so all four layouts run the same micro-kernel and no
+ *   transpose is ever materialised. Edge tiles use the same micro-kernel with
+ *   lane masks.
+ * - direct (narrow N, e.g. attention's d_head or T columns): no packing; the
+ *   SIMD kernel reads A in place and B's rows as vectors (B^T is copied once
+ *   when trans_b). Packing would cost more than it saves here.
+ * - a plain loop for products of a few dozen multiply-adds.
+ *
+ * Threads split C into stripes of rows (or columns) whose edges fall on tile
+ * boundaries; every C element then sees the same kc blocks and the same
+ * kernel whatever the split, so results do not depend on the number of
+ * threads. Each thread packs into its own buffer, allocated once and grown
+ * only when a larger problem needs it, freed when the thread exits.
  */
 #include "gemm.h"
+#include "threads.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* ---- the portable micro-kernel ---- */
+
+#define GEN_MR 4
+#define GEN_NR 8
+
+static void micro_generic(size_t kc, const ag_real *restrict a, const ag_real *restrict b,
+                          ag_real *restrict c, size_t ldc, ag_real alpha, ag_real beta, int rows,
+                          int cols)
+{
+    ag_real acc[GEN_MR][GEN_NR] = {{0}};
+    for (size_t p = 0; p < kc; p++, a += GEN_MR, b += GEN_NR)
+        for (int i = 0; i < GEN_MR; i++)
+            for (int j = 0; j < GEN_NR; j++)
+                acc[i][j] += a[i] * b[j];
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            ag_real *cp = c + i * ldc + j;
+            *cp = beta == 0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * *cp;
+        }
+}
+
+static const ag_gemm_kernel kernel_generic = {
+    "generic", GEN_MR, GEN_NR, 256, 128, 1024, micro_generic, 0, NULL, NULL,
+};
+
+/* ---- choosing the kernel ---- */
+
+static const ag_gemm_kernel *kernel_in_use;
+static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
+
+static int cpu_has(const char *name)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(AG_NO_SIMD)
+    __builtin_cpu_init();
+    if (strcmp(name, "avx2") == 0)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (strcmp(name, "avx512") == 0)   /* its packing uses AVX2 */
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+#else
+    (void)name;
+#endif
+    return 0;
+}
+
+/* The kernel called name if it can run here, else NULL. */
+static const ag_gemm_kernel *find_kernel(const char *name)
+{
+    if (strcmp(name, "generic") == 0)
+        return &kernel_generic;
+    if (strcmp(name, "avx2") == 0)
+        return cpu_has("avx2") ? ag_gemm_kernel_avx2() : NULL;
+    if (strcmp(name, "avx512") == 0)
+        return cpu_has("avx512") ? ag_gemm_kernel_avx512() : NULL;
+    if (strcmp(name, "auto") == 0) {
+        const ag_gemm_kernel *k = find_kernel("avx512");
+        if (!k)
+            k = find_kernel("avx2");
+        return k ? k : &kernel_generic;
+    }
+    return NULL;
+}
+
+static void kernel_init(void)
+{
+    const char *env = getenv("AG_GEMM");
+    const ag_gemm_kernel *k = env && *env ? find_kernel(env) : NULL;
+    kernel_in_use = k ? k : find_kernel("auto");
+}
+
+static const ag_gemm_kernel *kernel(void)
+{
+    pthread_once(&kernel_once, kernel_init);
+    return kernel_in_use;
+}
+
+int ag_gemm_use(const char *name)
+{
+    kernel();
+    const ag_gemm_kernel *k = name ? find_kernel(name) : NULL;
+    if (!k)
+        return 0;
+    kernel_in_use = k;
+    return 1;
+}
+
+const char *ag_gemm_kernel_name(void)
+{
+    return kernel()->name;
+}
+
+/* ---- per-thread packing buffers ---- */
+
+static _Thread_local ag_real *pack_buf;   /* (pack_cap) */
+static _Thread_local size_t pack_cap;
+static pthread_key_t pack_key;            /* frees a thread's buffer when it exits */
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+static int pack_key_ok;
+
+static void pack_key_init(void)
+{
+    pack_key_ok = pthread_key_create(&pack_key, free) == 0;
+}
+
+/* This thread's buffer of at least n reals, or NULL when out of memory. */
+static ag_real *pack_buffer(size_t n)
+{
+    if (n <= pack_cap)
+        return pack_buf;
+    pthread_once(&pack_once, pack_key_init);
+    if (!pack_key_ok)
+        return NULL;
+    free(pack_buf);
+    pack_buf = NULL;
+    pack_cap = 0;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n * sizeof(ag_real)) != 0)
+        p = NULL;
+    pthread_setspecific(pack_key, p);
+    if (!p)
+        return NULL;
+    pack_buf = p;
+    pack_cap = n;
+    return pack_buf;
+}
+
+/* ---- the blocked path ---- */
+
+typedef struct gemm_args {
+    int ta, tb;
+    size_t M, N, K;
+    ag_real alpha, beta;
+    const ag_real *A, *B;
+    ag_real *C;
+    size_t lda, ldb, ldc;
+    const ag_gemm_kernel *k;
+} gemm_args;
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+static size_t round_up(size_t a, size_t b)
+{
+    return (a + b - 1) / b * b;
+}
+
+#if defined(__GNUC__)
+#define AG_INLINE static inline __attribute__((always_inline))
+#else
+#define AG_INLINE static inline
+#endif
+
+/* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into panels of mr
+ * rows: panel r holds a[p*mr + i] = op(A)(i0 + r*mr + i, p0 + p), zero rows
+ * past the edge. Written for a constant mr (see pack_a) so the inner copies
+ * unroll and vectorise. */
+AG_INLINE void pack_a_mr(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc,
+                         ag_real *restrict dst, const size_t mr)
+{
+    size_t lda = g->lda;
+    for (size_t ir = 0; ir < mc; ir += mr, dst += mr * kc) {
+        size_t rows = min_size(mr, mc - ir);
+        if (!g->ta) {
+            /* mr rows of A side by side: a small transpose */
+            const ag_real *src = g->A + (i0 + ir) * lda + p0;
+            if (g->k->transpose) {
+                g->k->transpose(rows, kc, src, lda, dst, mr);
+                for (size_t p = 0; rows < mr && p < kc; p++)
+                    for (size_t i = rows; i < mr; i++)
+                        dst[p * mr + i] = 0;
+            } else if (rows == mr) {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t i = 0; i < mr; i++)
+                        dst[p * mr + i] = src[i * lda + p];
+            } else {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t i = 0; i < mr; i++)
+                        dst[p * mr + i] = i < rows ? src[i * lda + p] : 0;
+            }
+        } else {
+            /* A is stored (K x M): each p is a contiguous run of mr values */
+            const ag_real *src = g->A + p0 * lda + i0 + ir;
+            if (rows == mr) {
+                /* a constant size: a few inline vector moves, not a call */
+                for (size_t p = 0; p < kc; p++)
+                    memcpy(dst + p * mr, src + p * lda, mr * sizeof(ag_real));
+            } else {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t i = 0; i < mr; i++)
+                        dst[p * mr + i] = i < rows ? src[p * lda + i] : 0;
+            }
+        }
+    }
+}
+
+static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc, ag_real *dst)
+{
+    switch (g->k->mr) {
+    case 4: pack_a_mr(g, i0, mc, p0, kc, dst, 4); break;
+    case 6: pack_a_mr(g, i0, mc, p0, kc, dst, 6); break;
+    case 12: pack_a_mr(g, i0, mc, p0, kc, dst, 12); break;
+    default: pack_a_mr(g, i0, mc, p0, kc, dst, (size_t)g->k->mr); break;
+    }
+}
+
+/* Pack rows [p0, p0+kc) x columns [j0, j0+nc) of op(B) into panels of nr
+ * columns: panel r holds b[p*nr + j] = op(B)(p0 + p, j0 + r*nr + j), zero
+ * columns past the edge. For a constant nr, like pack_a_mr. */
+AG_INLINE void pack_b_nr(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t nc,
+                         ag_real *restrict dst, const size_t nr)
+{
+    size_t ldb = g->ldb;
+    for (size_t jr = 0; jr < nc; jr += nr, dst += nr * kc) {
+        size_t cols = min_size(nr, nc - jr);
+        if (!g->tb) {
+            /* each p is a contiguous run of nr values of B */
+            const ag_real *src = g->B + p0 * ldb + j0 + jr;
+            if (cols == nr) {
+                for (size_t p = 0; p < kc; p++)
+                    memcpy(dst + p * nr, src + p * ldb, nr * sizeof(ag_real));
+            } else {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t j = 0; j < nr; j++)
+                        dst[p * nr + j] = j < cols ? src[p * ldb + j] : 0;
+            }
+        } else {
+            /* B is stored (N x K): nr rows of it side by side, a transpose */
+            const ag_real *src = g->B + (j0 + jr) * ldb + p0;
+            if (g->k->transpose) {
+                g->k->transpose(cols, kc, src, ldb, dst, nr);
+                for (size_t p = 0; cols < nr && p < kc; p++)
+                    for (size_t j = cols; j < nr; j++)
+                        dst[p * nr + j] = 0;
+            } else if (cols == nr) {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t j = 0; j < nr; j++)
+                        dst[p * nr + j] = src[j * ldb + p];
+            } else {
+                for (size_t p = 0; p < kc; p++)
+                    for (size_t j = 0; j < nr; j++)
+                        dst[p * nr + j] = j < cols ? src[j * ldb + p] : 0;
+            }
+        }
+    }
+}
+
+static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t nc, ag_real *dst)
+{
+    switch (g->k->nr) {
+    case 8: pack_b_nr(g, p0, kc, j0, nc, dst, 8); break;
+    case 16: pack_b_nr(g, p0, kc, j0, nc, dst, 16); break;
+    case 32: pack_b_nr(g, p0, kc, j0, nc, dst, 32); break;
+    default: pack_b_nr(g, p0, kc, j0, nc, dst, (size_t)g->k->nr); break;
+    }
+}
+
+static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1);
+
+/* The block [i0, i1) x [j0, j1) of C, blocked and packed. */
+static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1)
+{
+    const ag_gemm_kernel *k = g->k;
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    size_t kc_max = min_size(k->kc, g->K);
+    size_t mc_max = min_size(k->mc, round_up(i1 - i0, mr));
+    size_t nc_max = min_size(k->nc, round_up(j1 - j0, nr));
+    ag_real *abuf = pack_buffer((mc_max + nc_max) * kc_max);
+    if (!abuf) {
+        gemm_small(g, i0, i1, j0, j1);   /* out of memory: the unpacked loop needs none */
+        return;
+    }
+    ag_real *bbuf = abuf + mc_max * kc_max;
+
+    for (size_t jc = j0; jc < j1; jc += k->nc) {
+        size_t nc = min_size(k->nc, j1 - jc);
+        for (size_t pc = 0; pc < g->K; pc += k->kc) {
+            size_t kc = min_size(k->kc, g->K - pc);
+            ag_real beta = pc == 0 ? g->beta : 1;
+            pack_b(g, pc, kc, jc, nc, bbuf);
+            for (size_t ic = i0; ic < i1; ic += k->mc) {
+                size_t mc = min_size(k->mc, i1 - ic);
+                pack_a(g, ic, mc, pc, kc, abuf);
+                for (size_t jr = 0; jr < nc; jr += nr) {
+                    size_t cols = min_size(nr, nc - jr);
+                    const ag_real *bp = bbuf + jr * kc;
+                    for (size_t ir = 0; ir < mc; ir += mr) {
+                        size_t rows = min_size(mr, mc - ir);
+                        k->micro(kc, abuf + ir * kc, bp, g->C + (ic + ir) * g->ldc + jc + jr,
+                                 g->ldc, g->alpha, beta, (int)rows, (int)cols);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---- the direct path for small products ---- */
+
+/* The block [i0, i1) x [j0, j1) of C with plain loops, no packing: one dot
+ * product per element, accumulated in a register and written once (a loop
+ * that adds into C row by row waits on C through memory at every step). */
+static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1)
+{
+    size_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;   /* op(A)(i,p) */
+    size_t rsb = g->tb ? 1 : g->ldb, csb = g->tb ? g->ldb : 1;   /* op(B)(p,j) */
+    size_t K = g->K, ldc = g->ldc;
+    ag_real alpha = g->alpha, beta = g->beta;
+    for (size_t i = i0; i < i1; i++) {
+        const ag_real *a = g->A + i * rsa;
+        ag_real *c = g->C + i * ldc;
+        for (size_t j = j0; j < j1; j++) {
+            const ag_real *b = g->B + j * csb;
+            ag_real acc = 0;
+            for (size_t p = 0; p < K; p++)
+                acc += a[p * csa] * b[p * rsb];
+            c[j] = beta == 0 ? alpha * acc : alpha * acc + beta * c[j];
+        }
+    }
+}
+
+/* ---- splitting over threads ---- */
+
+/* Below this many multiply-adds a product runs on one thread: waking the
+ * pool and packing twice would cost more than it saves. */
+#ifndef AG_GEMM_PARALLEL_MIN
+#define AG_GEMM_PARALLEL_MIN ((size_t)1 << 21)
+#endif
+/* Up to this many multiply-adds the plain loop wins: nothing to amortise. */
+#ifndef AG_GEMM_SMALL_MAX
+#define AG_GEMM_SMALL_MAX ((size_t)64)
+#endif
+/* Narrow products (N within the kernel's direct_n) run the direct kernel
+ * while op(B) (K x N) has at most this many elements, about 256 KB of L2... */
+#ifndef AG_GEMM_DIRECT_B_MAX
+#define AG_GEMM_DIRECT_B_MAX ((size_t)1 << 16)
+#endif
+/* ...and, for A^T, while K is at most this. */
+#ifndef AG_GEMM_DIRECT_TA_K
+#define AG_GEMM_DIRECT_TA_K ((size_t)512)
+#endif
+/* A batch of small products is shared out above this many multiply-adds. */
+#define AG_GEMM_BATCH_PARALLEL_MIN ((size_t)1 << 18)
+
+/* M N K multiply-adds, or SIZE_MAX when that overflows. */
+static size_t work_of(size_t M, size_t N, size_t K)
+{
+    if (((M | N | K) >> 20) == 0)   /* the usual case, without dividing */
+        return M * N * K;
+    if (N > SIZE_MAX / M || K > SIZE_MAX / (M * N))
+        return SIZE_MAX;
+    return M * N * K;
+}
+
+typedef struct gemm_split {
+    const gemm_args *g;
+    size_t rows, cols;    /* per task: multiples of mr and nr */
+    size_t n_cols;        /* tasks across */
+} gemm_split;
+
+static void gemm_task(void *ctx, size_t t)
+{
+    const gemm_split *s = ctx;
+    size_t i0 = t / s->n_cols * s->rows, j0 = t % s->n_cols * s->cols;
+    gemm_blocked(s->g, i0, min_size(i0 + s->rows, s->g->M), j0, min_size(j0 + s->cols, s->g->N));
+}
+
+typedef struct direct_split {
+    const gemm_args *g;
+    const ag_real *B;      /* op(B) as (K x N) with row stride ldb */
+    size_t ldb, rsa, csa;  /* op(A)(i, p) = A[i*rsa + p*csa] */
+    size_t rows;           /* per task */
+} direct_split;
+
+static void direct_task(void *ctx, size_t t)
+{
+    const direct_split *d = ctx;
+    const gemm_args *g = d->g;
+    size_t i0 = t * d->rows, m = min_size(d->rows, g->M - i0);
+    g->k->direct(m, g->N, g->K, g->alpha, g->A + i0 * d->rsa, d->rsa, d->csa, d->B, d->ldb,
+                 g->beta, g->C + i0 * g->ldc, g->ldc);
+}
+
+/* The direct kernel for a narrow product, B transposed into this thread's
+ * buffer first when it is stored (N x K). Rows of C are independent and each
+ * is computed the same way wherever it falls, so a large one is split into
+ * row stripes over the threads. Returns 0 when it could not run. */
+static int gemm_direct(const gemm_args *g, size_t work)
+{
+    size_t M = g->M, N = g->N, K = g->K;
+    direct_split d = {g, g->B, g->ldb, g->ta ? 1 : g->lda, g->ta ? g->lda : 1, M};
+    if (g->tb) {
+        ag_real *bt = pack_buffer(K * N);
+        if (!bt)
+            return 0;
+        if (g->k->transpose) {
+            g->k->transpose(N, K, g->B, g->ldb, bt, N);
+        } else {
+            for (size_t j = 0; j < N; j++)
+                for (size_t p = 0; p < K; p++)
+                    bt[p * N + j] = g->B[j * g->ldb + p];
+        }
+        d.B = bt;
+        d.ldb = N;
+    }
+    size_t threads = work < AG_GEMM_PARALLEL_MIN ? 1 : (size_t)ag_parallel_threads();
+    if (threads <= 1) {
+        direct_task(&d, 0);
+        return 1;
+    }
+    size_t tasks = 2 * threads;
+    d.rows = round_up((M + tasks - 1) / tasks, 4);
+    ag_parallel_for((M + d.rows - 1) / d.rows, direct_task, &d);
+    return 1;
+}
+
+static void gemm_run(const gemm_args *g)
+{
+    size_t M = g->M, N = g->N, K = g->K;
+    size_t work = work_of(M, N, K);
+    /* Narrow products skip packing while B stays in cache (or is read only a
+     * few times), and while A^T (read down its columns) stays in L1 across a
+     * tile's rows. */
+    if (g->k->direct && N <= g->k->direct_n && (K * N <= AG_GEMM_DIRECT_B_MAX || M <= 16) &&
+        (!g->ta || K <= AG_GEMM_DIRECT_TA_K) && gemm_direct(g, work))
+        return;
+    size_t threads = work < AG_GEMM_PARALLEL_MIN ? 1 : (size_t)ag_parallel_threads();
+    if (threads <= 1) {
+        gemm_blocked(g, 0, M, 0, N);
+        return;
+    }
+    /* Split the longer side into stripes aligned to the micro-tile, two per
+     * thread so a thread slowed by the machine's other work holds no one up. */
+    size_t mr = (size_t)g->k->mr, nr = (size_t)g->k->nr;
+    size_t tasks = 2 * threads;
+    gemm_split s = {g, M, N, 1};
+    if (M >= N) {
+        s.rows = round_up((M + tasks - 1) / tasks, mr);
+    } else {
+        s.cols = round_up((N + tasks - 1) / tasks, nr);
+    }
+    size_t n_rows = (M + s.rows - 1) / s.rows;
+    s.n_cols = (N + s.cols - 1) / s.cols;
+    ag_parallel_for(n_rows * s.n_cols, gemm_task, &s);
+}
+
+/* ---- entry points ---- */
+
+/* C = beta C, writing zeros when beta == 0 (C may hold NaN). */
+static void scale_c(size_t M, size_t N, ag_real beta, ag_real *C, size_t ldc)
+{
+    if (beta == 1)
+        return;
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+}
 
 void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
              const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
              ag_real *C, size_t ldc)
 {
-    for (size_t i = 0; i < M; i++) {
-        ag_real *c = C + i * ldc;
-        if (beta == 0)
-            memset(c, 0, N * sizeof(*c));
-        else if (beta != 1)
-            for (size_t j = 0; j < N; j++)
-                c[j] *= beta;
+    if (M == 0 || N == 0)
+        return;
+    if (K == 0 || alpha == 0) {
+        scale_c(M, N, beta, C, ldc);
+        return;
     }
-    if (!trans_b) {
-        /* c[i,:] += alpha * a(i,p) * B[p,:]: contiguous over j */
-        for (size_t i = 0; i < M; i++) {
-            ag_real *c = C + i * ldc;
-            for (size_t p = 0; p < K; p++) {
-                ag_real a = alpha * (trans_a ? A[p * lda + i] : A[i * lda + p]);
-                const ag_real *b = B + p * ldb;
-                for (size_t j = 0; j < N; j++)
-                    c[j] += a * b[j];
-            }
-        }
+    gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta, A, B, C,
+                   lda, ldb, ldc, NULL};
+    if (work_of(M, N, K) <= AG_GEMM_SMALL_MAX) {   /* before any other cost */
+        gemm_small(&g, 0, M, 0, N);
+        return;
+    }
+    g.k = kernel();
+    gemm_run(&g);
+}
+
+typedef struct batch_job {
+    int ta, tb;
+    size_t M, N, K;
+    ag_real alpha, beta;
+    const ag_real *A, *B;
+    ag_real *C;
+    size_t lda, ldb, ldc, sa, sb, sc;
+    size_t batch, per_task;   /* products in all, and per task */
+} batch_job;
+
+static void batch_task(void *ctx, size_t t)
+{
+    const batch_job *j = ctx;
+    size_t end = min_size(j->batch, (t + 1) * j->per_task);
+    for (size_t b = t * j->per_task; b < end; b++)
+        ag_gemm(j->ta, j->tb, j->M, j->N, j->K, j->alpha, j->A + b * j->sa, j->lda,
+                j->B + b * j->sb, j->ldb, j->beta, j->C + b * j->sc, j->ldc);
+}
+
+void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N, size_t K,
+                     ag_real alpha, const ag_real *A, size_t lda, size_t stride_a,
+                     const ag_real *B, size_t ldb, size_t stride_b, ag_real beta, ag_real *C,
+                     size_t ldc, size_t stride_c)
+{
+    if (batch == 0 || M == 0 || N == 0)
+        return;
+    if (stride_c == 0) {
+        /* every product adds into the one C, in order */
+        ag_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        for (size_t b = 1; b < batch; b++)
+            ag_gemm(trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb,
+                    1, C, ldc);
+        return;
+    }
+    batch_job j = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C,
+                   lda, ldb, ldc, stride_a, stride_b, stride_c, batch, 1};
+    /* Products too small to split by themselves are shared out whole, a run
+     * of them per task; each is computed exactly as ag_gemm would. */
+    size_t work = work_of(M, N, K);
+    int share = batch > 1 && work < AG_GEMM_PARALLEL_MIN &&
+                work * batch >= AG_GEMM_BATCH_PARALLEL_MIN;
+    size_t threads = share ? (size_t)ag_parallel_threads() : 1;
+    if (threads > 1) {
+        size_t tasks = min_size(batch, 4 * threads);
+        j.per_task = (batch + tasks - 1) / tasks;
+        ag_parallel_for((batch + j.per_task - 1) / j.per_task, batch_task, &j);
     } else {
-        /* c[i,j] += alpha * dot(a(i,:), B[j,:]): contiguous over p */
-        for (size_t i = 0; i < M; i++) {
-            ag_real *c = C + i * ldc;
-            for (size_t j = 0; j < N; j++) {
-                const ag_real *b = B + j * ldb;
-                ag_real acc = 0;
-                if (!trans_a) {
-                    const ag_real *a = A + i * lda;
-                    for (size_t p = 0; p < K; p++)
-                        acc += a[p] * b[p];
-                } else {
-                    for (size_t p = 0; p < K; p++)
-                        acc += A[p * lda + i] * b[p];
-                }
-                c[j] += alpha * acc;
-            }
-        }
+        j.per_task = batch;
+        batch_task(&j, 0);
     }
 }

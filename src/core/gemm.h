@@ -12,11 +12,80 @@
  *   op(A) is (M x K): A itself with row stride lda when !trans_a, otherwise
  *   A is stored (K x M) and transposed on the fly.
  *   op(B) is (K x N): likewise with trans_b and ldb.
- *   C is (M x N) with row stride ldc. When beta == 0, C is only written.
- * Borrows every pointer; C must not alias A or B.
+ *   C is (M x N) with row stride ldc. When beta == 0, C is only written
+ *   (it may hold anything, NaN included, beforehand).
+ * Borrows every pointer; C must not alias A or B. Large products are split
+ * over the threads of ag_set_threads; the result is bit-identical for every
+ * thread count.
  */
 void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
              const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
              ag_real *C, size_t ldc);
+
+/*
+ * batch independent products: for b in [0, batch),
+ *   C + b*stride_c = alpha * op(A + b*stride_a) op(B + b*stride_b) + beta * C + b*stride_c
+ * with the shapes and strides of ag_gemm. A stride of 0 shares that operand
+ * across the batch. When stride_c is 0 every product adds into the same C
+ * (beta applies once, before the first) in batch order. Small products are
+ * spread over the threads one product per task; results are bit-identical
+ * for every thread count.
+ */
+void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N, size_t K,
+                     ag_real alpha, const ag_real *A, size_t lda, size_t stride_a,
+                     const ag_real *B, size_t ldb, size_t stride_b, ag_real beta, ag_real *C,
+                     size_t ldc, size_t stride_c);
+
+/*
+ * Which micro-kernel runs: "generic" (portable C), "avx2" (AVX2+FMA) or
+ * "avx512" (AVX-512F), or "auto" for the best one this CPU supports. The
+ * first call to ag_gemm reads the environment variable AG_GEMM the same way.
+ * ag_gemm_use returns 1 when the kernel is now in use, 0 (nothing changed)
+ * when the name is unknown or the CPU or the compiler cannot run it. Not
+ * thread-safe against concurrent ag_gemm calls: for tests and benchmarks.
+ */
+int ag_gemm_use(const char *name);
+/* The name of the kernel in use ("generic", "avx2" or "avx512"). */
+const char *ag_gemm_kernel_name(void);
+
+/* ---- between gemm.c and the SIMD kernels in gemm_simd.c ---- */
+
+/*
+ * A micro-kernel: the (mr x nr) tile c = alpha * a b + beta * c, where a is a
+ * packed (mr x kc) panel stored column by column (a[p*mr + i]) and b a packed
+ * (kc x nr) panel stored row by row (b[p*nr + j]). Only the first rows x
+ * cols of the tile are read and written (an edge tile of C; a and b are
+ * zero-padded past it). With beta == 0, c is not read. c has row stride ldc.
+ */
+typedef void (*ag_micro_fn)(size_t kc, const ag_real *a, const ag_real *b, ag_real *c,
+                            size_t ldc, ag_real alpha, ag_real beta, int rows, int cols);
+
+/*
+ * A direct kernel for narrow products, no packing: C = alpha op(A) B + beta C
+ * with op(A)(i, p) = A[i*rsa + p*csa] (so A and A^T alike) and B a (K x N)
+ * row-major matrix with row stride ldb, N <= the kernel's direct_n.
+ */
+typedef void (*ag_direct_fn)(size_t M, size_t N, size_t K, ag_real alpha, const ag_real *A,
+                             size_t rsa, size_t csa, const ag_real *B, size_t ldb, ag_real beta,
+                             ag_real *C, size_t ldc);
+
+/* dst[c*ldd + r] = src[r*lds + c] for r < rows, c < cols. */
+typedef void (*ag_transpose_fn)(size_t rows, size_t cols, const ag_real *src, size_t lds,
+                                ag_real *dst, size_t ldd);
+
+typedef struct ag_gemm_kernel {
+    const char *name;
+    int mr, nr;            /* the micro-tile */
+    size_t kc, mc, nc;     /* cache blocks: K per pass, rows of A and columns of B packed */
+    ag_micro_fn micro;
+    size_t direct_n;       /* widest N for direct (0: none) */
+    ag_direct_fn direct;   /* NULL when there is none */
+    ag_transpose_fn transpose;   /* a fast transpose for packing, or NULL */
+} ag_gemm_kernel;
+
+/* The SIMD kernels, or NULL when this compiler or architecture has none.
+ * They do not check the CPU: the caller does (avx512 also needs AVX2). */
+const ag_gemm_kernel *ag_gemm_kernel_avx2(void);
+const ag_gemm_kernel *ag_gemm_kernel_avx512(void);
 
 #endif /* AG_GEMM_H */

@@ -61,9 +61,8 @@ ag_tensor *ag_matmul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
         /* one product: the batch folds into the rows of a */
         ag_gemm(0, 0, p.batch * p.m, p.n, p.k, 1, a->data, p.k, b->data, p.n, 0, out->data, p.n);
     } else {
-        for (size_t i = 0; i < p.batch; i++)
-            ag_gemm(0, 0, p.m, p.n, p.k, 1, a->data + i * p.m * p.k, p.k, b->data + i * p.k * p.n,
-                    p.n, 0, out->data + i * p.m * p.n, p.n);
+        ag_gemm_batched(0, 0, p.batch, p.m, p.n, p.k, 1, a->data, p.k, p.m * p.k, b->data, p.n,
+                        p.k * p.n, 0, out->data, p.n, p.m * p.n);
     }
     return out;
 }
@@ -77,13 +76,10 @@ void ag_matmul_backward(ag_tape *tape, const ag_entry *e)
     ag_matmul_check(tape, "matmul", a, b, 0, &p, shape);
     size_t rows = p.b_shared ? p.batch * p.m : p.m;
     size_t batches = p.b_shared ? 1 : p.batch;
-    for (size_t i = 0; i < batches; i++) {
-        const ag_real *dc = c->grad + i * rows * p.n;
-        if (a->grad)
-            ag_gemm(0, 1, rows, p.k, p.n, 1, dc, p.n, b->data + i * p.k * p.n, p.n, 1,
-                    a->grad + i * rows * p.k, p.k);
-        if (b->grad)
-            ag_gemm(1, 0, p.k, p.n, rows, 1, a->data + i * rows * p.k, p.k, dc, p.n, 1,
-                    b->grad + i * p.k * p.n, p.n);
-    }
+    if (a->grad)
+        ag_gemm_batched(0, 1, batches, rows, p.k, p.n, 1, c->grad, p.n, rows * p.n, b->data, p.n,
+                        p.k * p.n, 1, a->grad, p.k, rows * p.k);
+    if (b->grad)
+        ag_gemm_batched(1, 0, batches, p.k, p.n, rows, 1, a->data, p.k, rows * p.k, c->grad, p.n,
+                        rows * p.n, 1, b->grad, p.n, p.k * p.n);
 }

@@ -19,9 +19,8 @@ ag_tensor *ag_matmul_bt(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
         return NULL;
     size_t rows = p.b_shared ? p.batch * p.m : p.m;
     size_t batches = p.b_shared ? 1 : p.batch;
-    for (size_t i = 0; i < batches; i++)
-        ag_gemm(0, 1, rows, p.n, p.k, 1, a->data + i * rows * p.k, p.k, b->data + i * p.n * p.k,
-                p.k, 0, out->data + i * rows * p.n, p.n);
+    ag_gemm_batched(0, 1, batches, rows, p.n, p.k, 1, a->data, p.k, rows * p.k, b->data, p.k,
+                    p.n * p.k, 0, out->data, p.n, rows * p.n);
     return out;
 }
 
@@ -34,13 +33,10 @@ void ag_matmul_bt_backward(ag_tape *tape, const ag_entry *e)
     ag_matmul_check(tape, "matmul_bt", a, b, 1, &p, shape);
     size_t rows = p.b_shared ? p.batch * p.m : p.m;
     size_t batches = p.b_shared ? 1 : p.batch;
-    for (size_t i = 0; i < batches; i++) {
-        const ag_real *dc = c->grad + i * rows * p.n;
-        if (a->grad)
-            ag_gemm(0, 0, rows, p.k, p.n, 1, dc, p.n, b->data + i * p.n * p.k, p.k, 1,
-                    a->grad + i * rows * p.k, p.k);
-        if (b->grad)
-            ag_gemm(1, 0, p.n, p.k, rows, 1, dc, p.n, a->data + i * rows * p.k, p.k, 1,
-                    b->grad + i * p.n * p.k, p.k);
-    }
+    if (a->grad)
+        ag_gemm_batched(0, 0, batches, rows, p.k, p.n, 1, c->grad, p.n, rows * p.n, b->data, p.k,
+                        p.n * p.k, 1, a->grad, p.k, rows * p.k);
+    if (b->grad)
+        ag_gemm_batched(1, 0, batches, p.n, p.k, rows, 1, c->grad, p.n, rows * p.n, a->data, p.k,
+                        rows * p.k, 1, b->grad, p.k, p.n * p.k);
 }

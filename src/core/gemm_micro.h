@@ -1,0 +1,158 @@
+/*
+ * gemm_micro.h - the bodies of one instruction set's kernels (the packed
+ * micro-kernel and the direct kernel for narrow products), included by
+ * gemm_simd.c once per instruction set: a template, not a header to include
+ * elsewhere. The includer defines:
+ *   MICRO_NAME, DIRECT_NAME, DIRECT_TILE   the functions' names
+ *   MICRO_TARGET   its __attribute__((target(...)))
+ *   VEC, W, MASK   the vector type, its width in ag_reals, a lane mask type
+ *   MR, NV         the tile: MR rows by NV vectors (NR = NV * W columns)
+ *   DIRECT_ROWS, DIRECT_NV   the direct kernel's tile (up to 4 by 4)
+ *   VLOAD VSTORE VSET1 VFMA(a, b, c) = a*b + c, VMUL, VZERO
+ *   VMASK(n)       a mask of the first n lanes (0 < n <= W)
+ *   VLOAD_M(p, m), VSTORE_M(p, m, v)   masked load (zeros elsewhere) / store
+ * The accumulators (MR * NV vectors) stay in registers: the loops over rows
+ * and vectors have constant bounds and are fully unrolled.
+ *
+ * c[i][j] = alpha * sum_p a[p*MR + i] * b[p*NR + j]  (+ beta * c[i][j])
+ * for i < rows, j < cols; a tile at the edge of C has rows < MR or cols < NR
+ * (a and b are zero-padded there) and only its valid part is read or written.
+ */
+MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
+                                    const ag_real *restrict b, ag_real *restrict c, size_t ldc,
+                                    ag_real alpha, ag_real beta, int rows, int cols)
+{
+    VEC acc[MR][NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = VZERO();
+    for (size_t p = 0; p < kc; p++) {
+        VEC bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            bv[v] = VLOAD(b + v * W);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            VEC ai = VSET1(a[i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = VFMA(ai, bv[v], acc[i][v]);
+        }
+        a += MR;
+        b += NV * W;
+    }
+    VEC va = VSET1(alpha), vb = VSET1(beta);
+    if (rows == MR && cols == NV * W) {
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                ag_real *cp = c + i * ldc + v * W;
+                if (beta == 0)
+                    VSTORE(cp, VMUL(va, acc[i][v]));
+                else
+                    VSTORE(cp, VFMA(va, acc[i][v], VMUL(vb, VLOAD(cp))));
+            }
+        return;
+    }
+    /* an edge tile: the same arithmetic, through lane masks */
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) {
+        int n = cols - v * W;
+        if (n <= 0)
+            break;
+        MASK m = VMASK(n < W ? n : W);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            if (i >= rows)
+                break;
+            ag_real *cp = c + i * ldc + v * W;
+            if (beta == 0)
+                VSTORE_M(cp, m, VMUL(va, acc[i][v]));
+            else
+                VSTORE_M(cp, m, VFMA(va, acc[i][v], VMUL(vb, VLOAD_M(cp, m))));
+        }
+    }
+}
+
+/*
+ * The direct kernel for narrow products (N <= DIRECT_NV * W), no packing:
+ *   C = alpha op(A) B + beta C
+ * op(A)(i, p) = a[i*rsa + p*csa] covers A and A^T alike; B is (K x N)
+ * row-major with row stride ldb. DIRECT_ROWS rows of C at a time share each
+ * row of B; the columns are DIRECT_NV vectors at most, the last one masked.
+ * DIRECT_TILE is written for constant R and NVD, which DIRECT_NAME fixes.
+ */
+MICRO_TARGET static inline __attribute__((always_inline)) void
+DIRECT_TILE(size_t K, const ag_real *a, size_t rsa, size_t csa, const ag_real *b, size_t ldb,
+            ag_real *c, size_t ldc, ag_real alpha, ag_real beta, MASK last, const int R,
+            const int NVD)
+{
+    VEC acc[DIRECT_ROWS][DIRECT_NV];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NVD; v++)
+            acc[r][v] = VZERO();
+    for (size_t p = 0; p < K; p++, a += csa, b += ldb) {
+        VEC bv[DIRECT_NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NVD; v++)
+            bv[v] = v == NVD - 1 ? VLOAD_M(b + v * W, last) : VLOAD(b + v * W);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            VEC ar = VSET1(a[r * rsa]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NVD; v++)
+                acc[r][v] = VFMA(ar, bv[v], acc[r][v]);
+        }
+    }
+    VEC va = VSET1(alpha), vb = VSET1(beta);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NVD; v++) {
+            ag_real *cp = c + r * ldc + v * W;
+            if (v < NVD - 1)
+                VSTORE(cp, beta == 0 ? VMUL(va, acc[r][v]) : VFMA(va, acc[r][v], VMUL(vb, VLOAD(cp))));
+            else if (beta == 0)
+                VSTORE_M(cp, last, VMUL(va, acc[r][v]));
+            else
+                VSTORE_M(cp, last, VFMA(va, acc[r][v], VMUL(vb, VLOAD_M(cp, last))));
+        }
+}
+
+MICRO_TARGET static void DIRECT_NAME(size_t M, size_t N, size_t K, ag_real alpha,
+                                     const ag_real *A, size_t rsa, size_t csa, const ag_real *B,
+                                     size_t ldb, ag_real beta, ag_real *C, size_t ldc)
+{
+    int nvd = (int)((N + W - 1) / W);
+    MASK last = VMASK((int)N - (nvd - 1) * W);
+    size_t i = 0;
+#define DIRECT_CASE(NVD)                                                                        \
+    case NVD:                                                                                   \
+        for (; i + DIRECT_ROWS <= M; i += DIRECT_ROWS)                                          \
+            DIRECT_TILE(K, A + i * rsa, rsa, csa, B, ldb, C + i * ldc, ldc, alpha, beta, last,  \
+                        DIRECT_ROWS, NVD);                                                      \
+        for (; i < M; i++)                                                                      \
+            DIRECT_TILE(K, A + i * rsa, rsa, csa, B, ldb, C + i * ldc, ldc, alpha, beta, last,  \
+                        1, NVD);                                                                \
+        break;
+    switch (nvd) {
+        DIRECT_CASE(1)
+#if DIRECT_NV >= 2
+        DIRECT_CASE(2)
+#endif
+#if DIRECT_NV >= 3
+        DIRECT_CASE(3)
+#endif
+#if DIRECT_NV >= 4
+        DIRECT_CASE(4)
+#endif
+    default:
+        break;
+    }
+#undef DIRECT_CASE
+}

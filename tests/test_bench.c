@@ -1,0 +1,82 @@
+/*
+ * test_bench.c - `attograd bench`: the result line's format, and bad usage
+ * exits 2 naming the flag. Runs the binary named by AG_BIN (set by
+ * `make check`); without it there is nothing to run. Never asserts a speed.
+ */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* Run `$AG_BIN args 2>&1`, capture the output into out; returns the exit
+ * status, or -1 when AG_BIN is not set. */
+static int run_cli(const char *args, char *out, size_t len)
+{
+    const char *bin = getenv("AG_BIN");
+    out[0] = '\0';
+    if (!bin || !*bin)
+        return -1;
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+START_TEST(test_bench_matmul_line)
+{
+    char out[4096];
+    int rc = run_cli("bench matmul --n 17 --threads 2 --reps 1", out, sizeof(out));
+    if (rc == -1)
+        return;
+    ck_assert_int_eq(rc, 0);
+    double gflops = -1;
+    char tail = 0;
+    int got = sscanf(out, "bench: op=matmul n=17 threads=2 gflops=%lf%c", &gflops, &tail);
+    ck_assert_msg(got == 2 && tail == '\n' && gflops > 0, "unexpected output: %s", out);
+    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));   /* exactly one line */
+}
+END_TEST
+
+START_TEST(test_bench_usage)
+{
+    static const struct {
+        const char *args, *says;
+    } bad[] = {
+        {"bench", "which benchmark"},
+        {"bench nosuch", "unknown benchmark 'nosuch'"},
+        {"bench matmul --n 0", "--n"},
+        {"bench matmul --n 12x", "--n"},
+        {"bench matmul --threads", "--threads"},
+        {"bench matmul --reps -1", "--reps"},
+        {"bench matmul --fast", "--fast"},
+    };
+    char out[4096];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int rc = run_cli(bad[i].args, out, sizeof(out));
+        if (rc == -1)
+            return;
+        ck_assert_msg(rc == 2, "'%s' exited %d", bad[i].args, rc);
+        ck_assert_msg(strstr(out, bad[i].says), "'%s' said: %s", bad[i].args, out);
+        ck_assert_msg(strstr(out, "usage: "), "'%s' gave no usage line: %s", bad[i].args, out);
+    }
+    ck_assert_int_eq(run_cli("bench matmul --help", out, sizeof(out)), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: attograd bench matmul"));
+}
+END_TEST
+
+Suite *suite_bench(void)
+{
+    Suite *s = suite_create("bench");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_bench_matmul_line);
+    tcase_add_test(tc, test_bench_usage);
+    suite_add_tcase(s, tc);
+    return s;
+}
