@@ -115,16 +115,17 @@ test: $(TEST_BIN) $(BIN) $(EXAMPLES)
 	@echo "== tests: REAL=$(REAL)$(if $(SANITIZE), SANITIZE=$(SANITIZE)) =="
 	AG_BIN=$(BIN) AG_EXAMPLES=$(BUILD)/examples $(TEST_BIN)
 
-attograd.pc: Makefile
+$(BUILD)/attograd.pc: Makefile include/attograd.h
+	@mkdir -p $(@D)
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: attograd\nDescription: a small autograd in C, centered on attention\nVersion: %s\nCflags: -I$${includedir} %s\nLibs: -L$${libdir} -lattograd -lm -lpthread\n' \
 	  '$(PREFIX)' "$$(sed -n 's/^#define AG_VERSION "\(.*\)"/\1/p' include/attograd.h)" '$(PC_CFLAGS)' > $@
 
-install: $(LIB) $(BIN) attograd.pc
+install: $(LIB) $(BIN) $(BUILD)/attograd.pc
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/attograd
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libattograd.a
 	install -m 644 include/attograd.h $(DESTDIR)$(PREFIX)/include/attograd.h
-	install -m 644 attograd.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/attograd.pc
+	install -m 644 $(BUILD)/attograd.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/attograd.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/attograd $(DESTDIR)$(PREFIX)/lib/libattograd.a \
