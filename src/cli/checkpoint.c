@@ -7,9 +7,7 @@
  */
 #include "cli.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +31,8 @@ static int meta_long(const ag_st_file *f, const char *path, const char *key, lon
     const char *s;
     if (!meta_str(f, path, key, &s, err, errlen))
         return 0;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) {
+    long v = 0;
+    if (ag_cli_parse_long(s, &v) != AG_PARSE_OK || v < lo || v > hi) {
         snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not a whole number in %ld..%ld",
                  path, key, s, lo, hi);
         return 0;
@@ -61,15 +57,11 @@ static int meta_u64(const ag_st_file *f, const char *path, const char *key, uint
     const char *s;
     if (!meta_str(f, path, key, &s, err, errlen))
         return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *s == '-' || *s == '+' || *end || errno) {
+    if (ag_cli_parse_u64(s, out) != AG_PARSE_OK) {
         snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not an unsigned 64-bit number",
                  path, key, s);
         return 0;
     }
-    *out = (uint64_t)v;
     return 1;
 }
 
@@ -79,9 +71,11 @@ static int meta_double(const ag_st_file *f, const char *path, const char *key, d
     const char *s;
     if (!meta_str(f, path, key, &s, err, errlen))
         return 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end || !isfinite(v) || v < lo || v > hi) {
+    double v = 0;
+    int r = ag_cli_parse_double(s, &v);
+    if (r == AG_PARSE_TINY)
+        r = AG_PARSE_OK, v = 0;   /* %.17g never writes one, but it is a number */
+    if (r != AG_PARSE_OK || v < lo || v > hi) {
         snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not a number in %g..%g", path,
                  key, s, lo, hi);
         return 0;

@@ -37,6 +37,9 @@ int ag_cli_opt(int argc, char **argv, int *i, const char *name, const char **val
  * the value is missing. */
 int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
                  const char **value);
+/* ag_cli_value for a file name: an empty name is a usage error too. */
+int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
+                const char **value);
 /* Whether argv[i] is the switch `name` exactly (no value). */
 int ag_cli_switch(char **argv, int i, const char *name);
 /* Whether argv[i] is -h or --help. */
@@ -51,6 +54,27 @@ int ag_cli_int(const ag_command *cmd, const char *flag, const char *s, int min, 
 int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t *out);
 int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double min, double max,
                   double *out);
+
+/* The strict parsers underneath, printing nothing (also for numbers read
+ * from files' metadata): the whole string must be the number, with no
+ * leading white space, sign only where it makes sense, no NaN or Inf. */
+enum { AG_PARSE_OK = 0, AG_PARSE_BAD = 1, AG_PARSE_RANGE = 2, AG_PARSE_TINY = 3 };
+int ag_cli_parse_long(const char *s, long *out);
+int ag_cli_parse_u64(const char *s, uint64_t *out);
+int ag_cli_parse_double(const char *s, double *out);   /* TINY: underflows to 0 */
+
+/* Whether a file can be written at path later (its directory exists and is
+ * writable, path is not a directory), checked before a long run rather than
+ * after it. Returns 0 with a message naming the path in err. */
+int ag_cli_check_output(const char *path, char *err, size_t errlen);
+
+/* The most values one tensor of a step may hold (128 MB of floats): the
+ * attention weights (B, H, T, T) grow with T squared, so a modest --seq or a
+ * file's long x could otherwise ask for more memory than the machine has.
+ * The two counts saturate instead of overflowing. */
+#define AG_CLI_MAX_VALUES ((uint64_t)1 << 25)
+uint64_t ag_cli_attention_values(uint64_t batch, uint64_t heads, uint64_t seq);
+uint64_t ag_cli_activation_values(uint64_t batch, uint64_t seq, uint64_t dim);
 
 /* Whether an executable `name` is on the PATH. */
 int ag_cli_have_program(const char *name);
