@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,18 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
         !meta_long(f, path, "optim_steps", 0, 2000000000L, &st->optim_steps, err, errlen))
         goto fail;
     st->model.causal = (int)causal;
+    /* each value alone is in range; together they must make a model */
+    int lo = ag_task_min_seq(st->model.task), hi = ag_task_max_seq(st->model.task);
+    if (st->model.seq < lo || st->model.seq > hi) {
+        snprintf(err, errlen, "%s: checkpoint metadata seq %d is out of range for task %s (%d..%d)",
+                 path, st->model.seq, ag_task_name(st->model.task), lo, hi);
+        goto fail;
+    }
+    if (st->model.heads > st->model.dim || st->model.dim % st->model.heads != 0) {
+        snprintf(err, errlen, "%s: checkpoint metadata heads %d does not divide dim %d", path,
+                 st->model.heads, st->model.dim);
+        goto fail;
+    }
     *file = f;
     return 1;
 fail:
@@ -147,20 +160,40 @@ fail:
     return 0;
 }
 
-int ag_cli_checkpoint_restore(const ag_st_file *f, ag_model *model, ag_optim *opt,
-                              const ag_train_state *st, char *err, size_t errlen)
+/* A weight or an optimizer state that is NaN or Inf (or negative, where it
+ * cannot be) would only make the first step fail: say where it is now. */
+static int check_values(const char *path, const char *name, const ag_real *v, size_t n,
+                        int nonneg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(v[i]) || (nonneg && v[i] < 0)) {
+            snprintf(err, errlen, "%s: tensor '%s' holds %s at element %zu", path, name,
+                     isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value", i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int ag_cli_checkpoint_restore(const ag_st_file *f, const char *path, ag_model *model,
+                              ag_optim *opt, const ag_train_state *st, char *err, size_t errlen)
 {
     ag_tensor *params[MAX_PARAMS];
     const char *names[MAX_PARAMS];
     size_t n = ag_model_params(model, params, names, MAX_PARAMS);
     for (size_t i = 0; i < n; i++) {
-        if (ag_st_get(f, names[i], params[i]->ndim, params[i]->shape, params[i]->data, err, errlen) != AG_OK)
+        if (ag_st_get(f, names[i], params[i]->ndim, params[i]->shape, params[i]->data, err, errlen) != AG_OK ||
+            !check_values(path, names[i], params[i]->data, params[i]->size, 0, err, errlen))
             return 0;
         for (int slot = 0; slot < ag_optim_slots(opt); slot++) {
             char key[64];
-            snprintf(key, sizeof(key), "optim.%s.%s", names[i], ag_optim_slot_name(opt, slot));
+            const char *slot_name = ag_optim_slot_name(opt, slot);
+            snprintf(key, sizeof(key), "optim.%s.%s", names[i], slot_name);
             ag_real *buf = ag_optim_state(opt, i, slot);
-            if (ag_st_get(f, key, params[i]->ndim, params[i]->shape, buf, err, errlen) != AG_OK)
+            /* Adam's v is a running mean of squares: a negative one is NaN at the next step */
+            int nonneg = ag_optim_slots(opt) == 2 && strcmp(slot_name, "v") == 0;
+            if (ag_st_get(f, key, params[i]->ndim, params[i]->shape, buf, err, errlen) != AG_OK ||
+                !check_values(path, key, buf, params[i]->size, nonneg, err, errlen))
                 return 0;
         }
     }

@@ -113,10 +113,11 @@ typedef struct ag_train_state {
  * Returns 0 with a message in err. */
 int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *st, char *err,
                            size_t errlen);
-/* Copy the parameters and the optimizer state from f into model and opt,
- * which were made from st. Returns 0 with a message naming the tensor. */
-int ag_cli_checkpoint_restore(const ag_st_file *f, ag_model *model, ag_optim *opt,
-                              const ag_train_state *st, char *err, size_t errlen);
+/* Copy the parameters and the optimizer state from f (loaded from path)
+ * into model and opt, which were made from st. Every value must be finite.
+ * Returns 0 with a message naming the file and the tensor. */
+int ag_cli_checkpoint_restore(const ag_st_file *f, const char *path, ag_model *model,
+                              ag_optim *opt, const ag_train_state *st, char *err, size_t errlen);
 /* Write model, opt and st to path atomically. Returns 0 with a message. */
 int ag_cli_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
                            const ag_train_state *st, char *err, size_t errlen);

@@ -608,7 +608,7 @@ int ag_cli_train_run(train_opts *o)
         goto done;
     }
     if (ckpt) {
-        if (!ag_cli_checkpoint_restore(ckpt, r.model, r.opt, &loaded, err, sizeof(err))) {
+        if (!ag_cli_checkpoint_restore(ckpt, o->load_path, r.model, r.opt, &loaded, err, sizeof(err))) {
             fprintf(stderr, "attograd train: %s\n", err);
             goto done;
         }
