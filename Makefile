@@ -113,7 +113,7 @@ check: check-deps
 
 test: $(TEST_BIN) $(BIN) $(EXAMPLES)
 	@echo "== tests: REAL=$(REAL)$(if $(SANITIZE), SANITIZE=$(SANITIZE)) =="
-	AG_BIN=$(BIN) AG_EXAMPLES=$(BUILD)/examples $(TEST_BIN)
+	AG_BIN=$(BIN) AG_EXAMPLES=$(BUILD)/examples AG_SANITIZE=$(SANITIZE) $(TEST_BIN)
 
 attograd.pc: Makefile
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: attograd\nDescription: a small autograd in C, centered on attention\nVersion: %s\nCflags: -I$${includedir} %s\nLibs: -L$${libdir} -lattograd -lm\n' \
