@@ -262,7 +262,9 @@ static inline void cli_rmdir(const char *dir)
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        int n = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (n < 0 || (size_t)n >= sizeof(path))
+            continue;
         if (remove(path) != 0)
             cli_rmdir(path);
     }

@@ -96,6 +96,31 @@ int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char
     return r;
 }
 
+const char *ag_cli_quote(const char *s, char *buf, size_t len)
+{
+    size_t n = 0, i = 0;
+    if (len < 8) {
+        if (len)
+            buf[0] = '\0';
+        return buf;
+    }
+    for (; s[i] && i < AG_CLI_QUOTE_MAX && n + 5 < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\n' || c == '\t')
+            n += (size_t)snprintf(buf + n, len - n, "\\%c", c == '\n' ? 'n' : 't');
+        else if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
+        else
+            buf[n++] = (char)c;
+    }
+    if (s[i] && n + 4 <= len) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 /* ---- numbers: the whole string, nothing skipped ---- */
 
 /* strtol and friends skip leading white space (tabs and newlines too) and

@@ -40,6 +40,12 @@ int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const cha
 /* ag_cli_value for a file name: an empty name is a usage error too. */
 int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
                 const char **value);
+/* A string from a file (a metadata value), fit to quote in a message: at
+ * most AG_CLI_QUOTE_MAX bytes of it, control characters escaped (\n, \t,
+ * \x1b), "..." when cut. Returns buf; AG_CLI_QUOTE_LEN always fits. */
+#define AG_CLI_QUOTE_MAX 48
+#define AG_CLI_QUOTE_LEN (4 * AG_CLI_QUOTE_MAX + 8)
+const char *ag_cli_quote(const char *s, char *buf, size_t len);
 /* Whether argv[i] is the switch `name` exactly (no value). */
 int ag_cli_switch(char **argv, int i, const char *name);
 /* Whether argv[i] is -h or --help. */

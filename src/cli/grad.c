@@ -40,6 +40,7 @@ static int print_help(const ag_command *cmd)
 static int read_config(const ag_st_file *f, const char *path, int d, int *heads, int *causal)
 {
     const char *h = ag_st_meta(f, "n_heads"), *c = ag_st_meta(f, "causal");
+    char q[AG_CLI_QUOTE_LEN];
     if (!h) {
         fprintf(stderr, "attograd grad: %s: metadata 'n_heads' is missing\n", path);
         return 0;
@@ -47,7 +48,7 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
     long v = 0;
     if (ag_cli_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
         fprintf(stderr, "attograd grad: %s: metadata n_heads '%s' must be a whole number dividing d = %d\n",
-                path, h, d);
+                path, ag_cli_quote(h, q, sizeof(q)), d);
         return 0;
     }
     *heads = (int)v;
@@ -56,7 +57,8 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
     } else if (strcmp(c, "true") == 0) {
         *causal = 1;
     } else {
-        fprintf(stderr, "attograd grad: %s: metadata causal '%s' must be \"true\" or \"false\"\n", path, c);
+        fprintf(stderr, "attograd grad: %s: metadata causal '%s' must be \"true\" or \"false\"\n", path,
+                ag_cli_quote(c, q, sizeof(q)));
         return 0;
     }
     return 1;
