@@ -25,6 +25,9 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 /* A finished (or running) child. */
 typedef struct cli_proc {
@@ -82,6 +85,9 @@ static inline cli_proc cli_spawn(const char *const *argv, const char *path_env)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+#ifdef __linux__
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a test that dies takes its long run along */
+#endif
         int in = open("/dev/null", O_RDONLY);
         if (in >= 0)
             dup2(in, 0);
