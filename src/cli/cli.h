@@ -8,6 +8,7 @@
 
 #include "attograd.h"
 
+#include <signal.h>
 #include <stdint.h>
 
 enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
@@ -73,6 +74,12 @@ int ag_cli_parse_double(const char *s, double *out);   /* TINY: underflows to 0 
  * writable, path is not a directory), checked before a long run rather than
  * after it. Returns 0 with a message naming the path in err. */
 int ag_cli_check_output(const char *path, char *err, size_t errlen);
+
+/* Hold Ctrl-C, SIGTERM and SIGHUP while a file is written (hold 1, saved a
+ * mask), then let them through (hold 0, the same saved): a signal that
+ * comes during the write takes effect once the file is whole or gone, so no
+ * temporary file is left behind. */
+void ag_cli_hold_signals(int hold, sigset_t *saved);
 
 /* The most values one tensor of a step may hold (128 MB of floats): the
  * attention weights (B, H, T, T) grow with T squared, so a modest --seq or a

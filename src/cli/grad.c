@@ -11,6 +11,7 @@
 #include "opts.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,7 +241,11 @@ int ag_cli_grad_run(const ag_grad_opts *o)
         ag_st_add(w, name, 2, p->shape, p->grad);
     }
     ag_st_add(w, "grad.x", 3, xshape, x->grad);
-    if (ag_st_save(w, out_path, err, sizeof(err)) != AG_OK) {
+    sigset_t held;
+    ag_cli_hold_signals(1, &held);
+    ag_status saved = ag_st_save(w, out_path, err, sizeof(err));
+    ag_cli_hold_signals(0, &held);
+    if (saved != AG_OK) {
         fprintf(stderr, "attograd grad: %s\n", err);
         goto done;
     }

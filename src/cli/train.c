@@ -44,7 +44,8 @@ static void task_defaults(train_opts *o)
 }
 
 /* The signal that asked the run to stop (SIGINT: Ctrl-C; SIGTERM: kill,
- * timeout), or 0. The run finishes its step, saves, and exits 128 + it. */
+ * timeout; SIGHUP: the terminal went away), or 0. The run finishes its
+ * step, saves, and exits 128 + it. */
 static volatile sig_atomic_t interrupted;
 
 static void on_stop_signal(int sig)
@@ -92,10 +93,10 @@ static int print_help(const ag_command *cmd)
            "  --quiet              print only the result line\n\n"
            "A flag given twice counts the last time. With --load the checkpoint fixes\n"
            "the model, the optimizer and the seed; --steps counts the steps to add.\n"
-           "Ctrl-C (or SIGTERM) stops after the current step and still saves the log\n"
-           "and the checkpoint; the exit status is then 130 (143). A loss or a weight\n"
-           "that turns NaN or Inf stops the run naming the step and the op, exit 1,\n"
-           "and nothing is saved.\n\n"
+           "Ctrl-C (or SIGTERM, SIGHUP) stops after the current step and still saves\n"
+           "the log and the checkpoint; the exit status is then 130 (143, 129). A loss\n"
+           "or a weight that turns NaN or Inf stops the run naming the step and the op,\n"
+           "exit 1, and nothing is saved.\n\n"
            "The last line on stdout is the summary:\n"
            "  result: task=lookup steps=N loss=L accuracy=A seconds=S\n");
     return AG_EXIT_OK;
@@ -346,7 +347,6 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
     }
 }
 
-/* Loss and accuracy on the held-out set; optionally show the heatmap. */
 /* Why a step (or an evaluation after it) failed: the tape's message, which
  * for NaN or Inf names the first op that made one. */
 static void report_failure(const run *r, ag_status st, const char *where)
@@ -357,6 +357,7 @@ static void report_failure(const run *r, ag_status st, const char *where)
         fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
 }
 
+/* Loss and accuracy on the held-out set; optionally show the heatmap. */
 static int evaluate(run *r, int heatmap)
 {
     ag_tensor *logits, *attn;
@@ -588,7 +589,7 @@ int ag_cli_train_run(train_opts *o)
     memset(&r, 0, sizeof(r));
     r.o = o;
     int status = AG_EXIT_FAIL, handlers = 0;
-    struct sigaction old_int, old_term;
+    struct sigaction old_int, old_term, old_hup;
     ag_rng init_rng = ag_rng_new(o->seed);
     r.data_rng = ag_rng_new(o->seed ^ 0xda7aULL);
     ag_rng eval_rng = ag_rng_new(o->seed ^ EVAL_STREAM);
@@ -633,6 +634,7 @@ int ag_cli_train_run(train_opts *o)
     interrupted = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
     handlers = 1;
 
     if (o->log_path &&
@@ -681,7 +683,8 @@ int ag_cli_train_run(train_opts *o)
         if (!evaluate(&r, 0))
             goto done;
         fprintf(stderr, "attograd train: %s after step %ld\n",
-                stop == SIGINT ? "interrupted" : "stopped by SIGTERM", r.step);
+                stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
+                r.step);
     }
     if (!evaluate(&r, 1))
         goto done;
@@ -723,6 +726,7 @@ done:
     if (handlers) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGHUP, &old_hup, NULL);
     }
     ag_st_free(ckpt);
     ag_batch_free(r.train);
