@@ -285,16 +285,19 @@ START_TEST(test_ctrl_c_saves)
 }
 END_TEST
 
-/* SIGTERM (kill, timeout) stops a run the same way, with status 143. */
+/* SIGTERM (kill, timeout) and SIGHUP (the terminal went away) stop a run
+ * the same way, with status 128 + the signal. */
 START_TEST(test_sigterm_saves)
 {
+    static const int sigs[2] = {SIGTERM, SIGHUP};
+    static const char *const names[2] = {"stopped by SIGTERM after step", "stopped by SIGHUP after step"};
     char dir[256], ck[512], listing[1024];
     cli_tmpdir(dir, sizeof(dir));
     cli_path(ck, sizeof(ck), dir, "c.safetensors");
     const char *args[] = {"train", "--steps", "1000000", "--eval-every", "5", "--save", ck, NULL};
-    cli_proc p = interrupt_run(args, "\nstep 5 ", SIGTERM);
-    cli_assert_status(&p, 143);
-    cli_assert_has(p.err, "stopped by SIGTERM after step");
+    cli_proc p = interrupt_run(args, "\nstep 5 ", sigs[_i]);
+    cli_assert_status(&p, 128 + sigs[_i]);
+    cli_assert_has(p.err, names[_i]);
     long step = checkpoint_step(ck);
     ck_assert_int_ge(step, 5);
     assert_result_line(p.out, "lookup", step);
@@ -398,7 +401,7 @@ Suite *suite_train(void)
     tc = tcase_create("resume");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_ctrl_c_saves);
-    tcase_add_test(tc, test_sigterm_saves);
+    tcase_add_loop_test(tc, test_sigterm_saves, 0, 2);
     tcase_add_test(tc, test_resume_equals_uninterrupted);
     tcase_add_test(tc, test_resume_after_ctrl_c);
     suite_add_tcase(s, tc);
