@@ -1,10 +1,13 @@
 /*
  * args.c - strict command-line parsing shared by every subcommand: a number
  * is the whole argument or it is an error, never a silent 0 or a prefix.
+ * The same strict parsers read numbers from files' metadata (checkpoints,
+ * `attograd grad`'s model), which are hostile input too.
  */
 #include "cli.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,11 +16,24 @@
 
 int ag_cli_usage_error(const ag_command *cmd, const char *fmt, ...)
 {
+    char msg[1024];
     va_list ap;
-    fprintf(stderr, "attograd %s: ", cmd->name);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    /* the message quotes the user's argument: a tab or a newline in it is
+     * shown escaped, so the message stays one line */
+    fprintf(stderr, "attograd %s: ", cmd->name);
+    for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+        if (*c == '\n')
+            fputs("\\n", stderr);
+        else if (*c == '\t')
+            fputs("\\t", stderr);
+        else if (*c < 0x20 || *c == 0x7f)
+            fprintf(stderr, "\\x%02x", *c);
+        else
+            fputc(*c, stderr);
+    }
     fprintf(stderr, "\nusage: %s\nTry 'attograd %s --help' for more.\n", cmd->usage, cmd->name);
     return AG_EXIT_USAGE;
 }
@@ -44,7 +60,9 @@ int ag_cli_opt(int argc, char **argv, int *i, const char *name, const char **val
     }
     if (arg[n] != '\0')
         return 0;
-    if (*i + 1 < argc) {
+    /* "--save --quiet" forgot the file name: the next option is not a value
+     * (to really name a file "--quiet", write --save=--quiet) */
+    if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0) {
         *value = argv[++*i];
     } else {
         *value = NULL;
@@ -58,20 +76,118 @@ int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const cha
     if (!ag_cli_opt(argc, argv, i, name, value))
         return 0;
     if (!*value) {
-        ag_cli_usage_error(cmd, "%s needs a value", name);
+        if (*i + 1 < argc)
+            ag_cli_usage_error(cmd, "%s needs a value, but '%s' follows it", name, argv[*i + 1]);
+        else
+            ag_cli_usage_error(cmd, "%s needs a value", name);
         return -1;
     }
     return 1;
 }
 
-int ag_cli_long(const ag_command *cmd, const char *flag, const char *s, long min, long max, long *out)
+int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
+                const char **value)
 {
+    int r = ag_cli_value(cmd, argc, argv, i, name, value);
+    if (r > 0 && !**value) {
+        ag_cli_usage_error(cmd, "%s: the file name is empty", name);
+        return -1;
+    }
+    return r;
+}
+
+const char *ag_cli_quote(const char *s, char *buf, size_t len)
+{
+    size_t n = 0, i = 0;
+    if (len < 8) {
+        if (len)
+            buf[0] = '\0';
+        return buf;
+    }
+    for (; s[i] && i < AG_CLI_QUOTE_MAX && n + 5 < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\n' || c == '\t')
+            n += (size_t)snprintf(buf + n, len - n, "\\%c", c == '\n' ? 'n' : 't');
+        else if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
+        else
+            buf[n++] = (char)c;
+    }
+    if (s[i] && n + 4 <= len) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---- numbers: the whole string, nothing skipped ---- */
+
+/* strtol and friends skip leading white space (tabs and newlines too) and
+ * accept what follows; we accept only a string that starts like a number. */
+static int starts_like_number(const char *s)
+{
+    const char *p = s + (*s == '-' || *s == '+');
+    return (*p >= '0' && *p <= '9') || (*p == '.' && p[1] >= '0' && p[1] <= '9');
+}
+
+int ag_cli_parse_long(const char *s, long *out)
+{
+    if (!s || !starts_like_number(s))
+        return AG_PARSE_BAD;
     char *end;
     errno = 0;
-    long v = *s ? strtol(s, &end, 10) : 0;
-    if (!*s || *end != '\0' || s[0] == ' ')
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0')
+        return AG_PARSE_BAD;
+    if (errno == ERANGE)
+        return AG_PARSE_RANGE;
+    *out = v;
+    return AG_PARSE_OK;
+}
+
+int ag_cli_parse_u64(const char *s, uint64_t *out)
+{
+    /* strtoull would take "-1" as 2^64 - 1 */
+    if (!s || *s < '0' || *s > '9')
+        return AG_PARSE_BAD;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0')
+        return AG_PARSE_BAD;
+    if (errno == ERANGE || v > UINT64_MAX)
+        return AG_PARSE_RANGE;
+    *out = (uint64_t)v;
+    return AG_PARSE_OK;
+}
+
+int ag_cli_parse_double(const char *s, double *out)
+{
+    /* "nan", "inf" and "infinity" do not start like a number: refused here */
+    if (!s || !starts_like_number(s))
+        return AG_PARSE_BAD;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0')
+        return AG_PARSE_BAD;
+    /* ERANGE: beyond DBL_MAX (inf), or so small that it underflowed */
+    if (!isfinite(v) || (errno == ERANGE && fabs(v) >= DBL_MIN))
+        return AG_PARSE_RANGE;
+    if (errno == ERANGE)
+        return AG_PARSE_TINY;
+    *out = v;
+    return AG_PARSE_OK;
+}
+
+int ag_cli_long(const ag_command *cmd, const char *flag, const char *s, long min, long max, long *out)
+{
+    long v = 0;
+    int r = ag_cli_parse_long(s, &v);
+    if (r == AG_PARSE_BAD)
         return !ag_cli_usage_error(cmd, "%s: '%s' is not an integer", flag, s);
-    if (errno == ERANGE || v < min || v > max)
+    if (r != AG_PARSE_OK || v < min || v > max)
         return !ag_cli_usage_error(cmd, "%s: %s is out of range (%ld..%ld)", flag, s, min, max);
     *out = v;
     return 1;
@@ -79,7 +195,7 @@ int ag_cli_long(const ag_command *cmd, const char *flag, const char *s, long min
 
 int ag_cli_int(const ag_command *cmd, const char *flag, const char *s, int min, int max, int *out)
 {
-    long v;
+    long v = 0;
     if (!ag_cli_long(cmd, flag, s, min, max, &v))
         return 0;
     *out = (int)v;
@@ -88,30 +204,25 @@ int ag_cli_int(const ag_command *cmd, const char *flag, const char *s, int min, 
 
 int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    if (!*s || s[0] == '-' || s[0] == '+' || s[0] == ' ')
+    int r = ag_cli_parse_u64(s, out);
+    if (r == AG_PARSE_BAD)
         return !ag_cli_usage_error(cmd, "%s: '%s' is not a non-negative integer", flag, s);
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end != '\0')
-        return !ag_cli_usage_error(cmd, "%s: '%s' is not a non-negative integer", flag, s);
-    if (errno == ERANGE || v > UINT64_MAX)
-        return !ag_cli_usage_error(cmd, "%s: %s is out of range", flag, s);
-    *out = (uint64_t)v;
+    if (r != AG_PARSE_OK)
+        return !ag_cli_usage_error(cmd, "%s: %s is out of range (0..%llu)", flag, s,
+                                   (unsigned long long)UINT64_MAX);
     return 1;
 }
 
 int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double min, double max,
                   double *out)
 {
-    char *end;
-    errno = 0;
-    double v = *s ? strtod(s, &end) : 0;
-    if (!*s || *end != '\0' || s[0] == ' ')
+    double v = 0;
+    int r = ag_cli_parse_double(s, &v);
+    if (r == AG_PARSE_BAD)
         return !ag_cli_usage_error(cmd, "%s: '%s' is not a number", flag, s);
-    if (!isfinite(v) || errno == ERANGE)
+    if (r == AG_PARSE_RANGE)
         return !ag_cli_usage_error(cmd, "%s: '%s' is not a finite number", flag, s);
-    if (v < min || v > max)
+    if (r != AG_PARSE_OK || v < min || v > max)
         return !ag_cli_usage_error(cmd, "%s: %s is out of range (%g..%g)", flag, s, min, max);
     *out = v;
     return 1;

@@ -7,7 +7,6 @@
  */
 #include "cli.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,14 +30,13 @@ static int meta_long(const ag_st_file *f, const char *path, const char *key, lon
                      long *out, char *err, size_t errlen)
 {
     const char *s;
+    char q[AG_CLI_QUOTE_LEN];
     if (!meta_str(f, path, key, &s, err, errlen))
         return 0;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) {
+    long v = 0;
+    if (ag_cli_parse_long(s, &v) != AG_PARSE_OK || v < lo || v > hi) {
         snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not a whole number in %ld..%ld",
-                 path, key, s, lo, hi);
+                 path, key, ag_cli_quote(s, q, sizeof(q)), lo, hi);
         return 0;
     }
     *out = v;
@@ -59,17 +57,14 @@ static int meta_u64(const ag_st_file *f, const char *path, const char *key, uint
                     char *err, size_t errlen)
 {
     const char *s;
+    char q[AG_CLI_QUOTE_LEN];
     if (!meta_str(f, path, key, &s, err, errlen))
         return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *s == '-' || *s == '+' || *end || errno) {
+    if (ag_cli_parse_u64(s, out) != AG_PARSE_OK) {
         snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not an unsigned 64-bit number",
-                 path, key, s);
+                 path, key, ag_cli_quote(s, q, sizeof(q)));
         return 0;
     }
-    *out = (uint64_t)v;
     return 1;
 }
 
@@ -77,13 +72,16 @@ static int meta_double(const ag_st_file *f, const char *path, const char *key, d
                        double hi, double *out, char *err, size_t errlen)
 {
     const char *s;
+    char q[AG_CLI_QUOTE_LEN];
     if (!meta_str(f, path, key, &s, err, errlen))
         return 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end || !isfinite(v) || v < lo || v > hi) {
+    double v = 0;
+    int r = ag_cli_parse_double(s, &v);
+    if (r == AG_PARSE_TINY)
+        r = AG_PARSE_OK, v = 0;   /* %.17g never writes one, but it is a number */
+    if (r != AG_PARSE_OK || v < lo || v > hi) {
         snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not a number in %g..%g", path,
-                 key, s, lo, hi);
+                 key, ag_cli_quote(s, q, sizeof(q)), lo, hi);
         return 0;
     }
     *out = v;
@@ -98,36 +96,37 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
     if (ag_st_load(path, &f, err, errlen) != AG_OK)
         return 0;
     const char *s;
+    char q[AG_CLI_QUOTE_LEN];
     long causal;
     if (!meta_str(f, path, "format", &s, err, errlen))
         goto fail;
     if (strcmp(s, CHECKPOINT_FORMAT) != 0) {
-        snprintf(err, errlen, "%s: not an attograd checkpoint (format '%s')", path, s);
+        snprintf(err, errlen, "%s: not an attograd checkpoint (format '%s')", path, ag_cli_quote(s, q, sizeof(q)));
         goto fail;
     }
     if (!meta_str(f, path, "version", &s, err, errlen))
         goto fail;
     if (strcmp(s, CHECKPOINT_VERSION) != 0) {
-        snprintf(err, errlen, "%s: checkpoint version '%s' is not supported (only %s)", path, s,
+        snprintf(err, errlen, "%s: checkpoint version '%s' is not supported (only %s)", path, ag_cli_quote(s, q, sizeof(q)),
                  CHECKPOINT_VERSION);
         goto fail;
     }
     if (!meta_str(f, path, "task", &s, err, errlen))
         goto fail;
     if (!ag_task_parse(s, &st->model.task)) {
-        snprintf(err, errlen, "%s: checkpoint metadata task '%s' is unknown", path, s);
+        snprintf(err, errlen, "%s: checkpoint metadata task '%s' is unknown", path, ag_cli_quote(s, q, sizeof(q)));
         goto fail;
     }
     if (!meta_str(f, path, "posenc", &s, err, errlen))
         goto fail;
     if (!ag_posenc_parse(s, &st->model.posenc)) {
-        snprintf(err, errlen, "%s: checkpoint metadata posenc '%s' is unknown", path, s);
+        snprintf(err, errlen, "%s: checkpoint metadata posenc '%s' is unknown", path, ag_cli_quote(s, q, sizeof(q)));
         goto fail;
     }
     if (!meta_str(f, path, "optimizer", &s, err, errlen))
         goto fail;
     if (strcmp(s, "adam") != 0 && strcmp(s, "sgd") != 0) {
-        snprintf(err, errlen, "%s: checkpoint metadata optimizer '%s' is unknown", path, s);
+        snprintf(err, errlen, "%s: checkpoint metadata optimizer '%s' is unknown", path, ag_cli_quote(s, q, sizeof(q)));
         goto fail;
     }
     st->optimizer_adam = strcmp(s, "adam") == 0;
@@ -146,6 +145,18 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
         !meta_long(f, path, "optim_steps", 0, 2000000000L, &st->optim_steps, err, errlen))
         goto fail;
     st->model.causal = (int)causal;
+    /* each value alone is in range; together they must make a model */
+    int lo = ag_task_min_seq(st->model.task), hi = ag_task_max_seq(st->model.task);
+    if (st->model.seq < lo || st->model.seq > hi) {
+        snprintf(err, errlen, "%s: checkpoint metadata seq %d is out of range for task %s (%d..%d)",
+                 path, st->model.seq, ag_task_name(st->model.task), lo, hi);
+        goto fail;
+    }
+    if (st->model.heads > st->model.dim || st->model.dim % st->model.heads != 0) {
+        snprintf(err, errlen, "%s: checkpoint metadata heads %d does not divide dim %d", path,
+                 st->model.heads, st->model.dim);
+        goto fail;
+    }
     *file = f;
     return 1;
 fail:
@@ -153,20 +164,40 @@ fail:
     return 0;
 }
 
-int ag_cli_checkpoint_restore(const ag_st_file *f, ag_model *model, ag_optim *opt,
-                              const ag_train_state *st, char *err, size_t errlen)
+/* A weight or an optimizer state that is NaN or Inf (or negative, where it
+ * cannot be) would only make the first step fail: say where it is now. */
+static int check_values(const char *path, const char *name, const ag_real *v, size_t n,
+                        int nonneg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(v[i]) || (nonneg && v[i] < 0)) {
+            snprintf(err, errlen, "%s: tensor '%s' holds %s at element %zu", path, name,
+                     isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value", i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int ag_cli_checkpoint_restore(const ag_st_file *f, const char *path, ag_model *model,
+                              ag_optim *opt, const ag_train_state *st, char *err, size_t errlen)
 {
     ag_tensor *params[MAX_PARAMS];
     const char *names[MAX_PARAMS];
     size_t n = ag_model_params(model, params, names, MAX_PARAMS);
     for (size_t i = 0; i < n; i++) {
-        if (ag_st_get(f, names[i], params[i]->ndim, params[i]->shape, params[i]->data, err, errlen) != AG_OK)
+        if (ag_st_get(f, names[i], params[i]->ndim, params[i]->shape, params[i]->data, err, errlen) != AG_OK ||
+            !check_values(path, names[i], params[i]->data, params[i]->size, 0, err, errlen))
             return 0;
         for (int slot = 0; slot < ag_optim_slots(opt); slot++) {
             char key[64];
-            snprintf(key, sizeof(key), "optim.%s.%s", names[i], ag_optim_slot_name(opt, slot));
+            const char *slot_name = ag_optim_slot_name(opt, slot);
+            snprintf(key, sizeof(key), "optim.%s.%s", names[i], slot_name);
             ag_real *buf = ag_optim_state(opt, i, slot);
-            if (ag_st_get(f, key, params[i]->ndim, params[i]->shape, buf, err, errlen) != AG_OK)
+            /* Adam's v is a running mean of squares: a negative one is NaN at the next step */
+            int nonneg = ag_optim_slots(opt) == 2 && strcmp(slot_name, "v") == 0;
+            if (ag_st_get(f, key, params[i]->ndim, params[i]->shape, buf, err, errlen) != AG_OK ||
+                !check_values(path, key, buf, params[i]->size, nonneg, err, errlen))
                 return 0;
         }
     }

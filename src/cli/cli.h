@@ -8,6 +8,7 @@
 
 #include "attograd.h"
 
+#include <signal.h>
 #include <stdint.h>
 
 enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
@@ -37,6 +38,15 @@ int ag_cli_opt(int argc, char **argv, int *i, const char *name, const char **val
  * the value is missing. */
 int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
                  const char **value);
+/* ag_cli_value for a file name: an empty name is a usage error too. */
+int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
+                const char **value);
+/* A string from a file (a metadata value), fit to quote in a message: at
+ * most AG_CLI_QUOTE_MAX bytes of it, control characters escaped (\n, \t,
+ * \x1b), "..." when cut. Returns buf; AG_CLI_QUOTE_LEN always fits. */
+#define AG_CLI_QUOTE_MAX 48
+#define AG_CLI_QUOTE_LEN (4 * AG_CLI_QUOTE_MAX + 8)
+const char *ag_cli_quote(const char *s, char *buf, size_t len);
 /* Whether argv[i] is the switch `name` exactly (no value). */
 int ag_cli_switch(char **argv, int i, const char *name);
 /* Whether argv[i] is -h or --help. */
@@ -51,6 +61,33 @@ int ag_cli_int(const ag_command *cmd, const char *flag, const char *s, int min, 
 int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t *out);
 int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double min, double max,
                   double *out);
+
+/* The strict parsers underneath, printing nothing (also for numbers read
+ * from files' metadata): the whole string must be the number, with no
+ * leading white space, sign only where it makes sense, no NaN or Inf. */
+enum { AG_PARSE_OK = 0, AG_PARSE_BAD = 1, AG_PARSE_RANGE = 2, AG_PARSE_TINY = 3 };
+int ag_cli_parse_long(const char *s, long *out);
+int ag_cli_parse_u64(const char *s, uint64_t *out);
+int ag_cli_parse_double(const char *s, double *out);   /* TINY: underflows to 0 */
+
+/* Whether a file can be written at path later (its directory exists and is
+ * writable, path is not a directory), checked before a long run rather than
+ * after it. Returns 0 with a message naming the path in err. */
+int ag_cli_check_output(const char *path, char *err, size_t errlen);
+
+/* Hold Ctrl-C, SIGTERM and SIGHUP while a file is written (hold 1, saved a
+ * mask), then let them through (hold 0, the same saved): a signal that
+ * comes during the write takes effect once the file is whole or gone, so no
+ * temporary file is left behind. */
+void ag_cli_hold_signals(int hold, sigset_t *saved);
+
+/* The most values one tensor of a step may hold (128 MB of floats): the
+ * attention weights (B, H, T, T) grow with T squared, so a modest --seq or a
+ * file's long x could otherwise ask for more memory than the machine has.
+ * The two counts saturate instead of overflowing. */
+#define AG_CLI_MAX_VALUES ((uint64_t)1 << 25)
+uint64_t ag_cli_attention_values(uint64_t batch, uint64_t heads, uint64_t seq);
+uint64_t ag_cli_activation_values(uint64_t batch, uint64_t seq, uint64_t dim);
 
 /* Whether an executable `name` is on the PATH. */
 int ag_cli_have_program(const char *name);
@@ -113,10 +150,11 @@ typedef struct ag_train_state {
  * Returns 0 with a message in err. */
 int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *st, char *err,
                            size_t errlen);
-/* Copy the parameters and the optimizer state from f into model and opt,
- * which were made from st. Returns 0 with a message naming the tensor. */
-int ag_cli_checkpoint_restore(const ag_st_file *f, ag_model *model, ag_optim *opt,
-                              const ag_train_state *st, char *err, size_t errlen);
+/* Copy the parameters and the optimizer state from f (loaded from path)
+ * into model and opt, which were made from st. Every value must be finite.
+ * Returns 0 with a message naming the file and the tensor. */
+int ag_cli_checkpoint_restore(const ag_st_file *f, const char *path, ag_model *model,
+                              ag_optim *opt, const ag_train_state *st, char *err, size_t errlen);
 /* Write model, opt and st to path atomically. Returns 0 with a message. */
 int ag_cli_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
                            const ag_train_state *st, char *err, size_t errlen);
@@ -130,8 +168,6 @@ int ag_cmd_train(int argc, char **argv);
 extern const ag_command ag_cmd_train_info;
 int ag_cmd_gradcheck(int argc, char **argv);
 extern const ag_command ag_cmd_gradcheck_info;
-/* `attograd explain attention`, argv[0] being "attention" (explain_attention.c). */
-int ag_explain_attention(const ag_command *cmd, int argc, char **argv);
 int ag_cmd_grad(int argc, char **argv);
 extern const ag_command ag_cmd_grad_info;
 int ag_cmd_bench(int argc, char **argv);

@@ -3,7 +3,7 @@
  * 2-d vector, Q = K = V = x, and one soft lookup gives each word a blend of
  * the others: weights = softmax(x x^T / sqrt(2)), output = weights x.
  */
-#include "cli.h"
+#include "opts.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,30 +14,48 @@ const ag_command ag_cmd_demo_info = {
     "the seed example: self-attention over \"cat sat mat\"",
 };
 
-int ag_cmd_demo(int argc, char **argv)
+int ag_cli_demo_parse(int argc, char **argv, ag_demo_opts *o)
 {
     const ag_command *cmd = &ag_cmd_demo_info;
-    int decimals = 2;
+    o->decimals = 2;
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if (ag_cli_is_help(argv[i])) {
-            printf("usage: %s\n\n"
-                   "Self-attention over three words, cat=[1,0] sat=[0,1] mat=[1,1], with\n"
-                   "Q = K = V = x: weights = softmax(Q K^T / sqrt(2)), output = weights V.\n"
-                   "Row i of weights is where word i looks.\n\n"
-                   "  --decimals N   digits after the point (default 2, 0..9)\n",
-                   cmd->usage);
-            return AG_EXIT_OK;
-        } else if (ag_cli_opt(argc, argv, &i, "--decimals", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--decimals needs a value");
-            if (!ag_cli_int(cmd, "--decimals", v, 0, 9, &decimals))
+        int r;
+        if (ag_cli_is_help(argv[i]))
+            return AG_CLI_HELP;
+        if ((r = ag_cli_value(cmd, argc, argv, &i, "--decimals", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--decimals", v, 0, 9, &o->decimals))
                 return AG_EXIT_USAGE;
-        } else {
+        } else if (argv[i][0] == '-') {
             return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else {
+            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
         }
     }
+    return AG_CLI_GO;
+}
 
+int ag_cmd_demo(int argc, char **argv)
+{
+    ag_demo_opts o;
+    int r = ag_cli_demo_parse(argc, argv, &o);
+    if (r == AG_CLI_HELP) {
+        printf("usage: %s\n\n"
+               "Self-attention over three words, cat=[1,0] sat=[0,1] mat=[1,1], with\n"
+               "Q = K = V = x: weights = softmax(Q K^T / sqrt(2)), output = weights V.\n"
+               "Row i of weights is where word i looks.\n\n"
+               "  --decimals N   digits after the point (default 2, 0..9)\n",
+               ag_cmd_demo_info.usage);
+        return AG_EXIT_OK;
+    }
+    if (r != AG_CLI_GO)
+        return r;
+    return ag_cli_demo_run(&o);
+}
+
+int ag_cli_demo_run(const ag_demo_opts *o)
+{
+    int decimals = o->decimals;
     ag_tape *tape = ag_tape_new();
     if (!tape) {
         fprintf(stderr, "attograd demo: out of memory\n");

@@ -3,15 +3,14 @@
  * by step with real numbers, for a learner to follow with a pencil; and the
  * dispatch to `attograd explain attention` (explain_attention.c).
  */
-#include "cli.h"
+#include "opts.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LOGITS 16
+#define MAX_LOGITS AG_EXPLAIN_MAX_LOGITS
 
 const ag_command ag_cmd_explain_info = {
     "explain", ag_cmd_explain,
@@ -40,22 +39,28 @@ static int parse_list(const ag_command *cmd, const char *flag, const char *s, do
             ag_cli_usage_error(cmd, "%s: at most %d numbers", flag, MAX_LOGITS);
             return 0;
         }
-        char *end;
-        errno = 0;
-        double x = strtod(p, &end);
-        if (end == p || (*end != ',' && *end != '\0') || *p == ' ') {
-            size_t len = strcspn(p, ",");
+        /* one item at a time, through the same strict parser as every flag */
+        size_t len = strcspn(p, ",");
+        char item[64];
+        double x = 0;
+        int r = AG_PARSE_BAD;
+        if (len < sizeof(item)) {
+            memcpy(item, p, len);
+            item[len] = '\0';
+            r = ag_cli_parse_double(item, &x);
+        }
+        if (r == AG_PARSE_BAD) {
             ag_cli_usage_error(cmd, "%s: '%.*s' is not a number (in '%s')", flag, (int)len, p, s);
             return 0;
         }
-        if (!isfinite(x) || errno == ERANGE) {
-            ag_cli_usage_error(cmd, "%s: '%.*s' is not a finite number", flag, (int)(end - p), p);
+        if (r != AG_PARSE_OK) {
+            ag_cli_usage_error(cmd, "%s: '%.*s' is not a finite number", flag, (int)len, p);
             return 0;
         }
         v[n++] = x;
-        if (*end == '\0')
+        if (p[len] == '\0')
             return n;
-        p = end + 1;
+        p += len + 1;
     }
 }
 
@@ -191,72 +196,100 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
     return all_ok ? AG_EXIT_OK : AG_EXIT_FAIL;
 }
 
-static int explain_softmax_cmd(const ag_command *cmd, int argc, char **argv)
+static void print_softmax_help(const ag_command *cmd)
 {
-    double z[MAX_LOGITS], g[MAX_LOGITS];
-    int nz = 0, ng = 0, dec = 4;
+    printf("usage: %s\n\n"
+           "Walk through softmax's forward and backward with the numbers you give:\n"
+           "subtract the max, exponentiate, normalise; the Jacobian; the input\n"
+           "gradient as a vector-Jacobian product and as s * (g - <g, s>); and a\n"
+           "finite-difference check of every component.\n\n"
+           "  --logits Z1,Z2,...     the scores z (1 to %d numbers)\n"
+           "  --upstream G1,G2,...   dL/ds, one per logit (default: 1, then 0s,\n"
+           "                         that is L = s_0)\n"
+           "  --decimals N           digits after the point (default 4, 4..10)\n",
+           cmd->usage, MAX_LOGITS);
+}
+
+static int parse_softmax(const ag_command *cmd, int argc, char **argv, ag_explain_opts *o)
+{
+    int ng = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if (ag_cli_is_help(argv[i])) {
-            printf("usage: %s\n\n"
-                   "Walk through softmax's forward and backward with the numbers you give:\n"
-                   "subtract the max, exponentiate, normalise; the Jacobian; the input\n"
-                   "gradient as a vector-Jacobian product and as s * (g - <g, s>); and a\n"
-                   "finite-difference check of every component.\n\n"
-                   "  --logits Z1,Z2,...     the scores z (1 to %d numbers)\n"
-                   "  --upstream G1,G2,...   dL/ds, one per logit (default: 1, then 0s,\n"
-                   "                         that is L = s_0)\n"
-                   "  --decimals N           digits after the point (default 4, 4..10)\n",
-                   cmd->usage, MAX_LOGITS);
-            return AG_EXIT_OK;
-        } else if (ag_cli_opt(argc, argv, &i, "--logits", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--logits needs a value");
-            if (!(nz = parse_list(cmd, "--logits", v, z)))
+        int r;
+        if (ag_cli_is_help(argv[i]))
+            return AG_CLI_HELP;
+        if ((r = ag_cli_value(cmd, argc, argv, &i, "--logits", &v))) {
+            if (r < 0 || !(o->n = parse_list(cmd, "--logits", v, o->z)))
                 return AG_EXIT_USAGE;
-        } else if (ag_cli_opt(argc, argv, &i, "--upstream", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--upstream needs a value");
-            if (!(ng = parse_list(cmd, "--upstream", v, g)))
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--upstream", &v))) {
+            if (r < 0 || !(ng = parse_list(cmd, "--upstream", v, o->g)))
                 return AG_EXIT_USAGE;
-        } else if (ag_cli_opt(argc, argv, &i, "--decimals", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--decimals needs a value");
-            if (!ag_cli_int(cmd, "--decimals", v, 4, 10, &dec))
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--decimals", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--decimals", v, 4, 10, &o->decimals))
                 return AG_EXIT_USAGE;
-        } else {
+        } else if (argv[i][0] == '-') {
             return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else {
+            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
         }
     }
-    if (nz == 0)
+    if (o->n == 0)
         return ag_cli_usage_error(cmd, "softmax needs --logits, e.g. --logits 1,2,3");
     if (ng == 0) {
-        ng = nz;
-        for (int i = 0; i < nz; i++)
-            g[i] = i == 0;
+        ng = o->n;
+        for (int i = 0; i < o->n; i++)
+            o->g[i] = i == 0;
     }
-    if (ng != nz)
-        return ag_cli_usage_error(cmd, "--upstream has %d number(s) but --logits has %d", ng, nz);
-    return explain_softmax(z, g, nz, dec);
+    if (ng != o->n)
+        return ag_cli_usage_error(cmd, "--upstream has %d number(s) but --logits has %d", ng, o->n);
+    return AG_CLI_GO;
+}
+
+int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
+{
+    const ag_command *cmd = &ag_cmd_explain_info;
+    memset(o, 0, sizeof(*o));
+    o->decimals = 4;
+    if (argc < 2)
+        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention)");
+    if (ag_cli_is_help(argv[1]))
+        return AG_CLI_HELP;
+    if (strcmp(argv[1], "softmax") == 0) {
+        o->topic = AG_EXPLAIN_SOFTMAX;
+        return parse_softmax(&explain_softmax_info, argc - 1, argv + 1, o);
+    }
+    if (strcmp(argv[1], "attention") == 0)
+        return ag_cli_explain_attention_parse(argc - 1, argv + 1, o);
+    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention)", argv[1]);
+}
+
+int ag_cli_explain_run(const ag_explain_opts *o)
+{
+    if (o->topic == AG_EXPLAIN_ATTENTION)
+        return ag_cli_explain_attention_run(o);
+    return explain_softmax(o->z, o->g, o->n, o->decimals);
 }
 
 int ag_cmd_explain(int argc, char **argv)
 {
     const ag_command *cmd = &ag_cmd_explain_info;
-    if (argc < 2)
-        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention)");
-    if (ag_cli_is_help(argv[1])) {
-        printf("usage: %s\n\n"
-               "topics:\n"
-               "  softmax    backprop through softmax with your numbers\n"
-               "  attention  one training step of the seed's attention, entry by entry\n\n"
-               "attograd explain TOPIC --help shows a topic's options.\n",
-               cmd->usage);
+    ag_explain_opts o;
+    int r = ag_cli_explain_parse(argc, argv, &o);
+    if (r == AG_CLI_HELP) {
+        if (argc >= 2 && strcmp(argv[1], "softmax") == 0)
+            print_softmax_help(&explain_softmax_info);
+        else if (argc >= 2 && strcmp(argv[1], "attention") == 0)
+            ag_cli_explain_attention_help();
+        else
+            printf("usage: %s\n\n"
+                   "topics:\n"
+                   "  softmax    backprop through softmax with your numbers\n"
+                   "  attention  one training step of the seed's attention, entry by entry\n\n"
+                   "attograd explain TOPIC --help shows a topic's options.\n",
+                   cmd->usage);
         return AG_EXIT_OK;
     }
-    if (strcmp(argv[1], "softmax") == 0)
-        return explain_softmax_cmd(&explain_softmax_info, argc - 1, argv + 1);
-    if (strcmp(argv[1], "attention") == 0)
-        return ag_explain_attention(cmd, argc - 1, argv + 1);
-    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention)", argv[1]);
+    if (r != AG_CLI_GO)
+        return r;
+    return ag_cli_explain_run(&o);
 }

@@ -6,7 +6,7 @@
  * and after. A gradient check of the same step closes it, and with
  * --inject-bug softmax it catches a deliberately wrong softmax backward.
  */
-#include "cli.h"
+#include "opts.h"
 #include "../core/internal.h"   /* ag_gradcheck_bug, AG_BUG_SOFTMAX: --inject-bug only */
 
 #include <math.h>
@@ -402,16 +402,9 @@ static int print_help(const ag_command *cmd)
     return AG_EXIT_OK;
 }
 
-/* What the command line asks for. */
-typedef struct attention_opts {
-    double lr;
-    const char *dot;   /* NULL: no graph */
-    int bug;           /* AG_BUG_NONE or AG_BUG_SOFTMAX */
-} attention_opts;
-
 /* The parse step: fills o from argv (argv[0] is "attention") and touches
  * nothing else. Returns 1 to run, -1 for --help, 0 after a usage error. */
-static int parse_args(const ag_command *cmd, int argc, char **argv, attention_opts *o)
+static int parse_args(const ag_command *cmd, int argc, char **argv, ag_explain_opts *o)
 {
     o->lr = 1;
     o->dot = NULL;
@@ -443,21 +436,21 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, attention_op
     return 1;
 }
 
-static int run(const attention_opts *o);
-
-int ag_explain_attention(const ag_command *parent, int argc, char **argv)
+int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o)
 {
-    (void)parent;
-    attention_opts o;
-    int parsed = parse_args(&explain_attention_info, argc, argv, &o);
-    if (parsed < 0)
-        return print_help(&explain_attention_info);
-    return parsed ? run(&o) : AG_EXIT_USAGE;
+    o->topic = AG_EXPLAIN_ATTENTION;
+    int parsed = parse_args(&explain_attention_info, argc, argv, o);
+    return parsed < 0 ? AG_CLI_HELP : parsed ? AG_CLI_GO : AG_EXIT_USAGE;
+}
+
+void ag_cli_explain_attention_help(void)
+{
+    print_help(&explain_attention_info);
 }
 
 /* The run step: the story, told on stdout; 0, or 1 when the check fails or
  * something could not be done. */
-static int run(const attention_opts *o)
+int ag_cli_explain_attention_run(const ag_explain_opts *o)
 {
     const double lr = o->lr;
     const char *dot = o->dot;

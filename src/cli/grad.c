@@ -8,8 +8,10 @@
  *   batch: x, y (B, T, d)
  *   out:   out (B,T,d), attn (B,H,T,T), loss (1), grad.wq/wk/wv/wo (d,d), grad.x (B,T,d)
  */
-#include "cli.h"
+#include "opts.h"
 
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +41,15 @@ static int print_help(const ag_command *cmd)
 static int read_config(const ag_st_file *f, const char *path, int d, int *heads, int *causal)
 {
     const char *h = ag_st_meta(f, "n_heads"), *c = ag_st_meta(f, "causal");
+    char q[AG_CLI_QUOTE_LEN];
     if (!h) {
         fprintf(stderr, "attograd grad: %s: metadata 'n_heads' is missing\n", path);
         return 0;
     }
-    char *end;
-    long v = strtol(h, &end, 10);
-    if (!*h || *end || v < 1 || v > d || d % v != 0) {
+    long v = 0;
+    if (ag_cli_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
         fprintf(stderr, "attograd grad: %s: metadata n_heads '%s' must be a whole number dividing d = %d\n",
-                path, h, d);
+                path, ag_cli_quote(h, q, sizeof(q)), d);
         return 0;
     }
     *heads = (int)v;
@@ -56,40 +58,80 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
     } else if (strcmp(c, "true") == 0) {
         *causal = 1;
     } else {
-        fprintf(stderr, "attograd grad: %s: metadata causal '%s' must be \"true\" or \"false\"\n", path, c);
+        fprintf(stderr, "attograd grad: %s: metadata causal '%s' must be \"true\" or \"false\"\n", path,
+                ag_cli_quote(c, q, sizeof(q)));
         return 0;
     }
     return 1;
 }
 
-int ag_cmd_grad(int argc, char **argv)
+/* A NaN or Inf in the inputs would only come out again as NaN gradients:
+ * say where it is instead. */
+static int all_finite(const char *path, const char *name, const ag_tensor *t)
+{
+    for (size_t i = 0; i < t->size; i++) {
+        if (!isfinite(t->data[i])) {
+            fprintf(stderr, "attograd grad: %s: tensor '%s' holds %s at element %zu\n", path, name,
+                    isnan(t->data[i]) ? "NaN" : "Inf", i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o)
 {
     const ag_command *cmd = &ag_cmd_grad_info;
-    const char *model_path = NULL, *batch_path = NULL, *out_path = NULL;
+    memset(o, 0, sizeof(*o));
     for (int i = 1; i < argc; i++) {
         const char *v;
         int r;
         if (ag_cli_is_help(argv[i]))
-            return print_help(cmd);
-        if ((r = ag_cli_value(cmd, argc, argv, &i, "--model", &v))) {
+            return AG_CLI_HELP;
+        if ((r = ag_cli_path(cmd, argc, argv, &i, "--model", &v))) {
             if (r < 0)
                 return AG_EXIT_USAGE;
-            model_path = v;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
+            o->model_path = v;
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--batch", &v))) {
             if (r < 0)
                 return AG_EXIT_USAGE;
-            batch_path = v;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--out", &v))) {
+            o->batch_path = v;
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--out", &v))) {
             if (r < 0)
                 return AG_EXIT_USAGE;
-            out_path = v;
-        } else {
+            o->out_path = v;
+        } else if (argv[i][0] == '-') {
             return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else {
+            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
         }
     }
-    if (!model_path || !batch_path || !out_path)
-        return ag_cli_usage_error(cmd, "--model, --batch and --out are all required");
+    const char *missing = !o->model_path ? "--model" : !o->batch_path ? "--batch"
+                        : !o->out_path   ? "--out"   : NULL;
+    if (missing)
+        return ag_cli_usage_error(cmd, "%s is missing (--model, --batch and --out are all required)",
+                                  missing);
+    /* the output replaces its file: never one of the inputs */
+    if (strcmp(o->out_path, o->model_path) == 0 || strcmp(o->out_path, o->batch_path) == 0)
+        return ag_cli_usage_error(cmd, "--out '%s' would overwrite the %s file", o->out_path,
+                                  strcmp(o->out_path, o->model_path) == 0 ? "--model" : "--batch");
+    return AG_CLI_GO;
+}
 
+int ag_cmd_grad(int argc, char **argv)
+{
+    ag_grad_opts o;
+    int r = ag_cli_grad_parse(argc, argv, &o);
+    if (r == AG_CLI_HELP)
+        return print_help(&ag_cmd_grad_info);
+    if (r != AG_CLI_GO)
+        return r;
+    return ag_cli_grad_run(&o);
+}
+
+int ag_cli_grad_run(const ag_grad_opts *o)
+{
+    const char *model_path = o->model_path, *batch_path = o->batch_path, *out_path = o->out_path;
     int status = AG_EXIT_FAIL;
     char err[512];
     ag_st_file *mf = NULL, *bf = NULL;
@@ -97,6 +139,10 @@ int ag_cmd_grad(int argc, char **argv)
     ag_tape *tape = NULL;
     ag_st_writer *w = NULL;
 
+    if (!ag_cli_check_output(out_path, err, sizeof(err))) {
+        fprintf(stderr, "attograd grad: --out %s\n", err);
+        return AG_EXIT_FAIL;
+    }
     if (ag_st_load(model_path, &mf, err, sizeof(err)) != AG_OK ||
         ag_st_load(batch_path, &bf, err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "attograd grad: %s\n", err);
@@ -109,7 +155,12 @@ int ag_cmd_grad(int argc, char **argv)
         goto done;
     }
     if (nd != 2 || wshape[0] != wshape[1] || wshape[0] < 1) {
-        fprintf(stderr, "attograd grad: %s: tensor 'wq' must be square (d, d)\n", model_path);
+        if (nd == 2)
+            fprintf(stderr, "attograd grad: %s: tensor 'wq' is [%dx%d], must be square (d, d)\n",
+                    model_path, wshape[0], wshape[1]);
+        else
+            fprintf(stderr, "attograd grad: %s: tensor 'wq' has %d dims, must be square (d, d)\n",
+                    model_path, nd);
         goto done;
     }
     int d = wshape[0], heads, causal;
@@ -125,6 +176,15 @@ int ag_cmd_grad(int argc, char **argv)
                 batch_path, d);
         goto done;
     }
+    uint64_t attn_values = ag_cli_attention_values((uint64_t)xshape[0], (uint64_t)heads,
+                                                   (uint64_t)xshape[1]);
+    if (attn_values > AG_CLI_MAX_VALUES) {
+        fprintf(stderr, "attograd grad: %s: tensor 'x' is [%dx%dx%d]: with %d head(s) its attention "
+                "weights would hold %llu values, more than %llu\n", batch_path, xshape[0],
+                xshape[1], xshape[2], heads, (unsigned long long)attn_values,
+                (unsigned long long)AG_CLI_MAX_VALUES);
+        goto done;
+    }
     layer = ag_attention_new(d, heads, causal, NULL, err, sizeof(err));
     tape = ag_tape_new();
     if (!layer || !tape) {
@@ -138,6 +198,8 @@ int ag_cmd_grad(int argc, char **argv)
             fprintf(stderr, "attograd grad: %s\n", err);
             goto done;
         }
+        if (!all_finite(model_path, wnames[k], p))
+            goto done;
     }
     ag_tensor *x = ag_requires_grad(tape, ag_tensor_new(tape, 3, xshape));
     ag_tensor *y = ag_tensor_new(tape, 3, xshape);
@@ -150,6 +212,8 @@ int ag_cmd_grad(int argc, char **argv)
         fprintf(stderr, "attograd grad: %s\n", err);
         goto done;
     }
+    if (!all_finite(batch_path, "x", x) || !all_finite(batch_path, "y", y))
+        goto done;
     ag_tensor *attn;
     ag_tensor *out = ag_attention_forward(tape, layer, x, &attn);
     ag_tensor *loss = ag_mse(tape, out, y);
@@ -177,7 +241,11 @@ int ag_cmd_grad(int argc, char **argv)
         ag_st_add(w, name, 2, p->shape, p->grad);
     }
     ag_st_add(w, "grad.x", 3, xshape, x->grad);
-    if (ag_st_save(w, out_path, err, sizeof(err)) != AG_OK) {
+    sigset_t held;
+    ag_cli_hold_signals(1, &held);
+    ag_status saved = ag_st_save(w, out_path, err, sizeof(err));
+    ag_cli_hold_signals(0, &held);
+    if (saved != AG_OK) {
         fprintf(stderr, "attograd grad: %s\n", err);
         goto done;
     }

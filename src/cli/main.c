@@ -4,6 +4,8 @@
  */
 #include "cli.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,8 +30,27 @@ static void print_help(FILE *f)
         fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
 }
 
+/* Output that could not be written (a full disk, a closed pipe) is a
+ * failure, said once on stderr, not a silent success. */
+static int finish(int status)
+{
+    int flushed = fflush(stdout) == 0;
+    int e = errno;
+    if (!flushed || ferror(stdout)) {
+        /* errno is only known when the last write is the one that failed */
+        fprintf(stderr, "attograd: cannot write the output%s%s\n", flushed ? "" : ": ",
+                flushed ? "" : strerror(e));
+        return status == AG_EXIT_OK ? AG_EXIT_FAIL : status;
+    }
+    return status;
+}
+
 int main(int argc, char **argv)
 {
+    /* A reader that goes away (`attograd train | head`) makes writes fail
+     * with EPIPE instead of killing the process mid-run, so temporary
+     * files are still removed and checkpoints still saved. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         print_help(stderr);
         return AG_EXIT_USAGE;
@@ -37,15 +58,15 @@ int main(int argc, char **argv)
     const char *name = argv[1];
     if (ag_cli_is_help(name) || strcmp(name, "help") == 0) {
         print_help(stdout);
-        return AG_EXIT_OK;
+        return finish(AG_EXIT_OK);
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
         printf("attograd %s (ag_real = %s)\n", AG_VERSION, AG_REAL_NAME);
-        return AG_EXIT_OK;
+        return finish(AG_EXIT_OK);
     }
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (strcmp(name, commands[i]->name) == 0)
-            return commands[i]->run(argc - 1, argv + 1);
+            return finish(commands[i]->run(argc - 1, argv + 1));
     fprintf(stderr, "attograd: unknown command '%s'\n", name);
     print_help(stderr);
     return AG_EXIT_USAGE;

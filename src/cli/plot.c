@@ -5,9 +5,11 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,13 +51,35 @@ int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t er
         snprintf(err, errlen, "gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
         return 0;
     }
+    /* gnuplot writes a temporary file beside png, renamed over it once
+     * gnuplot has succeeded: a failed plot never leaves half an image */
+    size_t n = strlen(png);
+    char *tmp = malloc(n + sizeof(".tmp-XXXXXX"));
+    if (!tmp) {
+        snprintf(err, errlen, "%s: out of memory", png);
+        return 0;
+    }
+    memcpy(tmp, png, n);
+    memcpy(tmp + n, ".tmp-XXXXXX", sizeof(".tmp-XXXXXX"));
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot create a temporary file beside it: %s", png, strerror(errno));
+        free(tmp);
+        return 0;
+    }
+    mode_t mask = umask(0);   /* mkstemp makes 0600; a plot is as readable as any file */
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    close(fd);
     FILE *g = popen("gnuplot", "w");
     if (!g) {
         snprintf(err, errlen, "cannot start gnuplot");
+        remove(tmp);
+        free(tmp);
         return 0;
     }
     fprintf(g, "set terminal pngcairo size 1100,450 font 'sans,10'\nset output ");
-    put_quoted(g, png);
+    put_quoted(g, tmp);
     fprintf(g, "\nset multiplot layout 1,2 title '%s'\n", d->title);
     fprintf(g, "set xlabel 'step'\nset ylabel 'loss'\nset logscale y\nset y2label 'held-out accuracy'\n"
                "set y2range [0:1.05]\nset y2tics\nset ytics nomirror\nset format y '%%g'\nset key right center\nset grid\n");
@@ -85,9 +109,15 @@ int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t er
     }
     fprintf(g, "unset multiplot\n");
     int rc = pclose(g);
-    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+    int ok = 0;
+    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
         snprintf(err, errlen, "gnuplot failed to draw %s", png);
-        return 0;
-    }
-    return 1;
+    else if (rename(tmp, png) != 0)
+        snprintf(err, errlen, "%s: cannot replace it: %s", png, strerror(errno));
+    else
+        ok = 1;
+    if (!ok)
+        remove(tmp);
+    free(tmp);
+    return ok;
 }

@@ -4,7 +4,7 @@
  * drawn from one random stream, measures accuracy on held-out examples from
  * another, and ends with one `result:` line on stdout.
  */
-#include "cli.h"
+#include "opts.h"
 
 #include <errno.h>
 #include <math.h>
@@ -17,6 +17,7 @@
 
 #define EVAL_EXAMPLES 512
 #define MAX_PARAMS 8
+#define MAX_STEP 2000000000L   /* the largest step a checkpoint records */
 
 const ag_command ag_cmd_train_info = {
     "train", ag_cmd_train,
@@ -24,18 +25,7 @@ const ag_command ag_cmd_train_info = {
     "train a toy attention model and watch it learn the lookup",
 };
 
-/* Everything a run is made of: flags first, then what they build. */
-typedef struct train_opts {
-    ag_model_config model;
-    int steps, batch, eval_every, quiet, detect_anomaly;
-    int optimizer_adam;
-    double lr, clip, momentum, weight_decay;
-    uint64_t seed;
-    const char *log_path, *plot_path, *save_path, *load_path;
-    /* which flags were given (a checkpoint's settings win over defaults only) */
-    int set_task, set_seq, set_dim, set_heads, set_posenc, set_causal, set_lr, set_optimizer;
-    int set_seed, set_momentum, set_weight_decay, set_clip, set_batch;
-} train_opts;
+typedef ag_train_opts train_opts;
 
 /* Task defaults, chosen so that each task learns in seconds. */
 static void task_defaults(train_opts *o)
@@ -53,12 +43,14 @@ static void task_defaults(train_opts *o)
         o->lr = o->optimizer_adam ? 3e-3 : 0.1;
 }
 
+/* The signal that asked the run to stop (SIGINT: Ctrl-C; SIGTERM: kill,
+ * timeout; SIGHUP: the terminal went away), or 0. The run finishes its
+ * step, saves, and exits 128 + it. */
 static volatile sig_atomic_t interrupted;
 
-static void on_sigint(int sig)
+static void on_stop_signal(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    interrupted = sig;
 }
 
 static double now_seconds(void)
@@ -99,19 +91,34 @@ static int print_help(const ag_command *cmd)
            "  --load FILE          continue from a checkpoint\n"
            "  --detect-anomaly     check every op for NaN/Inf and name the first\n"
            "  --quiet              print only the result line\n\n"
+           "A flag given twice counts the last time. With --load the checkpoint fixes\n"
+           "the model, the optimizer and the seed; --steps counts the steps to add.\n"
+           "Ctrl-C (or SIGTERM, SIGHUP) stops after the current step and still saves\n"
+           "the log and the checkpoint; the exit status is then 130 (143, 129). A loss\n"
+           "or a weight that turns NaN or Inf stops the run naming the step and the op,\n"
+           "exit 1, and nothing is saved.\n\n"
            "The last line on stdout is the summary:\n"
            "  result: task=lookup steps=N loss=L accuracy=A seconds=S\n");
     return AG_EXIT_OK;
 }
 
-/* Parse the flags into o. Returns 1 to go on, 0 after a usage error, -1 for --help. */
-static int parse_args(const ag_command *cmd, int argc, char **argv, train_opts *o)
+/* The flags into o; defaults first. */
+static int parse_flags(const ag_command *cmd, int argc, char **argv, train_opts *o)
 {
+    memset(o, 0, sizeof(*o));
+    o->model.task = AG_TASK_LOOKUP;
+    o->steps = 600;
+    o->batch = 32;
+    o->eval_every = 100;
+    o->optimizer_adam = 1;
+    o->clip = 1;
+    o->momentum = 0.9;
+    o->seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int r;
         if (ag_cli_is_help(argv[i]))
-            return -1;
+            return AG_CLI_HELP;
         if (ag_cli_switch(argv, i, "--causal")) {
             o->model.causal = 1;
             o->set_causal = 1;
@@ -121,89 +128,144 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, train_opts *
             o->quiet = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--task", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             if (!ag_task_parse(v, &o->model.task))
-                return !ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
+                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
             o->set_task = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
-                return 0;
+                return AG_EXIT_USAGE;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, 65536, &o->batch))
-                return 0;
+                return AG_EXIT_USAGE;
             o->set_batch = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seq", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, 4096, &o->model.seq))
-                return 0;
+                return AG_EXIT_USAGE;
             o->set_seq = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--dim", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--dim", v, 1, 4096, &o->model.dim))
-                return 0;
+                return AG_EXIT_USAGE;
             o->set_dim = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--heads", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--heads", v, 1, 4096, &o->model.heads))
-                return 0;
+                return AG_EXIT_USAGE;
             o->set_heads = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--posenc", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             if (!ag_posenc_parse(v, &o->model.posenc))
-                return !ag_cli_usage_error(cmd, "--posenc: unknown kind '%s' (none, sinusoidal, learned)", v);
+                return ag_cli_usage_error(cmd, "--posenc: unknown kind '%s' (none, sinusoidal, learned)", v);
             o->set_posenc = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--optimizer", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             if (strcmp(v, "adam") == 0)
                 o->optimizer_adam = 1;
             else if (strcmp(v, "sgd") == 0)
                 o->optimizer_adam = 0;
             else
-                return !ag_cli_usage_error(cmd, "--optimizer: unknown optimizer '%s' (sgd, adam)", v);
+                return ag_cli_usage_error(cmd, "--optimizer: unknown optimizer '%s' (sgd, adam)", v);
             o->set_optimizer = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-12, 1e3, &o->lr))
-                return 0;
+                return AG_EXIT_USAGE;
             o->set_lr = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--momentum", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, 0.999999, &o->momentum))
-                return 0;
+                return AG_EXIT_USAGE;
             o->set_momentum = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--weight-decay", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, 1e3, &o->weight_decay))
-                return 0;
+                return AG_EXIT_USAGE;
             o->set_weight_decay = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--clip", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, 1e12, &o->clip))
-                return 0;
+                return AG_EXIT_USAGE;
             o->set_clip = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
             if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &o->seed))
-                return 0;
+                return AG_EXIT_USAGE;
             o->set_seed = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--eval-every", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--eval-every", v, 1, 100000000, &o->eval_every))
-                return 0;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--log", &v))) {
+                return AG_EXIT_USAGE;
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--log", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             o->log_path = v;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--plot", &v))) {
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--plot", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             o->plot_path = v;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--save", &v))) {
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--save", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             o->save_path = v;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--load", &v))) {
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--load", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             o->load_path = v;
+        } else if (argv[i][0] == '-') {
+            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
         } else {
-            return !ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
         }
     }
+    return AG_CLI_GO;
+}
+
+/* Two outputs naming the same file would overwrite each other (and a log
+ * written over --load's checkpoint would destroy it); --save over --load is
+ * fine: that is resuming in place. */
+static int check_paths(const ag_command *cmd, const train_opts *o)
+{
+    const char *flag[4] = {"--log", "--plot", "--save", "--load"};
+    const char *path[4] = {o->log_path, o->plot_path, o->save_path, o->load_path};
+    for (int a = 0; a < 4; a++)
+        for (int b = a + 1; b < 4; b++)
+            if (path[a] && path[b] && strcmp(path[a], path[b]) == 0 && !(a == 2 && b == 3))
+                return !ag_cli_usage_error(cmd, "%s and %s both name '%s'", flag[a], flag[b], path[a]);
     return 1;
+}
+
+int ag_cli_train_check(const train_opts *o)
+{
+    const ag_command *cmd = &ag_cmd_train_info;
+    const ag_model_config *m = &o->model;
+    int lo = ag_task_min_seq(m->task), hi = ag_task_max_seq(m->task);
+    if (m->seq < lo || m->seq > hi)
+        return !ag_cli_usage_error(cmd, "--seq: %d is out of range for task %s (%d..%d)", m->seq,
+                                   ag_task_name(m->task), lo, hi);
+    if (m->heads > m->dim || m->dim % m->heads != 0)
+        return !ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
+    /* the held-out set is evaluated in one batch too */
+    uint64_t b = (uint64_t)(o->batch > EVAL_EXAMPLES ? o->batch : EVAL_EXAMPLES);
+    uint64_t attn = ag_cli_attention_values(b, (uint64_t)m->heads, (uint64_t)m->seq);
+    uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, (uint64_t)m->dim);
+    if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
+        return !ag_cli_usage_error(
+            cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
+            "hold %llu values in one tensor (at most %llu; the held-out set counts as a batch of %d)",
+            m->seq, o->batch, m->dim, m->heads, (unsigned long long)(attn > act ? attn : act),
+            (unsigned long long)AG_CLI_MAX_VALUES, EVAL_EXAMPLES);
+    return 1;
+}
+
+int ag_cli_train_parse(int argc, char **argv, train_opts *o)
+{
+    const ag_command *cmd = &ag_cmd_train_info;
+    int r = parse_flags(cmd, argc, argv, o);
+    if (r != AG_CLI_GO)
+        return r;
+    if (!check_paths(cmd, o))
+        return AG_EXIT_USAGE;
+    if (!o->load_path) {
+        task_defaults(o);
+        if (!ag_cli_train_check(o))
+            return AG_EXIT_USAGE;
+    }
+    return AG_CLI_GO;
 }
 
 /* ---- one run ---- */
@@ -285,13 +347,26 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
     }
 }
 
+/* Why a step (or an evaluation after it) failed: the tape's message, which
+ * for NaN or Inf names the first op that made one. */
+static void report_failure(const run *r, ag_status st, const char *where)
+{
+    fprintf(stderr, "attograd train: step %ld%s: %s\n", r->step + (where[0] ? 0 : 1), where,
+            ag_tape_error(r->tape));
+    if (st == AG_ERR_NUMERIC)
+        fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+}
+
 /* Loss and accuracy on the held-out set; optionally show the heatmap. */
 static int evaluate(run *r, int heatmap)
 {
     ag_tensor *logits, *attn;
     ag_tensor *loss = ag_model_forward(r->tape, r->model, r->eval, &logits, &attn);
-    if (!loss) {
-        fprintf(stderr, "attograd train: %s\n", ag_tape_error(r->tape));
+    ag_status st = ag_tape_status(r->tape);
+    if (st == AG_OK && !isfinite(loss->data[0]))
+        st = ag_tape_find_anomaly(r->tape);
+    if (st != AG_OK) {
+        report_failure(r, st, " (held-out evaluation)");
         ag_tape_reset(r->tape);
         return 0;
     }
@@ -332,19 +407,37 @@ static int alloc_history(run *r)
     return r->loss_step && r->loss_hist && r->acc_step && r->acc_hist && r->attn0;
 }
 
-/* One step: a fresh batch, forward, backward, clip, update. */
+/* The first non-finite value among the parameters, after an update: its
+ * parameter's index and *elem, or -1. */
+static long first_bad_param(const run *r, size_t *elem)
+{
+    for (size_t p = 0; p < r->n_params; p++) {
+        const ag_tensor *t = r->params[p];
+        for (size_t i = 0; i < t->size; i++) {
+            if (!isfinite(t->data[i])) {
+                *elem = i;
+                return (long)p;
+            }
+        }
+    }
+    return -1;
+}
+
+/* One step: a fresh batch, forward, backward, clip, update. A NaN or Inf
+ * stops the run at the step that made it: in the loss or a gradient (the
+ * tape names the first op), or in a weight after the update. */
 static int train_step(run *r)
 {
     ag_task_sample(r->train, &r->data_rng);
     ag_zero_grad(r->params, r->n_params);
     ag_tensor *loss = ag_model_forward(r->tape, r->model, r->train, NULL, NULL);
     ag_status st = ag_backward(r->tape, loss);
-    if (st == AG_OK && !isfinite(loss->data[0]))
+    /* measures the gradients' norm, and clips them when --clip is on */
+    double norm = st == AG_OK ? ag_clip_grad_norm(r->params, r->n_params, r->o->clip) : 0;
+    if (st == AG_OK && (!isfinite(loss->data[0]) || !isfinite(norm)))
         st = ag_tape_find_anomaly(r->tape);
     if (st != AG_OK) {
-        fprintf(stderr, "attograd train: step %ld: %s\n", r->step + 1, ag_tape_error(r->tape));
-        if (st == AG_ERR_NUMERIC)
-            fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+        report_failure(r, st, "");
         ag_tape_reset(r->tape);
         return 0;
     }
@@ -354,9 +447,17 @@ static int train_step(run *r)
         r->loss_step[r->n_loss] = r->step + 1;
         r->loss_hist[r->n_loss++] = r->loss;
     }
-    if (r->o->clip > 0)
-        ag_clip_grad_norm(r->params, r->n_params, r->o->clip);
     ag_optim_step(r->opt);
+    size_t elem;
+    long bad = first_bad_param(r, &elem);
+    if (bad >= 0) {
+        double v = r->params[bad]->data[elem];
+        fprintf(stderr, "attograd train: step %ld: the %s update (lr %g) made parameter '%s' %s "
+                "at element %zu (the gradient norm was %g)\n", r->step + 1, ag_optim_name(r->opt),
+                r->o->lr, r->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
+        fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+        return 0;
+    }
     r->step++;
     return 1;
 }
@@ -404,8 +505,8 @@ static int adopt_checkpoint(const ag_command *cmd, train_opts *o, const ag_train
     const ag_model_config *m = &st->model;
 #define CONFLICT(set, flag, differs, fmt, mine, theirs)                                          \
     if ((set) && (differs))                                                                      \
-        return !ag_cli_usage_error(cmd, flag " " fmt " conflicts with the checkpoint's " fmt      \
-                                   " (--load fixes the model)", mine, theirs);
+        return !ag_cli_usage_error(cmd, flag " " fmt " conflicts with %s, made with " fmt        \
+                                   " (--load fixes the model)", mine, o->load_path, theirs);
     CONFLICT(o->set_task, "--task", o->model.task != m->task, "%s", ag_task_name(o->model.task),
              ag_task_name(m->task))
     CONFLICT(o->set_seq, "--seq", o->model.seq != m->seq, "%d", o->model.seq, m->seq)
@@ -435,149 +536,167 @@ static int adopt_checkpoint(const ag_command *cmd, train_opts *o, const ag_train
     return 1;
 }
 
-int ag_cmd_train(int argc, char **argv)
+/* Before any work: every file the run will write can be written. */
+static int check_outputs(const train_opts *o)
+{
+    const char *flag[3] = {"--log", "--plot", "--save"};
+    const char *path[3] = {o->log_path, o->plot_path, o->save_path};
+    char err[512];
+    for (int k = 0; k < 3; k++) {
+        if (path[k] && !ag_cli_check_output(path[k], err, sizeof(err))) {
+            fprintf(stderr, "attograd train: %s %s\n", flag[k], err);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int ag_cli_train_run(train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
-    train_opts o = {0};
-    o.model.task = AG_TASK_LOOKUP;
-    o.steps = 600;
-    o.batch = 32;
-    o.eval_every = 100;
-    o.optimizer_adam = 1;
-    o.clip = 1;
-    o.momentum = 0.9;
-    o.seed = 1;
-    int parsed = parse_args(cmd, argc, argv, &o);
-    if (parsed < 0)
-        return print_help(cmd);
-    if (!parsed)
-        return AG_EXIT_USAGE;
     char err[512];
     ag_st_file *ckpt = NULL;
     ag_train_state loaded;
     memset(&loaded, 0, sizeof(loaded));
-    if (o.load_path) {
-        if (!ag_cli_checkpoint_open(o.load_path, &ckpt, &loaded, err, sizeof(err))) {
+    if (o->load_path) {
+        if (!ag_cli_checkpoint_open(o->load_path, &ckpt, &loaded, err, sizeof(err))) {
             fprintf(stderr, "attograd train: %s\n", err);
             return AG_EXIT_FAIL;
         }
-        if (!adopt_checkpoint(cmd, &o, &loaded)) {
+        if (!adopt_checkpoint(cmd, o, &loaded) || !ag_cli_train_check(o)) {
             ag_st_free(ckpt);
             return AG_EXIT_USAGE;
         }
-    } else {
-        task_defaults(&o);
+        if (loaded.step > MAX_STEP - o->steps) {
+            ag_st_free(ckpt);
+            return ag_cli_usage_error(cmd, "--steps %d: %s is at step %ld, and a run stops at step %ld",
+                                      o->steps, o->load_path, loaded.step, MAX_STEP);
+        }
     }
-    int lo = ag_task_min_seq(o.model.task), hi = ag_task_max_seq(o.model.task);
-    if (o.model.seq < lo || o.model.seq > hi) {
+    if (!check_outputs(o)) {
         ag_st_free(ckpt);
-        return ag_cli_usage_error(cmd, "--seq: %d is out of range for task %s (%d..%d)", o.model.seq,
-                                  ag_task_name(o.model.task), lo, hi);
+        return AG_EXIT_FAIL;
     }
-    if (o.model.dim % o.model.heads != 0) {
-        ag_st_free(ckpt);
-        return ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", o.model.heads,
-                                  o.model.dim);
+    int plot = o->plot_path != NULL;
+    if (plot && !ag_cli_have_program("gnuplot")) {
+        /* said once, before the run; training goes on without the plot */
+        fprintf(stderr, "attograd train: gnuplot is not installed, so no plot "
+                        "(apt-get install gnuplot-nox)\n");
+        plot = 0;
     }
 
     run r;
     memset(&r, 0, sizeof(r));
-    r.o = &o;
-    int status = AG_EXIT_FAIL;
-    ag_rng init_rng = ag_rng_new(o.seed);
-    r.data_rng = ag_rng_new(o.seed ^ 0xda7aULL);
-    ag_rng eval_rng = ag_rng_new(o.seed ^ EVAL_STREAM);
-    r.model = ag_model_new(&o.model, ckpt ? NULL : &init_rng, err, sizeof(err));
+    r.o = o;
+    int status = AG_EXIT_FAIL, handlers = 0;
+    struct sigaction old_int, old_term, old_hup;
+    ag_rng init_rng = ag_rng_new(o->seed);
+    r.data_rng = ag_rng_new(o->seed ^ 0xda7aULL);
+    ag_rng eval_rng = ag_rng_new(o->seed ^ EVAL_STREAM);
+    r.model = ag_model_new(&o->model, ckpt ? NULL : &init_rng, err, sizeof(err));
     if (!r.model) {
         fprintf(stderr, "attograd train: %s\n", err);
         goto done;
     }
     r.n_params = ag_model_params(r.model, r.params, r.names, MAX_PARAMS);
-    r.opt = o.optimizer_adam ? ag_adam_new(r.params, r.n_params, o.lr, 0.9, 0.999, 1e-8, o.weight_decay)
-                             : ag_sgd_new(r.params, r.n_params, o.lr, o.momentum);
+    r.opt = o->optimizer_adam ? ag_adam_new(r.params, r.n_params, o->lr, 0.9, 0.999, 1e-8, o->weight_decay)
+                              : ag_sgd_new(r.params, r.n_params, o->lr, o->momentum);
     r.tape = ag_tape_new();
-    r.train = ag_batch_new(o.model.task, o.batch, o.model.seq);
-    r.eval = ag_batch_new(o.model.task, EVAL_EXAMPLES, o.model.seq);
+    r.train = ag_batch_new(o->model.task, o->batch, o->model.seq);
+    r.eval = ag_batch_new(o->model.task, EVAL_EXAMPLES, o->model.seq);
     if (!r.opt || !r.tape || !r.train || !r.eval) {
         fprintf(stderr, "attograd train: out of memory\n");
         goto done;
     }
     if (ckpt) {
-        if (!ag_cli_checkpoint_restore(ckpt, r.model, r.opt, &loaded, err, sizeof(err))) {
+        if (!ag_cli_checkpoint_restore(ckpt, o->load_path, r.model, r.opt, &loaded, err, sizeof(err))) {
             fprintf(stderr, "attograd train: %s\n", err);
             goto done;
         }
         r.data_rng.state = loaded.data_rng;
         r.step = loaded.step;
+        ag_st_free(ckpt);
+        ckpt = NULL;
     }
     ag_task_sample(r.eval, &eval_rng);
-    if (o.plot_path && !alloc_history(&r)) {
+    if (plot && !alloc_history(&r)) {
         fprintf(stderr, "attograd train: out of memory\n");
         goto done;
     }
-    ag_tape_detect_anomaly(r.tape, o.detect_anomaly);
+    ag_tape_detect_anomaly(r.tape, o->detect_anomaly);
 
-    if (o.log_path &&
-        ag_csv_open(o.log_path, "step,loss,eval_loss,accuracy", &r.log, err, sizeof(err)) != AG_OK) {
+    /* From here on a temporary file may exist: Ctrl-C and SIGTERM only ask
+     * the loop to stop, so that it is always committed or removed. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    handlers = 1;
+
+    if (o->log_path &&
+        ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r.log, err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "attograd train: %s\n", err);
         goto done;
     }
 
-    struct sigaction sa, old_sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_sa);
-
-    int tty = !o.quiet && isatty(STDOUT_FILENO);
-    if (!o.quiet)
+    int tty = !o->quiet && isatty(STDOUT_FILENO);
+    if (!o->quiet) {
         printf("training %s: seq %d, dim %d, heads %d, posenc %s%s, %s lr %g, batch %d, %d steps\n",
-               ag_task_name(o.model.task), o.model.seq, o.model.dim, o.model.heads,
-               ag_posenc_kind_name(o.model.posenc), o.model.causal ? ", causal" : "",
-               o.optimizer_adam ? "adam" : "sgd", o.lr, o.batch, o.steps);
+               ag_task_name(o->model.task), o->model.seq, o->model.dim, o->model.heads,
+               ag_posenc_kind_name(o->model.posenc), o->model.causal ? ", causal" : "",
+               o->optimizer_adam ? "adam" : "sgd", o->lr, o->batch, o->steps);
+        fflush(stdout);
+    }
     if (!evaluate(&r, 0))
-        goto restore;
+        goto done;
     double start = now_seconds(), last_draw = 0;
     long done_steps = 0;
-    while (done_steps < o.steps && !interrupted) {
+    while (done_steps < o->steps && !interrupted) {
         if (!train_step(&r))
-            goto restore;
+            goto done;
         done_steps++;
-        int eval_now = r.step % o.eval_every == 0 || done_steps == o.steps;
+        int eval_now = r.step % o->eval_every == 0 || done_steps == o->steps;
         if (eval_now && !evaluate(&r, 0))
-            goto restore;
+            goto done;
         if (r.log) {
             double row[4] = {(double)r.step, r.loss, eval_now ? r.eval_loss : NAN,
                              eval_now ? r.accuracy : NAN};
             ag_csv_row(r.log, row, 4);   /* errors are sticky; ag_csv_close reports them */
         }
         double t = now_seconds() - start;
-        if (tty && (t - last_draw > 0.1 || done_steps == o.steps)) {
-            print_progress(&r, done_steps, o.steps, t, 1);
+        if (tty && (t - last_draw > 0.1 || done_steps == o->steps)) {
+            print_progress(&r, done_steps, o->steps, t, 1);
             last_draw = t;
-        } else if (!tty && !o.quiet && eval_now) {
-            print_progress(&r, done_steps, o.steps, t, 0);
+        } else if (!tty && !o->quiet && eval_now) {
+            print_progress(&r, done_steps, o->steps, t, 0);
         }
     }
     double seconds = now_seconds() - start;
     if (tty)
         printf("\n");
-    if (interrupted) {
+    int stop = interrupted;
+    if (stop) {
         if (!evaluate(&r, 0))
-            goto restore;
-        fprintf(stderr, "attograd train: interrupted after step %ld\n", r.step);
+            goto done;
+        fprintf(stderr, "attograd train: %s after step %ld\n",
+                stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
+                r.step);
     }
     if (!evaluate(&r, 1))
-        goto restore;
-    if (o.plot_path) {
+        goto done;
+    if (plot) {
         char title[160];
         snprintf(title, sizeof(title), "attograd train --task %s: %ld steps, held-out accuracy %.3f",
-                 ag_task_name(o.model.task), r.step, r.accuracy);
+                 ag_task_name(o->model.task), r.step, r.accuracy);
         ag_plot_data pd = {title, r.loss_step, r.loss_hist, r.n_loss, r.acc_step, r.acc_hist,
-                           r.n_acc, r.attn0, o.model.seq};
-        if (ag_cli_plot_run(o.plot_path, &pd, err, sizeof(err))) {
-            if (!o.quiet)
-                printf("plot: %s\n", o.plot_path);
+                           r.n_acc, r.attn0, o->model.seq};
+        if (ag_cli_plot_run(o->plot_path, &pd, err, sizeof(err))) {
+            if (!o->quiet)
+                printf("plot: %s\n", o->plot_path);
         } else {
             fprintf(stderr, "attograd train: %s\n", err);   /* training is unaffected */
         }
@@ -587,25 +706,28 @@ int ag_cmd_train(int argc, char **argv)
         r.log = NULL;
         if (ag_csv_close(log, err, sizeof(err)) != AG_OK) {
             fprintf(stderr, "attograd train: %s\n", err);
-            goto restore;
+            goto done;
         }
     }
-    if (o.save_path) {
-        ag_train_state st = state_of(&o, &r);
-        if (!ag_cli_checkpoint_save(o.save_path, r.model, r.opt, &st, err, sizeof(err))) {
+    if (o->save_path) {
+        ag_train_state st = state_of(o, &r);
+        if (!ag_cli_checkpoint_save(o->save_path, r.model, r.opt, &st, err, sizeof(err))) {
             fprintf(stderr, "attograd train: %s\n", err);
-            goto restore;
+            goto done;
         }
-        if (!o.quiet)
-            printf("saved: %s (step %ld)\n", o.save_path, r.step);
+        if (!o->quiet)
+            printf("saved: %s (step %ld)\n", o->save_path, r.step);
     }
     printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
-           ag_task_name(o.model.task), r.step, r.eval_loss, r.accuracy, seconds);
-    status = interrupted ? 130 : AG_EXIT_OK;
-restore:
-    sigaction(SIGINT, &old_sa, NULL);
+           ag_task_name(o->model.task), r.step, r.eval_loss, r.accuracy, seconds);
+    status = stop ? 128 + stop : AG_EXIT_OK;
 done:
     ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
+    if (handlers) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGHUP, &old_hup, NULL);
+    }
     ag_st_free(ckpt);
     ag_batch_free(r.train);
     ag_batch_free(r.eval);
@@ -618,4 +740,15 @@ done:
     ag_optim_free(r.opt);
     ag_model_free(r.model);
     return status;
+}
+
+int ag_cmd_train(int argc, char **argv)
+{
+    train_opts o;
+    int r = ag_cli_train_parse(argc, argv, &o);
+    if (r == AG_CLI_HELP)
+        return print_help(&ag_cmd_train_info);
+    if (r != AG_CLI_GO)
+        return r;
+    return ag_cli_train_run(&o);
 }
