@@ -5,6 +5,7 @@
  * `make test` sets AG_BIN (the command) and AG_EXAMPLES (the examples' dir).
  */
 #include "test_util.h"
+#include "cmd_run.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -27,40 +28,10 @@ static const char *env_path(const char *name)
     return v;
 }
 
-/* Run a shell command and return what it writes to the pipe (the caller
- * frees it); *status gets its exit status, or -1 if it did not exit. */
-static char *run(int *status, const char *fmt, ...)
-{
-    char cmd[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    ck_assert_msg(n > 0 && (size_t)n < sizeof(cmd), "command too long");
-    FILE *p = popen(cmd, "r");
-    ck_assert_msg(p != NULL, "popen failed: %s", cmd);
-    size_t cap = 4096, len = 0;
-    char *out = malloc(cap);
-    ck_assert_ptr_nonnull(out);
-    size_t got;
-    while ((got = fread(out + len, 1, cap - len - 1, p)) > 0) {
-        len += got;
-        if (cap - len - 1 == 0) {
-            cap *= 2;
-            out = realloc(out, cap);
-            ck_assert_ptr_nonnull(out);
-        }
-    }
-    out[len] = '\0';
-    int w = pclose(p);
-    *status = w != -1 && WIFEXITED(w) ? WEXITSTATUS(w) : -1;
-    return out;
-}
-
 START_TEST(test_demo_output)
 {
     int status;
-    char *out = run(&status, "'%s' demo", env_path("AG_BIN"));
+    char *out = cmd_run(&status, "'%s' demo", env_path("AG_BIN"));
     ck_assert_int_eq(status, 0);
     ck_assert_str_eq(out, seed_output);
     free(out);
@@ -70,7 +41,7 @@ END_TEST
 START_TEST(test_seed_example_output)
 {
     int status;
-    char *out = run(&status, "'%s/seed_attention'", env_path("AG_EXAMPLES"));
+    char *out = cmd_run(&status, "'%s/seed_attention'", env_path("AG_EXAMPLES"));
     ck_assert_int_eq(status, 0);
     ck_assert_str_eq(out, seed_output);
     free(out);
@@ -80,7 +51,7 @@ END_TEST
 START_TEST(test_demo_full_precision)
 {
     int status;
-    char *out = run(&status, "'%s' demo --decimals 6", env_path("AG_BIN"));
+    char *out = cmd_run(&status, "'%s' demo --decimals 6", env_path("AG_BIN"));
     ck_assert_int_eq(status, 0);
     ck_assert_str_eq(out, "weights:\n"
                           "[[0.401112 0.197776 0.401112]\n"
@@ -92,7 +63,7 @@ START_TEST(test_demo_full_precision)
                           " [0.751745 0.751745]]\n");
     free(out);
     /* --decimals=N is the same option */
-    out = run(&status, "'%s' demo --decimals=0", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --decimals=0", env_path("AG_BIN"));
     ck_assert_int_eq(status, 0);
     ck_assert_str_eq(out, "weights:\n[[0 0 0]\n [0 0 0]\n [0 0 1]]\noutput:\n[[1 1]\n [1 1]\n [1 1]]\n");
     free(out);
@@ -102,16 +73,16 @@ END_TEST
 START_TEST(test_cli_help)
 {
     int status;
-    char *out = run(&status, "'%s' --help", env_path("AG_BIN"));
+    char *out = cmd_run(&status, "'%s' --help", env_path("AG_BIN"));
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd <command> [options]"));
     ck_assert_ptr_nonnull(strstr(out, "demo"));
     free(out);
-    out = run(&status, "'%s' demo --help", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --help", env_path("AG_BIN"));
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd demo [--decimals N]"));
     free(out);
-    out = run(&status, "'%s' --version", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' --version", env_path("AG_BIN"));
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_nonnull(strstr(out, "attograd " AG_VERSION));
     free(out);
@@ -122,33 +93,33 @@ START_TEST(test_cli_usage_errors)
 {
     int status;
     /* stderr into the pipe, stdout discarded: the message goes to stderr */
-    char *out = run(&status, "'%s' bogus 2>&1 >/dev/null", env_path("AG_BIN"));
+    char *out = cmd_run(&status, "'%s' bogus 2>&1 >/dev/null", env_path("AG_BIN"));
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "unknown command 'bogus'"));
     free(out);
 
-    out = run(&status, "'%s' demo --bogus 2>&1 >/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --bogus 2>&1 >/dev/null", env_path("AG_BIN"));
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "unknown option '--bogus'"));
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd demo"));
     free(out);
 
-    out = run(&status, "'%s' demo --decimals 3x 2>&1 >/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --decimals 3x 2>&1 >/dev/null", env_path("AG_BIN"));
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "--decimals: '3x' is not an integer"));
     free(out);
 
-    out = run(&status, "'%s' demo --decimals 2>&1 >/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --decimals 2>&1 >/dev/null", env_path("AG_BIN"));
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "--decimals needs a value"));
     free(out);
 
-    out = run(&status, "'%s' demo --decimals 10 2>&1 >/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --decimals 10 2>&1 >/dev/null", env_path("AG_BIN"));
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "--decimals: 10 is out of range (0..9)"));
     free(out);
 
-    out = run(&status, "'%s' 2>/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' 2>/dev/null", env_path("AG_BIN"));
     ck_assert_int_eq(status, 2);
     ck_assert_str_eq(out, "");   /* no command: help on stderr, nothing on stdout */
     free(out);
@@ -159,7 +130,7 @@ START_TEST(test_train_lookup_example_learns)
 {
     /* the embedding example trains through the library API and must learn */
     int status;
-    char *out = run(&status, "%s/train_lookup", env_path("AG_EXAMPLES"));
+    char *out = cmd_run(&status, "%s/train_lookup", env_path("AG_EXAMPLES"));
     ck_assert_int_eq(status, 0);
     const char *line = strstr(out, "held-out accuracy: ");
     ck_assert_msg(line != NULL, "no accuracy line in:\n%s", out);
