@@ -91,6 +91,10 @@ void ag_tape_reset(ag_tape *tape);
 ag_status ag_tape_status(const ag_tape *tape);
 const char *ag_tape_error(const ag_tape *tape);   /* "" when there is none */
 size_t ag_tape_size(const ag_tape *tape);         /* number of entries */
+/* The most arena bytes (tensors, gradients, saved data) one step has used
+ * since the tape was made: the step's memory beyond parameters and
+ * optimizer state. */
+size_t ag_tape_peak_bytes(const ag_tape *tape);
 
 /* Record an error on the tape from outside an op (kept only if it is the
  * first). Returns the tape's status afterwards. */

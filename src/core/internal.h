@@ -50,6 +50,8 @@ struct ag_tape {
     size_t n_entries, cap_entries;
     ag_block *first, *cur;           /* arena blocks; cur is where allocation happens */
     size_t n_blocks;
+    size_t used;                     /* bytes handed out since the last reset */
+    size_t peak;                     /* the most bytes one step has used */
     ag_status status;
     char error[256];
     int bug;                         /* AG_BUG_*, 0 in normal use */

@@ -80,6 +80,9 @@ void *ag_arena_alloc(ag_tape *tape, size_t bytes)
     tape->cur = b;
     void *p = b->mem + b->used;
     b->used += need;
+    tape->used += need;
+    if (tape->used > tape->peak)
+        tape->peak = tape->used;
     return p;
 }
 
@@ -104,13 +107,11 @@ void ag_tape_reset(ag_tape *tape)
 {
     if (!tape)
         return;
-    /* A step that needed several blocks gets one block of their total size,
-     * so from the next step on, a step of the same shape never calls malloc. */
+    /* A step that needed several blocks gets one block the size of the most
+     * any step has used (not their total: geometric growth overshoots), so
+     * from the next step on, a step of the same shape never calls malloc. */
     if (tape->n_blocks > 1) {
-        size_t total = 0;
-        for (ag_block *b = tape->first; b; b = b->next)
-            total += b->cap;
-        ag_block *merged = block_new(total);
+        ag_block *merged = block_new(tape->peak);
         if (merged) {
             blocks_free(tape->first);
             tape->first = merged;
@@ -120,6 +121,7 @@ void ag_tape_reset(ag_tape *tape)
     for (ag_block *b = tape->first; b; b = b->next)
         b->used = 0;
     tape->cur = tape->first;
+    tape->used = 0;
     tape->n_entries = 0;
     tape->status = AG_OK;
     tape->error[0] = '\0';
@@ -138,6 +140,11 @@ const char *ag_tape_error(const ag_tape *tape)
 size_t ag_tape_size(const ag_tape *tape)
 {
     return tape ? tape->n_entries : 0;
+}
+
+size_t ag_tape_peak_bytes(const ag_tape *tape)
+{
+    return tape ? tape->peak : 0;
 }
 
 ag_status ag_tape_fail(ag_tape *tape, ag_status status, const char *fmt, ...)
