@@ -240,6 +240,14 @@ ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info)
 void ag_set_threads(int n);
 int ag_get_threads(void);
 
+/* How many heap allocations the library has made since the program started
+ * (tape and arena blocks, parameters, optimizer state, layers, models, the
+ * threads' matmul buffers; not the file readers and writers). Thread-safe.
+ * The difference over a stretch of training steps is the steps'
+ * allocations: once the first step has sized the arena, a step of the same
+ * shape makes none. */
+size_t ag_alloc_count(void);
+
 /* ------------------------------------------------------------------------
  * Finite-difference gradient check.
  * ------------------------------------------------------------------------ */

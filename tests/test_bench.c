@@ -51,13 +51,14 @@ START_TEST(test_bench_attention_line)
     if (rc == -1)
         return;
     ck_assert_int_eq(rc, 0);
-    double us = -1, gflops = -1, peak = -1, model = -1;
+    double us = -1, gflops = -1, peak = -1, model = -1, allocs = -1;
     char tail = 0;
     int got = sscanf(out,
                      "bench: op=attention B=2 T=5 d=6 H=3 threads=1 us_per_step=%lf gflops=%lf "
-                     "peak_bytes=%lf model_bytes=%lf%c",
-                     &us, &gflops, &peak, &model, &tail);
-    ck_assert_msg(got == 5 && tail == '\n', "unexpected output: %s", out);
+                     "peak_bytes=%lf model_bytes=%lf allocs_per_step=%lf%c",
+                     &us, &gflops, &peak, &model, &allocs, &tail);
+    ck_assert_msg(got == 6 && tail == '\n', "unexpected output: %s", out);
+    ck_assert_msg(allocs == 0, "a steady step allocates: %s", out);
     ck_assert_msg(us > 0 && gflops > 0, "unexpected output: %s", out);
     /* model: 16 d^2 reals of state + (6 B T d + B H T^2) of activations */
     ck_assert_double_eq(model, (double)((16 * 36 + 6 * 60 + 2 * 3 * 25) * sizeof(ag_real)));

@@ -182,13 +182,14 @@ static int bench_attention(int argc, char **argv)
                    "y of shape (B,T,d): zero_grad, forward, mse loss, backward, Adam step over\n"
                    "wq, wk, wv, wo, tape reset. After a few warm-up steps it prints one line:\n"
                    "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
-                   "         gflops=G peak_bytes=P model_bytes=M\n"
+                   "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A\n"
                    "US is the median step time in microseconds; G counts the matmuls of\n"
                    "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient);\n"
                    "P is the step's memory: the tape's high-water bytes plus parameters,\n"
                    "gradients and Adam's state; M is what a step cannot do without:\n"
                    "parameters, gradients and Adam's state (16 d^2 reals) plus the\n"
-                   "activations backward needs (x, Q, K, V, O, out: 6 B T d; P: B H T^2).\n\n"
+                   "activations backward needs (x, Q, K, V, O, out: 6 B T d; P: B H T^2);\n"
+                   "A is the library's heap allocations per timed step (ag_alloc_count).\n\n"
                    "  --batch B     sequences per step (default 8, 1..4096)\n"
                    "  --seq T       positions per sequence (default 64, 1..4096)\n"
                    "  --dim d       model width (default 64, 1..4096)\n"
@@ -268,12 +269,14 @@ static int bench_attention(int argc, char **argv)
         fprintf(stderr, "attograd bench attention: out of memory\n");
         goto done;
     }
+    size_t allocs = ag_alloc_count();
     for (int k = 0; k < steps; k++) {
         t0 = now_seconds();
         if (!att_step(&b))
             goto step_failed;
         times[k] = now_seconds() - t0;
     }
+    allocs = ag_alloc_count() - allocs;
     double sec = median_of(times, (size_t)steps);
     double Bd = B, Td = T, dd = d, Hd = H, real = sizeof(ag_real);
     double flops = 18 * Bd * Td * dd * dd + 12 * Bd * Td * Td * dd;
@@ -281,8 +284,9 @@ static int bench_attention(int argc, char **argv)
     double peak = (double)ag_tape_peak_bytes(b.tape) + state;
     double model = state + (6 * Bd * Td * dd + Bd * Hd * Td * Td) * real;
     printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f gflops=%.2f "
-           "peak_bytes=%.0f model_bytes=%.0f\n",
-           B, T, d, H, threads, sec * 1e6, sec > 0 ? flops / sec / 1e9 : 0, peak, model);
+           "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g\n",
+           B, T, d, H, threads, sec * 1e6, sec > 0 ? flops / sec / 1e9 : 0, peak, model,
+           (double)allocs / steps);
     status = AG_EXIT_OK;
     goto done;
 step_failed:

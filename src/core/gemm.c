@@ -20,6 +20,7 @@
  * threads. Each thread packs into its own buffer, allocated once and grown
  * only when a larger problem needs it, freed when the thread exits.
  */
+#include "alloc.h"
 #include "gemm.h"
 #include "threads.h"
 
@@ -141,9 +142,7 @@ static ag_real *pack_buffer(size_t n)
     free(pack_buf);
     pack_buf = NULL;
     pack_cap = 0;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n * sizeof(ag_real)) != 0)
-        p = NULL;
+    void *p = n > SIZE_MAX / sizeof(ag_real) ? NULL : ag_aligned_alloc(64, n * sizeof(ag_real));
     pthread_setspecific(pack_key, p);
     if (!p)
         return NULL;

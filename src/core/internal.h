@@ -5,6 +5,7 @@
 #ifndef AG_INTERNAL_H
 #define AG_INTERNAL_H
 
+#include "alloc.h"
 #include "attograd.h"
 
 #include <stdarg.h>

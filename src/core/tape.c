@@ -22,11 +22,11 @@ const char *ag_status_name(ag_status status)
 
 static ag_block *block_new(size_t cap)
 {
-    ag_block *b = malloc(sizeof(*b));
+    ag_block *b = ag_malloc(sizeof(*b));
     if (!b)
         return NULL;
     cap = (cap + AG_ALIGN - 1) / AG_ALIGN * AG_ALIGN;
-    b->mem = aligned_alloc(AG_ALIGN, cap);
+    b->mem = ag_aligned_alloc(AG_ALIGN, cap);
     if (!b->mem) {
         free(b);
         return NULL;
@@ -90,7 +90,7 @@ void *ag_arena_alloc(ag_tape *tape, size_t bytes)
 
 ag_tape *ag_tape_new(void)
 {
-    ag_tape *tape = calloc(1, sizeof(*tape));
+    ag_tape *tape = ag_calloc(1, sizeof(*tape));
     return tape;
 }
 
@@ -167,7 +167,7 @@ ag_entry *ag_tape_push(ag_tape *tape, int op, ag_tensor *out, int n_in,
     if (tape->n_entries == tape->cap_entries) {
         size_t cap = tape->cap_entries ? tape->cap_entries * 2 : 64;
         ag_entry *grown = cap > SIZE_MAX / sizeof(*grown) ? NULL
-                                                          : realloc(tape->entries, cap * sizeof(*grown));
+                                                          : ag_realloc(tape->entries, cap * sizeof(*grown));
         if (!grown) {
             ag_tape_fail(tape, AG_ERR_NOMEM, "%s: out of memory growing the tape", ag_ops[op].name);
             return NULL;
