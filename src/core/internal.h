@@ -53,6 +53,7 @@ struct ag_tape {
     size_t n_blocks;
     size_t used;                     /* bytes handed out since the last reset */
     size_t peak;                     /* the most bytes one step has used */
+    int backward_ran;                /* ag_backward has run since the last reset */
     ag_status status;
     char error[256];
     int bug;                         /* AG_BUG_*, 0 in normal use */

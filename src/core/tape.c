@@ -122,6 +122,7 @@ void ag_tape_reset(ag_tape *tape)
         b->used = 0;
     tape->cur = tape->first;
     tape->used = 0;
+    tape->backward_ran = 0;
     tape->n_entries = 0;
     tape->status = AG_OK;
     tape->error[0] = '\0';
@@ -235,12 +236,16 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
                             "backward: loss does not depend on anything that needs a gradient");
     /* Op outputs start from zero on every call, so a second backward on the
      * same tape adds one more gradient into parameters and inputs (which
-     * accumulate until ag_zero_grad) instead of re-adding stale ones. */
-    for (size_t k = 0; k < tape->n_entries; k++) {
-        const ag_entry *e = &tape->entries[k];
-        if (e->op != AG_OP_LEAF && e->out->grad)
-            memset(e->out->grad, 0, e->out->size * sizeof(ag_real));
+     * accumulate until ag_zero_grad) instead of re-adding stale ones. The
+     * first backward after a reset finds them as they were made, zeroed. */
+    if (tape->backward_ran) {
+        for (size_t k = 0; k < tape->n_entries; k++) {
+            const ag_entry *e = &tape->entries[k];
+            if (e->op != AG_OP_LEAF && e->out->grad)
+                memset(e->out->grad, 0, e->out->size * sizeof(ag_real));
+        }
     }
+    tape->backward_ran = 1;
     loss->grad[0] += 1;   /* op outputs were just zeroed; a leaf loss accumulates like any leaf */
     /* Reverse order is a valid topological order: every entry's inputs were
      * made before it, so all contributions to an output's gradient have
