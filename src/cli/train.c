@@ -28,6 +28,7 @@ const ag_command ag_cmd_train_info = {
 typedef struct train_opts {
     ag_model_config model;
     int steps, batch, eval_every, quiet, detect_anomaly;
+    int threads;             /* for ag_set_threads; results do not depend on it */
     int optimizer_adam;
     double lr, clip, momentum, weight_decay;
     uint64_t seed;
@@ -98,6 +99,8 @@ static int print_help(const ag_command *cmd)
            "  --save FILE          write a checkpoint (safetensors) at the end\n"
            "  --load FILE          continue from a checkpoint\n"
            "  --detect-anomaly     check every op for NaN/Inf and name the first\n"
+           "  --threads N          threads for the matmuls and softmax (default 1, 1..256);\n"
+           "                       the numbers are the same for every N\n"
            "  --quiet              print only the result line\n\n"
            "The last line on stdout is the summary:\n"
            "  result: task=lookup steps=N loss=L accuracy=A seconds=S\n");
@@ -127,6 +130,9 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, train_opts *
             o->set_task = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
+                return 0;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--threads", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &o->threads))
                 return 0;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, 65536, &o->batch))
@@ -447,6 +453,7 @@ int ag_cmd_train(int argc, char **argv)
     o.clip = 1;
     o.momentum = 0.9;
     o.seed = 1;
+    o.threads = 1;
     int parsed = parse_args(cmd, argc, argv, &o);
     if (parsed < 0)
         return print_help(cmd);
@@ -495,6 +502,7 @@ int ag_cmd_train(int argc, char **argv)
     r.n_params = ag_model_params(r.model, r.params, r.names, MAX_PARAMS);
     r.opt = o.optimizer_adam ? ag_adam_new(r.params, r.n_params, o.lr, 0.9, 0.999, 1e-8, o.weight_decay)
                              : ag_sgd_new(r.params, r.n_params, o.lr, o.momentum);
+    ag_set_threads(o.threads);
     r.tape = ag_tape_new();
     r.train = ag_batch_new(o.model.task, o.batch, o.model.seq);
     r.eval = ag_batch_new(o.model.task, EVAL_EXAMPLES, o.model.seq);
@@ -617,5 +625,6 @@ done:
     ag_tape_free(r.tape);
     ag_optim_free(r.opt);
     ag_model_free(r.model);
+    ag_set_threads(1);
     return status;
 }
