@@ -91,6 +91,10 @@ void ag_tape_reset(ag_tape *tape);
 ag_status ag_tape_status(const ag_tape *tape);
 const char *ag_tape_error(const ag_tape *tape);   /* "" when there is none */
 size_t ag_tape_size(const ag_tape *tape);         /* number of entries */
+/* The most arena bytes (tensors, gradients, saved data) one step has used
+ * since the tape was made: the step's memory beyond parameters and
+ * optimizer state. */
+size_t ag_tape_peak_bytes(const ag_tape *tape);
 
 /* Record an error on the tape from outside an op (kept only if it is the
  * first). Returns the tape's status afterwards. */
@@ -235,6 +239,14 @@ ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info)
  * exit. ag_get_threads returns the number set. */
 void ag_set_threads(int n);
 int ag_get_threads(void);
+
+/* How many heap allocations the library has made since the program started
+ * (tape and arena blocks, parameters, optimizer state, layers, models, the
+ * threads' matmul buffers; not the file readers and writers). Thread-safe.
+ * The difference over a stretch of training steps is the steps'
+ * allocations: once the first step has sized the arena, a step of the same
+ * shape makes none. */
+size_t ag_alloc_count(void);
 
 /* ------------------------------------------------------------------------
  * Finite-difference gradient check.

@@ -428,6 +428,62 @@ START_TEST(test_forward_errors)
 }
 END_TEST
 
+/* One forward and backward of a layer big enough that the softmax and the
+ * batched matmuls are shared out over threads: out, P and every gradient
+ * (dwq..dwo, dx) must be bit-identical to one thread's. */
+static void layer_step(int threads, int causal, ag_real *res, size_t n_res)
+{
+    ag_set_threads(threads);
+    ag_rng rng = ag_rng_new(11);
+    char err[128];
+    ag_attention *att = ag_attention_new(32, 2, causal, &rng, err, sizeof(err));
+    ck_assert_ptr_nonnull(att);
+    ag_tape *tape = ag_tape_new();
+    int shape[3] = {3, 96, 32};
+    ag_tensor *x = ag_requires_grad(tape, ag_tensor_new(tape, 3, shape));
+    ag_tensor *y = ag_tensor_new(tape, 3, shape);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(y);
+    ag_fill_normal(x, &rng, 0, 1);
+    ag_fill_normal(y, &rng, 0, 1);
+    ag_tensor *p;
+    ag_tensor *out = ag_attention_forward(tape, att, x, &p);
+    ck_assert_int_eq(ag_backward(tape, ag_mse(tape, out, y)), AG_OK);
+    size_t k = 0;
+    const ag_tensor *parts[] = {out, p};
+    for (int i = 0; i < 2; i++)
+        for (size_t e = 0; e < parts[i]->size; e++)
+            res[k++] = parts[i]->data[e];
+    ag_tensor *w[4];
+    ag_attention_params(att, w, NULL, 4);
+    for (int i = 0; i < 4; i++)
+        for (size_t e = 0; e < w[i]->size; e++)
+            res[k++] = w[i]->grad[e];
+    for (size_t e = 0; e < x->size; e++)
+        res[k++] = x->grad[e];
+    ck_assert_uint_eq(k, n_res);
+    ag_tape_free(tape);
+    ag_attention_free(att);
+    ag_set_threads(1);
+}
+
+START_TEST(test_threads_bit_identical)
+{
+    size_t n = 2 * 3 * 96 * 32 + 3 * 2 * 96 * 96 + 4 * 32 * 32;
+    ag_real *one = malloc(n * sizeof(ag_real)), *two = malloc(n * sizeof(ag_real));
+    ck_assert_ptr_nonnull(one);
+    ck_assert_ptr_nonnull(two);
+    for (int causal = 0; causal < 2; causal++) {
+        layer_step(1, causal, one, n);
+        layer_step(2, causal, two, n);
+        ck_assert_msg(memcmp(one, two, n * sizeof(ag_real)) == 0,
+                      "two threads differ from one (causal %d)", causal);
+    }
+    free(one);
+    free(two);
+}
+END_TEST
+
 Suite *suite_attention(void)
 {
     Suite *s = suite_create("attention");
@@ -439,6 +495,7 @@ Suite *suite_attention(void)
     tc = tcase_create("backward");
     tcase_add_loop_test(tc, test_layer_grad, 0, N_CONFIGS);
     tcase_add_test(tc, test_weights_p_grad);
+    tcase_add_test(tc, test_threads_bit_identical);
     tcase_add_test(tc, test_model_grad);
     tcase_add_loop_test(tc, test_task_model_clean, 0, 2 * AG_TASK_COUNT);
     suite_add_tcase(s, tc);

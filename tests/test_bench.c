@@ -43,6 +43,30 @@ START_TEST(test_bench_matmul_line)
 }
 END_TEST
 
+START_TEST(test_bench_attention_line)
+{
+    char out[4096];
+    int rc = run_cli("bench attention --batch 2 --seq 5 --dim 6 --heads 3 --steps 3 --causal", out,
+                     sizeof(out));
+    if (rc == -1)
+        return;
+    ck_assert_int_eq(rc, 0);
+    double us = -1, gflops = -1, peak = -1, model = -1, allocs = -1;
+    char tail = 0;
+    int got = sscanf(out,
+                     "bench: op=attention B=2 T=5 d=6 H=3 threads=1 us_per_step=%lf gflops=%lf "
+                     "peak_bytes=%lf model_bytes=%lf allocs_per_step=%lf%c",
+                     &us, &gflops, &peak, &model, &allocs, &tail);
+    ck_assert_msg(got == 6 && tail == '\n', "unexpected output: %s", out);
+    ck_assert_msg(allocs == 0, "a steady step allocates: %s", out);
+    ck_assert_msg(us > 0 && gflops > 0, "unexpected output: %s", out);
+    /* model: 16 d^2 reals of state + (6 B T d + B H T^2) of activations */
+    ck_assert_double_eq(model, (double)((16 * 36 + 6 * 60 + 2 * 3 * 25) * sizeof(ag_real)));
+    ck_assert_msg(peak >= model, "peak %g < model %g", peak, model);
+    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));   /* exactly one line */
+}
+END_TEST
+
 START_TEST(test_bench_usage)
 {
     static const struct {
@@ -55,6 +79,13 @@ START_TEST(test_bench_usage)
         {"bench matmul --threads", "--threads"},
         {"bench matmul --reps -1", "--reps"},
         {"bench matmul --fast", "--fast"},
+        {"bench attention --batch 0", "--batch"},
+        {"bench attention --seq x", "--seq"},
+        {"bench attention --dim", "--dim"},
+        {"bench attention --heads 3 --dim 8", "--heads 3 does not divide --dim 8"},
+        {"bench attention --steps 0", "--steps"},
+        {"bench attention --threads 999", "--threads"},
+        {"bench attention --causal=1", "--causal=1"},
     };
     char out[4096];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -67,6 +98,8 @@ START_TEST(test_bench_usage)
     }
     ck_assert_int_eq(run_cli("bench matmul --help", out, sizeof(out)), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd bench matmul"));
+    ck_assert_int_eq(run_cli("bench attention --help", out, sizeof(out)), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: attograd bench attention"));
 }
 END_TEST
 
@@ -76,6 +109,7 @@ Suite *suite_bench(void)
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_bench_matmul_line);
+    tcase_add_test(tc, test_bench_attention_line);
     tcase_add_test(tc, test_bench_usage);
     suite_add_tcase(s, tc);
     return s;

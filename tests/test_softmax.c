@@ -324,11 +324,58 @@ START_TEST(test_softmax_errors)
 }
 END_TEST
 
+#ifdef AG_REAL_DOUBLE
+#define TOL_ULP (64 * 2.2204460492503131e-16)
+#else
+#define TOL_ULP (8 * 1.1920929e-07)   /* 8 ulp: exp within 2, the sum's rounding */
+#endif
+
+/* Rows of every length from 1 to 70 (vector bodies and tails), values
+ * spread over [-40, 40], some keys masked: within a few ulp of softmax
+ * computed in double, masked keys exactly 0, and every row sums to 1. */
+START_TEST(test_rows_match_double)
+{
+    ag_rng rng = ag_rng_new(21);
+    ag_tape *tape = ag_tape_new();
+    for (int n = 1; n <= 70; n++) {
+        ag_tensor *z = ag_tensor_new(tape, 2, (int[]){3, n});
+        ck_assert_ptr_nonnull(z);
+        ag_fill_uniform(z, &rng, -40, 40);
+        for (size_t i = 0; i < z->size; i++)
+            if (ag_rng_below(&rng, 5) == 0 && i % (size_t)n != 0)
+                z->data[i] = -INFINITY;
+        ag_tensor *s = ag_softmax(tape, z);
+        ck_assert_ptr_nonnull(s);
+        for (int r = 0; r < 3; r++) {
+            const ag_real *zr = z->data + r * n, *sr = s->data + r * n;
+            double max = -INFINITY, sum = 0, got = 0;
+            for (int j = 0; j < n; j++)
+                max = zr[j] > max ? zr[j] : max;
+            /* z - max rounded to ag_real, as every implementation computes it */
+            for (int j = 0; j < n; j++)
+                sum += exp((double)(ag_real)(zr[j] - (ag_real)max));
+            for (int j = 0; j < n; j++) {
+                double want = exp((double)(ag_real)(zr[j] - (ag_real)max)) / sum;
+                if (zr[j] == -INFINITY)
+                    ck_assert_msg(sr[j] == 0, "n=%d: masked key got %g", n, (double)sr[j]);
+                ck_assert_msg(fabs(sr[j] - want) <= TOL_ULP * (want + 1e-30) + 1e-37,
+                              "n=%d row %d key %d: %.9g, want %.9g", n, r, j, (double)sr[j], want);
+                got += sr[j];
+            }
+            ck_assert_msg(fabs(got - 1) < 1e-5, "n=%d: row sums to %.9g", n, got);
+        }
+        ag_tape_reset(tape);
+    }
+    ag_tape_free(tape);
+}
+END_TEST
+
 Suite *suite_softmax(void)
 {
     Suite *s = suite_create("softmax");
     TCase *tc = tcase_create("forward");
     tcase_add_test(tc, test_softmax_values);
+    tcase_add_test(tc, test_rows_match_double);
     tcase_add_test(tc, test_softmax_huge_logits);
     tcase_add_test(tc, test_softmax_neg_inf);
     tcase_add_test(tc, test_softmax_pos_inf);

@@ -59,7 +59,7 @@ static ag_tensor *build_result(check_run *run)
         return NULL;
     }
     if (run->out_size == 0 && out->size > 1) {
-        run->weights = malloc(out->size * sizeof(ag_real));
+        run->weights = ag_malloc(out->size * sizeof(ag_real));
         if (!run->weights) {
             ag_tape_fail(tape, AG_ERR_NOMEM, "gradcheck: out of memory");
             return NULL;

@@ -5,9 +5,11 @@
  *
  *   attograd bench matmul --n 512 --threads 1 --reps 10
  *   bench: op=matmul n=512 threads=1 gflops=150.3
+ *   attograd bench attention --batch 8 --seq 256 --dim 256 --heads 8
+ *   bench: op=attention B=8 T=256 d=256 H=8 threads=1 us_per_step=... ...
  *
- * The reported rate is the median over the repetitions, so one slow rep on a
- * busy machine does not move it.
+ * The reported time or rate is the median over the repetitions, so one slow
+ * rep on a busy machine does not move it.
  */
 #include "cli.h"
 
@@ -19,8 +21,8 @@
 #include <time.h>
 
 const ag_command ag_cmd_bench_info = {
-    "bench", ag_cmd_bench, "attograd bench <matmul> [options]",
-    "timings: bench matmul (GFLOPS of the matrix-multiply kernel)",
+    "bench", ag_cmd_bench, "attograd bench <matmul|attention> [options]",
+    "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
 };
 
 static double now_seconds(void)
@@ -34,6 +36,13 @@ static int compare_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* The median of v[0..n), n >= 1 (sorts v). */
+static double median_of(double *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), compare_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* ---- bench matmul ---- */
@@ -119,15 +128,181 @@ static int bench_matmul(int argc, char **argv)
         double dt = now_seconds() - t0;
         rates[r] = dt > 0 ? flops * (double)calls / dt / 1e9 : 0;
     }
-    qsort(rates, (size_t)reps, sizeof(*rates), compare_double);
-    double median = reps % 2 ? rates[reps / 2] : 0.5 * (rates[reps / 2 - 1] + rates[reps / 2]);
+    double median = median_of(rates, (size_t)reps);
     printf("bench: op=matmul n=%d threads=%d gflops=%.1f\n", n, threads, median);
     ag_set_threads(1);
     free(a), free(b), free(c), free(rates);
     return AG_EXIT_OK;
 }
 
-/* ---- the benchmarks: add `bench attention` (and others) as rows here ---- */
+/* ---- bench attention ---- */
+
+static const ag_command bench_attention_info = {
+    "bench attention", NULL,
+    "attograd bench attention [--batch B] [--seq T] [--dim d] [--heads H] [--steps N] "
+    "[--threads N] [--causal]",
+    "one training step of the attention layer (forward, mse, backward, Adam)",
+};
+
+/* What one step of the benchmark holds. */
+typedef struct att_bench {
+    ag_tape *tape;
+    ag_attention *att;
+    ag_optim *opt;
+    ag_tensor *params[4];
+    ag_real *x, *y;          /* (B,T,d) each, the same batch every step */
+    int shape[3];
+} att_bench;
+
+/* One training step: zero_grad, forward, mse, backward, Adam, tape reset. */
+static int att_step(att_bench *b)
+{
+    ag_zero_grad(b->params, 4);
+    ag_tensor *x = ag_tensor_from(b->tape, 3, b->shape, b->x);
+    ag_tensor *y = ag_tensor_from(b->tape, 3, b->shape, b->y);
+    ag_tensor *loss = ag_mse(b->tape, ag_attention_forward(b->tape, b->att, x, NULL), y);
+    if (ag_backward(b->tape, loss) != AG_OK)
+        return 0;
+    ag_optim_step(b->opt);
+    ag_tape_reset(b->tape);
+    return 1;
+}
+
+static int bench_attention(int argc, char **argv)
+{
+    const ag_command *cmd = &bench_attention_info;
+    int B = 8, T = 64, d = 64, H = 4, steps = 0, threads = 1, causal = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int got;
+        if (ag_cli_is_help(argv[i])) {
+            printf("usage: %s\n\n"
+                   "Times a full training step of the attention layer, with its four (d, d)\n"
+                   "projections Glorot-initialised from a fixed seed, on a fixed random batch x,\n"
+                   "y of shape (B,T,d): zero_grad, forward, mse loss, backward, Adam step over\n"
+                   "wq, wk, wv, wo, tape reset. After a few warm-up steps it prints one line:\n"
+                   "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
+                   "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A\n"
+                   "US is the median step time in microseconds; G counts the matmuls of\n"
+                   "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient);\n"
+                   "P is the step's memory: the tape's high-water bytes plus parameters,\n"
+                   "gradients and Adam's state; M is what a step cannot do without:\n"
+                   "parameters, gradients and Adam's state (16 d^2 reals) plus the\n"
+                   "activations backward needs (x, Q, K, V, O, out: 6 B T d; P: B H T^2);\n"
+                   "A is the library's heap allocations per timed step (ag_alloc_count).\n\n"
+                   "  --batch B     sequences per step (default 8, 1..4096)\n"
+                   "  --seq T       positions per sequence (default 64, 1..4096)\n"
+                   "  --dim d       model width (default 64, 1..4096)\n"
+                   "  --heads H     attention heads, dividing d (default 4)\n"
+                   "  --steps N     timed steps (default: about a second's worth, 5..2000)\n"
+                   "  --threads N   threads for ag_set_threads (default 1, 1..256)\n"
+                   "  --causal      mask keys after the query\n",
+                   cmd->usage);
+            return AG_EXIT_OK;
+        } else if (ag_cli_switch(argv, i, "--causal")) {
+            causal = 1;
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--batch", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--batch", v, 1, 4096, &B))
+                return AG_EXIT_USAGE;
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--seq", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--seq", v, 1, 4096, &T))
+                return AG_EXIT_USAGE;
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--dim", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--dim", v, 1, 4096, &d))
+                return AG_EXIT_USAGE;
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--heads", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--heads", v, 1, 4096, &H))
+                return AG_EXIT_USAGE;
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--steps", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000, &steps))
+                return AG_EXIT_USAGE;
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--threads", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &threads))
+                return AG_EXIT_USAGE;
+        } else {
+            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        }
+    }
+    if (d % H != 0)
+        return ag_cli_usage_error(cmd, "--heads %d does not divide --dim %d", H, d);
+
+    int status = AG_EXIT_FAIL;
+    double *times = NULL;
+    att_bench b = {0};
+    b.shape[0] = B, b.shape[1] = T, b.shape[2] = d;
+    size_t n = (size_t)B * (size_t)T * (size_t)d;
+    char err[128];
+    ag_rng rng = ag_rng_new(1);
+    b.att = ag_attention_new(d, H, causal, &rng, err, sizeof(err));
+    if (!b.att) {
+        fprintf(stderr, "attograd bench attention: %s\n", err);
+        return AG_EXIT_FAIL;
+    }
+    ag_attention_params(b.att, b.params, NULL, 4);
+    b.opt = ag_adam_new(b.params, 4, 1e-3, 0.9, 0.999, 1e-8, 0);
+    b.tape = ag_tape_new();
+    b.x = malloc(n * sizeof(ag_real));
+    b.y = malloc(n * sizeof(ag_real));
+    if (!b.opt || !b.tape || !b.x || !b.y) {
+        fprintf(stderr, "attograd bench attention: out of memory\n");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        b.x[i] = (ag_real)ag_rng_normal(&rng);
+    for (size_t i = 0; i < n; i++)
+        b.y[i] = (ag_real)ag_rng_normal(&rng);
+    ag_set_threads(threads);
+
+    /* Warm up: the arena reaches its steady size, the pool and packing
+     * buffers start, caches fill. The warm-up time picks the default steps. */
+    double t0 = now_seconds();
+    for (int k = 0; k < 3; k++)
+        if (!att_step(&b))
+            goto step_failed;
+    double once = (now_seconds() - t0) / 3;
+    if (steps == 0) {
+        double want = once > 0 ? 1.0 / once : 2000;
+        steps = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
+    }
+    times = malloc((size_t)steps * sizeof(*times));
+    if (!times) {
+        fprintf(stderr, "attograd bench attention: out of memory\n");
+        goto done;
+    }
+    size_t allocs = ag_alloc_count();
+    for (int k = 0; k < steps; k++) {
+        t0 = now_seconds();
+        if (!att_step(&b))
+            goto step_failed;
+        times[k] = now_seconds() - t0;
+    }
+    allocs = ag_alloc_count() - allocs;
+    double sec = median_of(times, (size_t)steps);
+    double Bd = B, Td = T, dd = d, Hd = H, real = sizeof(ag_real);
+    double flops = 18 * Bd * Td * dd * dd + 12 * Bd * Td * Td * dd;
+    double state = 16 * dd * dd * real;   /* wq..wo, their gradients, Adam's m and v */
+    double peak = (double)ag_tape_peak_bytes(b.tape) + state;
+    double model = state + (6 * Bd * Td * dd + Bd * Hd * Td * Td) * real;
+    printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f gflops=%.2f "
+           "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g\n",
+           B, T, d, H, threads, sec * 1e6, sec > 0 ? flops / sec / 1e9 : 0, peak, model,
+           (double)allocs / steps);
+    status = AG_EXIT_OK;
+    goto done;
+step_failed:
+    fprintf(stderr, "attograd bench attention: %s\n", ag_tape_error(b.tape));
+done:
+    ag_set_threads(1);
+    free(times);
+    free(b.x);
+    free(b.y);
+    ag_tape_free(b.tape);
+    ag_optim_free(b.opt);
+    ag_attention_free(b.att);
+    return status;
+}
+
+/* ---- the benchmarks: one row each ---- */
 
 static const struct {
     const char *name;
@@ -135,6 +310,7 @@ static const struct {
     const char *summary;
 } benchmarks[] = {
     {"matmul", bench_matmul, "GFLOPS of C = A B for (n x n) matrices"},
+    {"attention", bench_attention, "a training step of the attention layer (time, memory)"},
 };
 #define N_BENCHMARKS (sizeof(benchmarks) / sizeof(benchmarks[0]))
 

@@ -17,6 +17,7 @@ enum { AG_CLI_GO = 0, AG_CLI_HELP = -1 };
 typedef struct ag_train_opts {
     ag_model_config model;
     int steps, batch, eval_every, quiet, detect_anomaly;
+    int threads;             /* for ag_set_threads; results do not depend on it */
     int optimizer_adam;
     double lr, clip, momentum, weight_decay;
     uint64_t seed;

@@ -90,6 +90,8 @@ static int print_help(const ag_command *cmd)
            "  --save FILE          write a checkpoint (safetensors) at the end\n"
            "  --load FILE          continue from a checkpoint\n"
            "  --detect-anomaly     check every op for NaN/Inf and name the first\n"
+           "  --threads N          threads for the matmuls and softmax (default 1, 1..256);\n"
+           "                       the numbers are the same for every N\n"
            "  --quiet              print only the result line\n\n"
            "A flag given twice counts the last time. With --load the checkpoint fixes\n"
            "the model, the optimizer and the seed; --steps counts the steps to add.\n"
@@ -114,6 +116,7 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, train_opts 
     o->clip = 1;
     o->momentum = 0.9;
     o->seed = 1;
+    o->threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int r;
@@ -134,6 +137,9 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, train_opts 
             o->set_task = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
+                return AG_EXIT_USAGE;
+        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--threads", &v))) {
+            if (r < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &o->threads))
                 return AG_EXIT_USAGE;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, 65536, &o->batch))
@@ -601,6 +607,7 @@ int ag_cli_train_run(train_opts *o)
     r.n_params = ag_model_params(r.model, r.params, r.names, MAX_PARAMS);
     r.opt = o->optimizer_adam ? ag_adam_new(r.params, r.n_params, o->lr, 0.9, 0.999, 1e-8, o->weight_decay)
                               : ag_sgd_new(r.params, r.n_params, o->lr, o->momentum);
+    ag_set_threads(o->threads);
     r.tape = ag_tape_new();
     r.train = ag_batch_new(o->model.task, o->batch, o->model.seq);
     r.eval = ag_batch_new(o->model.task, EVAL_EXAMPLES, o->model.seq);
@@ -739,6 +746,7 @@ done:
     ag_tape_free(r.tape);
     ag_optim_free(r.opt);
     ag_model_free(r.model);
+    ag_set_threads(1);
     return status;
 }
 

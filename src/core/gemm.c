@@ -20,6 +20,7 @@
  * threads. Each thread packs into its own buffer, allocated once and grown
  * only when a larger problem needs it, freed when the thread exits.
  */
+#include "alloc.h"
 #include "gemm.h"
 #include "threads.h"
 
@@ -141,9 +142,7 @@ static ag_real *pack_buffer(size_t n)
     free(pack_buf);
     pack_buf = NULL;
     pack_cap = 0;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n * sizeof(ag_real)) != 0)
-        p = NULL;
+    void *p = n > SIZE_MAX / sizeof(ag_real) ? NULL : ag_aligned_alloc(64, n * sizeof(ag_real));
     pthread_setspecific(pack_key, p);
     if (!p)
         return NULL;
@@ -543,10 +542,15 @@ void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N,
                    lda, ldb, ldc, stride_a, stride_b, stride_c, batch, 1};
     /* Products too small to split by themselves are shared out whole, a run
      * of them per task; each is computed exactly as ag_gemm would. */
+    /* Large products too, when there are enough of them to keep every
+     * thread busy (attention's per-head products at T = 256): whole products
+     * per task pack less and wake the pool once instead of once each. */
     size_t work = work_of(M, N, K);
-    int share = batch > 1 && work < AG_GEMM_PARALLEL_MIN &&
-                work * batch >= AG_GEMM_BATCH_PARALLEL_MIN;
-    size_t threads = share ? (size_t)ag_parallel_threads() : 1;
+    size_t threads = batch > 1 ? (size_t)ag_parallel_threads() : 1;
+    int share = threads > 1 && work >= AG_GEMM_BATCH_PARALLEL_MIN / batch &&
+                (work < AG_GEMM_PARALLEL_MIN || batch >= 4 * threads);
+    if (!share)
+        threads = 1;
     if (threads > 1) {
         size_t tasks = min_size(batch, 4 * threads);
         j.per_task = (batch + tasks - 1) / tasks;

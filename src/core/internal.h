@@ -5,6 +5,7 @@
 #ifndef AG_INTERNAL_H
 #define AG_INTERNAL_H
 
+#include "alloc.h"
 #include "attograd.h"
 
 #include <stdarg.h>
@@ -50,6 +51,9 @@ struct ag_tape {
     size_t n_entries, cap_entries;
     ag_block *first, *cur;           /* arena blocks; cur is where allocation happens */
     size_t n_blocks;
+    size_t used;                     /* bytes handed out since the last reset */
+    size_t peak;                     /* the most bytes one step has used */
+    int backward_ran;                /* ag_backward has run since the last reset */
     ag_status status;
     char error[256];
     int bug;                         /* AG_BUG_*, 0 in normal use */

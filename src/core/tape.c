@@ -22,11 +22,11 @@ const char *ag_status_name(ag_status status)
 
 static ag_block *block_new(size_t cap)
 {
-    ag_block *b = malloc(sizeof(*b));
+    ag_block *b = ag_malloc(sizeof(*b));
     if (!b)
         return NULL;
     cap = (cap + AG_ALIGN - 1) / AG_ALIGN * AG_ALIGN;
-    b->mem = aligned_alloc(AG_ALIGN, cap);
+    b->mem = ag_aligned_alloc(AG_ALIGN, cap);
     if (!b->mem) {
         free(b);
         return NULL;
@@ -80,6 +80,9 @@ void *ag_arena_alloc(ag_tape *tape, size_t bytes)
     tape->cur = b;
     void *p = b->mem + b->used;
     b->used += need;
+    tape->used += need;
+    if (tape->used > tape->peak)
+        tape->peak = tape->used;
     return p;
 }
 
@@ -87,7 +90,7 @@ void *ag_arena_alloc(ag_tape *tape, size_t bytes)
 
 ag_tape *ag_tape_new(void)
 {
-    ag_tape *tape = calloc(1, sizeof(*tape));
+    ag_tape *tape = ag_calloc(1, sizeof(*tape));
     return tape;
 }
 
@@ -104,13 +107,11 @@ void ag_tape_reset(ag_tape *tape)
 {
     if (!tape)
         return;
-    /* A step that needed several blocks gets one block of their total size,
-     * so from the next step on, a step of the same shape never calls malloc. */
+    /* A step that needed several blocks gets one block the size of the most
+     * any step has used (not their total: geometric growth overshoots), so
+     * from the next step on, a step of the same shape never calls malloc. */
     if (tape->n_blocks > 1) {
-        size_t total = 0;
-        for (ag_block *b = tape->first; b; b = b->next)
-            total += b->cap;
-        ag_block *merged = block_new(total);
+        ag_block *merged = block_new(tape->peak);
         if (merged) {
             blocks_free(tape->first);
             tape->first = merged;
@@ -120,6 +121,8 @@ void ag_tape_reset(ag_tape *tape)
     for (ag_block *b = tape->first; b; b = b->next)
         b->used = 0;
     tape->cur = tape->first;
+    tape->used = 0;
+    tape->backward_ran = 0;
     tape->n_entries = 0;
     tape->status = AG_OK;
     tape->error[0] = '\0';
@@ -138,6 +141,11 @@ const char *ag_tape_error(const ag_tape *tape)
 size_t ag_tape_size(const ag_tape *tape)
 {
     return tape ? tape->n_entries : 0;
+}
+
+size_t ag_tape_peak_bytes(const ag_tape *tape)
+{
+    return tape ? tape->peak : 0;
 }
 
 ag_status ag_tape_fail(ag_tape *tape, ag_status status, const char *fmt, ...)
@@ -160,7 +168,7 @@ ag_entry *ag_tape_push(ag_tape *tape, int op, ag_tensor *out, int n_in,
     if (tape->n_entries == tape->cap_entries) {
         size_t cap = tape->cap_entries ? tape->cap_entries * 2 : 64;
         ag_entry *grown = cap > SIZE_MAX / sizeof(*grown) ? NULL
-                                                          : realloc(tape->entries, cap * sizeof(*grown));
+                                                          : ag_realloc(tape->entries, cap * sizeof(*grown));
         if (!grown) {
             ag_tape_fail(tape, AG_ERR_NOMEM, "%s: out of memory growing the tape", ag_ops[op].name);
             return NULL;
@@ -228,12 +236,16 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
                             "backward: loss does not depend on anything that needs a gradient");
     /* Op outputs start from zero on every call, so a second backward on the
      * same tape adds one more gradient into parameters and inputs (which
-     * accumulate until ag_zero_grad) instead of re-adding stale ones. */
-    for (size_t k = 0; k < tape->n_entries; k++) {
-        const ag_entry *e = &tape->entries[k];
-        if (e->op != AG_OP_LEAF && e->out->grad)
-            memset(e->out->grad, 0, e->out->size * sizeof(ag_real));
+     * accumulate until ag_zero_grad) instead of re-adding stale ones. The
+     * first backward after a reset finds them as they were made, zeroed. */
+    if (tape->backward_ran) {
+        for (size_t k = 0; k < tape->n_entries; k++) {
+            const ag_entry *e = &tape->entries[k];
+            if (e->op != AG_OP_LEAF && e->out->grad)
+                memset(e->out->grad, 0, e->out->size * sizeof(ag_real));
+        }
     }
+    tape->backward_ran = 1;
     loss->grad[0] += 1;   /* op outputs were just zeroed; a leaf loss accumulates like any leaf */
     /* Reverse order is a valid topological order: every entry's inputs were
      * made before it, so all contributions to an output's gradient have

@@ -161,7 +161,7 @@ ag_tensor *ag_param_new(int ndim, const int *shape)
     size_t buf = (size * sizeof(ag_real) + AG_ALIGN - 1) / AG_ALIGN * AG_ALIGN;
     if (buf > (SIZE_MAX - head) / 2)
         return NULL;
-    unsigned char *mem = aligned_alloc(AG_ALIGN, head + 2 * buf);
+    unsigned char *mem = ag_aligned_alloc(AG_ALIGN, head + 2 * buf);
     if (!mem)
         return NULL;
     memset(mem, 0, head + 2 * buf);

@@ -10,6 +10,7 @@
  * of fork() starts with an empty pool (its parent's workers are not in it).
  * Tasks must not fork.
  */
+#include "alloc.h"
 #include "threads.h"
 #include "attograd.h"
 
@@ -143,7 +144,7 @@ static void pool_resize(int want)
     pthread_once(&hooks_once, register_hooks);
     if (!hooks_ok)
         return;
-    worker *ws = calloc((size_t)want - 1, sizeof(*ws));
+    worker *ws = ag_calloc((size_t)want - 1, sizeof(*ws));
     if (!ws)
         return;
     pthread_mutex_lock(&pool_mu);

@@ -37,7 +37,7 @@ ag_attention *ag_attention_new(int d_model, int n_heads, int causal, ag_rng *rng
         ag_nn_set_err(err, errlen, "heads %d does not divide dim %d", n_heads, d_model);
         return NULL;
     }
-    ag_attention *layer = calloc(1, sizeof(*layer));
+    ag_attention *layer = ag_calloc(1, sizeof(*layer));
     if (!layer) {
         ag_nn_set_err(err, errlen, "out of memory");
         return NULL;

@@ -40,7 +40,7 @@ ag_model *ag_model_new(const ag_model_config *cfg, ag_rng *rng, char *err, size_
                       ag_task_name(cfg->task), lo, hi);
         return NULL;
     }
-    ag_model *m = calloc(1, sizeof(*m));
+    ag_model *m = ag_calloc(1, sizeof(*m));
     if (!m) {
         ag_nn_set_err(err, errlen, "out of memory");
         return NULL;

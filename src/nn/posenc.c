@@ -79,20 +79,20 @@ ag_posenc *ag_posenc_new(ag_posenc_kind kind, int max_len, int d, ag_rng *rng, c
         return NULL;
     }
     size_t size;
-    ag_posenc *pe = calloc(1, sizeof(*pe));
+    ag_posenc *pe = ag_calloc(1, sizeof(*pe));
     if (!pe || !ag_shape_size(2, (int[]){max_len, d}, &size))
         goto nomem;
     pe->kind = kind;
     pe->max_len = max_len;
     pe->d = d;
     if (kind == AG_POSENC_SINUSOIDAL) {
-        pe->fixed = malloc(size * sizeof(ag_real));
+        pe->fixed = ag_malloc(size * sizeof(ag_real));
         if (!pe->fixed)
             goto nomem;
         fill_sinusoidal(pe->fixed, max_len, d);
     } else if (kind == AG_POSENC_LEARNED) {
         pe->table = ag_param_new(2, (int[]){max_len, d});
-        pe->positions = malloc((size_t)max_len * sizeof(int));
+        pe->positions = ag_malloc((size_t)max_len * sizeof(int));
         if (!pe->table || !pe->positions)
             goto nomem;
         for (int t = 0; t < max_len; t++)

@@ -96,16 +96,16 @@ ag_batch *ag_batch_new(ag_task_kind kind, int batch, int seq)
     size_t n = (size_t)batch * (size_t)seq, na;
     if (!ag_mul_size(n, (size_t)ag_task_answers(kind), &na) || na > SIZE_MAX / sizeof(int) / 4)
         return NULL;
-    ag_batch *b = calloc(1, sizeof(*b));
+    ag_batch *b = ag_calloc(1, sizeof(*b));
     if (!b)
         return NULL;
     b->kind = kind;
     b->batch = batch;
     b->seq = seq;
     b->answers = ag_task_answers(kind);
-    b->tok0 = malloc(n * sizeof(int));
-    b->tok1 = malloc(n * sizeof(int));
-    b->targets = malloc(na * sizeof(int));
+    b->tok0 = ag_malloc(n * sizeof(int));
+    b->tok1 = ag_malloc(n * sizeof(int));
+    b->targets = ag_malloc(na * sizeof(int));
     if (!b->tok0 || !b->tok1 || !b->targets) {
         ag_batch_free(b);
         return NULL;

@@ -5,21 +5,31 @@
 #include "../core/gemm.h"
 #include "../core/internal.h"
 
+/* "op: a is [..], b is [..]: why". Shapes are formatted only here, on
+ * failure: the check runs on every matmul, forward and backward, and two
+ * snprintf calls would cost more than a tiny product. */
+static void fail_shapes(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b,
+                        const char *why)
+{
+    char sa[64], sb[64];
+    ag_tape_fail(tape, AG_ERR_SHAPE, "%s: a is %s, b is %s: %s", op, ag_shape_str(a, sa, sizeof(sa)),
+                 ag_shape_str(b, sb, sizeof(sb)), why);
+}
+
 int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b,
                     int b_transposed, ag_matmul_plan *plan, int *out_shape)
 {
-    char sa[64], sb[64];
-    ag_shape_str(a, sa, sizeof(sa));
-    ag_shape_str(b, sb, sizeof(sb));
     if (a->ndim < 2 || b->ndim < 2) {
-        ag_tape_fail(tape, AG_ERR_SHAPE, "%s: a is %s, b is %s: both need at least 2 dims", op, sa, sb);
+        fail_shapes(tape, op, a, b, "both need at least 2 dims");
         return 0;
     }
     size_t m = (size_t)a->shape[a->ndim - 2], k = (size_t)a->shape[a->ndim - 1];
     size_t bk = (size_t)b->shape[b->ndim - (b_transposed ? 1 : 2)];
     size_t n = (size_t)b->shape[b->ndim - (b_transposed ? 2 : 1)];
     if (bk != k) {
-        ag_tape_fail(tape, AG_ERR_SHAPE, "%s: a is %s, b is %s: inner dims %zu != %zu", op, sa, sb, k, bk);
+        char why[64];
+        snprintf(why, sizeof(why), "inner dims %zu != %zu", k, bk);
+        fail_shapes(tape, op, a, b, why);
         return 0;
     }
     int shared = b->ndim == 2;
@@ -28,8 +38,7 @@ int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_
         for (int i = 0; same && i < a->ndim - 2; i++)
             same = a->shape[i] == b->shape[i];
         if (!same) {
-            ag_tape_fail(tape, AG_ERR_SHAPE,
-                         "%s: a is %s, b is %s: b must be 2-D or have a's leading dims", op, sa, sb);
+            fail_shapes(tape, op, a, b, "b must be 2-D or have a's leading dims");
             return 0;
         }
     }

@@ -5,6 +5,8 @@
  */
 #include "../core/internal.h"
 
+#include <string.h>
+
 #include <limits.h>
 
 ag_tensor *ag_merge_heads(ag_tape *tape, const ag_tensor *x)
@@ -32,8 +34,7 @@ ag_tensor *ag_merge_heads(ag_tape *tape, const ag_tensor *x)
             for (size_t t = 0; t < (size_t)T; t++) {
                 const ag_real *src = x->data + ((b * H + h) * T + t) * dh;
                 ag_real *dst = out->data + (b * T + t) * d + h * dh;
-                for (size_t k = 0; k < (size_t)dh; k++)
-                    dst[k] = src[k];
+                memcpy(dst, src, (size_t)dh * sizeof(ag_real));
             }
     return out;
 }

@@ -5,21 +5,133 @@
  * +inf entries share all the weight (the limit), never NaN.
  */
 #include "../core/internal.h"
+#include "../core/threads.h"
 
 #include <math.h>
 
-ag_tensor *ag_softmax(ag_tape *tape, const ag_tensor *a)
+/* Rows [r0, r1) of a softmax, forward or backward: each row is computed
+ * the same way wherever it falls, so splitting rows over threads changes no
+ * bit of the result. */
+typedef struct softmax_job {
+    const ag_tensor *a, *out;
+    size_t n, rows, per_task;
+    int wrong;               /* AG_BUG_SOFTMAX */
+    int simd;                /* rows may use the vector kernel */
+} softmax_job;
+
+/* ---- a vector kernel for the usual row (float build, x86 with AVX2+FMA) ----
+ * exp by Cephes' expf: x = n ln2 + r with |r| <= ln2/2, a degree-7 polynomial
+ * in r, times 2^n from the exponent bits; within 2 ulp of expf. Masked keys
+ * (-inf, and anything below expf's underflow) give exactly 0; a NaN stays NaN.
+ * Rows whose max is +-inf or NaN take the scalar path below. */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(AG_NO_SIMD) && !defined(AG_REAL_DOUBLE)
+#define AG_SOFTMAX_AVX2 1
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 static inline __m256 exp_avx2(__m256 x)
 {
-    const ag_tensor *in[1] = {a};
-    if (!ag_op_begin(tape, "softmax", 1, in))
-        return NULL;
-    ag_tensor *out = ag_tensor_make(tape, a->ndim, a->shape, 0, ag_any_grad(1, in));
-    if (!out || !ag_tape_push(tape, AG_OP_SOFTMAX, out, 1, in))
-        return NULL;
-    size_t n = (size_t)a->shape[a->ndim - 1], rows = ag_rows(a);
-    for (size_t r = 0; r < rows; r++) {
+    const __m256 lo = _mm256_set1_ps(-87.33654f);   /* below: expf underflows to 0 */
+    __m256 xc = _mm256_max_ps(lo, x);                /* a NaN x stays NaN */
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);   /* x < lo: 0 */
+}
+
+/* s = softmax(z) over one row of n; returns 0 (s untouched) when the row's
+ * max is not finite, for the scalar path to handle. */
+AVX2 static int row_avx2(const float *z, float *s, size_t n)
+{
+    size_t j = 0;
+    __m256 vmax = _mm256_set1_ps(-INFINITY);
+    for (; j + 8 <= n; j += 8)
+        vmax = _mm256_max_ps(_mm256_loadu_ps(z + j), vmax);   /* NaNs skipped, as below */
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vmax);
+    float max = -INFINITY;
+    for (int k = 0; k < 8; k++)
+        if (lanes[k] > max)
+            max = lanes[k];
+    for (; j < n; j++)
+        if (z[j] > max)
+            max = z[j];
+    if (!isfinite(max))
+        return 0;
+    __m256 vm = _mm256_set1_ps(max), vsum = _mm256_setzero_ps();
+    for (j = 0; j + 8 <= n; j += 8) {
+        __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(z + j), vm));
+        _mm256_storeu_ps(s + j, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    if (j < n) {
+        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 e = exp_avx2(_mm256_sub_ps(_mm256_maskload_ps(z + j, mask), vm));
+        e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
+        _mm256_maskstore_ps(s + j, mask, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    _mm256_storeu_ps(lanes, vsum);
+    float sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+                ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    __m256 inv = _mm256_set1_ps(1 / sum);
+    for (j = 0; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
+    for (; j < n; j++)
+        s[j] *= 1 / sum;
+    return 1;
+}
+
+static int have_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+/* Below this many elements a softmax runs on the caller's thread. */
+#define SOFTMAX_PARALLEL_MIN ((size_t)1 << 15)
+
+static void run_rows(const softmax_job *j, void (*task)(void *, size_t))
+{
+    size_t threads = j->rows * j->n < SOFTMAX_PARALLEL_MIN ? 1 : (size_t)ag_parallel_threads();
+    softmax_job job = *j;
+    if (threads <= 1) {
+        job.per_task = job.rows;
+        task(&job, 0);
+        return;
+    }
+    size_t tasks = 4 * threads;
+    job.per_task = (job.rows + tasks - 1) / tasks;
+    ag_parallel_for((job.rows + job.per_task - 1) / job.per_task, task, &job);
+}
+
+static void forward_task(void *ctx, size_t t)
+{
+    const softmax_job *job = ctx;
+    const ag_tensor *a = job->a, *out = job->out;
+    size_t n = job->n, r0 = t * job->per_task;
+    size_t r1 = r0 + job->per_task < job->rows ? r0 + job->per_task : job->rows;
+    for (size_t r = r0; r < r1; r++) {
         const ag_real *z = a->data + r * n;
         ag_real *s = out->data + r * n;
+#ifdef AG_SOFTMAX_AVX2
+        if (job->simd && row_avx2(z, s, n))
+            continue;
+#endif
         ag_real max = -INFINITY;
         for (size_t j = 0; j < n; j++)
             if (z[j] > max)
@@ -49,7 +161,42 @@ ag_tensor *ag_softmax(ag_tape *tape, const ag_tensor *a)
         for (size_t j = 0; j < n; j++)
             s[j] *= inv;
     }
+}
+
+ag_tensor *ag_softmax(ag_tape *tape, const ag_tensor *a)
+{
+    const ag_tensor *in[1] = {a};
+    if (!ag_op_begin(tape, "softmax", 1, in))
+        return NULL;
+    ag_tensor *out = ag_tensor_make(tape, a->ndim, a->shape, 0, ag_any_grad(1, in));
+    if (!out || !ag_tape_push(tape, AG_OP_SOFTMAX, out, 1, in))
+        return NULL;
+    softmax_job job = {a, out, (size_t)a->shape[a->ndim - 1], ag_rows(a), 0, 0, 0};
+#ifdef AG_SOFTMAX_AVX2
+    job.simd = have_avx2();
+#endif
+    run_rows(&job, forward_task);
     return out;
+}
+
+static void backward_task(void *ctx, size_t t)
+{
+    const softmax_job *job = ctx;
+    const ag_tensor *a = job->a, *out = job->out;
+    int wrong = job->wrong;
+    size_t n = job->n, r0 = t * job->per_task;
+    size_t r1 = r0 + job->per_task < job->rows ? r0 + job->per_task : job->rows;
+    for (size_t r = r0; r < r1; r++) {
+        const ag_real *s = out->data + r * n, *ds = out->grad + r * n;
+        ag_real *dz = a->grad + r * n;
+        ag_real dot = 0;
+        for (size_t j = 0; j < n; j++)
+            dot += ds[j] * s[j];
+        if (wrong)
+            dot = 0;   /* the deliberate bug: the - s s^T term dropped */
+        for (size_t j = 0; j < n; j++)
+            dz[j] += s[j] * (ds[j] - dot);
+    }
 }
 
 void ag_softmax_backward(ag_tape *tape, const ag_entry *e)
@@ -62,17 +209,7 @@ void ag_softmax_backward(ag_tape *tape, const ag_entry *e)
     ag_tensor *a = e->in[0], *out = e->out;
     if (!a->grad)
         return;
-    int wrong = tape->bug == AG_BUG_SOFTMAX;
-    size_t n = (size_t)a->shape[a->ndim - 1], rows = ag_rows(a);
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *s = out->data + r * n, *ds = out->grad + r * n;
-        ag_real *dz = a->grad + r * n;
-        ag_real dot = 0;
-        for (size_t j = 0; j < n; j++)
-            dot += ds[j] * s[j];
-        if (wrong)
-            dot = 0;   /* the deliberate bug: the - s s^T term dropped */
-        for (size_t j = 0; j < n; j++)
-            dz[j] += s[j] * (ds[j] - dot);
-    }
+    softmax_job job = {a, out, (size_t)a->shape[a->ndim - 1], ag_rows(a), 0,
+                       tape->bug == AG_BUG_SOFTMAX, 0};
+    run_rows(&job, backward_task);
 }

@@ -6,6 +6,8 @@
  */
 #include "../core/internal.h"
 
+#include <string.h>
+
 ag_tensor *ag_split_heads(ag_tape *tape, const ag_tensor *x, int n_heads)
 {
     const ag_tensor *in[1] = {x};
@@ -34,8 +36,7 @@ ag_tensor *ag_split_heads(ag_tape *tape, const ag_tensor *x, int n_heads)
             for (size_t t = 0; t < (size_t)T; t++) {
                 const ag_real *src = x->data + (b * T + t) * d + h * dh;
                 ag_real *dst = out->data + ((b * n_heads + h) * T + t) * dh;
-                for (size_t k = 0; k < (size_t)dh; k++)
-                    dst[k] = src[k];
+                memcpy(dst, src, (size_t)dh * sizeof(ag_real));
             }
     return out;
 }

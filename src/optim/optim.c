@@ -25,16 +25,16 @@ ag_optim *ag_optim_alloc(ag_optim_kind kind, ag_tensor *const *params, size_t n,
         !ag_mul_size(buf_elems, sizeof(ag_real), &buf_bytes) ||
         !ag_mul_size(n, sizeof(ag_tensor *), &ptr_bytes))
         return NULL;
-    ag_optim *opt = calloc(1, sizeof(*opt));
+    ag_optim *opt = ag_calloc(1, sizeof(*opt));
     if (!opt)
         return NULL;
     opt->kind = kind;
     opt->n = n;
     opt->slots = slots;
-    opt->params = malloc(ptr_bytes);
+    opt->params = ag_malloc(ptr_bytes);
     if (slots > 0) {
-        opt->state = calloc(n_state, sizeof(ag_real *));
-        opt->buf = calloc(buf_elems, sizeof(ag_real));
+        opt->state = ag_calloc(n_state, sizeof(ag_real *));
+        opt->buf = ag_calloc(buf_elems, sizeof(ag_real));
     }
     if (!opt->params || (slots > 0 && (!opt->state || !opt->buf))) {
         ag_optim_free(opt);

@@ -1,0 +1,144 @@
+/*
+ * test_alloc.c - a steady training step allocates nothing: after one warm-up
+ * step sizes the arena and the tape, 200 and 400 more steps of the same
+ * shape make the same number of heap allocations, zero. Both the attention
+ * layer's step (forward, mse, backward, Adam) and the toy model's step that
+ * `attograd train` runs, on one thread and on two.
+ */
+#include "test_util.h"
+
+/* ---- the attention layer's step ---- */
+
+typedef struct att_run {
+    ag_tape *tape;
+    ag_attention *att;
+    ag_optim *opt;
+    ag_tensor *params[4];
+    ag_real x[2 * 5 * 8], y[2 * 5 * 8];
+} att_run;
+
+static void att_step(att_run *r)
+{
+    static const int shape[3] = {2, 5, 8};
+    ag_zero_grad(r->params, 4);
+    ag_tensor *x = ag_tensor_from(r->tape, 3, shape, r->x);
+    ag_tensor *y = ag_tensor_from(r->tape, 3, shape, r->y);
+    ag_tensor *loss = ag_mse(r->tape, ag_attention_forward(r->tape, r->att, x, NULL), y);
+    ck_assert_int_eq(ag_backward(r->tape, loss), AG_OK);
+    ag_optim_step(r->opt);
+    ag_tape_reset(r->tape);
+}
+
+/* Allocations made by n steps. */
+static size_t att_allocs(att_run *r, int n)
+{
+    size_t before = ag_alloc_count();
+    for (int k = 0; k < n; k++)
+        att_step(r);
+    return ag_alloc_count() - before;
+}
+
+static void check_attention(int threads)
+{
+    ag_set_threads(threads);
+    att_run r;
+    ag_rng rng = ag_rng_new(5);
+    char err[128];
+    r.att = ag_attention_new(8, 2, 1, &rng, err, sizeof(err));
+    ck_assert_ptr_nonnull(r.att);
+    ag_attention_params(r.att, r.params, NULL, 4);
+    r.opt = ag_adam_new(r.params, 4, 1e-3, 0.9, 0.999, 1e-8, 0);
+    r.tape = ag_tape_new();
+    ck_assert_ptr_nonnull(r.opt);
+    ck_assert_ptr_nonnull(r.tape);
+    for (size_t i = 0; i < sizeof(r.x) / sizeof(r.x[0]); i++) {
+        r.x[i] = (ag_real)ag_rng_normal(&rng);
+        r.y[i] = (ag_real)ag_rng_normal(&rng);
+    }
+    size_t warm = att_allocs(&r, 1);
+    ck_assert_uint_gt(warm, 0);   /* the counter sees the arena and the tape grow */
+    size_t a200 = att_allocs(&r, 200), a400 = att_allocs(&r, 400);
+    ck_assert_uint_eq(a200, a400);
+    ck_assert_uint_eq(a200, 0);
+    ag_tape_free(r.tape);
+    ag_optim_free(r.opt);
+    ag_attention_free(r.att);
+    ag_set_threads(1);
+}
+
+START_TEST(test_attention_step_allocates_nothing)
+{
+    check_attention(1);
+}
+END_TEST
+
+START_TEST(test_attention_step_allocates_nothing_threads)
+{
+    check_attention(2);
+}
+END_TEST
+
+/* ---- the toy model's step, as `attograd train` runs it ---- */
+
+START_TEST(test_model_step_allocates_nothing)
+{
+    ag_model_config cfg = {AG_TASK_LOOKUP, 8, 16, 2, 0, AG_POSENC_LEARNED};
+    ag_rng rng = ag_rng_new(3), data = ag_rng_new(4);
+    char err[128];
+    ag_model *m = ag_model_new(&cfg, &rng, err, sizeof(err));
+    ck_assert_msg(m != NULL, "%s", err);
+    ag_tensor *params[16];
+    size_t n = ag_model_params(m, params, NULL, 16);
+    ag_optim *opt = ag_adam_new(params, n, 1e-3, 0.9, 0.999, 1e-8, 0.01);
+    ag_batch *b = ag_batch_new(AG_TASK_LOOKUP, 4, 8);
+    ag_tape *tape = ag_tape_new();
+    ck_assert_ptr_nonnull(opt);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(tape);
+    size_t counts[3];
+    int steps[3] = {1, 200, 400};
+    for (int run = 0; run < 3; run++) {
+        size_t before = ag_alloc_count();
+        for (int k = 0; k < steps[run]; k++) {
+            ag_task_sample(b, &data);
+            ag_zero_grad(params, n);
+            ag_tensor *loss = ag_model_forward(tape, m, b, NULL, NULL);
+            ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+            ag_clip_grad_norm(params, n, 1.0);
+            ag_optim_step(opt);
+            ag_tape_reset(tape);
+        }
+        counts[run] = ag_alloc_count() - before;
+    }
+    ck_assert_uint_gt(counts[0], 0);
+    ck_assert_uint_eq(counts[1], counts[2]);
+    ck_assert_uint_eq(counts[1], 0);
+    ag_tape_free(tape);
+    ag_batch_free(b);
+    ag_optim_free(opt);
+    ag_model_free(m);
+}
+END_TEST
+
+START_TEST(test_alloc_counts_params)
+{
+    size_t before = ag_alloc_count();
+    ag_tensor *p = ag_param_new(2, (int[]){3, 4});
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(ag_alloc_count() - before, 1);
+    ag_param_free(p);
+}
+END_TEST
+
+Suite *suite_alloc(void)
+{
+    Suite *s = suite_create("alloc");
+    TCase *tc = tcase_create("steady");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_alloc_counts_params);
+    tcase_add_test(tc, test_attention_step_allocates_nothing);
+    tcase_add_test(tc, test_attention_step_allocates_nothing_threads);
+    tcase_add_test(tc, test_model_step_allocates_nothing);
+    suite_add_tcase(s, tc);
+    return s;
+}
