@@ -8,7 +8,7 @@
 #   make install PREFIX=/usr/local DESTDIR=
 #
 CC ?= cc
-CFLAGS ?= -O2 -g
+CFLAGS ?= -O3 -g
 PREFIX ?= /usr/local
 REAL ?= float
 SANITIZE ?=

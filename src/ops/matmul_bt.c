@@ -28,9 +28,10 @@ void ag_matmul_bt_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: C = A B^T (B is n x k), so dA += dC B and dB += dC^T A */
     ag_tensor *a = e->in[0], *b = e->in[1], *c = e->out;
-    ag_matmul_plan p;
+    ag_matmul_plan p = {0};
     int shape[AG_MAX_DIMS];
-    ag_matmul_check(tape, "matmul_bt", a, b, 1, &p, shape);
+    if (!ag_matmul_check(tape, "matmul_bt", a, b, 1, &p, shape))
+        return;   /* cannot happen: forward checked these shapes */
     size_t rows = p.b_shared ? p.batch * p.m : p.m;
     size_t batches = p.b_shared ? 1 : p.batch;
     if (a->grad)
