@@ -417,11 +417,9 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, ag_explain_o
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-6, 100, &o->lr))
                 return 0;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--dot", &v))) {
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--dot", &v))) {
             if (r < 0)
                 return 0;
-            if (!*v)
-                return !ag_cli_usage_error(cmd, "--dot: the file name is empty");
             o->dot = v;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--inject-bug", &v))) {
             if (r < 0)

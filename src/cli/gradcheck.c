@@ -371,11 +371,9 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, gc_opts *o)
             if (strcmp(v, "softmax") != 0)
                 return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", v);
             o->bug = AG_BUG_SOFTMAX;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--plot", &v))) {
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--plot", &v))) {
             if (r < 0)
                 return 0;
-            if (!*v)
-                return !ag_cli_usage_error(cmd, "--plot: the file name is empty");
             o->plot = v;
         } else {
             return !ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
