@@ -109,15 +109,20 @@ typedef struct ag_plot_data {
  * (gnuplot missing or failing); never stops the caller. */
 int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen);
 
-/* Atomic output files: write to a temporary file beside path (tmp gets its
- * name, "PATH.tmp-XXXXXX"), then ag_cli_tmp_commit flushes, fsyncs, closes
- * and renames it over path; on any failure the temporary file is removed and
- * err says why. ag_cli_tmp_discard gives up (closes and removes). For files
- * another program writes (gnuplot), ag_cli_tmp_name only creates the empty
- * temporary file and ag_cli_tmp_rename moves it into place. */
-FILE *ag_cli_tmp_open(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
-int ag_cli_tmp_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen);
-void ag_cli_tmp_discard(FILE *f, const char *tmp);
+/* Start gnuplot drawing a width x height PNG into a temporary file beside
+ * png (its name in tmp); write the plot commands to the returned pipe, then
+ * ag_cli_gnuplot_close renames the image into place when gnuplot succeeded
+ * (and removes it otherwise). NULL, or 0, with the reason in err. */
+FILE *ag_cli_gnuplot_open(const char *png, int width, int height, char *tmp, size_t tmplen,
+                          char *err, size_t errlen);
+int ag_cli_gnuplot_close(FILE *g, const char *tmp, const char *png, char *err, size_t errlen);
+/* Write s as a gnuplot single-quoted string. */
+void ag_cli_gnuplot_quote(FILE *g, const char *s);
+
+/* For files another program writes (gnuplot): ag_cli_tmp_name creates an
+ * empty temporary file beside path (tmp gets its name, "PATH.tmp-XXXXXX")
+ * and ag_cli_tmp_rename moves it into place, removing it on failure. Files
+ * attograd writes itself use ag_atomic (src/io/io.h). */
 int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
 int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen);
 

@@ -4,6 +4,7 @@
  * it with `dot -Tpng FILE -o tape.png`; Graphviz is not needed to write it.
  */
 #include "cli.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,9 +84,9 @@ int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *n
         return 0;
     }
 
-    char tmp[4096];
-    FILE *f = ag_cli_tmp_open(path, tmp, sizeof(tmp), err, errlen);
-    if (f) {
+    ag_atomic file;   /* the file layer's temp + fsync + rename */
+    if (ag_atomic_open(&file, path, err, errlen) == AG_OK) {
+        FILE *f = file.f;
         fprintf(f, "digraph tape {\n  label=\"");
         put_escaped(f, title ? title : "attograd tape");
         fprintf(f, "\";\n  labelloc=t;\n  rankdir=TB;\n  fontname=\"Helvetica\";\n"
@@ -120,7 +121,7 @@ int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *n
             }
         }
         fprintf(f, "}\n");
-        ok = ag_cli_tmp_commit(f, tmp, path, err, errlen);
+        ok = ag_atomic_commit(&file, err, errlen) == AG_OK;
     } else {
         ok = 0;
     }

@@ -474,38 +474,17 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
 #define MACHINE_EPS FLT_EPSILON
 #endif
 
-static void put_quoted(FILE *f, const char *s)
-{
-    fputc('\'', f);
-    for (; *s; s++) {
-        if (*s == '\'')
-            fputc('\'', f);
-        fputc(*s, f);
-    }
-    fputc('\'', f);
-}
 
 /* Draw the sweep into png (atomically). Returns 1, or 0 with err set. */
 static int plot_sweep(const char *png, const char *title, const double *eps, const double *abs_err,
                       const double *rel_err, char *err, size_t errlen)
 {
-    if (!ag_cli_have_program("gnuplot")) {
-        snprintf(err, errlen, "gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
-        return 0;
-    }
     char tmp[4096];
-    if (!ag_cli_tmp_name(png, tmp, sizeof(tmp), err, errlen))
+    FILE *g = ag_cli_gnuplot_open(png, 800, 500, tmp, sizeof(tmp), err, errlen);
+    if (!g)
         return 0;
-    FILE *g = popen("gnuplot", "w");
-    if (!g) {
-        snprintf(err, errlen, "cannot start gnuplot");
-        remove(tmp);
-        return 0;
-    }
-    fprintf(g, "set terminal pngcairo size 800,500 font 'sans,10'\nset output ");
-    put_quoted(g, tmp);
-    fprintf(g, "\nset title ");
-    put_quoted(g, title);
+    fprintf(g, "set title ");
+    ag_cli_gnuplot_quote(g, title);
     fprintf(g, "\nset logscale xy\nset xrange [5e-11:2]\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
                "set xlabel 'eps (finite-difference step)'\nset ylabel 'max error'\n"
                "set grid\nset key top center\n"
@@ -518,13 +497,7 @@ static int plot_sweep(const char *png, const char *title, const double *eps, con
                 fprintf(g, "%g %.9g\n", eps[i], v[i]);
         fprintf(g, "e\n");
     }
-    int rc = pclose(g);
-    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
-        snprintf(err, errlen, "gnuplot failed to draw %s", png);
-        remove(tmp);
-        return 0;
-    }
-    return ag_cli_tmp_rename(tmp, png, err, errlen);
+    return ag_cli_gnuplot_close(g, tmp, png, err, errlen);
 }
 
 static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)

@@ -1,8 +1,9 @@
 /*
- * outfile.c - write an output file atomically: everything goes to a
- * temporary file beside the target, which is flushed, fsynced and renamed
- * over it only when complete. A failure or a crash never leaves a
- * half-written file under the name the user asked for.
+ * outfile.c - files another program writes for us (gnuplot's PNGs): a
+ * temporary name beside the target, renamed over it only once the program
+ * has succeeded, so a failure never leaves half an image under the name the
+ * user asked for. Files attograd writes itself go through the file layer's
+ * ag_atomic (src/io/io.h), which also fsyncs.
  */
 #include "cli.h"
 
@@ -42,20 +43,6 @@ int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_
     return 1;
 }
 
-FILE *ag_cli_tmp_open(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen)
-{
-    int fd = make_tmp(path, tmp, tmplen, err, errlen);
-    if (fd < 0)
-        return NULL;
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        close(fd);
-        unlink(tmp);
-    }
-    return f;
-}
-
 int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen)
 {
     if (rename(tmp, path) != 0) {
@@ -64,27 +51,4 @@ int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errle
         return 0;
     }
     return 1;
-}
-
-int ag_cli_tmp_commit(FILE *f, const char *tmp, const char *path, char *err, size_t errlen)
-{
-    int ok = !ferror(f) && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = 0;
-        saved = errno;
-    }
-    if (!ok) {
-        snprintf(err, errlen, "writing %s failed: %s", path, strerror(saved ? saved : EIO));
-        unlink(tmp);
-        return 0;
-    }
-    return ag_cli_tmp_rename(tmp, path, err, errlen);
-}
-
-void ag_cli_tmp_discard(FILE *f, const char *tmp)
-{
-    if (f)
-        fclose(f);
-    unlink(tmp);
 }

@@ -33,54 +33,60 @@ int ag_cli_have_program(const char *name)
     return 0;
 }
 
-/* Quote a file name for gnuplot's single-quoted strings. */
-static void put_quoted(FILE *f, const char *s)
+void ag_cli_gnuplot_quote(FILE *g, const char *s)
 {
-    fputc('\'', f);
+    fputc('\'', g);
     for (; *s; s++) {
         if (*s == '\'')
-            fputc('\'', f);   /* '' is a quote inside '...' */
-        fputc(*s, f);
+            fputc('\'', g);   /* '' is a quote inside '...' */
+        fputc(*s, g);
     }
-    fputc('\'', f);
+    fputc('\'', g);
 }
 
-int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen)
+FILE *ag_cli_gnuplot_open(const char *png, int width, int height, char *tmp, size_t tmplen,
+                          char *err, size_t errlen)
 {
     if (!ag_cli_have_program("gnuplot")) {
         snprintf(err, errlen, "gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
-        return 0;
+        return NULL;
     }
     /* gnuplot writes a temporary file beside png, renamed over it once
      * gnuplot has succeeded: a failed plot never leaves half an image */
-    size_t n = strlen(png);
-    char *tmp = malloc(n + sizeof(".tmp-XXXXXX"));
-    if (!tmp) {
-        snprintf(err, errlen, "%s: out of memory", png);
-        return 0;
-    }
-    memcpy(tmp, png, n);
-    memcpy(tmp + n, ".tmp-XXXXXX", sizeof(".tmp-XXXXXX"));
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create a temporary file beside it: %s", png, strerror(errno));
-        free(tmp);
-        return 0;
-    }
-    mode_t mask = umask(0);   /* mkstemp makes 0600; a plot is as readable as any file */
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    close(fd);
+    if (!ag_cli_tmp_name(png, tmp, tmplen, err, errlen))
+        return NULL;
     FILE *g = popen("gnuplot", "w");
     if (!g) {
         snprintf(err, errlen, "cannot start gnuplot");
         remove(tmp);
-        free(tmp);
+        return NULL;
+    }
+    fprintf(g, "set terminal pngcairo size %d,%d font 'sans,10'\nset output ", width, height);
+    ag_cli_gnuplot_quote(g, tmp);
+    fprintf(g, "\n");
+    return g;
+}
+
+int ag_cli_gnuplot_close(FILE *g, const char *tmp, const char *png, char *err, size_t errlen)
+{
+    int rc = pclose(g);
+    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+        snprintf(err, errlen, "gnuplot failed to draw %s", png);
+        remove(tmp);
         return 0;
     }
-    fprintf(g, "set terminal pngcairo size 1100,450 font 'sans,10'\nset output ");
-    put_quoted(g, tmp);
-    fprintf(g, "\nset multiplot layout 1,2 title '%s'\n", d->title);
+    return ag_cli_tmp_rename(tmp, png, err, errlen);
+}
+
+int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen)
+{
+    char tmp[4096];
+    FILE *g = ag_cli_gnuplot_open(png, 1100, 450, tmp, sizeof(tmp), err, errlen);
+    if (!g)
+        return 0;
+    fprintf(g, "set multiplot layout 1,2 title ");
+    ag_cli_gnuplot_quote(g, d->title);
+    fprintf(g, "\n");
     fprintf(g, "set xlabel 'step'\nset ylabel 'loss'\nset logscale y\nset y2label 'held-out accuracy'\n"
                "set y2range [0:1.05]\nset y2tics\nset ytics nomirror\nset format y '%%g'\nset key right center\nset grid\n");
     fprintf(g, "plot '-' using 1:2 with lines title 'training loss', "
@@ -108,16 +114,5 @@ int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t er
         fprintf(g, "e\n");
     }
     fprintf(g, "unset multiplot\n");
-    int rc = pclose(g);
-    int ok = 0;
-    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
-        snprintf(err, errlen, "gnuplot failed to draw %s", png);
-    else if (rename(tmp, png) != 0)
-        snprintf(err, errlen, "%s: cannot replace it: %s", png, strerror(errno));
-    else
-        ok = 1;
-    if (!ok)
-        remove(tmp);
-    free(tmp);
-    return ok;
+    return ag_cli_gnuplot_close(g, tmp, png, err, errlen);
 }
