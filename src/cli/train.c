@@ -25,10 +25,8 @@ const ag_command ag_cmd_train_info = {
     "train a toy attention model and watch it learn the lookup",
 };
 
-typedef ag_train_opts train_opts;
-
 /* Task defaults, chosen so that each task learns in seconds. */
-static void task_defaults(train_opts *o)
+static void task_defaults(ag_train_opts *o)
 {
     ag_task_kind task = o->model.task;
     if (!o->set_seq)
@@ -105,7 +103,7 @@ static int print_help(const ag_command *cmd)
 }
 
 /* The flags into o; defaults first. */
-static int parse_flags(const ag_command *cmd, int argc, char **argv, train_opts *o)
+static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->model.task = AG_TASK_LOOKUP;
@@ -224,7 +222,7 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, train_opts 
 /* Two outputs naming the same file would overwrite each other (and a log
  * written over --load's checkpoint would destroy it); --save over --load is
  * fine: that is resuming in place. */
-static int check_paths(const ag_command *cmd, const train_opts *o)
+static int check_paths(const ag_command *cmd, const ag_train_opts *o)
 {
     const char *flag[4] = {"--log", "--plot", "--save", "--load"};
     const char *path[4] = {o->log_path, o->plot_path, o->save_path, o->load_path};
@@ -235,7 +233,7 @@ static int check_paths(const ag_command *cmd, const train_opts *o)
     return 1;
 }
 
-int ag_cli_train_check(const train_opts *o)
+int ag_cli_train_check(const ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
     const ag_model_config *m = &o->model;
@@ -258,7 +256,7 @@ int ag_cli_train_check(const train_opts *o)
     return 1;
 }
 
-int ag_cli_train_parse(int argc, char **argv, train_opts *o)
+int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
     int r = parse_flags(cmd, argc, argv, o);
@@ -277,7 +275,7 @@ int ag_cli_train_parse(int argc, char **argv, train_opts *o)
 /* ---- one run ---- */
 
 typedef struct run {
-    train_opts *o;
+    ag_train_opts *o;
     ag_model *model;
     ag_tensor *params[MAX_PARAMS];
     const char *names[MAX_PARAMS];
@@ -485,7 +483,7 @@ static void print_progress(const run *r, long done, long todo, double elapsed, i
 }
 
 /* What a checkpoint records of this run. */
-static ag_train_state state_of(const train_opts *o, const run *r)
+static ag_train_state state_of(const ag_train_opts *o, const run *r)
 {
     ag_train_state st;
     memset(&st, 0, sizeof(st));
@@ -506,7 +504,7 @@ static ag_train_state state_of(const train_opts *o, const run *r)
 /* With --load, the checkpoint fixes the model, the optimizer and the seed:
  * a flag that says otherwise is a usage error; the rest take its values
  * unless given (a new --lr, --clip or --batch may be given on purpose). */
-static int adopt_checkpoint(const ag_command *cmd, train_opts *o, const ag_train_state *st)
+static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_train_state *st)
 {
     const ag_model_config *m = &st->model;
 #define CONFLICT(set, flag, differs, fmt, mine, theirs)                                          \
@@ -543,7 +541,7 @@ static int adopt_checkpoint(const ag_command *cmd, train_opts *o, const ag_train
 }
 
 /* Before any work: every file the run will write can be written. */
-static int check_outputs(const train_opts *o)
+static int check_outputs(const ag_train_opts *o)
 {
     const char *flag[3] = {"--log", "--plot", "--save"};
     const char *path[3] = {o->log_path, o->plot_path, o->save_path};
@@ -557,7 +555,7 @@ static int check_outputs(const train_opts *o)
     return 1;
 }
 
-int ag_cli_train_run(train_opts *o)
+int ag_cli_train_run(ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
     char err[512];
@@ -687,8 +685,6 @@ int ag_cli_train_run(train_opts *o)
         printf("\n");
     int stop = interrupted;
     if (stop) {
-        if (!evaluate(&r, 0))
-            goto done;
         fprintf(stderr, "attograd train: %s after step %ld\n",
                 stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
                 r.step);
@@ -752,7 +748,7 @@ done:
 
 int ag_cmd_train(int argc, char **argv)
 {
-    train_opts o;
+    ag_train_opts o;
     int r = ag_cli_train_parse(argc, argv, &o);
     if (r == AG_CLI_HELP)
         return print_help(&ag_cmd_train_info);
