@@ -40,6 +40,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blas import find_openblas  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (B, T, d, H) and the speedup over PyTorch the issue asks for
@@ -51,15 +54,11 @@ CONFIGS = [
 ]
 THREADS_TARGET = 1.6
 
-OPENBLAS_DIRS = [
-    "/usr/lib/x86_64-linux-gnu/openblas-pthread",
-    "/usr/lib/x86_64-linux-gnu/openblas-serial",
-    "/usr/lib/x86_64-linux-gnu/openblas-openmp",
-]
 
 TORCH_CODE = r"""
 import math, sys, time
 import torch
+
 torch.set_num_threads(1)
 B, T, d, H = (int(a) for a in sys.argv[1:5])
 dh = d // H
@@ -99,12 +98,6 @@ median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
 print("us_per_step=%.2f steps=%d blas=%s" % (median * 1e6, steps, ",".join(blas) or "none"))
 """
 
-
-def find_openblas(explicit):
-    for d in ([explicit] if explicit else []) + OPENBLAS_DIRS:
-        if d and os.path.exists(os.path.join(d, "libblas.so.3")):
-            return d
-    return None
 
 
 def torch_env(kind, openblas):

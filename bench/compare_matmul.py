@@ -36,14 +36,11 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blas import find_openblas  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-OPENBLAS_DIRS = [
-    "/usr/lib/x86_64-linux-gnu/openblas-pthread",
-    "/usr/lib/x86_64-linux-gnu/openblas-serial",
-    "/usr/lib/x86_64-linux-gnu/openblas-openmp",
-    "/usr/lib/aarch64-linux-gnu/openblas-pthread",
-]
 
 # Timed the same way as `attograd bench matmul`: warm up, size each repetition
 # to ~50 ms, report the median over repetitions. The output buffer is reused
@@ -51,6 +48,7 @@ OPENBLAS_DIRS = [
 NUMPY_CODE = r"""
 import sys, time
 import numpy as np
+
 n, reps = int(sys.argv[1]), int(sys.argv[2])
 rng = np.random.default_rng(1)
 a = (rng.random((n, n), dtype=np.float32) - 0.5)
@@ -72,12 +70,6 @@ print("%.3f %s" % (sorted(rates)[len(rates) // 2] if reps % 2 else
                    ",".join(blas) or "none"))
 """
 
-
-def find_openblas(explicit):
-    for d in ([explicit] if explicit else []) + OPENBLAS_DIRS:
-        if d and os.path.exists(os.path.join(d, "libblas.so.3")):
-            return d
-    return None
 
 
 def run_attograd(binary, n, reps):

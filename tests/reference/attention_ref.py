@@ -13,43 +13,25 @@ the tensors attograd wrote in GRADS; exit status 1 when any differs by more
 than rtol (relative, with a floor of 1% of the tensor's largest entry).
 """
 import argparse
-import json
-import struct
+import os
 import sys
 
 import numpy as np
 
-DTYPES = {"F32": np.float32, "F64": np.float64}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+from interop_numpy import load_reference, save_reference  # noqa: E402
 
 
 def read_st(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n])
-    meta = header.pop("__metadata__", {})
-    data = raw[8 + n :]
-    out = {}
-    for name, info in header.items():
-        b, e = info["data_offsets"]
-        arr = np.frombuffer(data[b:e], dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
-        out[name] = arr.astype(np.float64)
-    return out, meta
+    """Tensors (as float64) and metadata of a safetensors file, read with the
+    reference layout's checks (tests/interop/interop_numpy.py)."""
+    tensors, meta = load_reference(path)
+    return {name: arr.astype(np.float64) for name, arr in tensors.items()}, meta
 
 
 def write_st(path, tensors, meta=None):
-    header, blobs, off = {}, [], 0
-    for name, arr in tensors.items():
-        blob = np.ascontiguousarray(arr, dtype=np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [off, off + len(blob)]}
-        blobs.append(blob)
-        off += len(blob)
-    if meta:
-        header["__metadata__"] = meta
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    """Write float32 tensors the way the safetensors library lays them out."""
+    save_reference(path, {n: np.asarray(a, dtype=np.float32) for n, a in tensors.items()}, meta)
 
 
 def numpy_reference(m, x, y, heads, causal):
