@@ -3,31 +3,12 @@
  * on close, and errors that leave the previous log alone.
  */
 #include "test_util.h"
+#include "test_files.h"
 
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static char *scratch(char *buf)
-{
-    strcpy(buf, "/tmp/attograd-csv-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(buf));
-    return buf;
-}
-
-/* Entries in dir other than . and .. */
-static int entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    closedir(d);
-    return n;
-}
 
 /* The file's text (at most 4095 bytes) in buf. */
 static const char *contents(const char *path, char *buf, size_t len)
@@ -43,7 +24,7 @@ static const char *contents(const char *path, char *buf, size_t len)
 START_TEST(test_csv_rows)
 {
     char dir[64], path[128], err[256], text[4096];
-    snprintf(path, sizeof(path), "%s/train.csv", scratch(dir));
+    snprintf(path, sizeof(path), "%s/train.csv", test_mkdir(dir));
     ag_csv *log;
     ck_assert_int_eq(ag_csv_open(path, "step,loss,accuracy", &log, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_csv_row(log, (double[]){0, 1.5, 0.25}, 3), AG_OK);
@@ -53,16 +34,15 @@ START_TEST(test_csv_rows)
     ck_assert_int_eq(ag_csv_close(log, err, sizeof(err)), AG_OK);
     ck_assert_str_eq(contents(path, text, sizeof(text)),
                      "step,loss,accuracy\n0,1.5,0.25\n100,0.0123456789,1\n");
-    ck_assert_int_eq(entries(dir), 1);
-    unlink(path);
-    rmdir(dir);
+    ck_assert_int_eq(test_count_entries(dir), 1);
+    test_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_csv_errors)
 {
     char dir[64], path[128], err[256], want[300], text[4096];
-    snprintf(path, sizeof(path), "%s/train.csv", scratch(dir));
+    snprintf(path, sizeof(path), "%s/train.csv", test_mkdir(dir));
     ag_csv *log = NULL;
 
     /* a first, good log */
@@ -79,7 +59,7 @@ START_TEST(test_csv_errors)
     snprintf(want, sizeof(want), "%s: row 2 has 3 values, the header has 2 columns", path);
     ck_assert_str_eq(err, want);
     ck_assert_str_eq(contents(path, text, sizeof(text)), "step,loss\n1,2\n");
-    ck_assert_int_eq(entries(dir), 1);
+    ck_assert_int_eq(test_count_entries(dir), 1);
 
     /* discarded with ag_csv_free: old log kept, no temporary file */
     ck_assert_int_eq(ag_csv_open(path, "a", &log, err, sizeof(err)), AG_OK);
@@ -87,7 +67,7 @@ START_TEST(test_csv_errors)
     ag_csv_free(log);
     ag_csv_free(NULL);
     ck_assert_str_eq(contents(path, text, sizeof(text)), "step,loss\n1,2\n");
-    ck_assert_int_eq(entries(dir), 1);
+    ck_assert_int_eq(test_count_entries(dir), 1);
 
     /* bad headers and paths */
     ck_assert_int_eq(ag_csv_open(path, "a\nb", &log, err, sizeof(err)), AG_ERR_ARG);
@@ -104,8 +84,7 @@ START_TEST(test_csv_errors)
     ck_assert_str_eq(err, "ag_csv_close: csv is NULL");
     ck_assert_int_eq(ag_csv_row(NULL, (double[]){1}, 1), AG_ERR_ARG);
 
-    unlink(path);
-    rmdir(dir);
+    test_rmdir(dir);
 }
 END_TEST
 

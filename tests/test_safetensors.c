@@ -5,6 +5,7 @@
  * saves that fail without harming the previous file.
  */
 #include "test_util.h"
+#include "test_files.h"
 #include "io/io.h"
 
 #include <dirent.h>
@@ -17,48 +18,6 @@
 #include <unistd.h>
 
 #define NAME "m.safetensors"
-
-/* A scratch directory for the test's files, removed (with its files) by
- * rm_dir. */
-static char *make_dir(char *buf)
-{
-    strcpy(buf, "/tmp/attograd-test-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(buf));
-    return buf;
-}
-
-static void rm_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-            rmdir(path);
-        else
-            unlink(path);
-    }
-    closedir(d);
-    ck_assert_int_eq(rmdir(dir), 0);
-}
-
-/* How many entries of dir (other than . and ..) there are. */
-static int count_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    closedir(d);
-    return n;
-}
 
 /* The whole of a file, malloc'd; *len is its size. */
 static unsigned char *slurp(const char *path, size_t *len)
@@ -140,7 +99,7 @@ static void bad_json(const char *json, const char *msg)
 START_TEST(test_round_trip)
 {
     char dir[64], path[128], err[256];
-    make_dir(dir);
+    test_mkdir(dir);
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
     ag_rng rng = ag_rng_new(7);
     ag_tensor *wq = test_param(&rng, 2, (int[]){3, 4});
@@ -160,7 +119,7 @@ START_TEST(test_round_trip)
     ck_assert_str_eq(ag_st_writer_error(w), "");
     ck_assert_int_eq(ag_st_save(w, path, err, sizeof(err)), AG_OK);
     ag_st_writer_free(w);
-    ck_assert_int_eq(count_entries(dir), 1);   /* no temporary file left */
+    ck_assert_int_eq(test_count_entries(dir), 1);   /* no temporary file left */
 
     ag_st_file *f;
     ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_OK);
@@ -205,7 +164,7 @@ START_TEST(test_round_trip)
     ag_param_free(x);
     ag_param_free(wq2);
     ag_param_free(x2);
-    rm_dir(dir);
+    test_rmdir(dir);
 }
 END_TEST
 
@@ -614,7 +573,7 @@ START_TEST(test_load_errors)
 {
     char dir[64], path[128], err[256], want[256];
     ag_st_file *f = (ag_st_file *)1;
-    make_dir(dir);
+    test_mkdir(dir);
     snprintf(path, sizeof(path), "%s/none.safetensors", dir);
     ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_ERR_IO);
     ck_assert_ptr_null(f);
@@ -635,7 +594,7 @@ START_TEST(test_load_errors)
     ck_assert_str_eq(err, want);
     ck_assert_int_eq(ag_st_load(NULL, &f, err, sizeof(err)), AG_ERR_ARG);
     ck_assert_str_eq(err, "ag_st_load: path is NULL");
-    rm_dir(dir);
+    test_rmdir(dir);
 }
 END_TEST
 
@@ -737,7 +696,7 @@ static void assert_old(const char *path, const ag_real *v, int n)
 START_TEST(test_failed_save_keeps_old_file)
 {
     char dir[64], path[128], sub[128], err[256], want[300];
-    make_dir(dir);
+    test_mkdir(dir);
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
     const ag_real old[3] = {1, 2, 3};
     write_old(path, old, 3);
@@ -751,8 +710,8 @@ START_TEST(test_failed_save_keeps_old_file)
     ck_assert_int_eq(ag_st_save(w, sub, err, sizeof(err)), AG_ERR_IO);
     snprintf(want, sizeof(want), "%s: cannot replace it: Is a directory", sub);
     ck_assert_str_eq(err, want);
-    ck_assert_int_eq(count_entries(dir), 2);
-    ck_assert_int_eq(count_entries(sub), 0);
+    ck_assert_int_eq(test_count_entries(dir), 2);
+    ck_assert_int_eq(test_count_entries(sub), 0);
 
     /* a directory that does not exist */
     snprintf(sub, sizeof(sub), "%s/none/model.safetensors", dir);
@@ -760,11 +719,11 @@ START_TEST(test_failed_save_keeps_old_file)
     snprintf(want, sizeof(want),
              "%s: cannot create a temporary file beside it: No such file or directory", sub);
     ck_assert_str_eq(err, want);
-    ck_assert_int_eq(count_entries(dir), 2);
+    ck_assert_int_eq(test_count_entries(dir), 2);
 
     assert_old(path, old, 3);
     ag_st_writer_free(w);
-    rm_dir(dir);
+    test_rmdir(dir);
 }
 END_TEST
 
@@ -774,7 +733,7 @@ END_TEST
 START_TEST(test_interrupted_save_keeps_old_file)
 {
     char dir[64], path[128];
-    make_dir(dir);
+    test_mkdir(dir);
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
     const ag_real old[3] = {1, 2, 3};
     write_old(path, old, 3);
@@ -801,9 +760,9 @@ START_TEST(test_interrupted_save_keeps_old_file)
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    ck_assert_int_eq(count_entries(dir), 1);
+    ck_assert_int_eq(test_count_entries(dir), 1);
     assert_old(path, old, 3);
-    rm_dir(dir);
+    test_rmdir(dir);
 }
 END_TEST
 
@@ -811,7 +770,7 @@ END_TEST
 START_TEST(test_save_mode)
 {
     char dir[64], path[128];
-    make_dir(dir);
+    test_mkdir(dir);
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
     mode_t old = umask(022);
     const ag_real v[1] = {1};
@@ -820,7 +779,7 @@ START_TEST(test_save_mode)
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
     ck_assert_uint_eq(sb.st_mode & 0777, 0644);
-    rm_dir(dir);
+    test_rmdir(dir);
 }
 END_TEST
 
