@@ -428,6 +428,7 @@ static const load_case load_cases[] = {
     {"causal maybe", {.key = "causal", .value = "maybe"}, 0, "checkpoint metadata causal 'maybe'"},
     {"seq 12", {.key = "seq", .value = "12"}, 0, "checkpoint metadata seq 12 is out of range for task lookup"},
     {"dim tab", {.key = "dim", .value = "\t16"}, 0, "checkpoint metadata dim '\\t16'"},
+    {"dim csi", {.key = "dim", .value = "\xc2\x9b" "16"}, 0, "checkpoint metadata dim '\\xc2\\x9b16'"},
     {"lr nan", {.key = "lr", .value = "nan"}, 0, "checkpoint metadata lr 'nan'"},
     {"lr inf", {.key = "lr", .value = "1e999"}, 0, "checkpoint metadata lr '1e999'"},
     {"seed -1", {.key = "seed", .value = "-1"}, 0, "checkpoint metadata seed '-1'"},

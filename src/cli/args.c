@@ -110,6 +110,10 @@ const char *ag_cli_quote(const char *s, char *buf, size_t len)
             n += (size_t)snprintf(buf + n, len - n, "\\%c", c == '\n' ? 'n' : 't');
         else if (c < 0x20 || c == 0x7f)
             n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
+        else if (c == 0xc2 && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9f &&
+                 n + 9 < len)
+            /* a C1 control (U+0080..U+009F, e.g. CSI) drives terminals too */
+            n += (size_t)snprintf(buf + n, len - n, "\\xc2\\x%02x", (unsigned char)s[++i]);
         else
             buf[n++] = (char)c;
     }

@@ -43,7 +43,8 @@ int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char
                 const char **value);
 /* A string from a file (a metadata value), fit to quote in a message: at
  * most AG_CLI_QUOTE_MAX bytes of it, control characters escaped (\n, \t,
- * \x1b), "..." when cut. Returns buf; AG_CLI_QUOTE_LEN always fits. */
+ * \x1b, and C1 controls such as CSI as \xc2\x9b), "..." when cut. Returns
+ * buf; AG_CLI_QUOTE_LEN always fits. */
 #define AG_CLI_QUOTE_MAX 48
 #define AG_CLI_QUOTE_LEN (4 * AG_CLI_QUOTE_MAX + 8)
 const char *ag_cli_quote(const char *s, char *buf, size_t len);
