@@ -124,6 +124,90 @@ START_TEST(test_adamw_decay)
 }
 END_TEST
 
+/* Adam and AdamW over several parameters of odd sizes (so vector loops end
+ * in tails) for a few steps: each step against the documented formula
+ * evaluated in double from the same p, m and v. The element loop runs in
+ * ag_real; this says it still computes that formula, to the rounding of
+ * ag_real. Gradients span a wide range of scales and include exact zeros. */
+START_TEST(test_adam_reference)
+{
+    enum { NP = 3, STEPS = 6 };
+    static const int sizes[NP] = {37, 5, 1};
+    for (int with_decay = 0; with_decay < 2; with_decay++) {
+        double lr = 0.05, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = with_decay ? 0.1 : 0;
+        ag_rng rng = ag_rng_new(5 + (uint64_t)with_decay);
+        ag_tensor *ps[NP];
+        for (int i = 0; i < NP; i++)
+            ps[i] = test_param(&rng, 1, (int[]){sizes[i]});
+        ag_optim *opt = ag_adam_new(ps, NP, lr, b1, b2, eps, wd);
+        ck_assert_ptr_nonnull(opt);
+        for (int t = 1; t <= STEPS; t++) {
+            double c1 = 1 - pow(b1, t), c2 = 1 - pow(b2, t);
+            double p[NP][37], m[NP][37], v[NP][37], m_mag[NP][37];
+            for (int i = 0; i < NP; i++)
+                for (int j = 0; j < sizes[i]; j++) {
+                    /* scales 1e-3 .. 1e2, every 7th gradient exactly 0 */
+                    double scale = pow(10, (double)((i + j + t) % 6) - 3);
+                    ag_real g = (j + t) % 7 == 0 ? 0 : (ag_real)(scale * ag_rng_normal(&rng));
+                    ps[i]->grad[j] = g;
+                    double m0 = ag_optim_state(opt, (size_t)i, 0)[j];
+                    double v0 = ag_optim_state(opt, (size_t)i, 1)[j];
+                    double p0 = ps[i]->data[j];
+                    /* m's rounding error is relative to its terms, not to m (they may cancel) */
+                    m_mag[i][j] = fabs(b1 * m0) + fabs((1 - b1) * g);
+                    m[i][j] = b1 * m0 + (1 - b1) * g;
+                    v[i][j] = b2 * v0 + (1 - b2) * (double)g * g;
+                    p[i][j] = p0 - lr * wd * p0 - lr * (m[i][j] / c1) / (sqrt(v[i][j] / c2) + eps);
+                }
+            ag_optim_step(opt);
+            for (int i = 0; i < NP; i++)
+                for (int j = 0; j < sizes[i]; j++) {
+                    double got_m = ag_optim_state(opt, (size_t)i, 0)[j];
+                    double got_v = ag_optim_state(opt, (size_t)i, 1)[j];
+                    ck_assert_msg(fabs(ps[i]->data[j] - p[i][j]) <= STEP_TOL * (1 + fabs(p[i][j])),
+                                  "step %d param %d [%d]: p %.9g, want %.9g", t, i, j,
+                                  (double)ps[i]->data[j], p[i][j]);
+                    ck_assert_msg(fabs(got_m - m[i][j]) <= STEP_TOL * m_mag[i][j],
+                                  "step %d param %d [%d]: m %.9g, want %.9g", t, i, j, got_m, m[i][j]);
+                    ck_assert_msg(fabs(got_v - v[i][j]) <= STEP_TOL * v[i][j],
+                                  "step %d param %d [%d]: v %.9g, want %.9g", t, i, j, got_v, v[i][j]);
+                }
+        }
+        ag_optim_free(opt);
+        for (int i = 0; i < NP; i++)
+            ag_param_free(ps[i]);
+    }
+}
+END_TEST
+
+/* SGD with and without momentum on odd sizes, against the formula in double. */
+START_TEST(test_sgd_reference)
+{
+    enum { N = 19, STEPS = 5 };
+    for (int with_momentum = 0; with_momentum < 2; with_momentum++) {
+        double lr = 0.1, mu = with_momentum ? 0.9 : 0;
+        ag_rng rng = ag_rng_new(9);
+        ag_tensor *ps = test_param(&rng, 1, (int[]){N});
+        double p[N], vel[N] = {0};
+        for (int j = 0; j < N; j++)
+            p[j] = ps->data[j];
+        ag_optim *opt = ag_sgd_new(&ps, 1, lr, mu);
+        for (int t = 0; t < STEPS; t++) {
+            for (int j = 0; j < N; j++) {
+                ps->grad[j] = (ag_real)ag_rng_normal(&rng);
+                vel[j] = mu * vel[j] + ps->grad[j];
+                p[j] -= lr * vel[j];
+            }
+            ag_optim_step(opt);
+            for (int j = 0; j < N; j++)
+                ck_assert_double_eq_tol(ps->data[j], p[j], STEP_TOL * (1 + fabs(p[j])));
+        }
+        ag_optim_free(opt);
+        ag_param_free(ps);
+    }
+}
+END_TEST
+
 START_TEST(test_set_lr)
 {
     ag_tensor *p = scalar(1, 1);
@@ -321,6 +405,8 @@ Suite *suite_optim(void)
     tcase_add_test(tc, test_sgd_momentum);
     tcase_add_test(tc, test_adam_steps);
     tcase_add_test(tc, test_adamw_decay);
+    tcase_add_test(tc, test_adam_reference);
+    tcase_add_test(tc, test_sgd_reference);
     tcase_add_test(tc, test_set_lr);
     tcase_add_test(tc, test_clip);
     tcase_add_test(tc, test_state_restore);

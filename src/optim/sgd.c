@@ -20,21 +20,29 @@ ag_optim *ag_sgd_new(ag_tensor *const *params, size_t n, double lr, double momen
     return opt;
 }
 
+/* One parameter's update; v is NULL without momentum. restrict (data,
+ * gradient and velocity never overlap) lets the compiler vectorise the
+ * loops without checking at run time. */
+static void sgd_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
+                       ag_real *restrict v, ag_real lr, ag_real mu)
+{
+    if (!v) {
+        for (size_t j = 0; j < n; j++)
+            p[j] -= lr * g[j];
+        return;
+    }
+    for (size_t j = 0; j < n; j++) {
+        v[j] = mu * v[j] + g[j];
+        p[j] -= lr * v[j];
+    }
+}
+
 void ag_sgd_step(ag_optim *opt)
 {
     ag_real lr = (ag_real)opt->lr, mu = (ag_real)opt->momentum;
     for (size_t i = 0; i < opt->n; i++) {
         ag_tensor *p = opt->params[i];
-        if (opt->slots == 0) {
-            for (size_t j = 0; j < p->size; j++)
-                p->data[j] -= lr * p->grad[j];
-            continue;
-        }
-        ag_real *v = opt->state[i];
-        for (size_t j = 0; j < p->size; j++) {
-            v[j] = mu * v[j] + p->grad[j];
-            p->data[j] -= lr * v[j];
-        }
+        sgd_update(p->size, p->data, p->grad, opt->slots ? opt->state[i] : NULL, lr, mu);
     }
     opt->steps++;
 }
