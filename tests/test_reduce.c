@@ -53,6 +53,40 @@ START_TEST(test_mse_values)
 }
 END_TEST
 
+/* mse against a plain sum in long double on sizes around its lane count
+ * (so every tail length is seen) and a long one, values of mixed scales */
+START_TEST(test_mse_sizes)
+{
+    static const size_t sizes[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 100, 4099, 100003};
+#ifdef AG_REAL_DOUBLE
+    const double tol = 1e-14;
+#else
+    const double tol = 1e-7;   /* the float result's own rounding, about 6e-8 */
+#endif
+    ag_rng rng = ag_rng_new(77);
+    for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
+        size_t n = sizes[c];
+        ag_tape *tape = ag_tape_new();
+        ag_tensor *p = ag_tensor_new(tape, 1, (int[]){(int)n});
+        ag_tensor *t = ag_tensor_new(tape, 1, (int[]){(int)n});
+        long double want = 0;
+        for (size_t i = 0; i < n; i++) {
+            double scale = i % 3 == 0 ? 1e-3 : i % 3 == 1 ? 1 : 50;
+            p->data[i] = (ag_real)(scale * ag_rng_normal(&rng));
+            t->data[i] = (ag_real)(1 + ag_rng_normal(&rng));
+            long double d = (long double)p->data[i] - (long double)t->data[i];
+            want += d * d;
+        }
+        want /= (long double)n;
+        ag_tensor *l = ag_mse(tape, p, t);
+        ck_assert_ptr_nonnull(l);
+        ck_assert_msg(fabsl(l->data[0] - want) <= tol * want, "n = %zu: mse %.17g, want %.17Lg", n,
+                      (double)l->data[0], want);
+        ag_tape_free(tape);
+    }
+}
+END_TEST
+
 /* ---- backward ---- */
 
 static ag_tensor *build_sum(ag_tape *tape, ag_tensor *const *in, void *ctx)
@@ -110,6 +144,33 @@ START_TEST(test_reduce_backward_by_hand)
     ag_param_free(p);
     ag_param_free(t);
     ag_tape_free(tape);
+}
+END_TEST
+
+/* mse's backward on sizes around its vector width: it adds (into gradients
+ * already holding something) 2 (p - t) / n to dp and subtracts it from dt */
+START_TEST(test_mse_backward_sizes)
+{
+    static const int sizes[] = {1, 3, 8, 13, 33};
+    ag_rng rng = ag_rng_new(78);
+    for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
+        int n = sizes[c];
+        ag_tape *tape = ag_tape_new();
+        ag_tensor *p = test_param(&rng, 1, (int[]){n}), *t = test_param(&rng, 1, (int[]){n});
+        for (int i = 0; i < n; i++) {
+            p->grad[i] = (ag_real)(0.5 * i);
+            t->grad[i] = (ag_real)-i;
+        }
+        ck_assert_int_eq(ag_backward(tape, ag_mse(tape, p, t)), AG_OK);
+        for (int i = 0; i < n; i++) {
+            double d = 2 * ((double)p->data[i] - (double)t->data[i]) / n;
+            ck_assert_double_eq_tol(p->grad[i], 0.5 * i + d, AG_TEST_TOL * (1 + fabs(d) + i));
+            ck_assert_double_eq_tol(t->grad[i], -i - d, AG_TEST_TOL * (1 + fabs(d) + i));
+        }
+        ag_param_free(p);
+        ag_param_free(t);
+        ag_tape_free(tape);
+    }
 }
 END_TEST
 
@@ -180,11 +241,13 @@ Suite *suite_reduce(void)
     TCase *tc = tcase_create("forward");
     tcase_add_test(tc, test_sum_mean_values);
     tcase_add_test(tc, test_mse_values);
+    tcase_add_test(tc, test_mse_sizes);
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
     tcase_add_test(tc, test_reduce_backward_by_hand);
     tcase_add_test(tc, test_reduce_gradcheck);
     tcase_add_test(tc, test_mse_gradcheck);
+    tcase_add_test(tc, test_mse_backward_sizes);
     tcase_add_test(tc, test_mse_target_without_grad);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
