@@ -120,6 +120,10 @@ static const shape shapes[] = {
     {6, 16, 8},   {13, 33, 9},  {65, 65, 65}, {129, 7, 33},  {7, 129, 65}, {129, 129, 17},
     {33, 65, 129}, {24, 64, 300}, {150, 40, 20}, {17, 129, 513}, {150, 100, 40}, {200, 70, 300},
     {100, 100, 600},
+    /* the direct kernel's row tiles (16 or 8 rows when one vector wide, then
+     * 8, 4, 2, 1) and attention's small products at (32,8,16) */
+    {15, 16, 16}, {23, 9, 5}, {31, 40, 3}, {11, 50, 2}, {8, 8, 8}, {8, 8, 16}, {256, 16, 16},
+    {16, 16, 256},
 };
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
@@ -140,7 +144,7 @@ static void check_kernel_scalars(const char *name)
         return;
     ag_rng rng = ag_rng_new(7);
     static const double ab[][2] = {{1, 1}, {-1.5, 0}, {0.5, -2}, {2, 0.25}, {0, 0}, {0, 3}};
-    static const shape few[] = {{1, 1, 1}, {7, 17, 3}, {33, 65, 17}, {70, 40, 270}};
+    static const shape few[] = {{1, 1, 1}, {7, 17, 3}, {23, 13, 5}, {33, 65, 17}, {70, 40, 270}};
     for (size_t c = 0; c < sizeof(ab) / sizeof(ab[0]); c++)
         for (size_t i = 0; i < sizeof(few) / sizeof(few[0]); i++)
             for (int t = 0; t < 4; t++)

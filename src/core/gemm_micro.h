@@ -8,6 +8,7 @@
  *   VEC, W, MASK   the vector type, its width in ag_reals, a lane mask type
  *   MR, NV         the tile: MR rows by NV vectors (NR = NV * W columns)
  *   DIRECT_ROWS, DIRECT_NV   the direct kernel's tile (up to 4 by 4)
+ *   DIRECT_ROWS1   its rows when C is one vector wide (4 or more)
  *   VLOAD VSTORE VSET1 VFMA(a, b, c) = a*b + c, VMUL, VZERO
  *   VMASK(n)       a mask of the first n lanes (0 < n <= W)
  *   VLOAD_M(p, m), VSTORE_M(p, m, v)   masked load (zeros elsewhere) / store
@@ -81,46 +82,70 @@ MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
  * The direct kernel for narrow products (N <= DIRECT_NV * W), no packing:
  *   C = alpha op(A) B + beta C
  * op(A)(i, p) = a[i*rsa + p*csa] covers A and A^T alike; B is (K x N)
- * row-major with row stride ldb. DIRECT_ROWS rows of C at a time share each
- * row of B; the columns are DIRECT_NV vectors at most, the last one masked.
+ * row-major with row stride ldb. A tile of R rows of C shares each row of B;
+ * its columns are NVD vectors at most, the last one masked. The R * NVD
+ * accumulators are independent chains of FMAs, and there must be enough of
+ * them to cover the FMA's latency: DIRECT_ROWS rows per tile, but
+ * DIRECT_ROWS1 when C is one vector wide. The rows left over go through
+ * tiles of 8, 4, 2 and 1 rows when C is one vector wide, of 1 row otherwise
+ * (a 2-row tile there made GCC 12 spill a vector of B in the AVX2 kernel's
+ * main loop). Each row of C is computed the same way in any tile.
  * DIRECT_TILE is written for constant R and NVD, which DIRECT_NAME fixes.
  */
+/* Fully unroll a loop whose bound is constant once DIRECT_TILE is inlined.
+ * Clang 14 does that only when the count is the trip count (with a larger
+ * count, or its own full-unroll pragma, it kept the accumulators in memory):
+ * its tiles are at most 4 by 4 (see DIRECT_ROWS1 in gemm_simd.c). */
+#ifndef DIRECT_UNROLL
+#ifdef __clang__
+#define DIRECT_UNROLL _Pragma("GCC unroll 4")
+#else
+#define DIRECT_UNROLL _Pragma("GCC unroll 16")
+#endif
+#endif
+/* the most accumulators a direct tile holds */
+#if DIRECT_ROWS1 > DIRECT_ROWS * DIRECT_NV
+#define DIRECT_ACC DIRECT_ROWS1
+#else
+#define DIRECT_ACC (DIRECT_ROWS * DIRECT_NV)
+#endif
 MICRO_TARGET static inline __attribute__((always_inline)) void
 DIRECT_TILE(size_t K, const ag_real *a, size_t rsa, size_t csa, const ag_real *b, size_t ldb,
             ag_real *c, size_t ldc, ag_real alpha, ag_real beta, MASK last, const int R,
             const int NVD)
 {
-    VEC acc[DIRECT_ROWS][DIRECT_NV];
-#pragma GCC unroll 4
+    VEC acc[DIRECT_ACC];   /* acc[r * NVD + v], in registers once unrolled */
+DIRECT_UNROLL
     for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
+DIRECT_UNROLL
         for (int v = 0; v < NVD; v++)
-            acc[r][v] = VZERO();
+            acc[r * NVD + v] = VZERO();
     for (size_t p = 0; p < K; p++, a += csa, b += ldb) {
         VEC bv[DIRECT_NV];
-#pragma GCC unroll 4
+DIRECT_UNROLL
         for (int v = 0; v < NVD; v++)
             bv[v] = v == NVD - 1 ? VLOAD_M(b + v * W, last) : VLOAD(b + v * W);
-#pragma GCC unroll 4
+DIRECT_UNROLL
         for (int r = 0; r < R; r++) {
             VEC ar = VSET1(a[r * rsa]);
-#pragma GCC unroll 4
+DIRECT_UNROLL
             for (int v = 0; v < NVD; v++)
-                acc[r][v] = VFMA(ar, bv[v], acc[r][v]);
+                acc[r * NVD + v] = VFMA(ar, bv[v], acc[r * NVD + v]);
         }
     }
     VEC va = VSET1(alpha), vb = VSET1(beta);
-#pragma GCC unroll 4
+DIRECT_UNROLL
     for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
+DIRECT_UNROLL
         for (int v = 0; v < NVD; v++) {
             ag_real *cp = c + r * ldc + v * W;
+            VEC x = acc[r * NVD + v];
             if (v < NVD - 1)
-                VSTORE(cp, beta == 0 ? VMUL(va, acc[r][v]) : VFMA(va, acc[r][v], VMUL(vb, VLOAD(cp))));
+                VSTORE(cp, beta == 0 ? VMUL(va, x) : VFMA(va, x, VMUL(vb, VLOAD(cp))));
             else if (beta == 0)
-                VSTORE_M(cp, last, VMUL(va, acc[r][v]));
+                VSTORE_M(cp, last, VMUL(va, x));
             else
-                VSTORE_M(cp, last, VFMA(va, acc[r][v], VMUL(vb, VLOAD_M(cp, last))));
+                VSTORE_M(cp, last, VFMA(va, x, VMUL(vb, VLOAD_M(cp, last))));
         }
 }
 
@@ -131,28 +156,36 @@ MICRO_TARGET static void DIRECT_NAME(size_t M, size_t N, size_t K, ag_real alpha
     int nvd = (int)((N + W - 1) / W);
     MASK last = VMASK((int)N - (nvd - 1) * W);
     size_t i = 0;
-#define DIRECT_CASE(NVD)                                                                        \
+#define DIRECT_ROWS_OF(R, NVD)                                                                  \
+    for (; i + (R) <= M; i += (R))                                                              \
+        DIRECT_TILE(K, A + i * rsa, rsa, csa, B, ldb, C + i * ldc, ldc, alpha, beta, last, (R), \
+                    NVD);
+#define DIRECT_CASE(NVD, R)                                                                     \
     case NVD:                                                                                   \
-        for (; i + DIRECT_ROWS <= M; i += DIRECT_ROWS)                                          \
-            DIRECT_TILE(K, A + i * rsa, rsa, csa, B, ldb, C + i * ldc, ldc, alpha, beta, last,  \
-                        DIRECT_ROWS, NVD);                                                      \
-        for (; i < M; i++)                                                                      \
-            DIRECT_TILE(K, A + i * rsa, rsa, csa, B, ldb, C + i * ldc, ldc, alpha, beta, last,  \
-                        1, NVD);                                                                \
+        DIRECT_ROWS_OF(R, NVD)                                                                  \
+        if ((R) > 8)                                                                            \
+            DIRECT_ROWS_OF(8, NVD)                                                              \
+        if ((R) > 4) {                                                                          \
+            DIRECT_ROWS_OF(4, NVD)                                                              \
+            DIRECT_ROWS_OF(2, NVD)                                                              \
+        }                                                                                       \
+        DIRECT_ROWS_OF(1, NVD)                                                                  \
         break;
     switch (nvd) {
-        DIRECT_CASE(1)
+        DIRECT_CASE(1, DIRECT_ROWS1)
 #if DIRECT_NV >= 2
-        DIRECT_CASE(2)
+        DIRECT_CASE(2, DIRECT_ROWS)
 #endif
 #if DIRECT_NV >= 3
-        DIRECT_CASE(3)
+        DIRECT_CASE(3, DIRECT_ROWS)
 #endif
 #if DIRECT_NV >= 4
-        DIRECT_CASE(4)
+        DIRECT_CASE(4, DIRECT_ROWS)
 #endif
     default:
         break;
     }
 #undef DIRECT_CASE
+#undef DIRECT_ROWS_OF
 }
+#undef DIRECT_ACC
