@@ -1,18 +1,19 @@
 /*
  * mse.c - mean squared error: L = mean over every element of (pred - target)^2.
  */
+#include "../core/clones.h"
 #include "../core/internal.h"
 
-/* Independent partial sums in the forward: enough to hide the latency of a
- * floating-point add and to fill vector registers. */
-#define MSE_LANES 8
+/* Independent partial sums in the forward: enough to fill vector registers
+ * and to hide the latency of their adds. */
+#define MSE_LANES 16
 
 /* sum_i (p_i - t_i)^2, each difference and square in double as a plain loop
  * would, summed in MSE_LANES interleaved partial sums (lane k takes the
  * elements i = k mod MSE_LANES) that the compiler can vectorise; then the
  * lanes in a fixed order. The order depends only on n: the same inputs
  * always give the same sum. */
-static double sq_diff_sum(size_t n, const ag_real *restrict p, const ag_real *restrict t)
+AG_CLONES static double sq_diff_sum(size_t n, const ag_real *restrict p, const ag_real *restrict t)
 {
     double lane[MSE_LANES] = {0};
     size_t i = 0;
@@ -51,7 +52,7 @@ ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)
 }
 
 /* dx_i += s (p_i - t_i) for i < n: one input's gradient, s = +-2 dL / n */
-static void mse_grad(size_t n, ag_real *restrict dx, const ag_real *restrict p,
+AG_CLONES static void mse_grad(size_t n, ag_real *restrict dx, const ag_real *restrict p,
                      const ag_real *restrict t, ag_real s)
 {
     for (size_t i = 0; i < n; i++)

@@ -9,6 +9,7 @@
  * the gradient's scale. The decay term uses p before the update and is not
  * scaled by v_hat: that is what "decoupled" means (wd = 0 is plain Adam).
  */
+#include "../core/clones.h"
 #include "optim.h"
 
 #include <math.h>
@@ -44,9 +45,10 @@ ag_optim *ag_adam_new(ag_tensor *const *params, size_t n, double lr, double beta
  * with c1 = 1 - beta1^t, c2 = 1 - beta2^t, so step = lr / c1 and rc2 =
  * 1 / sqrt(c2), and a1 = 1 - beta1, a2 = 1 - beta2, all computed in double
  * by the caller (1 - (float)0.999 is 1.3e-5 off 0.001). The loop runs in ag_real
- * with no branch and no call, so the compiler turns it into vector code.
+ * with no branch and no call, so the compiler turns it into vector code,
+ * once per instruction set (AG_CLONES).
  */
-static void adam_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
+AG_CLONES static void adam_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
                         ag_real *restrict m, ag_real *restrict v, ag_real b1, ag_real a1,
                         ag_real b2, ag_real a2, ag_real step, ag_real rc2, ag_real eps,
                         ag_real decay)
