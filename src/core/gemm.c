@@ -442,10 +442,11 @@ static int gemm_direct(const gemm_args *g, size_t work)
     return 1;
 }
 
-static void gemm_run(const gemm_args *g)
+/* g's product, whose M N K multiply-adds are work. The sizes come in as
+ * arguments too: reading them back from g, just stored field by field,
+ * stalled on store forwarding when GCC loaded two at once. */
+static void gemm_run(const gemm_args *g, size_t M, size_t N, size_t K, size_t work)
 {
-    size_t M = g->M, N = g->N, K = g->K;
-    size_t work = work_of(M, N, K);
     /* Narrow products skip packing while B stays in cache (or is read only a
      * few times), and while A^T (read down its columns) stays in L1 across a
      * tile's rows. */
@@ -496,12 +497,13 @@ void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alp
     }
     gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta, A, B, C,
                    lda, ldb, ldc, NULL};
-    if (work_of(M, N, K) <= AG_GEMM_SMALL_MAX) {   /* before any other cost */
+    size_t work = work_of(M, N, K);
+    if (work <= AG_GEMM_SMALL_MAX) {   /* before any other cost */
         gemm_small(&g, 0, M, 0, N);
         return;
     }
     g.k = kernel();
-    gemm_run(&g);
+    gemm_run(&g, M, N, K, work);
 }
 
 typedef struct batch_job {
