@@ -125,14 +125,14 @@ START_TEST(test_adamw_decay)
 END_TEST
 
 /* Adam and AdamW over several parameters of odd sizes (so vector loops end
- * in tails) for a few steps: each step against the documented formula
+ * in tails), short and long, for a few steps: each step against the documented formula
  * evaluated in double from the same p, m and v. The element loop runs in
  * ag_real; this says it still computes that formula, to the rounding of
  * ag_real. Gradients span a wide range of scales and include exact zeros. */
 START_TEST(test_adam_reference)
 {
-    enum { NP = 3, STEPS = 6 };
-    static const int sizes[NP] = {37, 5, 1};
+    enum { NP = 4, STEPS = 6, MAXN = 131 };
+    static const int sizes[NP] = {131, 37, 5, 1};   /* long ones take adam.c's wide path */
     for (int with_decay = 0; with_decay < 2; with_decay++) {
         double lr = 0.05, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = with_decay ? 0.1 : 0;
         ag_rng rng = ag_rng_new(5 + (uint64_t)with_decay);
@@ -143,7 +143,7 @@ START_TEST(test_adam_reference)
         ck_assert_ptr_nonnull(opt);
         for (int t = 1; t <= STEPS; t++) {
             double c1 = 1 - pow(b1, t), c2 = 1 - pow(b2, t);
-            double p[NP][37], m[NP][37], v[NP][37], m_mag[NP][37];
+            double p[NP][MAXN], m[NP][MAXN], v[NP][MAXN], m_mag[NP][MAXN];
             for (int i = 0; i < NP; i++)
                 for (int j = 0; j < sizes[i]; j++) {
                     /* scales 1e-3 .. 1e2, every 7th gradient exactly 0 */

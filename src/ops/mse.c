@@ -10,27 +10,31 @@
 
 /* sum_i (p_i - t_i)^2, each difference and square in double as a plain loop
  * would, summed in MSE_LANES interleaved partial sums (lane k takes the
- * elements i = k mod MSE_LANES) that the compiler can vectorise; then the
- * lanes in a fixed order. The order depends only on n: the same inputs
- * always give the same sum. */
+ * elements i = k mod MSE_LANES of the whole blocks) that the compiler can
+ * vectorise, the lanes pairwise, then the last n mod MSE_LANES elements in
+ * order. The order depends only on n: the same inputs always give the same
+ * sum. */
 AG_CLONES static double sq_diff_sum(size_t n, const ag_real *restrict p, const ag_real *restrict t)
 {
-    double lane[MSE_LANES] = {0};
     size_t i = 0;
-    for (; i + MSE_LANES <= n; i += MSE_LANES)
-        for (int k = 0; k < MSE_LANES; k++) {
-            double d = (double)p[i + k] - (double)t[i + k];
-            lane[k] += d * d;
-        }
-    for (int k = 0; i < n; i++, k++) {
-        double d = (double)p[i] - (double)t[i];
-        lane[k] += d * d;
+    double sum = 0;
+    if (n >= MSE_LANES) {
+        double lane[MSE_LANES] = {0};
+        for (; i + MSE_LANES <= n; i += MSE_LANES)
+            for (int k = 0; k < MSE_LANES; k++) {
+                double d = (double)p[i + k] - (double)t[i + k];
+                lane[k] += d * d;
+            }
+        for (int w = MSE_LANES / 2; w > 0; w /= 2)
+            for (int k = 0; k < w; k++)
+                lane[k] += lane[k + w];
+        sum = lane[0];
     }
-    /* pairwise over the lanes */
-    for (int w = MSE_LANES / 2; w > 0; w /= 2)
-        for (int k = 0; k < w; k++)
-            lane[k] += lane[k + w];
-    return lane[0];
+    for (; i < n; i++) {
+        double d = (double)p[i] - (double)t[i];
+        sum += d * d;
+    }
+    return sum;
 }
 
 ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)

@@ -44,14 +44,14 @@ ag_optim *ag_adam_new(ag_tensor *const *params, size_t n, double lr, double beta
  * folded in: m_hat / (sqrt(v_hat) + eps) = (1/c1) m / (sqrt(v) / sqrt(c2) + eps)
  * with c1 = 1 - beta1^t, c2 = 1 - beta2^t, so step = lr / c1 and rc2 =
  * 1 / sqrt(c2), and a1 = 1 - beta1, a2 = 1 - beta2, all computed in double
- * by the caller (1 - (float)0.999 is 1.3e-5 off 0.001). The loop runs in ag_real
- * with no branch and no call, so the compiler turns it into vector code,
- * once per instruction set (AG_CLONES).
+ * by the caller (1 - (float)0.999 is 1.3e-5 off 0.001). The loop runs in
+ * ag_real with no branch and no call, so the compiler turns it into vector
+ * code.
  */
-AG_CLONES static void adam_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
-                        ag_real *restrict m, ag_real *restrict v, ag_real b1, ag_real a1,
-                        ag_real b2, ag_real a2, ag_real step, ag_real rc2, ag_real eps,
-                        ag_real decay)
+static inline void adam_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
+                               ag_real *restrict m, ag_real *restrict v, ag_real b1, ag_real a1,
+                               ag_real b2, ag_real a2, ag_real step, ag_real rc2, ag_real eps,
+                               ag_real decay)
 {
     for (size_t j = 0; j < n; j++) {
         ag_real gj = g[j];
@@ -64,18 +64,34 @@ AG_CLONES static void adam_update(size_t n, ag_real *restrict p, const ag_real *
     }
 }
 
+/* adam_update compiled once per instruction set (AG_CLONES), for parameters
+ * of at least ADAM_WIDE elements; below that the call through the loader's
+ * choice costs more than wider vectors save. Every version computes the
+ * same values: the operations are the same and each is correctly rounded. */
+#define ADAM_WIDE 64
+AG_CLONES static void adam_update_wide(size_t n, ag_real *restrict p, const ag_real *restrict g,
+                                       ag_real *restrict m, ag_real *restrict v, ag_real b1,
+                                       ag_real a1, ag_real b2, ag_real a2, ag_real step,
+                                       ag_real rc2, ag_real eps, ag_real decay)
+{
+    adam_update(n, p, g, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
+}
+
 void ag_adam_step(ag_optim *opt)
 {
     long t = ++opt->steps;
     /* in double: 1 - beta2^t is tiny for small t and float would lose it */
     double c1 = 1 - pow(opt->beta1, (double)t), c2 = 1 - pow(opt->beta2, (double)t);
     ag_real step = (ag_real)(opt->lr / c1), rc2 = (ag_real)(1 / sqrt(c2));
-    ag_real decay = (ag_real)(opt->lr * opt->weight_decay);
+    ag_real decay = (ag_real)(opt->lr * opt->weight_decay), eps = (ag_real)opt->eps;
     ag_real b1 = (ag_real)opt->beta1, a1 = (ag_real)(1 - opt->beta1);
     ag_real b2 = (ag_real)opt->beta2, a2 = (ag_real)(1 - opt->beta2);
     for (size_t i = 0; i < opt->n; i++) {
         ag_tensor *p = opt->params[i];
-        adam_update(p->size, p->data, p->grad, opt->state[2 * i], opt->state[2 * i + 1], b1, a1,
-                    b2, a2, step, rc2, (ag_real)opt->eps, decay);
+        ag_real *m = opt->state[2 * i], *v = opt->state[2 * i + 1];
+        if (p->size >= ADAM_WIDE)
+            adam_update_wide(p->size, p->data, p->grad, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
+        else
+            adam_update(p->size, p->data, p->grad, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
     }
 }
