@@ -102,6 +102,53 @@ static int have_avx2(void)
 }
 #endif
 
+int ag_softmax_simd(void)
+{
+#ifdef AG_SOFTMAX_AVX2
+    return have_avx2();
+#else
+    return 0;
+#endif
+}
+
+void ag_softmax_row(const ag_real *z, ag_real *s, size_t n, int simd)
+{
+#ifdef AG_SOFTMAX_AVX2
+    if (simd && row_avx2(z, s, n))
+        return;
+#else
+    (void)simd;
+#endif
+    ag_real max = -INFINITY;
+    for (size_t j = 0; j < n; j++)
+        if (z[j] > max)
+            max = z[j];
+    if (max == -INFINITY) {
+        /* fully masked row: attends to nothing */
+        for (size_t j = 0; j < n; j++)
+            s[j] = 0;
+        return;
+    }
+    if (max == INFINITY) {
+        /* the limit as those logits grow: all weight on the +inf entries
+         * (exp(inf - inf) would be NaN) */
+        size_t count = 0;
+        for (size_t j = 0; j < n; j++)
+            count += z[j] == INFINITY;
+        for (size_t j = 0; j < n; j++)
+            s[j] = z[j] == INFINITY ? (ag_real)1 / (ag_real)count : 0;
+        return;
+    }
+    ag_real sum = 0;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = AG_EXP(z[j] - max);
+        sum += s[j];
+    }
+    ag_real inv = 1 / sum;
+    for (size_t j = 0; j < n; j++)
+        s[j] *= inv;
+}
+
 /* Below this many elements a softmax runs on the caller's thread. */
 #define SOFTMAX_PARALLEL_MIN ((size_t)1 << 15)
 
@@ -125,42 +172,8 @@ static void forward_task(void *ctx, size_t t)
     const ag_tensor *a = job->a, *out = job->out;
     size_t n = job->n, r0 = t * job->per_task;
     size_t r1 = r0 + job->per_task < job->rows ? r0 + job->per_task : job->rows;
-    for (size_t r = r0; r < r1; r++) {
-        const ag_real *z = a->data + r * n;
-        ag_real *s = out->data + r * n;
-#ifdef AG_SOFTMAX_AVX2
-        if (job->simd && row_avx2(z, s, n))
-            continue;
-#endif
-        ag_real max = -INFINITY;
-        for (size_t j = 0; j < n; j++)
-            if (z[j] > max)
-                max = z[j];
-        if (max == -INFINITY) {
-            /* fully masked row: attends to nothing */
-            for (size_t j = 0; j < n; j++)
-                s[j] = 0;
-            continue;
-        }
-        if (max == INFINITY) {
-            /* the limit as those logits grow: all weight on the +inf entries
-             * (exp(inf - inf) would be NaN) */
-            size_t count = 0;
-            for (size_t j = 0; j < n; j++)
-                count += z[j] == INFINITY;
-            for (size_t j = 0; j < n; j++)
-                s[j] = z[j] == INFINITY ? (ag_real)1 / (ag_real)count : 0;
-            continue;
-        }
-        ag_real sum = 0;
-        for (size_t j = 0; j < n; j++) {
-            s[j] = AG_EXP(z[j] - max);
-            sum += s[j];
-        }
-        ag_real inv = 1 / sum;
-        for (size_t j = 0; j < n; j++)
-            s[j] *= inv;
-    }
+    for (size_t r = r0; r < r1; r++)
+        ag_softmax_row(a->data + r * n, out->data + r * n, n, job->simd);
 }
 
 ag_tensor *ag_softmax(ag_tape *tape, const ag_tensor *a)
@@ -172,9 +185,7 @@ ag_tensor *ag_softmax(ag_tape *tape, const ag_tensor *a)
     if (!out || !ag_tape_push(tape, AG_OP_SOFTMAX, out, 1, in))
         return NULL;
     softmax_job job = {a, out, (size_t)a->shape[a->ndim - 1], ag_rows(a), 0, 0, 0};
-#ifdef AG_SOFTMAX_AVX2
-    job.simd = have_avx2();
-#endif
+    job.simd = ag_softmax_simd();
     run_rows(&job, forward_task);
     return out;
 }
