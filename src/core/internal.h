@@ -158,7 +158,8 @@ void ag_reshape_backward(ag_tape *tape, const ag_entry *e);
 void ag_attention_fused_backward(ag_tape *tape, const ag_entry *e);
 
 /* ---- shared by ops ---- */
-/* Whether ag_softmax_row may use its vector kernel on this CPU (ask once per op). */
+/* Which vector kernel ag_softmax_row may use on this CPU, 0 for none (ask
+ * once per op and pass it on). */
 int ag_softmax_simd(void);
 /* s = softmax(z) over one row of n, stable and NaN-free as ag_softmax
  * documents; s may be z (in place). */

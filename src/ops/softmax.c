@@ -16,10 +16,10 @@ typedef struct softmax_job {
     const ag_tensor *a, *out;
     size_t n, rows, per_task;
     int wrong;               /* AG_BUG_SOFTMAX */
-    int simd;                /* rows may use the vector kernel */
+    int simd;                /* ag_softmax_simd(): which vector kernel rows may use */
 } softmax_job;
 
-/* ---- a vector kernel for the usual row (float build, x86 with AVX2+FMA) ----
+/* ---- vector kernels for the usual row (float build, x86 with AVX2+FMA or AVX-512F) ----
  * exp by Cephes' expf: x = n ln2 + r with |r| <= ln2/2, a degree-7 polynomial
  * in r, times 2^n from the exponent bits; within 2 ulp of expf. Masked keys
  * (-inf, and anything below expf's underflow) give exactly 0; a NaN stays NaN.
@@ -95,9 +95,77 @@ AVX2 static int row_avx2(const float *z, float *s, size_t n)
     return 1;
 }
 
-static int have_avx2(void)
+/* The same row with 16 lanes, on CPUs with AVX-512F: the polynomial and
+ * the masking are the AVX2 kernel's, only wider (tails use masked loads). */
+#define AVX512 __attribute__((target("avx512f")))
+
+AVX512 static inline __m512 exp_avx512(__m512 x)
+{
+    const __m512 lo = _mm512_set1_ps(-87.33654f);
+    __m512 xc = _mm512_max_ps(lo, x);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);   /* x < lo: 0 */
+    return _mm512_mask_blend_ps(under, y, _mm512_setzero_ps());
+}
+
+AVX512 static int row_avx512(const float *z, float *s, size_t n)
+{
+    size_t j = 0;
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (; j + 16 <= n; j += 16)
+        vmax = _mm512_max_ps(_mm512_loadu_ps(z + j), vmax);   /* NaNs skipped */
+    __mmask16 tail = (__mmask16)((1u << (n - j)) - 1);       /* n - j < 16 */
+    vmax = _mm512_max_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail, z + j), vmax);
+    float lanes[16];
+    _mm512_storeu_ps(lanes, vmax);
+    float max = -INFINITY;
+    for (int k = 0; k < 16; k++)
+        if (lanes[k] > max)
+            max = lanes[k];
+    if (!isfinite(max))
+        return 0;
+    __m512 vm = _mm512_set1_ps(max), vsum = _mm512_setzero_ps();
+    for (j = 0; j + 16 <= n; j += 16) {
+        __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(z + j), vm));
+        _mm512_storeu_ps(s + j, e);
+        vsum = _mm512_add_ps(vsum, e);
+    }
+    if (tail) {
+        __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, z + j), vm));
+        e = _mm512_maskz_mov_ps(tail, e);
+        _mm512_mask_storeu_ps(s + j, tail, e);
+        vsum = _mm512_add_ps(vsum, e);
+    }
+    _mm512_storeu_ps(lanes, vsum);
+    for (int w = 8; w > 0; w /= 2)   /* a fixed order: the same sum on every run */
+        for (int k = 0; k < w; k++)
+            lanes[k] += lanes[k + w];
+    __m512 inv = _mm512_set1_ps(1 / lanes[0]);
+    for (j = 0; j + 16 <= n; j += 16)
+        _mm512_storeu_ps(s + j, _mm512_mul_ps(_mm512_loadu_ps(s + j), inv));
+    if (tail)
+        _mm512_mask_storeu_ps(s + j, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, s + j), inv));
+    return 1;
+}
+
+/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. */
+static int simd_level(void)
 {
     __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return 2;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 #endif
@@ -105,7 +173,7 @@ static int have_avx2(void)
 int ag_softmax_simd(void)
 {
 #ifdef AG_SOFTMAX_AVX2
-    return have_avx2();
+    return simd_level();
 #else
     return 0;
 #endif
@@ -114,7 +182,7 @@ int ag_softmax_simd(void)
 void ag_softmax_row(const ag_real *z, ag_real *s, size_t n, int simd)
 {
 #ifdef AG_SOFTMAX_AVX2
-    if (simd && row_avx2(z, s, n))
+    if (simd == 2 ? row_avx512(z, s, n) : simd == 1 && row_avx2(z, s, n))
         return;
 #else
     (void)simd;
