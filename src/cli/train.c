@@ -487,14 +487,14 @@ static ag_train_state state_of(const ag_train_opts *o, const run *r)
 {
     ag_train_state st;
     memset(&st, 0, sizeof(st));
-    st.model = o->model;
-    st.optimizer_adam = o->optimizer_adam;
-    st.lr = o->lr;
-    st.momentum = o->momentum;
-    st.weight_decay = o->weight_decay;
-    st.clip = o->clip;
-    st.batch = o->batch;
-    st.seed = o->seed;
+    st.config.model = o->model;
+    st.config.optimizer_adam = o->optimizer_adam;
+    st.config.lr = o->lr;
+    st.config.momentum = o->momentum;
+    st.config.weight_decay = o->weight_decay;
+    st.config.clip = o->clip;
+    st.config.batch = o->batch;
+    st.config.seed = o->seed;
     st.data_rng = r->data_rng.state;
     st.step = r->step;
     st.optim_steps = ag_optim_steps(r->opt);
@@ -506,7 +506,7 @@ static ag_train_state state_of(const ag_train_opts *o, const run *r)
  * unless given (a new --lr, --clip or --batch may be given on purpose). */
 static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_train_state *st)
 {
-    const ag_model_config *m = &st->model;
+    const ag_model_config *m = &st->config.model;
 #define CONFLICT(set, flag, differs, fmt, mine, theirs)                                          \
     if ((set) && (differs))                                                                      \
         return !ag_cli_usage_error(cmd, flag " " fmt " conflicts with %s, made with " fmt        \
@@ -519,24 +519,24 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
     CONFLICT(o->set_posenc, "--posenc", o->model.posenc != m->posenc, "%s",
              ag_posenc_kind_name(o->model.posenc), ag_posenc_kind_name(m->posenc))
     CONFLICT(o->set_causal, "--causal", !m->causal, "%s", "on", "off")
-    CONFLICT(o->set_optimizer, "--optimizer", o->optimizer_adam != st->optimizer_adam, "%s",
-             o->optimizer_adam ? "adam" : "sgd", st->optimizer_adam ? "adam" : "sgd")
-    CONFLICT(o->set_seed, "--seed", o->seed != st->seed, "%llu", (unsigned long long)o->seed,
-             (unsigned long long)st->seed)
+    CONFLICT(o->set_optimizer, "--optimizer", o->optimizer_adam != st->config.optimizer_adam, "%s",
+             o->optimizer_adam ? "adam" : "sgd", st->config.optimizer_adam ? "adam" : "sgd")
+    CONFLICT(o->set_seed, "--seed", o->seed != st->config.seed, "%llu", (unsigned long long)o->seed,
+             (unsigned long long)st->config.seed)
 #undef CONFLICT
     o->model = *m;
-    o->optimizer_adam = st->optimizer_adam;
-    o->seed = st->seed;
+    o->optimizer_adam = st->config.optimizer_adam;
+    o->seed = st->config.seed;
     if (!o->set_lr)
-        o->lr = st->lr;
+        o->lr = st->config.lr;
     if (!o->set_momentum)
-        o->momentum = st->momentum;
+        o->momentum = st->config.momentum;
     if (!o->set_weight_decay)
-        o->weight_decay = st->weight_decay;
+        o->weight_decay = st->config.weight_decay;
     if (!o->set_clip)
-        o->clip = st->clip;
+        o->clip = st->config.clip;
     if (!o->set_batch)
-        o->batch = st->batch;
+        o->batch = st->config.batch;
     return 1;
 }
 
