@@ -288,6 +288,8 @@ typedef struct run {
     ag_rng data_rng;          /* the training stream */
     long step;                /* steps done, including those of a loaded checkpoint */
     double loss, eval_loss, accuracy;
+    /* the last evaluation's outputs, kept on the tape for the final heatmap */
+    const ag_tensor *kept_logits, *kept_attn;
     ag_csv *log;
     /* for --plot: a thinned loss history, the accuracy at each evaluation,
      * and the last heatmap's weights (head 1 of held-out example 0) */
@@ -363,8 +365,9 @@ static void report_failure(const run *r, ag_status st, const char *where)
         fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
 }
 
-/* Loss and accuracy on the held-out set; optionally show the heatmap. */
-static int evaluate(run *r, int heatmap)
+/* Loss and accuracy on the held-out set. With keep, the tape is left as it
+ * is, holding the logits and weights for show_final; otherwise it is reset. */
+static int evaluate(run *r, int keep)
 {
     ag_tensor *logits, *attn;
     ag_tensor *loss = ag_model_forward(r->tape, r->model, r->eval, &logits, &attn);
@@ -380,19 +383,32 @@ static int evaluate(run *r, int heatmap)
     ag_model_score(r->eval, logits, &correct, &total);
     r->eval_loss = loss->data[0];
     r->accuracy = total ? (double)correct / (double)total : 0;
-    if (heatmap && !r->o->quiet)
-        print_heatmap(r->eval, attn, logits);
-    if (heatmap && r->attn0) {
-        int T = r->eval->seq;
-        for (int i = 0; i < T * T; i++)
-            r->attn0[i] = attn->data[i];
-    }
     if (r->acc_hist && r->n_acc < r->cap_acc) {
         r->acc_step[r->n_acc] = r->step;
         r->acc_hist[r->n_acc++] = r->accuracy;
     }
-    ag_tape_reset(r->tape);
+    if (keep) {
+        r->kept_logits = logits;
+        r->kept_attn = attn;
+    } else {
+        ag_tape_reset(r->tape);
+    }
     return 1;
+}
+
+/* After training: the heatmap of the evaluation evaluate(r, 1) kept, on the
+ * terminal and for --plot; then the tape is released. */
+static void show_final(run *r)
+{
+    if (!r->o->quiet)
+        print_heatmap(r->eval, r->kept_attn, r->kept_logits);
+    if (r->attn0) {
+        int T = r->eval->seq;
+        for (int i = 0; i < T * T; i++)
+            r->attn0[i] = r->kept_attn->data[i];
+    }
+    r->kept_attn = r->kept_logits = NULL;
+    ag_tape_reset(r->tape);
 }
 
 /* History for --plot, allocated before training: at most PLOT_POINTS
@@ -662,8 +678,10 @@ int ag_cli_train_run(ag_train_opts *o)
         if (!train_step(&r))
             goto done;
         done_steps++;
-        int eval_now = r.step % o->eval_every == 0 || done_steps == o->steps;
-        if (eval_now && !evaluate(&r, 0))
+        int last = done_steps == o->steps;
+        int eval_now = r.step % o->eval_every == 0 || last;
+        /* the last evaluation is kept for the heatmap, not run twice */
+        if (eval_now && !evaluate(&r, last))
             goto done;
         if (r.log) {
             double row[4] = {(double)r.step, r.loss, eval_now ? r.eval_loss : NAN,
@@ -687,8 +705,9 @@ int ag_cli_train_run(ag_train_opts *o)
                 stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
                 r.step);
     }
-    if (!evaluate(&r, 1))
+    if (!r.kept_attn && !evaluate(&r, 1))   /* interrupted before the last step */
         goto done;
+    show_final(&r);
     if (plot) {
         char title[160];
         snprintf(title, sizeof(title), "attograd train --task %s: %ld steps, held-out accuracy %.3f",
