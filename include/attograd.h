@@ -213,7 +213,7 @@ ag_status ag_tape_find_anomaly(ag_tape *tape);
  *     for (size_t k = 0; ag_tape_entry_info(tape, k, &e) == AG_OK; k++)
  *         printf("%s -> %s\n", e.op, ag_shape_str(e.out, buf, sizeof(buf)));
  * ------------------------------------------------------------------------ */
-#define AG_ENTRY_MAX_INPUTS 3
+#define AG_ENTRY_MAX_INPUTS 5
 
 typedef struct ag_entry_info {
     const char *op;                             /* "matmul", "softmax", ..., "leaf" */
@@ -368,9 +368,20 @@ void ag_attention_free(ag_attention *layer);   /* frees the weights too; NULL do
  * dL/dx). Returns out (B,T,d_model), a tape tensor, or NULL with the tape's
  * error set. When attn_out is not NULL it receives the softmax weights P
  * (B,H,T,T), also a tape tensor (NULL on error); P[b][h][i][j] is how much
- * query i of head h takes from key j. */
+ * query i of head h takes from key j. In the fused form (the default) P has
+ * no gradient and backward reads it: look, do not change it. */
 ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_tensor *x,
                                 ag_tensor **attn_out);
+
+/* How the forward is recorded. Fused (the default): one tape entry, "attention",
+ * that keeps only P among the (B,H,T,T) tensors and splits no heads into
+ * copies; the fast form, for training. Op by op (fused = 0): matmul,
+ * split_heads, matmul_bt, scale, causal_mask, softmax, matmul, merge_heads,
+ * matmul, each a tape tensor with its own gradient, for a learner or a
+ * debugger who wants to see every step. Same math, same results to
+ * rounding; set it before a forward. */
+void ag_attention_set_fused(ag_attention *layer, int fused);
+int ag_attention_is_fused(const ag_attention *layer);   /* 1 or 0 */
 
 int ag_attention_dim(const ag_attention *layer);      /* d_model */
 int ag_attention_heads(const ag_attention *layer);    /* n_heads */

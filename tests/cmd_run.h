@@ -1,7 +1,10 @@
 /*
  * cmd_run.h - run the attograd command from a test: `make test` puts the
  * built binary in AG_BIN. Output is captured through a pipe; the exit
- * status is returned separately.
+ * status is returned separately. The command line goes through the shell,
+ * which suits command strings written as a user would type them (the docs'
+ * examples, `; echo $?`, redirections); cli_run.h runs argv exactly, without
+ * a shell, with stdout and stderr apart, for tests of hostile arguments.
  */
 #ifndef AG_TEST_CMD_RUN_H
 #define AG_TEST_CMD_RUN_H

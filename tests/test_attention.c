@@ -2,7 +2,8 @@
  * test_attention.c - the attention layer: its forward against a plain-loop
  * implementation of DESIGN.md's math, the softmax weights (causal zeros,
  * rows summing to 1), order-blindness without positions, finite-difference
- * checks of every weight and the input, Glorot init, and errors.
+ * checks of every weight and the input, Glorot init, and errors. Each check
+ * runs on both forms of the forward: fused (one op) and op by op.
  */
 #include "test_util.h"
 
@@ -86,12 +87,23 @@ static const config configs[] = {
 };
 #define N_CONFIGS (int)(sizeof(configs) / sizeof(configs[0]))
 
+/* Loop tests run i in [0, 2 N_CONFIGS): config i % N_CONFIGS, fused for the
+ * first N_CONFIGS, op by op for the rest. */
+static ag_attention *config_layer(int i, ag_rng *rng)
+{
+    const config *c = &configs[i % N_CONFIGS];
+    ag_attention *att = ag_attention_new(c->d, c->H, c->causal, rng, NULL, 0);
+    ck_assert_ptr_nonnull(att);
+    ag_attention_set_fused(att, i < N_CONFIGS);
+    ck_assert_int_eq(ag_attention_is_fused(att), i < N_CONFIGS);
+    return att;
+}
+
 START_TEST(test_forward_matches_naive)
 {
-    const config *c = &configs[_i];
+    const config *c = &configs[_i % N_CONFIGS];
     ag_rng rng = ag_rng_new(100 + (uint64_t)_i);
-    ag_attention *att = ag_attention_new(c->d, c->H, c->causal, &rng, NULL, 0);
-    ck_assert_ptr_nonnull(att);
+    ag_attention *att = config_layer(_i, &rng);
     ag_tensor *w[4];
     ck_assert_uint_eq(ag_attention_params(att, w, NULL, 4), 4);
     ag_tape *tape = ag_tape_new();
@@ -205,9 +217,9 @@ static ag_tensor *build_layer(ag_tape *tape, ag_tensor *const *in, void *ctx)
 
 START_TEST(test_layer_grad)
 {
-    const config *c = &configs[_i];
+    const config *c = &configs[_i % N_CONFIGS];
     ag_rng rng = ag_rng_new(200 + (uint64_t)_i);
-    ag_attention *att = ag_attention_new(c->d, c->H, c->causal, &rng, NULL, 0);
+    ag_attention *att = config_layer(_i, &rng);
     ag_tensor *in[5];
     in[0] = test_param(&rng, 3, (int[]){c->B, c->T, c->d});
     ck_assert_uint_eq(ag_attention_params(att, in + 1, NULL, 4), 4);
@@ -226,9 +238,11 @@ static ag_tensor *build_weights_p(ag_tape *tape, ag_tensor *const *in, void *ctx
 START_TEST(test_weights_p_grad)
 {
     /* P itself (what the trainer draws), projected onto random weights;
-     * wv and wo do not reach P, so check x, wq and wk */
+     * wv and wo do not reach P, so check x, wq and wk. Only the op-by-op
+     * form gives P a gradient. */
     ag_rng rng = ag_rng_new(300);
     ag_attention *att = ag_attention_new(4, 2, 1, &rng, NULL, 0);
+    ag_attention_set_fused(att, 0);
     ag_tensor *in[5];
     in[0] = test_param(&rng, 3, (int[]){2, 3, 4});
     ag_attention_params(att, in + 1, NULL, 4);
@@ -431,15 +445,16 @@ END_TEST
 /* One forward and backward of a layer big enough that the softmax and the
  * batched matmuls are shared out over threads: out, P and every gradient
  * (dwq..dwo, dx) must be bit-identical to one thread's. */
-static void layer_step(int threads, int causal, ag_real *res, size_t n_res)
+static void layer_step(int threads, int causal, int fused, const int *shape, int heads,
+                       ag_real *res, size_t n_res)
 {
     ag_set_threads(threads);
     ag_rng rng = ag_rng_new(11);
     char err[128];
-    ag_attention *att = ag_attention_new(32, 2, causal, &rng, err, sizeof(err));
+    ag_attention *att = ag_attention_new(shape[2], heads, causal, &rng, err, sizeof(err));
     ck_assert_ptr_nonnull(att);
+    ag_attention_set_fused(att, fused);
     ag_tape *tape = ag_tape_new();
-    int shape[3] = {3, 96, 32};
     ag_tensor *x = ag_requires_grad(tape, ag_tensor_new(tape, 3, shape));
     ag_tensor *y = ag_tensor_new(tape, 3, shape);
     ck_assert_ptr_nonnull(x);
@@ -473,14 +488,76 @@ START_TEST(test_threads_bit_identical)
     ag_real *one = malloc(n * sizeof(ag_real)), *two = malloc(n * sizeof(ag_real));
     ck_assert_ptr_nonnull(one);
     ck_assert_ptr_nonnull(two);
-    for (int causal = 0; causal < 2; causal++) {
-        layer_step(1, causal, one, n);
-        layer_step(2, causal, two, n);
-        ck_assert_msg(memcmp(one, two, n * sizeof(ag_real)) == 0,
-                      "two threads differ from one (causal %d)", causal);
-    }
+    const int shape[3] = {3, 96, 32};
+    for (int fused = 0; fused < 2; fused++)
+        for (int causal = 0; causal < 2; causal++) {
+            layer_step(1, causal, fused, shape, 2, one, n);
+            layer_step(2, causal, fused, shape, 2, two, n);
+            ck_assert_msg(memcmp(one, two, n * sizeof(ag_real)) == 0,
+                          "two threads differ from one (causal %d, fused %d)", causal, fused);
+        }
     free(one);
     free(two);
+}
+END_TEST
+
+/* The fused op against the op-by-op layer: out, P and every gradient, on
+ * shapes where the fused backward works through the batch in several chunks
+ * (with a short last one) or one sequence at a time, on two threads too. */
+START_TEST(test_fused_matches_ops)
+{
+    static const struct {
+        int shape[3], heads, causal, threads;
+    } cases[] = {
+        {{9, 64, 16}, 2, 0, 1}, {{9, 64, 16}, 4, 1, 2}, {{2, 520, 8}, 2, 1, 1},
+        {{3, 5, 6}, 3, 0, 2},   {{1, 1, 4}, 1, 1, 1},
+    };
+#ifdef AG_REAL_DOUBLE
+    const double tol = 1e-10;
+#else
+    const double tol = 2e-4;
+#endif
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const int *sh = cases[c].shape;
+        size_t bt = (size_t)sh[0] * sh[1], n = 2 * bt * sh[2] +
+                    (size_t)sh[0] * cases[c].heads * sh[1] * sh[1] + 4 * (size_t)sh[2] * sh[2];
+        ag_real *fused = malloc(n * sizeof(ag_real)), *ops = malloc(n * sizeof(ag_real));
+        ck_assert_ptr_nonnull(fused);
+        ck_assert_ptr_nonnull(ops);
+        layer_step(cases[c].threads, cases[c].causal, 1, sh, cases[c].heads, fused, n);
+        layer_step(1, cases[c].causal, 0, sh, cases[c].heads, ops, n);
+        double scale = 0;
+        for (size_t i = 0; i < n; i++)
+            scale = fmax(scale, fabs(ops[i]));
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(fabs(fused[i] - ops[i]) <= tol * fmax(1, fabs(ops[i])),
+                          "case %zu: value %zu of %zu: fused %.9g, op by op %.9g", c, i, n,
+                          (double)fused[i], (double)ops[i]);
+        ck_assert(scale > 0);
+        free(fused);
+        free(ops);
+    }
+}
+END_TEST
+
+/* The deliberately wrong softmax backward must be caught through the fused
+ * op too, which has its own copy of the softmax gradient. */
+START_TEST(test_fused_bug_caught)
+{
+    ag_rng rng = ag_rng_new(301);
+    ag_attention *att = ag_attention_new(4, 2, 0, &rng, NULL, 0);
+    ag_tensor *in[5];
+    in[0] = test_param(&rng, 3, (int[]){2, 3, 4});
+    ag_attention_params(att, in + 1, NULL, 4);
+    ag_gradcheck_result r;
+    ck_assert_int_eq(ag_gradcheck_bug(build_layer, att, in, 5, NULL, &r, NULL, 0, AG_BUG_SOFTMAX),
+                     AG_OK);
+    ck_assert_int_eq(r.passed, 0);
+    ck_assert_int_eq(ag_gradcheck_bug(build_layer, att, in, 5, NULL, &r, NULL, 0, AG_BUG_NONE),
+                     AG_OK);
+    ck_assert_msg(r.passed, "max_rel %g", r.max_rel);
+    ag_param_free(in[0]);
+    ag_attention_free(att);
 }
 END_TEST
 
@@ -488,12 +565,14 @@ Suite *suite_attention(void)
 {
     Suite *s = suite_create("attention");
     TCase *tc = tcase_create("forward");
-    tcase_add_loop_test(tc, test_forward_matches_naive, 0, N_CONFIGS);
+    tcase_add_loop_test(tc, test_forward_matches_naive, 0, 2 * N_CONFIGS);
     tcase_add_test(tc, test_attn_out_optional);
     tcase_add_test(tc, test_permutation);
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
-    tcase_add_loop_test(tc, test_layer_grad, 0, N_CONFIGS);
+    tcase_add_loop_test(tc, test_layer_grad, 0, 2 * N_CONFIGS);
+    tcase_add_test(tc, test_fused_matches_ops);
+    tcase_add_test(tc, test_fused_bug_caught);
     tcase_add_test(tc, test_weights_p_grad);
     tcase_add_test(tc, test_threads_bit_identical);
     tcase_add_test(tc, test_model_grad);

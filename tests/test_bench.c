@@ -52,18 +52,46 @@ START_TEST(test_bench_attention_line)
         return;
     ck_assert_int_eq(rc, 0);
     double us = -1, gflops = -1, peak = -1, model = -1, allocs = -1;
-    char tail = 0;
+    char form[8] = "", tail = 0;
     int got = sscanf(out,
                      "bench: op=attention B=2 T=5 d=6 H=3 threads=1 us_per_step=%lf gflops=%lf "
-                     "peak_bytes=%lf model_bytes=%lf allocs_per_step=%lf%c",
-                     &us, &gflops, &peak, &model, &allocs, &tail);
-    ck_assert_msg(got == 6 && tail == '\n', "unexpected output: %s", out);
+                     "peak_bytes=%lf model_bytes=%lf allocs_per_step=%lf form=%7[a-z]%c",
+                     &us, &gflops, &peak, &model, &allocs, form, &tail);
+    ck_assert_msg(got == 7 && tail == '\n', "unexpected output: %s", out);
+    ck_assert_str_eq(form, "fused");
     ck_assert_msg(allocs == 0, "a steady step allocates: %s", out);
     ck_assert_msg(us > 0 && gflops > 0, "unexpected output: %s", out);
     /* model: 16 d^2 reals of state + (6 B T d + B H T^2) of activations */
     ck_assert_double_eq(model, (double)((16 * 36 + 6 * 60 + 2 * 3 * 25) * sizeof(ag_real)));
     ck_assert_msg(peak >= model, "peak %g < model %g", peak, model);
     ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));   /* exactly one line */
+}
+END_TEST
+
+/* The two forms of the layer side by side: the same line, and the fused op
+ * keeps less than the op-by-op form (one (B,H,T,T) buffer instead of six),
+ * a property of the arena's high-water mark, not of timing. */
+START_TEST(test_bench_attention_forms)
+{
+    double peak[2];
+    for (int ops = 0; ops < 2; ops++) {
+        char out[4096], cmd[160], form[8] = "";
+        snprintf(cmd, sizeof(cmd), "bench attention --batch 2 --seq 32 --dim 16 --heads 2 --steps 3%s",
+                 ops ? " --op-by-op" : "");
+        int rc = run_cli(cmd, out, sizeof(out));
+        if (rc == -1)
+            return;
+        ck_assert_int_eq(rc, 0);
+        double us, gflops, model, allocs;
+        int got = sscanf(out,
+                         "bench: op=attention B=2 T=32 d=16 H=2 threads=1 us_per_step=%lf "
+                         "gflops=%lf peak_bytes=%lf model_bytes=%lf allocs_per_step=%lf form=%7s",
+                         &us, &gflops, &peak[ops], &model, &allocs, form);
+        ck_assert_msg(got == 6, "unexpected output: %s", out);
+        ck_assert_str_eq(form, ops ? "ops" : "fused");
+        ck_assert_msg(allocs == 0, "a steady step allocates: %s", out);
+    }
+    ck_assert_msg(peak[0] < peak[1], "fused peak %g, op by op %g", peak[0], peak[1]);
 }
 END_TEST
 
@@ -86,6 +114,7 @@ START_TEST(test_bench_usage)
         {"bench attention --steps 0", "--steps"},
         {"bench attention --threads 999", "--threads"},
         {"bench attention --causal=1", "--causal=1"},
+        {"bench attention --op-by-op=1", "--op-by-op=1"},
     };
     char out[4096];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -110,6 +139,7 @@ Suite *suite_bench(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_bench_matmul_line);
     tcase_add_test(tc, test_bench_attention_line);
+    tcase_add_test(tc, test_bench_attention_forms);
     tcase_add_test(tc, test_bench_usage);
     suite_add_tcase(s, tc);
     return s;

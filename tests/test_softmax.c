@@ -370,12 +370,54 @@ START_TEST(test_rows_match_double)
 }
 END_TEST
 
+/* Every vector kernel this CPU has (AVX2, AVX-512), not only the one
+ * ag_softmax picks, against the scalar path: rows of every length 1..70,
+ * masked keys, and rows the kernels must hand back (a +inf or NaN). */
+START_TEST(test_row_kernels_agree)
+{
+    ag_rng rng = ag_rng_new(22);
+    ag_real z[70], want[70], got[70];
+    for (int level = 1; level <= ag_softmax_simd(); level++)
+        for (int n = 1; n <= 70; n++)
+            for (int kind = 0; kind < 4; kind++) {
+                for (int j = 0; j < n; j++)
+                    z[j] = (ag_real)(80 * ag_rng_uniform(&rng) - 40);
+                for (int j = 1; j < n; j++)
+                    if (ag_rng_below(&rng, 4) == 0)
+                        z[j] = -INFINITY;
+                if (kind == 1)
+                    z[n - 1] = INFINITY;
+                if (kind == 2)
+                    z[n / 2] = NAN;
+                if (kind == 3)
+                    for (int j = 0; j < n; j++)
+                        z[j] = -INFINITY;
+                ag_softmax_row(z, want, (size_t)n, 0);
+                ag_softmax_row(z, got, (size_t)n, level);
+                for (int j = 0; j < n; j++) {
+                    if (isnan(want[j])) {
+                        ck_assert_msg(isnan(got[j]), "level %d n=%d kind %d key %d: %g, want NaN",
+                                      level, n, kind, j, (double)got[j]);
+                        continue;
+                    }
+                    if (want[j] == 0)
+                        ck_assert_msg(got[j] == 0, "level %d n=%d kind %d key %d: %g, want 0",
+                                      level, n, kind, j, (double)got[j]);
+                    ck_assert_msg(fabs(got[j] - want[j]) <= TOL_ULP * want[j] + 1e-37,
+                                  "level %d n=%d kind %d key %d: %.9g, want %.9g", level, n, kind,
+                                  j, (double)got[j], (double)want[j]);
+                }
+            }
+}
+END_TEST
+
 Suite *suite_softmax(void)
 {
     Suite *s = suite_create("softmax");
     TCase *tc = tcase_create("forward");
     tcase_add_test(tc, test_softmax_values);
     tcase_add_test(tc, test_rows_match_double);
+    tcase_add_test(tc, test_row_kernels_agree);
     tcase_add_test(tc, test_softmax_huge_logits);
     tcase_add_test(tc, test_softmax_neg_inf);
     tcase_add_test(tc, test_softmax_pos_inf);

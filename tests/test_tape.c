@@ -106,6 +106,9 @@ static ag_tensor *build_twice(ag_tape *tape, ag_tensor *const *in, void *ctx)
             y[k] = ag_embedding(tape, in[0], (const int[]){4, 0, 4, 2}, 2, (const int[]){2, 2});
             break;
         case AG_OP_RESHAPE: y[k] = ag_reshape(tape, in[0], 2, (const int[]){3, 4}); break;
+        case AG_OP_ATTENTION:
+            y[k] = ag_attention_fused(tape, in[0], in[1], in[2], in[3], in[4], 2, 1, NULL);
+            break;
         default: y[k] = ag_mse(tape, in[0], in[1]); break;
         }
     }
@@ -116,7 +119,7 @@ START_TEST(test_backward_accumulates_every_op)
 {
     static const struct {
         int op, n;
-        test_shape shapes[2];
+        test_shape shapes[5];
     } cases[] = {
         {AG_OP_MATMUL, 2, {{3, {2, 3, 2}}, {2, {2, 3}}}},
         {AG_OP_MATMUL_BT, 2, {{3, {2, 3, 2}}, {3, {2, 4, 2}}}},
@@ -134,6 +137,7 @@ START_TEST(test_backward_accumulates_every_op)
         {AG_OP_CROSS_ENTROPY, 1, {{3, {2, 3, 4}}}},
         {AG_OP_EMBEDDING, 1, {{2, {5, 3}}}},
         {AG_OP_RESHAPE, 1, {{2, {2, 6}}}},
+        {AG_OP_ATTENTION, 5, {{3, {2, 3, 4}}, {2, {4, 4}}, {2, {4, 4}}, {2, {4, 4}}, {2, {4, 4}}}},
     };
     ck_assert_msg(sizeof(cases) / sizeof(cases[0]) == AG_OP_COUNT - 1,
                   "%d ops but %zu cases: add the new op to build_twice and cases", AG_OP_COUNT - 1,

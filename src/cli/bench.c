@@ -140,7 +140,7 @@ static int bench_matmul(int argc, char **argv)
 static const ag_command bench_attention_info = {
     "bench attention", NULL,
     "attograd bench attention [--batch B] [--seq T] [--dim d] [--heads H] [--steps N] "
-    "[--threads N] [--causal]",
+    "[--threads N] [--causal] [--op-by-op]",
     "one training step of the attention layer (forward, mse, backward, Adam)",
 };
 
@@ -171,7 +171,7 @@ static int att_step(att_bench *b)
 static int bench_attention(int argc, char **argv)
 {
     const ag_command *cmd = &bench_attention_info;
-    int B = 8, T = 64, d = 64, H = 4, steps = 0, threads = 1, causal = 0;
+    int B = 8, T = 64, d = 64, H = 4, steps = 0, threads = 1, causal = 0, op_by_op = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int got;
@@ -182,25 +182,30 @@ static int bench_attention(int argc, char **argv)
                    "y of shape (B,T,d): zero_grad, forward, mse loss, backward, Adam step over\n"
                    "wq, wk, wv, wo, tape reset. After a few warm-up steps it prints one line:\n"
                    "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
-                   "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A\n"
+                   "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A form=F\n"
                    "US is the median step time in microseconds; G counts the matmuls of\n"
                    "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient);\n"
                    "P is the step's memory: the tape's high-water bytes plus parameters,\n"
                    "gradients and Adam's state; M is what a step cannot do without:\n"
                    "parameters, gradients and Adam's state (16 d^2 reals) plus the\n"
                    "activations backward needs (x, Q, K, V, O, out: 6 B T d; P: B H T^2);\n"
-                   "A is the library's heap allocations per timed step (ag_alloc_count).\n\n"
+                   "A is the library's heap allocations per timed step (ag_alloc_count);\n"
+                   "F is how the layer was recorded, fused (one op, the default) or ops.\n\n"
                    "  --batch B     sequences per step (default 8, 1..4096)\n"
                    "  --seq T       positions per sequence (default 64, 1..4096)\n"
                    "  --dim d       model width (default 64, 1..4096)\n"
                    "  --heads H     attention heads, dividing d (default 4)\n"
                    "  --steps N     timed steps (default: about a second's worth, 5..2000)\n"
                    "  --threads N   threads for ag_set_threads (default 1, 1..256)\n"
-                   "  --causal      mask keys after the query\n",
+                   "  --causal      mask keys after the query\n"
+                   "  --op-by-op    record the layer op by op instead of as the fused op,\n"
+                   "                to see what fusing saves\n",
                    cmd->usage);
             return AG_EXIT_OK;
         } else if (ag_cli_switch(argv, i, "--causal")) {
             causal = 1;
+        } else if (ag_cli_switch(argv, i, "--op-by-op")) {
+            op_by_op = 1;
         } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--batch", &v)) != 0) {
             if (got < 0 || !ag_cli_int(cmd, "--batch", v, 1, 4096, &B))
                 return AG_EXIT_USAGE;
@@ -238,6 +243,7 @@ static int bench_attention(int argc, char **argv)
         fprintf(stderr, "attograd bench attention: %s\n", err);
         return AG_EXIT_FAIL;
     }
+    ag_attention_set_fused(b.att, !op_by_op);
     ag_attention_params(b.att, b.params, NULL, 4);
     b.opt = ag_adam_new(b.params, 4, 1e-3, 0.9, 0.999, 1e-8, 0);
     b.tape = ag_tape_new();
@@ -284,9 +290,9 @@ static int bench_attention(int argc, char **argv)
     double peak = (double)ag_tape_peak_bytes(b.tape) + state;
     double model = state + (6 * Bd * Td * dd + Bd * Hd * Td * Td) * real;
     printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f gflops=%.2f "
-           "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g\n",
+           "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g form=%s\n",
            B, T, d, H, threads, sec * 1e6, sec > 0 ? flops / sec / 1e9 : 0, peak, model,
-           (double)allocs / steps);
+           (double)allocs / steps, op_by_op ? "ops" : "fused");
     status = AG_EXIT_OK;
     goto done;
 step_failed:

@@ -92,6 +92,7 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
                            size_t errlen)
 {
     *file = NULL;
+    ag_train_config *c = &st->config;
     ag_st_file *f;
     if (ag_st_load(path, &f, err, errlen) != AG_OK)
         return 0;
@@ -113,13 +114,13 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
     }
     if (!meta_str(f, path, "task", &s, err, errlen))
         goto fail;
-    if (!ag_task_parse(s, &st->model.task)) {
+    if (!ag_task_parse(s, &c->model.task)) {
         snprintf(err, errlen, "%s: checkpoint metadata task '%s' is unknown", path, ag_cli_quote(s, q, sizeof(q)));
         goto fail;
     }
     if (!meta_str(f, path, "posenc", &s, err, errlen))
         goto fail;
-    if (!ag_posenc_parse(s, &st->model.posenc)) {
+    if (!ag_posenc_parse(s, &c->model.posenc)) {
         snprintf(err, errlen, "%s: checkpoint metadata posenc '%s' is unknown", path, ag_cli_quote(s, q, sizeof(q)));
         goto fail;
     }
@@ -129,32 +130,32 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
         snprintf(err, errlen, "%s: checkpoint metadata optimizer '%s' is unknown", path, ag_cli_quote(s, q, sizeof(q)));
         goto fail;
     }
-    st->optimizer_adam = strcmp(s, "adam") == 0;
-    if (!meta_int(f, path, "seq", 1, 4096, &st->model.seq, err, errlen) ||
-        !meta_int(f, path, "dim", 1, 4096, &st->model.dim, err, errlen) ||
-        !meta_int(f, path, "heads", 1, 4096, &st->model.heads, err, errlen) ||
+    c->optimizer_adam = strcmp(s, "adam") == 0;
+    if (!meta_int(f, path, "seq", 1, 4096, &c->model.seq, err, errlen) ||
+        !meta_int(f, path, "dim", 1, 4096, &c->model.dim, err, errlen) ||
+        !meta_int(f, path, "heads", 1, 4096, &c->model.heads, err, errlen) ||
         !meta_long(f, path, "causal", 0, 1, &causal, err, errlen) ||
-        !meta_int(f, path, "batch", 1, 65536, &st->batch, err, errlen) ||
-        !meta_double(f, path, "lr", 1e-12, 1e3, &st->lr, err, errlen) ||
-        !meta_double(f, path, "momentum", 0, 0.999999, &st->momentum, err, errlen) ||
-        !meta_double(f, path, "weight_decay", 0, 1e3, &st->weight_decay, err, errlen) ||
-        !meta_double(f, path, "clip", 0, 1e12, &st->clip, err, errlen) ||
-        !meta_u64(f, path, "seed", &st->seed, err, errlen) ||
+        !meta_int(f, path, "batch", 1, 65536, &c->batch, err, errlen) ||
+        !meta_double(f, path, "lr", 1e-12, 1e3, &c->lr, err, errlen) ||
+        !meta_double(f, path, "momentum", 0, 0.999999, &c->momentum, err, errlen) ||
+        !meta_double(f, path, "weight_decay", 0, 1e3, &c->weight_decay, err, errlen) ||
+        !meta_double(f, path, "clip", 0, 1e12, &c->clip, err, errlen) ||
+        !meta_u64(f, path, "seed", &c->seed, err, errlen) ||
         !meta_u64(f, path, "data_rng", &st->data_rng, err, errlen) ||
         !meta_long(f, path, "step", 0, 2000000000L, &st->step, err, errlen) ||
         !meta_long(f, path, "optim_steps", 0, 2000000000L, &st->optim_steps, err, errlen))
         goto fail;
-    st->model.causal = (int)causal;
+    c->model.causal = (int)causal;
     /* each value alone is in range; together they must make a model */
-    int lo = ag_task_min_seq(st->model.task), hi = ag_task_max_seq(st->model.task);
-    if (st->model.seq < lo || st->model.seq > hi) {
+    int lo = ag_task_min_seq(c->model.task), hi = ag_task_max_seq(c->model.task);
+    if (c->model.seq < lo || c->model.seq > hi) {
         snprintf(err, errlen, "%s: checkpoint metadata seq %d is out of range for task %s (%d..%d)",
-                 path, st->model.seq, ag_task_name(st->model.task), lo, hi);
+                 path, c->model.seq, ag_task_name(c->model.task), lo, hi);
         goto fail;
     }
-    if (st->model.heads > st->model.dim || st->model.dim % st->model.heads != 0) {
+    if (c->model.heads > c->model.dim || c->model.dim % c->model.heads != 0) {
         snprintf(err, errlen, "%s: checkpoint metadata heads %d does not divide dim %d", path,
-                 st->model.heads, st->model.dim);
+                 c->model.heads, c->model.dim);
         goto fail;
     }
     *file = f;
@@ -216,23 +217,24 @@ int ag_cli_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
         snprintf(err, errlen, "%s: out of memory", path);
         return 0;
     }
+    const ag_train_config *c = &st->config;
     char buf[64];
 #define META(key, ...) (snprintf(buf, sizeof(buf), __VA_ARGS__), ag_st_add_meta(w, key, buf))
     ag_st_add_meta(w, "format", CHECKPOINT_FORMAT);
     ag_st_add_meta(w, "version", CHECKPOINT_VERSION);
-    ag_st_add_meta(w, "task", ag_task_name(st->model.task));
-    ag_st_add_meta(w, "posenc", ag_posenc_kind_name(st->model.posenc));
-    ag_st_add_meta(w, "optimizer", st->optimizer_adam ? "adam" : "sgd");
-    META("seq", "%d", st->model.seq);
-    META("dim", "%d", st->model.dim);
-    META("heads", "%d", st->model.heads);
-    META("causal", "%d", st->model.causal ? 1 : 0);
-    META("batch", "%d", st->batch);
-    META("lr", "%.17g", st->lr);
-    META("momentum", "%.17g", st->momentum);
-    META("weight_decay", "%.17g", st->weight_decay);
-    META("clip", "%.17g", st->clip);
-    META("seed", "%" PRIu64, st->seed);
+    ag_st_add_meta(w, "task", ag_task_name(c->model.task));
+    ag_st_add_meta(w, "posenc", ag_posenc_kind_name(c->model.posenc));
+    ag_st_add_meta(w, "optimizer", c->optimizer_adam ? "adam" : "sgd");
+    META("seq", "%d", c->model.seq);
+    META("dim", "%d", c->model.dim);
+    META("heads", "%d", c->model.heads);
+    META("causal", "%d", c->model.causal ? 1 : 0);
+    META("batch", "%d", c->batch);
+    META("lr", "%.17g", c->lr);
+    META("momentum", "%.17g", c->momentum);
+    META("weight_decay", "%.17g", c->weight_decay);
+    META("clip", "%.17g", c->clip);
+    META("seed", "%" PRIu64, c->seed);
     META("data_rng", "%" PRIu64, st->data_rng);
     META("step", "%ld", st->step);
     META("optim_steps", "%ld", ag_optim_steps(opt));

@@ -139,13 +139,20 @@ typedef struct ag_cli_name {
 int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *names,
                      size_t n_names, const char *title, char *err, size_t errlen);
 
-/* A training run's state beyond its tensors: what a checkpoint's metadata holds. */
-typedef struct ag_train_state {
+/* The settings that define a training run: what `attograd train`'s flags
+ * choose (ag_train_opts) and a checkpoint records (ag_train_state), one
+ * struct in both so that they copy as one value. */
+typedef struct ag_train_config {
     ag_model_config model;
     int optimizer_adam;      /* 1 adam, 0 sgd */
     double lr, momentum, weight_decay, clip;
     int batch;
     uint64_t seed;           /* the run's seed: weights, data and held-out set */
+} ag_train_config;
+
+/* A training run's state beyond its tensors: what a checkpoint's metadata holds. */
+typedef struct ag_train_state {
+    ag_train_config config;
     uint64_t data_rng;       /* the training stream's state, to continue it exactly */
     long step;               /* steps done */
     long optim_steps;        /* the optimizer's own count (Adam's bias correction) */

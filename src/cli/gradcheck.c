@@ -44,6 +44,7 @@ typedef struct gc_row {
     /* layer rows */
     int heads, causal;
     ag_posenc_kind posenc;
+    int op_by_op;             /* the layer's op-by-op form instead of the fused op */
 } gc_row;
 
 static const int ids23[] = {1, 4, 4, 0, 2, 3};     /* (2,3) token ids into a table of 5 */
@@ -139,32 +140,34 @@ static ag_tensor *b_layer(ag_tape *t, ag_tensor *const *in, void *c)
 #define IN1(nm, n0, ...) 1, {nm, NULL}, {n0, 0}, {{__VA_ARGS__}, {0}}
 #define IN2(nm0, nm1, n0, n1, s0, s1) 2, {nm0, nm1}, {n0, n1}, {s0, s1}
 #define S(...) {__VA_ARGS__}
-#define LAYER(name, h, causal, pe) {"attention", name, b_layer, 0, {NULL, NULL}, {0, 0}, {{0}}, h, causal, pe}
+#define LAYER(name, h, causal, pe) {"attention", name, b_layer, 0, {NULL, NULL}, {0, 0}, {{0}}, h, causal, pe, 0}
+#define LAYER_OPS(name, h, causal) \
+    {"attention", name, b_layer, 0, {NULL, NULL}, {0, 0}, {{0}}, h, causal, AG_POSENC_NONE, 1}
 
 static const gc_row rows[] = {
-    {"matmul", "matmul 2-D", b_matmul, IN2("a", "b", 2, 2, S(3, 4), S(4, 5)), 0, 0, 0},
-    {"matmul", "matmul shared b", b_matmul, IN2("a", "b", 3, 2, S(2, 3, 4), S(4, 5)), 0, 0, 0},
-    {"matmul", "matmul batched", b_matmul, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 4, 5)), 0, 0, 0},
-    {"matmul_bt", "matmul_bt shared b", b_matmul_bt, IN2("a", "b", 3, 2, S(2, 3, 4), S(5, 4)), 0, 0, 0},
-    {"matmul_bt", "matmul_bt batched", b_matmul_bt, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 5, 4)), 0, 0, 0},
-    {"transpose", "transpose", b_transpose, IN1("a", 3, 2, 3, 4), 0, 0, 0},
-    {"scale", "scale by -0.7", b_scale, IN1("a", 2, 3, 4), 0, 0, 0},
-    {"softmax", "softmax", b_softmax, IN1("z", 2, 4, 5), 0, 0, 0},
-    {"softmax", "softmax 3-D", b_softmax, IN1("z", 3, 2, 3, 4), 0, 0, 0},
-    {"softmax", "softmax large (sampled)", b_softmax, IN1("z", 2, 8, 40), 0, 0, 0},
-    {"causal_mask", "causal_mask + softmax", b_causal_softmax, IN1("s", 3, 2, 4, 4), 0, 0, 0},
-    {"add", "add", b_add, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 3, 4)), 0, 0, 0},
-    {"add", "add broadcast", b_add, IN2("a", "b", 3, 1, S(2, 3, 4), S(4)), 0, 0, 0},
-    {"mul", "mul", b_mul, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 3, 4)), 0, 0, 0},
-    {"mul", "mul broadcast", b_mul, IN2("a", "b", 3, 2, S(2, 3, 4), S(3, 4)), 0, 0, 0},
-    {"sum", "sum", b_sum, IN1("a", 2, 3, 4), 0, 0, 0},
-    {"mean", "mean", b_mean, IN1("a", 2, 3, 4), 0, 0, 0},
-    {"mse", "mse loss", b_mse, IN2("pred", "y", 3, 3, S(2, 3, 4), S(2, 3, 4)), 0, 0, 0},
-    {"cross_entropy", "cross_entropy loss", b_cross_entropy, IN1("z", 3, 2, 3, 5), 0, 0, 0},
-    {"split_heads", "split_heads into 2", b_split, IN1("x", 3, 2, 3, 4), 0, 0, 0},
-    {"merge_heads", "merge_heads", b_merge, IN1("x", 4, 2, 2, 3, 2), 0, 0, 0},
-    {"reshape", "reshape to [6x4]", b_reshape, IN1("a", 3, 2, 3, 4), 0, 0, 0},
-    {"embedding", "embedding (table)", b_embedding, IN1("table", 2, 5, 3), 0, 0, 0},
+    {"matmul", "matmul 2-D", b_matmul, IN2("a", "b", 2, 2, S(3, 4), S(4, 5)), 0, 0, 0, 0},
+    {"matmul", "matmul shared b", b_matmul, IN2("a", "b", 3, 2, S(2, 3, 4), S(4, 5)), 0, 0, 0, 0},
+    {"matmul", "matmul batched", b_matmul, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 4, 5)), 0, 0, 0, 0},
+    {"matmul_bt", "matmul_bt shared b", b_matmul_bt, IN2("a", "b", 3, 2, S(2, 3, 4), S(5, 4)), 0, 0, 0, 0},
+    {"matmul_bt", "matmul_bt batched", b_matmul_bt, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 5, 4)), 0, 0, 0, 0},
+    {"transpose", "transpose", b_transpose, IN1("a", 3, 2, 3, 4), 0, 0, 0, 0},
+    {"scale", "scale by -0.7", b_scale, IN1("a", 2, 3, 4), 0, 0, 0, 0},
+    {"softmax", "softmax", b_softmax, IN1("z", 2, 4, 5), 0, 0, 0, 0},
+    {"softmax", "softmax 3-D", b_softmax, IN1("z", 3, 2, 3, 4), 0, 0, 0, 0},
+    {"softmax", "softmax large (sampled)", b_softmax, IN1("z", 2, 8, 40), 0, 0, 0, 0},
+    {"causal_mask", "causal_mask + softmax", b_causal_softmax, IN1("s", 3, 2, 4, 4), 0, 0, 0, 0},
+    {"add", "add", b_add, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 3, 4)), 0, 0, 0, 0},
+    {"add", "add broadcast", b_add, IN2("a", "b", 3, 1, S(2, 3, 4), S(4)), 0, 0, 0, 0},
+    {"mul", "mul", b_mul, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 3, 4)), 0, 0, 0, 0},
+    {"mul", "mul broadcast", b_mul, IN2("a", "b", 3, 2, S(2, 3, 4), S(3, 4)), 0, 0, 0, 0},
+    {"sum", "sum", b_sum, IN1("a", 2, 3, 4), 0, 0, 0, 0},
+    {"mean", "mean", b_mean, IN1("a", 2, 3, 4), 0, 0, 0, 0},
+    {"mse", "mse loss", b_mse, IN2("pred", "y", 3, 3, S(2, 3, 4), S(2, 3, 4)), 0, 0, 0, 0},
+    {"cross_entropy", "cross_entropy loss", b_cross_entropy, IN1("z", 3, 2, 3, 5), 0, 0, 0, 0},
+    {"split_heads", "split_heads into 2", b_split, IN1("x", 3, 2, 3, 4), 0, 0, 0, 0},
+    {"merge_heads", "merge_heads", b_merge, IN1("x", 4, 2, 2, 3, 2), 0, 0, 0, 0},
+    {"reshape", "reshape to [6x4]", b_reshape, IN1("a", 3, 2, 3, 4), 0, 0, 0, 0},
+    {"embedding", "embedding (table)", b_embedding, IN1("table", 2, 5, 3), 0, 0, 0, 0},
     LAYER("attention H=1", 1, 0, AG_POSENC_NONE),
     LAYER("attention H=1 sinusoidal", 1, 0, AG_POSENC_SINUSOIDAL),
     LAYER("attention H=1 learned", 1, 0, AG_POSENC_LEARNED),
@@ -177,6 +180,8 @@ static const gc_row rows[] = {
     LAYER("attention H=2 causal", 2, 1, AG_POSENC_NONE),
     LAYER("attention H=2 causal sinusoidal", 2, 1, AG_POSENC_SINUSOIDAL),
     LAYER("attention H=2 causal learned", 2, 1, AG_POSENC_LEARNED),
+    LAYER_OPS("attention H=2 op by op", 2, 0),
+    LAYER_OPS("attention H=2 causal op by op", 2, 1),
 };
 #define N_ROWS (sizeof(rows) / sizeof(rows[0]))
 
@@ -219,6 +224,7 @@ static int prepare(const gc_row *r, ag_rng *rng, prepared *p, char *err, size_t 
         return 1;
     }
     p->gc.att = ag_attention_new(LAYER_D, r->heads, r->causal, rng, err, errlen);
+    ag_attention_set_fused(p->gc.att, !r->op_by_op);
     p->gc.pe = p->gc.att ? ag_posenc_new(r->posenc, LAYER_T, LAYER_D, rng, err, errlen) : NULL;
     p->own[0] = p->in[0] = ag_param_new(3, (const int[]){LAYER_B, LAYER_T, LAYER_D});
     if (!p->gc.att || !p->gc.pe || !p->in[0]) {

@@ -15,12 +15,9 @@ enum { AG_CLI_GO = 0, AG_CLI_HELP = -1 };
 
 /* ---- attograd train ---- */
 typedef struct ag_train_opts {
-    ag_model_config model;
-    int steps, batch, eval_every, quiet, detect_anomaly;
+    ag_train_config config;  /* the run's settings; with --load, the checkpoint's but for flags given (set_*) */
+    int steps, eval_every, quiet, detect_anomaly;
     int threads;             /* for ag_set_threads; results do not depend on it */
-    int optimizer_adam;
-    double lr, clip, momentum, weight_decay;
-    uint64_t seed;
     const char *log_path, *plot_path, *save_path, *load_path;   /* NULL when not given */
     /* which flags were given (a checkpoint's settings win over defaults only) */
     int set_task, set_seq, set_dim, set_heads, set_posenc, set_causal, set_lr, set_optimizer;

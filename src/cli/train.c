@@ -28,17 +28,18 @@ const ag_command ag_cmd_train_info = {
 /* Task defaults, chosen so that each task learns in seconds. */
 static void task_defaults(ag_train_opts *o)
 {
-    ag_task_kind task = o->model.task;
+    ag_train_config *c = &o->config;
+    ag_task_kind task = c->model.task;
     if (!o->set_seq)
-        o->model.seq = task == AG_TASK_REVERSE ? 6 : 5;
+        c->model.seq = task == AG_TASK_REVERSE ? 6 : 5;
     if (!o->set_dim)
-        o->model.dim = 32;
+        c->model.dim = 32;
     if (!o->set_heads)
-        o->model.heads = task == AG_TASK_LOOKUP2 ? 2 : 1;
+        c->model.heads = task == AG_TASK_LOOKUP2 ? 2 : 1;
     if (!o->set_posenc)
-        o->model.posenc = task == AG_TASK_REVERSE ? AG_POSENC_SINUSOIDAL : AG_POSENC_NONE;
+        c->model.posenc = task == AG_TASK_REVERSE ? AG_POSENC_SINUSOIDAL : AG_POSENC_NONE;
     if (!o->set_lr)
-        o->lr = o->optimizer_adam ? 3e-3 : 0.1;
+        c->lr = c->optimizer_adam ? 3e-3 : 0.1;
 }
 
 /* The signal that asked the run to stop (SIGINT: Ctrl-C; SIGTERM: kill,
@@ -105,15 +106,16 @@ static int print_help(const ag_command *cmd)
 /* The flags into o; defaults first. */
 static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_opts *o)
 {
+    ag_train_config *c = &o->config;
     memset(o, 0, sizeof(*o));
-    o->model.task = AG_TASK_LOOKUP;
+    c->model.task = AG_TASK_LOOKUP;
     o->steps = 600;
-    o->batch = 32;
+    c->batch = 32;
     o->eval_every = 100;
-    o->optimizer_adam = 1;
-    o->clip = 1;
-    o->momentum = 0.9;
-    o->seed = 1;
+    c->optimizer_adam = 1;
+    c->clip = 1;
+    c->momentum = 0.9;
+    c->seed = 1;
     o->threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
@@ -121,7 +123,7 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
         if (ag_cli_is_help(argv[i]))
             return AG_CLI_HELP;
         if (ag_cli_switch(argv, i, "--causal")) {
-            o->model.causal = 1;
+            c->model.causal = 1;
             o->set_causal = 1;
         } else if (ag_cli_switch(argv, i, "--detect-anomaly")) {
             o->detect_anomaly = 1;
@@ -130,7 +132,7 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--task", &v))) {
             if (r < 0)
                 return AG_EXIT_USAGE;
-            if (!ag_task_parse(v, &o->model.task))
+            if (!ag_task_parse(v, &c->model.task))
                 return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
             o->set_task = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
@@ -140,55 +142,55 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &o->threads))
                 return AG_EXIT_USAGE;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, 65536, &o->batch))
+            if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, 65536, &c->batch))
                 return AG_EXIT_USAGE;
             o->set_batch = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seq", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, 4096, &o->model.seq))
+            if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, 4096, &c->model.seq))
                 return AG_EXIT_USAGE;
             o->set_seq = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--dim", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--dim", v, 1, 4096, &o->model.dim))
+            if (r < 0 || !ag_cli_int(cmd, "--dim", v, 1, 4096, &c->model.dim))
                 return AG_EXIT_USAGE;
             o->set_dim = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--heads", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--heads", v, 1, 4096, &o->model.heads))
+            if (r < 0 || !ag_cli_int(cmd, "--heads", v, 1, 4096, &c->model.heads))
                 return AG_EXIT_USAGE;
             o->set_heads = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--posenc", &v))) {
             if (r < 0)
                 return AG_EXIT_USAGE;
-            if (!ag_posenc_parse(v, &o->model.posenc))
+            if (!ag_posenc_parse(v, &c->model.posenc))
                 return ag_cli_usage_error(cmd, "--posenc: unknown kind '%s' (none, sinusoidal, learned)", v);
             o->set_posenc = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--optimizer", &v))) {
             if (r < 0)
                 return AG_EXIT_USAGE;
             if (strcmp(v, "adam") == 0)
-                o->optimizer_adam = 1;
+                c->optimizer_adam = 1;
             else if (strcmp(v, "sgd") == 0)
-                o->optimizer_adam = 0;
+                c->optimizer_adam = 0;
             else
                 return ag_cli_usage_error(cmd, "--optimizer: unknown optimizer '%s' (sgd, adam)", v);
             o->set_optimizer = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-12, 1e3, &o->lr))
+            if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-12, 1e3, &c->lr))
                 return AG_EXIT_USAGE;
             o->set_lr = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--momentum", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, 0.999999, &o->momentum))
+            if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, 0.999999, &c->momentum))
                 return AG_EXIT_USAGE;
             o->set_momentum = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--weight-decay", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, 1e3, &o->weight_decay))
+            if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, 1e3, &c->weight_decay))
                 return AG_EXIT_USAGE;
             o->set_weight_decay = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--clip", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, 1e12, &o->clip))
+            if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, 1e12, &c->clip))
                 return AG_EXIT_USAGE;
             o->set_clip = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
-            if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &o->seed))
+            if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &c->seed))
                 return AG_EXIT_USAGE;
             o->set_seed = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--eval-every", &v))) {
@@ -236,7 +238,7 @@ static int check_paths(const ag_command *cmd, const ag_train_opts *o)
 int ag_cli_train_check(const ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
-    const ag_model_config *m = &o->model;
+    const ag_model_config *m = &o->config.model;
     int lo = ag_task_min_seq(m->task), hi = ag_task_max_seq(m->task);
     if (m->seq < lo || m->seq > hi)
         return !ag_cli_usage_error(cmd, "--seq: %d is out of range for task %s (%d..%d)", m->seq,
@@ -244,14 +246,14 @@ int ag_cli_train_check(const ag_train_opts *o)
     if (m->heads > m->dim || m->dim % m->heads != 0)
         return !ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
     /* the held-out set is evaluated in one batch too */
-    uint64_t b = (uint64_t)(o->batch > EVAL_EXAMPLES ? o->batch : EVAL_EXAMPLES);
+    uint64_t b = (uint64_t)(o->config.batch > EVAL_EXAMPLES ? o->config.batch : EVAL_EXAMPLES);
     uint64_t attn = ag_cli_attention_values(b, (uint64_t)m->heads, (uint64_t)m->seq);
     uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, (uint64_t)m->dim);
     if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
         return !ag_cli_usage_error(
             cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
             "hold %llu values in one tensor (at most %llu; the held-out set counts as a batch of %d)",
-            m->seq, o->batch, m->dim, m->heads, (unsigned long long)(attn > act ? attn : act),
+            m->seq, o->config.batch, m->dim, m->heads, (unsigned long long)(attn > act ? attn : act),
             (unsigned long long)AG_CLI_MAX_VALUES, EVAL_EXAMPLES);
     return 1;
 }
@@ -286,6 +288,8 @@ typedef struct run {
     ag_rng data_rng;          /* the training stream */
     long step;                /* steps done, including those of a loaded checkpoint */
     double loss, eval_loss, accuracy;
+    /* the last evaluation's outputs, kept on the tape for the final heatmap */
+    const ag_tensor *kept_logits, *kept_attn;
     ag_csv *log;
     /* for --plot: a thinned loss history, the accuracy at each evaluation,
      * and the last heatmap's weights (head 1 of held-out example 0) */
@@ -361,8 +365,9 @@ static void report_failure(const run *r, ag_status st, const char *where)
         fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
 }
 
-/* Loss and accuracy on the held-out set; optionally show the heatmap. */
-static int evaluate(run *r, int heatmap)
+/* Loss and accuracy on the held-out set. With keep, the tape is left as it
+ * is, holding the logits and weights for show_final; otherwise it is reset. */
+static int evaluate(run *r, int keep)
 {
     ag_tensor *logits, *attn;
     ag_tensor *loss = ag_model_forward(r->tape, r->model, r->eval, &logits, &attn);
@@ -378,19 +383,32 @@ static int evaluate(run *r, int heatmap)
     ag_model_score(r->eval, logits, &correct, &total);
     r->eval_loss = loss->data[0];
     r->accuracy = total ? (double)correct / (double)total : 0;
-    if (heatmap && !r->o->quiet)
-        print_heatmap(r->eval, attn, logits);
-    if (heatmap && r->attn0) {
-        int T = r->eval->seq;
-        for (int i = 0; i < T * T; i++)
-            r->attn0[i] = attn->data[i];
-    }
     if (r->acc_hist && r->n_acc < r->cap_acc) {
         r->acc_step[r->n_acc] = r->step;
         r->acc_hist[r->n_acc++] = r->accuracy;
     }
-    ag_tape_reset(r->tape);
+    if (keep) {
+        r->kept_logits = logits;
+        r->kept_attn = attn;
+    } else {
+        ag_tape_reset(r->tape);
+    }
     return 1;
+}
+
+/* After training: the heatmap of the evaluation evaluate(r, 1) kept, on the
+ * terminal and for --plot; then the tape is released. */
+static void show_final(run *r)
+{
+    if (!r->o->quiet)
+        print_heatmap(r->eval, r->kept_attn, r->kept_logits);
+    if (r->attn0) {
+        int T = r->eval->seq;
+        for (int i = 0; i < T * T; i++)
+            r->attn0[i] = r->kept_attn->data[i];
+    }
+    r->kept_attn = r->kept_logits = NULL;
+    ag_tape_reset(r->tape);
 }
 
 /* History for --plot, allocated before training: at most PLOT_POINTS
@@ -402,7 +420,7 @@ static int alloc_history(run *r)
     r->cap_loss = steps < PLOT_POINTS ? (size_t)steps : PLOT_POINTS;
     r->loss_stride = (steps + (long)r->cap_loss - 1) / (long)r->cap_loss;
     r->cap_acc = evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS;
-    int T = r->o->model.seq;
+    int T = r->o->config.model.seq;
     r->loss_step = malloc(r->cap_loss * sizeof(long));
     r->loss_hist = malloc(r->cap_loss * sizeof(double));
     r->acc_step = malloc(r->cap_acc * sizeof(long));
@@ -437,7 +455,7 @@ static int train_step(run *r)
     ag_tensor *loss = ag_model_forward(r->tape, r->model, r->train, NULL, NULL);
     ag_status st = ag_backward(r->tape, loss);
     /* measures the gradients' norm, and clips them when --clip is on */
-    double norm = st == AG_OK ? ag_clip_grad_norm(r->params, r->n_params, r->o->clip) : 0;
+    double norm = st == AG_OK ? ag_clip_grad_norm(r->params, r->n_params, r->o->config.clip) : 0;
     if (st == AG_OK && (!isfinite(loss->data[0]) || !isfinite(norm)))
         st = ag_tape_find_anomaly(r->tape);
     if (st != AG_OK) {
@@ -458,7 +476,7 @@ static int train_step(run *r)
         double v = r->params[bad]->data[elem];
         fprintf(stderr, "attograd train: step %ld: the %s update (lr %g) made parameter '%s' %s "
                 "at element %zu (the gradient norm was %g)\n", r->step + 1, ag_optim_name(r->opt),
-                r->o->lr, r->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
+                r->o->config.lr, r->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
         fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
         return 0;
     }
@@ -487,14 +505,7 @@ static ag_train_state state_of(const ag_train_opts *o, const run *r)
 {
     ag_train_state st;
     memset(&st, 0, sizeof(st));
-    st.model = o->model;
-    st.optimizer_adam = o->optimizer_adam;
-    st.lr = o->lr;
-    st.momentum = o->momentum;
-    st.weight_decay = o->weight_decay;
-    st.clip = o->clip;
-    st.batch = o->batch;
-    st.seed = o->seed;
+    st.config = o->config;
     st.data_rng = r->data_rng.state;
     st.step = r->step;
     st.optim_steps = ag_optim_steps(r->opt);
@@ -506,37 +517,39 @@ static ag_train_state state_of(const ag_train_opts *o, const run *r)
  * unless given (a new --lr, --clip or --batch may be given on purpose). */
 static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_train_state *st)
 {
-    const ag_model_config *m = &st->model;
+    const ag_train_config given = o->config;   /* the flags' settings, defaults included */
+    const ag_train_config *saved = &st->config;
+    const ag_model_config *m = &saved->model;
 #define CONFLICT(set, flag, differs, fmt, mine, theirs)                                          \
     if ((set) && (differs))                                                                      \
         return !ag_cli_usage_error(cmd, flag " " fmt " conflicts with %s, made with " fmt        \
                                    " (--load fixes the model)", mine, o->load_path, theirs);
-    CONFLICT(o->set_task, "--task", o->model.task != m->task, "%s", ag_task_name(o->model.task),
+    CONFLICT(o->set_task, "--task", given.model.task != m->task, "%s", ag_task_name(given.model.task),
              ag_task_name(m->task))
-    CONFLICT(o->set_seq, "--seq", o->model.seq != m->seq, "%d", o->model.seq, m->seq)
-    CONFLICT(o->set_dim, "--dim", o->model.dim != m->dim, "%d", o->model.dim, m->dim)
-    CONFLICT(o->set_heads, "--heads", o->model.heads != m->heads, "%d", o->model.heads, m->heads)
-    CONFLICT(o->set_posenc, "--posenc", o->model.posenc != m->posenc, "%s",
-             ag_posenc_kind_name(o->model.posenc), ag_posenc_kind_name(m->posenc))
+    CONFLICT(o->set_seq, "--seq", given.model.seq != m->seq, "%d", given.model.seq, m->seq)
+    CONFLICT(o->set_dim, "--dim", given.model.dim != m->dim, "%d", given.model.dim, m->dim)
+    CONFLICT(o->set_heads, "--heads", given.model.heads != m->heads, "%d", given.model.heads, m->heads)
+    CONFLICT(o->set_posenc, "--posenc", given.model.posenc != m->posenc, "%s",
+             ag_posenc_kind_name(given.model.posenc), ag_posenc_kind_name(m->posenc))
     CONFLICT(o->set_causal, "--causal", !m->causal, "%s", "on", "off")
-    CONFLICT(o->set_optimizer, "--optimizer", o->optimizer_adam != st->optimizer_adam, "%s",
-             o->optimizer_adam ? "adam" : "sgd", st->optimizer_adam ? "adam" : "sgd")
-    CONFLICT(o->set_seed, "--seed", o->seed != st->seed, "%llu", (unsigned long long)o->seed,
-             (unsigned long long)st->seed)
+    CONFLICT(o->set_optimizer, "--optimizer", given.optimizer_adam != saved->optimizer_adam, "%s",
+             given.optimizer_adam ? "adam" : "sgd", saved->optimizer_adam ? "adam" : "sgd")
+    CONFLICT(o->set_seed, "--seed", given.seed != saved->seed, "%llu", (unsigned long long)given.seed,
+             (unsigned long long)saved->seed)
 #undef CONFLICT
-    o->model = *m;
-    o->optimizer_adam = st->optimizer_adam;
-    o->seed = st->seed;
-    if (!o->set_lr)
-        o->lr = st->lr;
-    if (!o->set_momentum)
-        o->momentum = st->momentum;
-    if (!o->set_weight_decay)
-        o->weight_decay = st->weight_decay;
-    if (!o->set_clip)
-        o->clip = st->clip;
-    if (!o->set_batch)
-        o->batch = st->batch;
+    /* The checkpoint's settings win over defaults; a flag given on purpose
+     * wins over them (the fixed ones agree by now, so only these differ). */
+    o->config = *saved;
+    if (o->set_lr)
+        o->config.lr = given.lr;
+    if (o->set_momentum)
+        o->config.momentum = given.momentum;
+    if (o->set_weight_decay)
+        o->config.weight_decay = given.weight_decay;
+    if (o->set_clip)
+        o->config.clip = given.clip;
+    if (o->set_batch)
+        o->config.batch = given.batch;
     return 1;
 }
 
@@ -560,6 +573,7 @@ int ag_cli_train_run(ag_train_opts *o)
     const ag_command *cmd = &ag_cmd_train_info;
     char err[512];
     ag_st_file *ckpt = NULL;
+    const ag_train_config *c = &o->config;   /* with --load, set from the checkpoint below */
     ag_train_state loaded;
     memset(&loaded, 0, sizeof(loaded));
     if (o->load_path) {
@@ -594,21 +608,21 @@ int ag_cli_train_run(ag_train_opts *o)
     r.o = o;
     int status = AG_EXIT_FAIL, handlers = 0;
     struct sigaction old_int, old_term, old_hup;
-    ag_rng init_rng = ag_rng_new(o->seed);
-    r.data_rng = ag_rng_new(o->seed ^ 0xda7aULL);
-    ag_rng eval_rng = ag_rng_new(o->seed ^ EVAL_STREAM);
-    r.model = ag_model_new(&o->model, ckpt ? NULL : &init_rng, err, sizeof(err));
+    ag_rng init_rng = ag_rng_new(c->seed);
+    r.data_rng = ag_rng_new(c->seed ^ 0xda7aULL);
+    ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
+    r.model = ag_model_new(&c->model, ckpt ? NULL : &init_rng, err, sizeof(err));
     if (!r.model) {
         fprintf(stderr, "attograd train: %s\n", err);
         goto done;
     }
     r.n_params = ag_model_params(r.model, r.params, r.names, MAX_PARAMS);
-    r.opt = o->optimizer_adam ? ag_adam_new(r.params, r.n_params, o->lr, 0.9, 0.999, 1e-8, o->weight_decay)
-                              : ag_sgd_new(r.params, r.n_params, o->lr, o->momentum);
+    r.opt = c->optimizer_adam ? ag_adam_new(r.params, r.n_params, c->lr, 0.9, 0.999, 1e-8, c->weight_decay)
+                              : ag_sgd_new(r.params, r.n_params, c->lr, c->momentum);
     ag_set_threads(o->threads);
     r.tape = ag_tape_new();
-    r.train = ag_batch_new(o->model.task, o->batch, o->model.seq);
-    r.eval = ag_batch_new(o->model.task, EVAL_EXAMPLES, o->model.seq);
+    r.train = ag_batch_new(c->model.task, c->batch, c->model.seq);
+    r.eval = ag_batch_new(c->model.task, EVAL_EXAMPLES, c->model.seq);
     if (!r.opt || !r.tape || !r.train || !r.eval) {
         fprintf(stderr, "attograd train: out of memory\n");
         goto done;
@@ -651,9 +665,9 @@ int ag_cli_train_run(ag_train_opts *o)
     int tty = !o->quiet && isatty(STDOUT_FILENO);
     if (!o->quiet) {
         printf("training %s: seq %d, dim %d, heads %d, posenc %s%s, %s lr %g, batch %d, %d steps\n",
-               ag_task_name(o->model.task), o->model.seq, o->model.dim, o->model.heads,
-               ag_posenc_kind_name(o->model.posenc), o->model.causal ? ", causal" : "",
-               o->optimizer_adam ? "adam" : "sgd", o->lr, o->batch, o->steps);
+               ag_task_name(c->model.task), c->model.seq, c->model.dim, c->model.heads,
+               ag_posenc_kind_name(c->model.posenc), c->model.causal ? ", causal" : "",
+               c->optimizer_adam ? "adam" : "sgd", c->lr, c->batch, o->steps);
         fflush(stdout);
     }
     if (!evaluate(&r, 0))
@@ -664,8 +678,10 @@ int ag_cli_train_run(ag_train_opts *o)
         if (!train_step(&r))
             goto done;
         done_steps++;
-        int eval_now = r.step % o->eval_every == 0 || done_steps == o->steps;
-        if (eval_now && !evaluate(&r, 0))
+        int last = done_steps == o->steps;
+        int eval_now = r.step % o->eval_every == 0 || last;
+        /* the last evaluation is kept for the heatmap, not run twice */
+        if (eval_now && !evaluate(&r, last))
             goto done;
         if (r.log) {
             double row[4] = {(double)r.step, r.loss, eval_now ? r.eval_loss : NAN,
@@ -689,14 +705,15 @@ int ag_cli_train_run(ag_train_opts *o)
                 stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
                 r.step);
     }
-    if (!evaluate(&r, 1))
+    if (!r.kept_attn && !evaluate(&r, 1))   /* interrupted before the last step */
         goto done;
+    show_final(&r);
     if (plot) {
         char title[160];
         snprintf(title, sizeof(title), "attograd train --task %s: %ld steps, held-out accuracy %.3f",
-                 ag_task_name(o->model.task), r.step, r.accuracy);
+                 ag_task_name(c->model.task), r.step, r.accuracy);
         ag_plot_data pd = {title, r.loss_step, r.loss_hist, r.n_loss, r.acc_step, r.acc_hist,
-                           r.n_acc, r.attn0, o->model.seq};
+                           r.n_acc, r.attn0, c->model.seq};
         if (ag_cli_plot_run(o->plot_path, &pd, err, sizeof(err))) {
             if (!o->quiet)
                 printf("plot: %s\n", o->plot_path);
@@ -722,7 +739,7 @@ int ag_cli_train_run(ag_train_opts *o)
             printf("saved: %s (step %ld)\n", o->save_path, r.step);
     }
     printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
-           ag_task_name(o->model.task), r.step, r.eval_loss, r.accuracy, seconds);
+           ag_task_name(c->model.task), r.step, r.eval_loss, r.accuracy, seconds);
     status = stop ? 128 + stop : AG_EXIT_OK;
 done:
     ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */

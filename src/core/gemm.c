@@ -131,24 +131,61 @@ static void pack_key_init(void)
     pack_key_ok = pthread_key_create(&pack_key, free) == 0;
 }
 
-/* This thread's buffer of at least n reals, or NULL when out of memory. */
-static ag_real *pack_buffer(size_t n)
+/* The most the blocked path asks for: an (mc x kc) block of A and a
+ * (kc x nc) block of B. */
+static size_t pack_full(void)
 {
-    if (n <= pack_cap)
-        return pack_buf;
+    const ag_gemm_kernel *k = kernel();
+    return (k->mc + k->nc) * k->kc;
+}
+
+/* Make this thread's buffer hold n reals (buf: one already allocated, or
+ * NULL to allocate). Returns it, or NULL when out of memory. */
+static ag_real *pack_install(size_t n, ag_real *buf)
+{
     pthread_once(&pack_once, pack_key_init);
-    if (!pack_key_ok)
+    if (!pack_key_ok) {
+        free(buf);
         return NULL;
+    }
     free(pack_buf);
     pack_buf = NULL;
     pack_cap = 0;
-    void *p = n > SIZE_MAX / sizeof(ag_real) ? NULL : ag_aligned_alloc(64, n * sizeof(ag_real));
+    void *p = buf ? (void *)buf
+                  : n > SIZE_MAX / sizeof(ag_real) ? NULL : ag_aligned_alloc(64, n * sizeof(ag_real));
     pthread_setspecific(pack_key, p);
     if (!p)
         return NULL;
     pack_buf = p;
     pack_cap = n;
     return pack_buf;
+}
+
+/* This thread's buffer of at least n reals, or NULL when out of memory. It
+ * is made at once at the blocked path's full size (memory the thread does
+ * not touch stays unmapped), and grows only for a direct product with a
+ * very long K: so a thread allocates once, not again whenever it happens to
+ * get a larger product than before. */
+static ag_real *pack_buffer(size_t n)
+{
+    if (n <= pack_cap)
+        return pack_buf;
+    size_t full = pack_full();
+    return pack_install(n > full ? n : full, NULL);
+}
+
+void *ag_gemm_pack_new(void)
+{
+    size_t n = pack_full();
+    return n > SIZE_MAX / sizeof(ag_real) ? NULL : ag_aligned_alloc(64, n * sizeof(ag_real));
+}
+
+void ag_gemm_pack_adopt(void *buf)
+{
+    if (buf && pack_cap == 0)
+        pack_install(pack_full(), buf);
+    else
+        free(buf);
 }
 
 /* ---- the blocked path ---- */

@@ -48,6 +48,17 @@ int ag_gemm_use(const char *name);
 /* The name of the kernel in use ("generic", "avx2" or "avx512"). */
 const char *ag_gemm_kernel_name(void);
 
+/*
+ * Each thread packs into its own buffer. The pool makes its workers' buffers
+ * when it starts them, on the thread that asks for threads: ag_gemm_pack_new
+ * allocates one (NULL when out of memory), and the worker, first thing,
+ * hands it to ag_gemm_pack_adopt, which installs it as that thread's buffer
+ * (or frees it). So the pool allocates when it starts and never later,
+ * whichever worker runs which product.
+ */
+void *ag_gemm_pack_new(void);
+void ag_gemm_pack_adopt(void *buf);
+
 /* ---- between gemm.c and the SIMD kernels in gemm_simd.c ---- */
 
 /*

@@ -10,7 +10,7 @@
 
 #include <stdarg.h>
 
-#define AG_MAX_INPUTS 3
+#define AG_MAX_INPUTS 5
 
 /* libm in the build's precision */
 #ifdef AG_REAL_DOUBLE
@@ -125,6 +125,7 @@ typedef enum ag_op {
     AG_OP_CROSS_ENTROPY,
     AG_OP_EMBEDDING,
     AG_OP_RESHAPE,
+    AG_OP_ATTENTION,       /* the fused attention layer, src/ops/attention_fused.c */
     AG_OP_COUNT
 } ag_op;
 
@@ -154,6 +155,27 @@ void ag_merge_heads_backward(ag_tape *tape, const ag_entry *e);
 void ag_cross_entropy_backward(ag_tape *tape, const ag_entry *e);
 void ag_embedding_backward(ag_tape *tape, const ag_entry *e);
 void ag_reshape_backward(ag_tape *tape, const ag_entry *e);
+void ag_attention_fused_backward(ag_tape *tape, const ag_entry *e);
+
+/* ---- shared by ops ---- */
+/* Which vector kernel ag_softmax_row may use on this CPU, 0 for none (ask
+ * once per op and pass it on). */
+int ag_softmax_simd(void);
+/* s = softmax(z) over one row of n, stable and NaN-free as ag_softmax
+ * documents; s may be z (in place). */
+void ag_softmax_row(const ag_real *z, ag_real *s, size_t n, int simd);
+
+/*
+ * The attention layer as one op (src/ops/attention_fused.c): out = O wo with
+ * O the heads' softmax(Q K^T / sqrt(dh)) V merged, Q = x wq, K = x wk,
+ * V = x wv. The same math as the op-by-op layer, without (B,H,T,T)
+ * intermediates other than P, which is saved for backward and, when p_out is
+ * not NULL, handed back (a tensor without gradient; read it, do not change
+ * it). x is (B,T,d), the weights (d,d); heads divides d.
+ */
+ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor *wq,
+                              const ag_tensor *wk, const ag_tensor *wv, const ag_tensor *wo,
+                              int heads, int causal, ag_tensor **p_out);
 
 /* ---- checks ---- */
 /* ag_gradcheck with a deliberately wrong backward switched on (AG_BUG_*),

@@ -110,14 +110,20 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
     return t;
 }
 
-ag_tensor *ag_tensor_new(ag_tape *tape, int ndim, const int *shape)
+/* A leaf entry's tensor, zeroed or (when its data is about to be copied in) not. */
+static ag_tensor *leaf_new(ag_tape *tape, int ndim, const int *shape, int zero_data)
 {
     if (!tape || tape->status != AG_OK)
         return NULL;
-    ag_tensor *t = ag_tensor_make(tape, ndim, shape, 1, 0);
+    ag_tensor *t = ag_tensor_make(tape, ndim, shape, zero_data, 0);
     if (t)
         ag_tape_push(tape, AG_OP_LEAF, t, 0, NULL);
     return tape->status == AG_OK ? t : NULL;
+}
+
+ag_tensor *ag_tensor_new(ag_tape *tape, int ndim, const int *shape)
+{
+    return leaf_new(tape, ndim, shape, 1);
 }
 
 ag_tensor *ag_tensor_from(ag_tape *tape, int ndim, const int *shape, const ag_real *data)
@@ -128,7 +134,7 @@ ag_tensor *ag_tensor_from(ag_tape *tape, int ndim, const int *shape, const ag_re
         ag_tape_fail(tape, AG_ERR_ARG, "tensor_from: data is NULL");
         return NULL;
     }
-    ag_tensor *t = ag_tensor_new(tape, ndim, shape);
+    ag_tensor *t = leaf_new(tape, ndim, shape, 0);
     if (t)
         memcpy(t->data, data, t->size * sizeof(ag_real));
     return t;

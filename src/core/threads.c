@@ -11,6 +11,7 @@
  * Tasks must not fork.
  */
 #include "alloc.h"
+#include "gemm.h"
 #include "threads.h"
 #include "attograd.h"
 
@@ -22,6 +23,7 @@
 typedef struct worker {
     pthread_t tid;
     unsigned long gen;      /* the job generation when it was started */
+    void *pack;             /* its packing buffer, made by the starting thread */
 } worker;
 
 /* pool_mu guards every field below it. run_mu is held by the one thread that
@@ -60,6 +62,7 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     in_pool = 1;
+    ag_gemm_pack_adopt(w->pack);
     pthread_mutex_lock(&pool_mu);
     unsigned long seen = w->gen;
     for (;;) {
@@ -151,8 +154,11 @@ static void pool_resize(int want)
     workers = ws;
     for (int i = 0; i < want - 1; i++) {
         ws[i].gen = generation;
-        if (pthread_create(&ws[i].tid, NULL, worker_main, &ws[i]) != 0)
+        ws[i].pack = ag_gemm_pack_new();
+        if (pthread_create(&ws[i].tid, NULL, worker_main, &ws[i]) != 0) {
+            free(ws[i].pack);
             break;
+        }
         n_workers++;
     }
     pthread_mutex_unlock(&pool_mu);

@@ -1,8 +1,11 @@
 /*
  * attention.c - the multi-head attention layer: four (d, d) weights and a
- * forward pass that records DESIGN.md's math on the tape op by op, so that
- * the tape's reverse loop is the layer's backward and each step can be
- * inspected (the softmax weights P are handed back to the caller).
+ * forward pass in one of two forms with the same math (DESIGN.md). Fused
+ * (the default) records one op, src/ops/attention_fused.c, that keeps only
+ * the softmax weights P among the (B,H,T,T) tensors: fast and lean. Op by op
+ * records each step (products, split heads, scale, mask, softmax, merge) so
+ * that every intermediate and its gradient can be inspected. Either way the
+ * softmax weights P are handed back to the caller.
  */
 #include "nn.h"
 
@@ -14,6 +17,7 @@ struct ag_attention {
     int d_model;          /* d */
     int n_heads;          /* H; divides d */
     int causal;           /* 1: key j > query i is masked out */
+    int fused;            /* 1: one fused op; 0: op by op */
     ag_tensor *w[4];      /* wq, wk, wv, wo: (d, d) each, owned by the layer */
 };
 
@@ -45,6 +49,7 @@ ag_attention *ag_attention_new(int d_model, int n_heads, int causal, ag_rng *rng
     layer->d_model = d_model;
     layer->n_heads = n_heads;
     layer->causal = causal != 0;
+    layer->fused = 1;
     for (int i = 0; i < N_WEIGHTS; i++) {
         layer->w[i] = ag_param_new(2, (int[]){d_model, d_model});
         if (!layer->w[i]) {
@@ -80,6 +85,17 @@ int ag_attention_heads(const ag_attention *layer)
 int ag_attention_causal(const ag_attention *layer)
 {
     return layer ? layer->causal : 0;
+}
+
+void ag_attention_set_fused(ag_attention *layer, int fused)
+{
+    if (layer)
+        layer->fused = fused != 0;
+}
+
+int ag_attention_is_fused(const ag_attention *layer)
+{
+    return layer ? layer->fused : 0;
 }
 
 ag_tensor *ag_attention_param(ag_attention *layer, const char *name)
@@ -124,6 +140,8 @@ ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_ten
         return NULL;
     }
     ag_tensor *const *w = layer->w;
+    if (layer->fused)
+        return ag_attention_fused(tape, x, w[WQ], w[WK], w[WV], w[WO], H, layer->causal, attn_out);
     /* Q = x wq, K = x wk, V = x wv: (B,T,d) @ (d,d) -> (B,T,d), weights shared over B */
     ag_tensor *q = ag_matmul(tape, x, w[WQ]);
     ag_tensor *k = ag_matmul(tape, x, w[WK]);

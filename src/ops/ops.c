@@ -22,6 +22,7 @@ const ag_op_info ag_ops[] = {
     [AG_OP_CROSS_ENTROPY] = {"cross_entropy", ag_cross_entropy_backward},
     [AG_OP_EMBEDDING] = {"embedding", ag_embedding_backward},
     [AG_OP_RESHAPE] = {"reshape", ag_reshape_backward},
+    [AG_OP_ATTENTION] = {"attention", ag_attention_fused_backward},
 };
 
 _Static_assert(sizeof(ag_ops) / sizeof(ag_ops[0]) == AG_OP_COUNT, "one row per op");

@@ -16,10 +16,10 @@ typedef struct softmax_job {
     const ag_tensor *a, *out;
     size_t n, rows, per_task;
     int wrong;               /* AG_BUG_SOFTMAX */
-    int simd;                /* rows may use the vector kernel */
+    int simd;                /* ag_softmax_simd(): which vector kernel rows may use */
 } softmax_job;
 
-/* ---- a vector kernel for the usual row (float build, x86 with AVX2+FMA) ----
+/* ---- vector kernels for the usual row (float build, x86 with AVX2+FMA or AVX-512F) ----
  * exp by Cephes' expf: x = n ln2 + r with |r| <= ln2/2, a degree-7 polynomial
  * in r, times 2^n from the exponent bits; within 2 ulp of expf. Masked keys
  * (-inf, and anything below expf's underflow) give exactly 0; a NaN stays NaN.
@@ -30,6 +30,16 @@ typedef struct softmax_job {
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2,fma")))
+
+/* The last n (< 16) values of a row, written exactly: a masked vector store
+ * would reach past the row's end, and when rows are softmaxed in place the
+ * next row's loads would then wait for that store to reach the cache (about
+ * four times slower at T = 8). */
+static inline void store_tail(float *dst, const float *lanes, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        dst[k] = lanes[k];
+}
 
 AVX2 static inline __m256 exp_avx2(__m256 x)
 {
@@ -76,31 +86,146 @@ AVX2 static int row_avx2(const float *z, float *s, size_t n)
         _mm256_storeu_ps(s + j, e);
         vsum = _mm256_add_ps(vsum, e);
     }
+    __m256 e_tail = _mm256_setzero_ps();
     if (j < n) {
         __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)),
                                           _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        __m256 e = exp_avx2(_mm256_sub_ps(_mm256_maskload_ps(z + j, mask), vm));
-        e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
-        _mm256_maskstore_ps(s + j, mask, e);
-        vsum = _mm256_add_ps(vsum, e);
+        e_tail = exp_avx2(_mm256_sub_ps(_mm256_maskload_ps(z + j, mask), vm));
+        e_tail = _mm256_and_ps(e_tail, _mm256_castsi256_ps(mask));
+        vsum = _mm256_add_ps(vsum, e_tail);
     }
     _mm256_storeu_ps(lanes, vsum);
     float sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
                 ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
     __m256 inv = _mm256_set1_ps(1 / sum);
-    for (j = 0; j + 8 <= n; j += 8)
-        _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
-    for (; j < n; j++)
-        s[j] *= 1 / sum;
+    for (size_t k = 0; k + 8 <= n; k += 8)
+        _mm256_storeu_ps(s + k, _mm256_mul_ps(_mm256_loadu_ps(s + k), inv));
+    if (j < n) {
+        _mm256_storeu_ps(lanes, _mm256_mul_ps(e_tail, inv));
+        store_tail(s + j, lanes, n - j);
+    }
     return 1;
 }
 
-static int have_avx2(void)
+/* The same row with 16 lanes, on CPUs with AVX-512F: the polynomial and
+ * the masking are the AVX2 kernel's, only wider (tails use masked loads). */
+#define AVX512 __attribute__((target("avx512f")))
+
+AVX512 static inline __m512 exp_avx512(__m512 x)
+{
+    const __m512 lo = _mm512_set1_ps(-87.33654f);
+    __m512 xc = _mm512_max_ps(lo, x);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+    __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);   /* x < lo: 0 */
+    return _mm512_mask_blend_ps(under, y, _mm512_setzero_ps());
+}
+
+AVX512 static int row_avx512(const float *z, float *s, size_t n)
+{
+    /* Reductions stay in registers (a fixed tree of shuffles, the same sum on
+     * every run): at attention's short rows, T = 8 or 16, moving lanes through
+     * memory cost more than the exps. */
+    const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
+    size_t j = 0;
+    __m512 vmax = neg_inf;
+    for (; j + 16 <= n; j += 16)
+        vmax = _mm512_max_ps(_mm512_loadu_ps(z + j), vmax);   /* NaNs skipped */
+    __mmask16 tail = (__mmask16)((1u << (n - j)) - 1);       /* n - j < 16 */
+    vmax = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, tail, z + j), vmax);
+    float max = _mm512_reduce_max_ps(vmax);
+    if (!isfinite(max))
+        return 0;
+    __m512 vm = _mm512_set1_ps(max), vsum = _mm512_setzero_ps();
+    for (j = 0; j + 16 <= n; j += 16) {
+        __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(z + j), vm));
+        _mm512_storeu_ps(s + j, e);
+        vsum = _mm512_add_ps(vsum, e);
+    }
+    __m512 e_tail = _mm512_setzero_ps();
+    if (tail) {
+        e_tail = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, z + j), vm));
+        e_tail = _mm512_maskz_mov_ps(tail, e_tail);
+        vsum = _mm512_add_ps(vsum, e_tail);
+    }
+    __m512 inv = _mm512_set1_ps(1 / _mm512_reduce_add_ps(vsum));
+    for (size_t k = 0; k + 16 <= n; k += 16)
+        _mm512_storeu_ps(s + k, _mm512_mul_ps(_mm512_loadu_ps(s + k), inv));
+    if (tail) {
+        float lanes[16];
+        _mm512_storeu_ps(lanes, _mm512_mul_ps(e_tail, inv));
+        store_tail(s + j, lanes, n - j);
+    }
+    return 1;
+}
+
+/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. */
+static int simd_level(void)
 {
     __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return 2;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 #endif
+
+int ag_softmax_simd(void)
+{
+#ifdef AG_SOFTMAX_AVX2
+    return simd_level();
+#else
+    return 0;
+#endif
+}
+
+void ag_softmax_row(const ag_real *z, ag_real *s, size_t n, int simd)
+{
+#ifdef AG_SOFTMAX_AVX2
+    if (simd == 2 ? row_avx512(z, s, n) : simd == 1 && row_avx2(z, s, n))
+        return;
+#else
+    (void)simd;
+#endif
+    ag_real max = -INFINITY;
+    for (size_t j = 0; j < n; j++)
+        if (z[j] > max)
+            max = z[j];
+    if (max == -INFINITY) {
+        /* fully masked row: attends to nothing */
+        for (size_t j = 0; j < n; j++)
+            s[j] = 0;
+        return;
+    }
+    if (max == INFINITY) {
+        /* the limit as those logits grow: all weight on the +inf entries
+         * (exp(inf - inf) would be NaN) */
+        size_t count = 0;
+        for (size_t j = 0; j < n; j++)
+            count += z[j] == INFINITY;
+        for (size_t j = 0; j < n; j++)
+            s[j] = z[j] == INFINITY ? (ag_real)1 / (ag_real)count : 0;
+        return;
+    }
+    ag_real sum = 0;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = AG_EXP(z[j] - max);
+        sum += s[j];
+    }
+    ag_real inv = 1 / sum;
+    for (size_t j = 0; j < n; j++)
+        s[j] *= inv;
+}
 
 /* Below this many elements a softmax runs on the caller's thread. */
 #define SOFTMAX_PARALLEL_MIN ((size_t)1 << 15)
@@ -125,42 +250,8 @@ static void forward_task(void *ctx, size_t t)
     const ag_tensor *a = job->a, *out = job->out;
     size_t n = job->n, r0 = t * job->per_task;
     size_t r1 = r0 + job->per_task < job->rows ? r0 + job->per_task : job->rows;
-    for (size_t r = r0; r < r1; r++) {
-        const ag_real *z = a->data + r * n;
-        ag_real *s = out->data + r * n;
-#ifdef AG_SOFTMAX_AVX2
-        if (job->simd && row_avx2(z, s, n))
-            continue;
-#endif
-        ag_real max = -INFINITY;
-        for (size_t j = 0; j < n; j++)
-            if (z[j] > max)
-                max = z[j];
-        if (max == -INFINITY) {
-            /* fully masked row: attends to nothing */
-            for (size_t j = 0; j < n; j++)
-                s[j] = 0;
-            continue;
-        }
-        if (max == INFINITY) {
-            /* the limit as those logits grow: all weight on the +inf entries
-             * (exp(inf - inf) would be NaN) */
-            size_t count = 0;
-            for (size_t j = 0; j < n; j++)
-                count += z[j] == INFINITY;
-            for (size_t j = 0; j < n; j++)
-                s[j] = z[j] == INFINITY ? (ag_real)1 / (ag_real)count : 0;
-            continue;
-        }
-        ag_real sum = 0;
-        for (size_t j = 0; j < n; j++) {
-            s[j] = AG_EXP(z[j] - max);
-            sum += s[j];
-        }
-        ag_real inv = 1 / sum;
-        for (size_t j = 0; j < n; j++)
-            s[j] *= inv;
-    }
+    for (size_t r = r0; r < r1; r++)
+        ag_softmax_row(a->data + r * n, out->data + r * n, n, job->simd);
 }
 
 ag_tensor *ag_softmax(ag_tape *tape, const ag_tensor *a)
@@ -172,9 +263,7 @@ ag_tensor *ag_softmax(ag_tape *tape, const ag_tensor *a)
     if (!out || !ag_tape_push(tape, AG_OP_SOFTMAX, out, 1, in))
         return NULL;
     softmax_job job = {a, out, (size_t)a->shape[a->ndim - 1], ag_rows(a), 0, 0, 0};
-#ifdef AG_SOFTMAX_AVX2
-    job.simd = have_avx2();
-#endif
+    job.simd = ag_softmax_simd();
     run_rows(&job, forward_task);
     return out;
 }

@@ -41,15 +41,15 @@ static void check_path(const char *p)
 static void check_train(const ag_train_opts *o)
 {
     CHECK(o->steps >= 1 && o->steps <= 100000000);
-    CHECK(o->batch >= 1 && o->batch <= 65536);
+    CHECK(o->config.batch >= 1 && o->config.batch <= 65536);
     CHECK(o->eval_every >= 1);
     /* with --load and no --lr, the checkpoint's learning rate is used */
     if (!o->load_path || o->set_lr)
-        CHECK(isfinite(o->lr) && o->lr >= 1e-12 && o->lr <= 1e3);
-    CHECK(isfinite(o->momentum) && o->momentum >= 0 && o->momentum < 1);
-    CHECK(isfinite(o->clip) && o->clip >= 0);
-    CHECK(isfinite(o->weight_decay) && o->weight_decay >= 0);
-    CHECK((unsigned)o->model.task < AG_TASK_COUNT);
+        CHECK(isfinite(o->config.lr) && o->config.lr >= 1e-12 && o->config.lr <= 1e3);
+    CHECK(isfinite(o->config.momentum) && o->config.momentum >= 0 && o->config.momentum < 1);
+    CHECK(isfinite(o->config.clip) && o->config.clip >= 0);
+    CHECK(isfinite(o->config.weight_decay) && o->config.weight_decay >= 0);
+    CHECK((unsigned)o->config.model.task < AG_TASK_COUNT);
     check_path(o->log_path);
     check_path(o->plot_path);
     check_path(o->save_path);
@@ -60,10 +60,10 @@ static void check_train(const ag_train_opts *o)
             CHECK(!paths[a] || !paths[b] || strcmp(paths[a], paths[b]) != 0);
     if (!o->load_path) {
         /* the configuration is complete: the run step builds it as is */
-        const ag_model_config *m = &o->model;
+        const ag_model_config *m = &o->config.model;
         CHECK(m->seq >= ag_task_min_seq(m->task) && m->seq <= ag_task_max_seq(m->task));
         CHECK(m->heads >= 1 && m->dim >= 1 && m->dim % m->heads == 0);
-        uint64_t b = (uint64_t)(o->batch > 512 ? o->batch : 512);
+        uint64_t b = (uint64_t)(o->config.batch > 512 ? o->config.batch : 512);
         CHECK(ag_cli_attention_values(b, (uint64_t)m->heads, (uint64_t)m->seq) <= AG_CLI_MAX_VALUES);
         CHECK(ag_cli_activation_values(b, (uint64_t)m->seq, (uint64_t)m->dim) <= AG_CLI_MAX_VALUES);
         if (m->dim <= 64) {   /* a big model costs the fuzzer more than it tells */
@@ -86,8 +86,8 @@ static void parse_command(int argc, char **argv)
             check_train(&o);
             if (o.load_path) {
                 /* what the run step checks once a checkpoint fills the model in */
-                o.model.task = AG_TASK_LOOKUP;
-                o.model.seq = 5, o.model.dim = 32, o.model.heads = 1;
+                o.config.model.task = AG_TASK_LOOKUP;
+                o.config.model.seq = 5, o.config.model.dim = 32, o.config.model.heads = 1;
                 (void)ag_cli_train_check(&o);
             }
         }
