@@ -469,8 +469,8 @@ static int gemm_direct(const gemm_args *g, size_t work)
         d.ldb = N;
     }
     size_t threads = work < AG_GEMM_PARALLEL_MIN ? 1 : (size_t)ag_parallel_threads();
-    if (threads <= 1) {
-        direct_task(&d, 0);
+    if (threads <= 1) {   /* the usual case for a narrow product: no task to go through */
+        g->k->direct(M, N, K, g->alpha, g->A, d.rsa, d.csa, d.B, d.ldb, g->beta, g->C, g->ldc);
         return 1;
     }
     size_t tasks = 2 * threads;
