@@ -95,11 +95,12 @@ static void backward_group(void *ctx, size_t g)
         size_t off = b * T * d + h * dh;              /* in Q, K, V */
         size_t loff = t / H * T * d + h * dh;         /* in the chunk's gradients */
         const ag_real *p = j->p + (b * H + h) * T * T, *d_o = j->d_o + loff;
-        /* O_h = P V_h: dV_h = P^T dO_h, dP = dO_h V_h^T */
-        ag_gemm(1, 0, T, dh, T, 1, p, T, d_o, d, 0, j->dv + loff, d);
+        /* O_h = P V_h: dP = dO_h V_h^T, dV_h = P^T dO_h */
         ag_gemm(0, 1, T, T, dh, 1, d_o, d, j->v + off, d, 0, ds, T);
         /* P = softmax(S): dS = P * (dP - <dP, P>) row by row (see softmax.c);
-         * masked keys have P = 0 and get no gradient */
+         * masked keys have P = 0 and get no gradient. This first pass over P
+         * reads it row by row, as the prefetcher likes, and leaves it in
+         * cache for P^T dO_h, which reads it down its columns. */
         for (size_t r = 0; r < T; r++) {
             const ag_real *pr = p + r * T;
             ag_real *dr = ds + r * T;
@@ -107,6 +108,7 @@ static void backward_group(void *ctx, size_t g)
             for (size_t c = 0; c < T; c++)
                 dr[c] = pr[c] * (dr[c] - dot);
         }
+        ag_gemm(1, 0, T, dh, T, 1, p, T, d_o, d, 0, j->dv + loff, d);
         /* S = scale Q_h K_h^T: dQ_h = scale dS K_h, dK_h = scale dS^T Q_h */
         ag_gemm(0, 0, T, dh, T, j->scale, ds, T, j->k + off, d, 0, j->dq + loff, d);
         ag_gemm(1, 0, T, dh, T, j->scale, ds, T, j->q + off, d, 0, j->dk + loff, d);
