@@ -404,6 +404,9 @@ static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size
 #ifndef AG_GEMM_DIRECT_TA_K
 #define AG_GEMM_DIRECT_TA_K ((size_t)512)
 #endif
+/* Stripes of a product split over threads are at least this many rows (or
+ * columns) when that leaves each thread one. */
+#define GEMM_STRIPE_MIN ((size_t)128)
 /* A batch of small products is shared out above this many multiply-adds. */
 #define AG_GEMM_BATCH_PARALLEL_MIN ((size_t)1 << 18)
 
@@ -499,6 +502,10 @@ static void gemm_run(const gemm_args *g, size_t M, size_t N, size_t K, size_t wo
      * thread so a thread slowed by the machine's other work holds no one up. */
     size_t mr = (size_t)g->k->mr, nr = (size_t)g->k->nr;
     size_t tasks = 2 * threads;
+    /* every stripe packs the whole of the other operand: a stripe narrower
+     * than this would spend a large part of its time packing */
+    if ((M >= N ? M : N) / tasks < GEMM_STRIPE_MIN)
+        tasks = threads;
     gemm_split s = {g, M, N, 1};
     if (M >= N) {
         s.rows = round_up((M + tasks - 1) / tasks, mr);
