@@ -71,6 +71,12 @@ static void forward_tile(void *ctx, size_t i)
  * it and the sum does not wait on one long chain of additions. */
 static ag_real dot_lanes(const ag_real *a, const ag_real *b, size_t n)
 {
+    if (n < 16) {   /* a short row (T = 8): one chain is quicker than folding lanes */
+        ag_real sum = 0;
+        for (size_t c = 0; c < n; c++)
+            sum += a[c] * b[c];
+        return sum;
+    }
     ag_real lane[16] = {0};
     size_t c = 0;
     for (; c + 16 <= n; c += 16)
