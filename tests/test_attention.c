@@ -442,6 +442,36 @@ START_TEST(test_forward_errors)
 }
 END_TEST
 
+/* The fused op checks its own arguments too (the layer never passes it bad
+ * ones, but it is an op like any other): each message names the input. */
+START_TEST(test_fused_op_errors)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_tensor_new(tape, 3, (int[]){2, 3, 4});
+    ag_tensor *w = ag_tensor_new(tape, 2, (int[]){4, 4}), *w5 = ag_tensor_new(tape, 2, (int[]){4, 5});
+    ag_tensor *p = x;
+    ck_assert_ptr_null(ag_attention_fused(tape, x, w, w, w5, w, 2, 0, &p));
+    ck_assert_ptr_null(p);   /* cleared on error */
+    ck_assert_int_eq(ag_tape_status(tape), AG_ERR_SHAPE);
+    ck_assert_str_eq(ag_tape_error(tape), "attention: wv is [4x5]: needs (4,4) for x of dim 4");
+    ag_tape_reset(tape);
+    x = ag_tensor_new(tape, 3, (int[]){2, 3, 4});
+    w = ag_tensor_new(tape, 2, (int[]){4, 4});
+    ck_assert_ptr_null(ag_attention_fused(tape, x, w, w, w, w, 3, 0, NULL));
+    ck_assert_str_eq(ag_tape_error(tape), "attention: heads 3 does not divide dim 4");
+    ag_tape_reset(tape);
+    x = ag_tensor_new(tape, 2, (int[]){3, 4});
+    w = ag_tensor_new(tape, 2, (int[]){4, 4});
+    ck_assert_ptr_null(ag_attention_fused(tape, x, w, w, w, w, 1, 0, NULL));
+    ck_assert_str_eq(ag_tape_error(tape), "attention: x is [3x4]: needs 3 dims (B,T,d)");
+    ag_tape_reset(tape);
+    w = ag_tensor_new(tape, 2, (int[]){4, 4});
+    ck_assert_ptr_null(ag_attention_fused(tape, NULL, w, w, w, w, 1, 0, NULL));
+    ck_assert_str_eq(ag_tape_error(tape), "attention: input 1 is NULL");
+    ag_tape_free(tape);
+}
+END_TEST
+
 /* One forward and backward of a layer big enough that the softmax and the
  * batched matmuls are shared out over threads: out, P and every gradient
  * (dwq..dwo, dx) must be bit-identical to one thread's. */
@@ -589,6 +619,7 @@ Suite *suite_attention(void)
     tc = tcase_create("errors");
     tcase_add_test(tc, test_new_errors);
     tcase_add_test(tc, test_forward_errors);
+    tcase_add_test(tc, test_fused_op_errors);
     suite_add_tcase(s, tc);
     return s;
 }
