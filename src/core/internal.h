@@ -92,15 +92,17 @@ int ag_any_grad(int n_in, const ag_tensor *const *in);
 /* Rows of a tensor when its last axis is taken as columns. */
 size_t ag_rows(const ag_tensor *t);
 
-/* How a matmul's operands line up: batch products of (m x k) (k x n). */
+/* How a matmul's operands line up, as ag_gemm_batched takes them: batch
+ * products of (m x k) (k x n), a's, b's and the output's blocks each
+ * following the last. When b is 2-D it is shared by every batch index, so
+ * a's leading dims fold into m: one product, batch 1. */
 typedef struct ag_matmul_plan {
-    size_t batch;        /* product of a's leading dims */
-    size_t m, k, n;
-    int b_shared;        /* b is 2-D and used by every batch index */
+    size_t batch;        /* products */
+    size_t m, k, n;      /* m: rows of a per product */
 } ag_matmul_plan;
 
 /* Check shapes for a @ b (b_transposed: a @ b^T), fill plan and the output
- * shape (a's leading dims, m, n). Returns 0 with the tape error set. */
+ * shape (a's, with the last dim n). Returns 0 with the tape error set. */
 int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b,
                     int b_transposed, ag_matmul_plan *plan, int *out_shape);
 /* Check that b broadcasts against a (b's shape is a's trailing dims). */

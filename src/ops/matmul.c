@@ -42,11 +42,10 @@ int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_
             return 0;
         }
     }
-    plan->batch = ag_rows(a) / m;
-    plan->m = m;
+    plan->batch = shared ? 1 : ag_rows(a) / m;
+    plan->m = shared ? ag_rows(a) : m;   /* a shared b: the batch folds into the rows of a */
     plan->k = k;
     plan->n = n;
-    plan->b_shared = shared;
     for (int i = 0; i < a->ndim - 2; i++)
         out_shape[i] = a->shape[i];
     out_shape[a->ndim - 2] = (int)m;
@@ -66,13 +65,8 @@ ag_tensor *ag_matmul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
     ag_tensor *out = ag_tensor_make(tape, a->ndim, shape, 0, ag_any_grad(2, in));
     if (!out || !ag_tape_push(tape, AG_OP_MATMUL, out, 2, in))
         return NULL;
-    if (p.b_shared) {
-        /* one product: the batch folds into the rows of a */
-        ag_gemm(0, 0, p.batch * p.m, p.n, p.k, 1, a->data, p.k, b->data, p.n, 0, out->data, p.n);
-    } else {
-        ag_gemm_batched(0, 0, p.batch, p.m, p.n, p.k, 1, a->data, p.k, p.m * p.k, b->data, p.n,
-                        p.k * p.n, 0, out->data, p.n, p.m * p.n);
-    }
+    ag_gemm_batched(0, 0, p.batch, p.m, p.n, p.k, 1, a->data, p.k, p.m * p.k, b->data, p.n,
+                    p.k * p.n, 0, out->data, p.n, p.m * p.n);
     return out;
 }
 
@@ -84,12 +78,10 @@ void ag_matmul_backward(ag_tape *tape, const ag_entry *e)
     int shape[AG_MAX_DIMS];
     if (!ag_matmul_check(tape, "matmul", a, b, 0, &p, shape))
         return;   /* cannot happen: forward checked these shapes */
-    size_t rows = p.b_shared ? p.batch * p.m : p.m;
-    size_t batches = p.b_shared ? 1 : p.batch;
     if (a->grad)
-        ag_gemm_batched(0, 1, batches, rows, p.k, p.n, 1, c->grad, p.n, rows * p.n, b->data, p.n,
-                        p.k * p.n, 1, a->grad, p.k, rows * p.k);
+        ag_gemm_batched(0, 1, p.batch, p.m, p.k, p.n, 1, c->grad, p.n, p.m * p.n, b->data, p.n,
+                        p.k * p.n, 1, a->grad, p.k, p.m * p.k);
     if (b->grad)
-        ag_gemm_batched(1, 0, batches, p.k, p.n, rows, 1, a->data, p.k, rows * p.k, c->grad, p.n,
-                        rows * p.n, 1, b->grad, p.n, p.k * p.n);
+        ag_gemm_batched(1, 0, p.batch, p.k, p.n, p.m, 1, a->data, p.k, p.m * p.k, c->grad, p.n,
+                        p.m * p.n, 1, b->grad, p.n, p.k * p.n);
 }

@@ -17,10 +17,8 @@ ag_tensor *ag_matmul_bt(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
     ag_tensor *out = ag_tensor_make(tape, a->ndim, shape, 0, ag_any_grad(2, in));
     if (!out || !ag_tape_push(tape, AG_OP_MATMUL_BT, out, 2, in))
         return NULL;
-    size_t rows = p.b_shared ? p.batch * p.m : p.m;
-    size_t batches = p.b_shared ? 1 : p.batch;
-    ag_gemm_batched(0, 1, batches, rows, p.n, p.k, 1, a->data, p.k, rows * p.k, b->data, p.k,
-                    p.n * p.k, 0, out->data, p.n, rows * p.n);
+    ag_gemm_batched(0, 1, p.batch, p.m, p.n, p.k, 1, a->data, p.k, p.m * p.k, b->data, p.k,
+                    p.n * p.k, 0, out->data, p.n, p.m * p.n);
     return out;
 }
 
@@ -32,12 +30,10 @@ void ag_matmul_bt_backward(ag_tape *tape, const ag_entry *e)
     int shape[AG_MAX_DIMS];
     if (!ag_matmul_check(tape, "matmul_bt", a, b, 1, &p, shape))
         return;   /* cannot happen: forward checked these shapes */
-    size_t rows = p.b_shared ? p.batch * p.m : p.m;
-    size_t batches = p.b_shared ? 1 : p.batch;
     if (a->grad)
-        ag_gemm_batched(0, 0, batches, rows, p.k, p.n, 1, c->grad, p.n, rows * p.n, b->data, p.k,
-                        p.n * p.k, 1, a->grad, p.k, rows * p.k);
+        ag_gemm_batched(0, 0, p.batch, p.m, p.k, p.n, 1, c->grad, p.n, p.m * p.n, b->data, p.k,
+                        p.n * p.k, 1, a->grad, p.k, p.m * p.k);
     if (b->grad)
-        ag_gemm_batched(1, 0, batches, p.n, p.k, rows, 1, c->grad, p.n, rows * p.n, a->data, p.k,
-                        rows * p.k, 1, b->grad, p.k, p.n * p.k);
+        ag_gemm_batched(1, 0, p.batch, p.n, p.k, p.m, 1, c->grad, p.n, p.m * p.n, a->data, p.k,
+                        p.m * p.k, 1, b->grad, p.k, p.n * p.k);
 }
