@@ -76,6 +76,10 @@ int ag_mul_size(size_t a, size_t b, size_t *out);
  * or overflow of bytes as ag_real. */
 int ag_shape_size(int ndim, const int *shape, size_t *size);
 
+/* ag_shape_str for a shape not (yet) in a tensor, e.g. one a caller asked
+ * for: "[2x3]", or "ndim 7" / "NULL" for a bad one. Returns buf. */
+char *ag_dims_str(int ndim, const int *shape, char *buf, size_t len);
+
 /* ---- making op outputs ---- */
 /* A tape tensor of the given shape; zeroed data when zero_data. Gets a
  * zeroed gradient when needs_grad. NULL (with the error set) on failure. */

@@ -40,7 +40,7 @@ static void set_shape(ag_tensor *t, int ndim, const int *shape, size_t size)
     t->size = size;
 }
 
-static const char *describe_shape(int ndim, const int *shape, char *buf, size_t len)
+char *ag_dims_str(int ndim, const int *shape, char *buf, size_t len)
 {
     if (!shape) {
         snprintf(buf, len, "NULL");
@@ -67,8 +67,7 @@ char *ag_shape_str(const ag_tensor *t, char *buf, size_t len)
         snprintf(buf, len, "NULL");
         return buf;
     }
-    describe_shape(t->ndim, t->shape, buf, len);
-    return buf;
+    return ag_dims_str(t->ndim, t->shape, buf, len);
 }
 
 int ag_same_shape(const ag_tensor *a, const ag_tensor *b)
@@ -92,7 +91,7 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
     if (!ag_shape_size(ndim, shape, &size)) {
         char s[64];
         ag_tape_fail(tape, AG_ERR_ARG, "tensor: bad shape %s (1..%d dims, each >= 1, size must fit)",
-                     describe_shape(ndim, shape, s, sizeof(s)), AG_MAX_DIMS);
+                     ag_dims_str(ndim, shape, s, sizeof(s)), AG_MAX_DIMS);
         return NULL;
     }
     ag_tensor *t = ag_arena_alloc(tape, sizeof(*t));
