@@ -593,11 +593,8 @@ void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N,
      * per task pack less and wake the pool once instead of once each. */
     size_t work = work_of(M, N, K);
     size_t threads = batch > 1 ? (size_t)ag_parallel_threads() : 1;
-    int share = threads > 1 && work >= AG_GEMM_BATCH_PARALLEL_MIN / batch &&
-                (work < AG_GEMM_PARALLEL_MIN || batch >= 4 * threads);
-    if (!share)
-        threads = 1;
-    if (threads > 1) {
+    if (threads > 1 && work >= AG_GEMM_BATCH_PARALLEL_MIN / batch &&
+        (work < AG_GEMM_PARALLEL_MIN || batch >= 4 * threads)) {
         size_t tasks = min_size(batch, 4 * threads);
         j.per_task = (batch + tasks - 1) / tasks;
         ag_parallel_for((batch + j.per_task - 1) / j.per_task, batch_task, &j);

@@ -27,9 +27,12 @@ void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alp
  *   C + b*stride_c = alpha * op(A + b*stride_a) op(B + b*stride_b) + beta * C + b*stride_c
  * with the shapes and strides of ag_gemm. A stride of 0 shares that operand
  * across the batch. When stride_c is 0 every product adds into the same C
- * (beta applies once, before the first) in batch order. Small products are
- * spread over the threads one product per task; results are bit-identical
- * for every thread count.
+ * (beta applies once, before the first) in batch order. Otherwise the
+ * threads share out whole products, a run of them per task, when the batch
+ * holds enough work and its products are small or many; else each product
+ * is one ag_gemm call, split over the threads as ag_gemm splits. Either way
+ * each product is computed exactly as ag_gemm would: results are
+ * bit-identical for every thread count.
  */
 void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N, size_t K,
                      ag_real alpha, const ag_real *A, size_t lda, size_t stride_a,
