@@ -88,8 +88,9 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
 /* Append an entry; returns it, or NULL (error set) when out of memory. */
 ag_entry *ag_tape_push(ag_tape *tape, int op, ag_tensor *out, int n_in,
                        const ag_tensor *const *in);
-/* Shared argument checks for an op: the tape is usable and no input is
- * NULL. Returns 0 when the op must return NULL. */
+/* Shared argument checks for an op: the tape is usable, no input is NULL
+ * and, with anomaly detection on, the previous entry's output is finite.
+ * Returns 0 (the error set, or already there) when the op must return NULL. */
 int ag_op_begin(ag_tape *tape, const char *op, int n_in, const ag_tensor *const *in);
 /* Whether any input carries a gradient. */
 int ag_any_grad(int n_in, const ag_tensor *const *in);
