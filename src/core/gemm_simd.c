@@ -65,6 +65,8 @@
 #define VZERO _mm256_setzero_ps
 #endif
 #include "gemm_micro.h"
+/* the tile sizes the kernel struct below tells gemm.c's packing */
+enum { AVX2_MR = MR, AVX2_NR = NV * W, AVX2_DIRECT_N = DIRECT_NV * W };
 #undef MICRO_NAME
 #undef DIRECT_NAME
 #undef DIRECT_TILE
@@ -125,6 +127,7 @@
 #define VZERO _mm512_setzero_ps
 #endif
 #include "gemm_micro.h"
+enum { AVX512_MR = MR, AVX512_NR = NV * W, AVX512_DIRECT_N = DIRECT_NV * W };
 
 /*
  * dst[c*ldd + r] = src[r*lds + c] for r < rows, c < cols: the transposes
@@ -206,12 +209,12 @@ __attribute__((target("avx2"))) static void transpose_avx2(size_t rows, size_t c
  * than 256 and 144 at n = 512 and 1024, float and double, on Zen 5 (48 KB
  * L1, 1 MB L2): fewer passes over C outweigh a B panel larger than L1. */
 static const ag_gemm_kernel kernel_avx2 = {
-    "avx2", 6, 2 * (32 / sizeof(ag_real)), 256, 144, 2048, micro_avx2,
-    2 * (32 / sizeof(ag_real)), direct_avx2, transpose_avx2,
+    "avx2", AVX2_MR, AVX2_NR, 256, 144, 2048, micro_avx2,
+    AVX2_DIRECT_N, direct_avx2, transpose_avx2,
 };
 static const ag_gemm_kernel kernel_avx512 = {
-    "avx512", 12, 2 * (64 / sizeof(ag_real)), 512, 96, 2048, micro_avx512,
-    4 * (64 / sizeof(ag_real)), direct_avx512, transpose_avx2,
+    "avx512", AVX512_MR, AVX512_NR, 512, 96, 2048, micro_avx512,
+    AVX512_DIRECT_N, direct_avx512, transpose_avx2,
 };
 
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void)
