@@ -216,107 +216,81 @@ static size_t round_up(size_t a, size_t b)
 #define AG_INLINE static inline
 #endif
 
-/* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of op(A) into panels of mr
- * rows: panel r holds a[p*mr + i] = op(A)(i0 + r*mr + i, p0 + p), zero rows
- * past the edge. Written for a constant mr (see pack_a) so the inner copies
- * unroll and vectorise. */
-AG_INLINE void pack_a_mr(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc,
-                         ag_real *restrict dst, const size_t mr)
+/* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of a matrix X into panels of
+ * r rows: panel q holds dst[p*r + i] = X(i0 + q*r + i, p0 + p), zero rows
+ * past the edge. X(i, p) is src[i*ld + p], or src[p*ld + i] when trans.
+ * op(A) packs as itself, op(B) as its transpose (B's panels are r columns
+ * of op(B), stored the same way), so one function serves both. Written for
+ * a constant r (see pack_a) so the inner copies unroll and vectorise. */
+AG_INLINE void pack_panels(const ag_real *src, size_t ld, int trans, ag_transpose_fn transpose,
+                           size_t i0, size_t mc, size_t p0, size_t kc, ag_real *restrict dst,
+                           const size_t r)
 {
-    size_t lda = g->lda;
-    for (size_t ir = 0; ir < mc; ir += mr, dst += mr * kc) {
-        size_t rows = min_size(mr, mc - ir);
-        if (!g->ta) {
-            /* mr rows of A side by side: a small transpose */
-            const ag_real *src = g->A + (i0 + ir) * lda + p0;
-            if (g->k->transpose) {
-                g->k->transpose(rows, kc, src, lda, dst, mr);
-                for (size_t p = 0; rows < mr && p < kc; p++)
-                    for (size_t i = rows; i < mr; i++)
-                        dst[p * mr + i] = 0;
-            } else if (rows == mr) {
+    for (size_t ir = 0; ir < mc; ir += r, dst += r * kc) {
+        size_t rows = min_size(r, mc - ir);
+        if (!trans) {
+            /* r rows of X side by side: a small transpose */
+            const ag_real *x = src + (i0 + ir) * ld + p0;
+            if (transpose) {
+                transpose(rows, kc, x, ld, dst, r);
+                for (size_t p = 0; rows < r && p < kc; p++)
+                    for (size_t i = rows; i < r; i++)
+                        dst[p * r + i] = 0;
+            } else if (rows == r) {
                 for (size_t p = 0; p < kc; p++)
-                    for (size_t i = 0; i < mr; i++)
-                        dst[p * mr + i] = src[i * lda + p];
+                    for (size_t i = 0; i < r; i++)
+                        dst[p * r + i] = x[i * ld + p];
             } else {
                 for (size_t p = 0; p < kc; p++)
-                    for (size_t i = 0; i < mr; i++)
-                        dst[p * mr + i] = i < rows ? src[i * lda + p] : 0;
+                    for (size_t i = 0; i < r; i++)
+                        dst[p * r + i] = i < rows ? x[i * ld + p] : 0;
             }
         } else {
-            /* A is stored (K x M): each p is a contiguous run of mr values */
-            const ag_real *src = g->A + p0 * lda + i0 + ir;
-            if (rows == mr) {
+            /* X is stored transposed: each p is a contiguous run of r values */
+            const ag_real *x = src + p0 * ld + i0 + ir;
+            if (rows == r) {
                 /* a constant size: a few inline vector moves, not a call */
                 for (size_t p = 0; p < kc; p++)
-                    memcpy(dst + p * mr, src + p * lda, mr * sizeof(ag_real));
+                    memcpy(dst + p * r, x + p * ld, r * sizeof(ag_real));
             } else {
                 for (size_t p = 0; p < kc; p++)
-                    for (size_t i = 0; i < mr; i++)
-                        dst[p * mr + i] = i < rows ? src[p * lda + i] : 0;
+                    for (size_t i = 0; i < r; i++)
+                        dst[p * r + i] = i < rows ? x[p * ld + i] : 0;
             }
         }
     }
 }
 
+/* Rows [i0, i0+mc) x columns [p0, p0+kc) of op(A), in panels of mr rows:
+ * a[p*mr + i] = op(A)(i0 + i, p0 + p) in the first. */
 static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc, ag_real *dst)
 {
+    const ag_real *A = g->A;
+    size_t lda = g->lda;
+    int ta = g->ta;
+    ag_transpose_fn tr = g->k->transpose;
     switch (g->k->mr) {
-    case 4: pack_a_mr(g, i0, mc, p0, kc, dst, 4); break;
-    case 6: pack_a_mr(g, i0, mc, p0, kc, dst, 6); break;
-    case 12: pack_a_mr(g, i0, mc, p0, kc, dst, 12); break;
-    default: pack_a_mr(g, i0, mc, p0, kc, dst, (size_t)g->k->mr); break;
+    case 4: pack_panels(A, lda, ta, tr, i0, mc, p0, kc, dst, 4); break;
+    case 6: pack_panels(A, lda, ta, tr, i0, mc, p0, kc, dst, 6); break;
+    case 12: pack_panels(A, lda, ta, tr, i0, mc, p0, kc, dst, 12); break;
+    default: pack_panels(A, lda, ta, tr, i0, mc, p0, kc, dst, (size_t)g->k->mr); break;
     }
 }
 
-/* Pack rows [p0, p0+kc) x columns [j0, j0+nc) of op(B) into panels of nr
- * columns: panel r holds b[p*nr + j] = op(B)(p0 + p, j0 + r*nr + j), zero
- * columns past the edge. For a constant nr, like pack_a_mr. */
-AG_INLINE void pack_b_nr(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t nc,
-                         ag_real *restrict dst, const size_t nr)
-{
-    size_t ldb = g->ldb;
-    for (size_t jr = 0; jr < nc; jr += nr, dst += nr * kc) {
-        size_t cols = min_size(nr, nc - jr);
-        if (!g->tb) {
-            /* each p is a contiguous run of nr values of B */
-            const ag_real *src = g->B + p0 * ldb + j0 + jr;
-            if (cols == nr) {
-                for (size_t p = 0; p < kc; p++)
-                    memcpy(dst + p * nr, src + p * ldb, nr * sizeof(ag_real));
-            } else {
-                for (size_t p = 0; p < kc; p++)
-                    for (size_t j = 0; j < nr; j++)
-                        dst[p * nr + j] = j < cols ? src[p * ldb + j] : 0;
-            }
-        } else {
-            /* B is stored (N x K): nr rows of it side by side, a transpose */
-            const ag_real *src = g->B + (j0 + jr) * ldb + p0;
-            if (g->k->transpose) {
-                g->k->transpose(cols, kc, src, ldb, dst, nr);
-                for (size_t p = 0; cols < nr && p < kc; p++)
-                    for (size_t j = cols; j < nr; j++)
-                        dst[p * nr + j] = 0;
-            } else if (cols == nr) {
-                for (size_t p = 0; p < kc; p++)
-                    for (size_t j = 0; j < nr; j++)
-                        dst[p * nr + j] = src[j * ldb + p];
-            } else {
-                for (size_t p = 0; p < kc; p++)
-                    for (size_t j = 0; j < nr; j++)
-                        dst[p * nr + j] = j < cols ? src[j * ldb + p] : 0;
-            }
-        }
-    }
-}
-
+/* Rows [p0, p0+kc) x columns [j0, j0+nc) of op(B), in panels of nr columns:
+ * b[p*nr + j] = op(B)(p0 + p, j0 + j) in the first. That is op(B)^T packed
+ * as pack_a packs op(A), and op(B)^T is B stored transposed unless tb. */
 static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t nc, ag_real *dst)
 {
+    const ag_real *B = g->B;
+    size_t ldb = g->ldb;
+    int t = !g->tb;
+    ag_transpose_fn tr = g->k->transpose;
     switch (g->k->nr) {
-    case 8: pack_b_nr(g, p0, kc, j0, nc, dst, 8); break;
-    case 16: pack_b_nr(g, p0, kc, j0, nc, dst, 16); break;
-    case 32: pack_b_nr(g, p0, kc, j0, nc, dst, 32); break;
-    default: pack_b_nr(g, p0, kc, j0, nc, dst, (size_t)g->k->nr); break;
+    case 8: pack_panels(B, ldb, t, tr, j0, nc, p0, kc, dst, 8); break;
+    case 16: pack_panels(B, ldb, t, tr, j0, nc, p0, kc, dst, 16); break;
+    case 32: pack_panels(B, ldb, t, tr, j0, nc, p0, kc, dst, 32); break;
+    default: pack_panels(B, ldb, t, tr, j0, nc, p0, kc, dst, (size_t)g->k->nr); break;
     }
 }
 
