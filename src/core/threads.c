@@ -4,8 +4,10 @@
  * ag_set_threads(n) asks for n threads in all (the caller plus n-1 workers)
  * and starts the workers (when called from inside a task, the next parallel
  * call does); they sleep on a condition variable between calls, so no thread
- * is created per call. One mutex guards all shared state (simple, and helgrind reads it
- * easily); tasks are coarse, so taking it once per task costs nothing.
+ * is created per call. One mutex, pool_mu, guards all shared state (simple,
+ * and helgrind reads it easily); tasks are coarse, so taking it once per task
+ * costs nothing. A second, run_mu, lets one thread at a time run a job or
+ * resize the pool.
  * The pool is stopped and joined by ag_set_threads(1) and at exit; a child
  * of fork() starts with an empty pool (its parent's workers are not in it).
  * Tasks must not fork.
