@@ -50,6 +50,18 @@ ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen);
 /* Close and remove the temporary file; release a. Safe on a zeroed a. */
 void ag_atomic_abort(ag_atomic *a);
 
+/* Bytes per element and the header's name of a dtype, for the reader and
+ * the writer alike. */
+static inline size_t ag_st_dtype_size(ag_st_type dtype)
+{
+    return dtype == AG_ST_F64 ? 8 : 4;
+}
+
+static inline const char *ag_st_dtype_name(ag_st_type dtype)
+{
+    return dtype == AG_ST_F64 ? "F64" : "F32";
+}
+
 /* The whole safetensors file a writer describes, in a new malloc'd buffer
  * the caller owns (*buf, *len). The writer's sticky error is returned when
  * it has one. Used by ag_st_save and by the fuzz target's round trip. */

@@ -293,7 +293,7 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
                            size_t errlen)
 {
     memset(pl, 0, sizeof(*pl));
-    size_t esize = w->dtype == AG_ST_F64 ? 8 : 4;
+    size_t esize = ag_st_dtype_size(w->dtype);
     char **meta = NULL;
     ag_status st = AG_OK;
     pl->order = malloc((w->n ? w->n : 1) * sizeof(*pl->order));
@@ -340,8 +340,9 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
             put(b, ",", 1);
         first = 0;
         put_json(b, e->name);
-        puts_(b, w->dtype == AG_ST_F64 ? ":{\"dtype\":\"F64\",\"shape\":["
-                                       : ":{\"dtype\":\"F32\",\"shape\":[");
+        puts_(b, ":{\"dtype\":\"");
+        puts_(b, ag_st_dtype_name(w->dtype));
+        puts_(b, "\",\"shape\":[");
         for (int d = 0; d < e->ndim; d++) {
             if (d)
                 put(b, ",", 1);
@@ -425,7 +426,7 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
                                      what, ag_io_quote(t->name, q, sizeof(q)), at + j, v);
                 put_f32(buf + 4 * j, (float)v);
             }
-            if (!emit(k, buf, n * (w->dtype == AG_ST_F64 ? 8 : 4)))
+            if (!emit(k, buf, n * ag_st_dtype_size(w->dtype)))
                 goto write_error;
         }
     }
