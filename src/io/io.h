@@ -29,6 +29,11 @@ int ag_utf8_valid(const unsigned char *s, size_t len);
 const char *ag_io_quote(const char *s, char *buf, size_t len);
 #define AG_IO_QUOTE_LEN 64      /* a buffer that ag_io_quote never overflows */
 
+/* Make room for element n of an array *arr of elem-byte elements with room
+ * for *cap (doubling, from 16): returns 1, or 0 when out of memory (*arr
+ * and *cap unchanged). */
+int ag_io_grow(void **arr, size_t *cap, size_t n, size_t elem);
+
 /* Format a shape as "[2x3]" ("[]" for a scalar) into buf; returns buf. */
 const char *ag_io_shape_str(int ndim, const unsigned long long *shape, char *buf, size_t len);
 

@@ -351,18 +351,9 @@ static int open_object(parser *p, const char *what, int *empty)
 
 static int grow(parser *p, void **arr, size_t *cap, size_t n, size_t elem)
 {
-    if (n < *cap)
+    if (ag_io_grow(arr, cap, n, elem))
         return 1;
-    size_t c = *cap ? *cap : 8;
-    if (c > SIZE_MAX / 2 / elem)
-        return fail(p, AG_ERR_NOMEM, "out of memory reading the header");
-    c *= 2;
-    void *a = realloc(*arr, c * elem);
-    if (!a)
-        return fail(p, AG_ERR_NOMEM, "out of memory reading the header");
-    *arr = a;
-    *cap = c;
-    return 1;
+    return fail(p, AG_ERR_NOMEM, "out of memory reading the header");
 }
 
 /* Check a tensor's dtype, shape and offsets against the data section. */

@@ -82,23 +82,6 @@ static int is_utf8(const char *s)
     return ag_utf8_valid((const unsigned char *)s, strlen(s));
 }
 
-/* Make room for one more element of elem bytes in *arr. */
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return 1;
-    size_t c = *cap ? *cap : 8;
-    if (c > SIZE_MAX / 2 / elem)
-        return 0;
-    c *= 2;
-    void *a = realloc(*arr, c * elem);
-    if (!a)
-        return 0;
-    *arr = a;
-    *cap = c;
-    return 1;
-}
-
 ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shape,
                     const ag_real *data)
 {
@@ -134,7 +117,7 @@ ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shap
     st_entry e = {.ndim = ndim, .count = count, .data = data};
     for (int i = 0; i < ndim; i++)
         e.shape[i] = shape[i];
-    if (!grow((void **)&w->e, &w->cap, w->n, sizeof(*w->e)) || !(e.name = strdup(name)))
+    if (!ag_io_grow((void **)&w->e, &w->cap, w->n, sizeof(*w->e)) || !(e.name = strdup(name)))
         return wfail(w, AG_ERR_NOMEM, "ag_st_add: out of memory");
     w->e[w->n++] = e;
     return AG_OK;
@@ -171,7 +154,8 @@ ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value)
                          ag_io_quote(key, q, sizeof(q)));
     char *k = strdup(key), *v = strdup(value);
     /* cap_meta counts pairs: grow an array of pairs of pointers */
-    if (!k || !v || !grow((void **)&w->meta, &w->cap_meta, w->n_meta, 2 * sizeof(*w->meta))) {
+    if (!k || !v ||
+        !ag_io_grow((void **)&w->meta, &w->cap_meta, w->n_meta, 2 * sizeof(*w->meta))) {
         free(k);
         free(v);
         return wfail(w, AG_ERR_NOMEM, "ag_st_add_meta: out of memory");
