@@ -35,8 +35,7 @@ typedef struct st_meta {
 
 struct ag_st_file {
     char *name;                  /* owned copy of the path (or buffer name), for messages */
-    unsigned char *buf;          /* (len) bytes: the whole file, owned */
-    size_t len;
+    unsigned char *buf;          /* the whole file, owned: data points into it */
     const unsigned char *data;   /* (data_len) bytes: the data section, inside buf */
     size_t data_len;
     st_tensor *t;                /* (n_t), sorted by name */
@@ -614,7 +613,6 @@ static ag_status parse_owned(unsigned char *buf, size_t len, const char *name, a
                          name ? name : "<buffer>");
     }
     f->buf = buf;
-    f->len = len;
     parser p = {.f = f, .status = AG_OK, .err = err, .errlen = errlen};
     if (len < 8) {
         fail(&p, AG_ERR_FORMAT,
