@@ -1,8 +1,8 @@
 /*
  * io.h - private helpers of the file layer: error messages into a caller's
  * buffer, UTF-8 checks, safe quoting of names taken from files, atomic file
- * replacement (temporary file, fsync, rename) and the in-memory safetensors
- * encoder that ag_st_save and the fuzz target share. Not installed.
+ * replacement (temporary file, fsync, rename) and an in-memory safetensors
+ * encoder for the fuzz target and the tests. Not installed.
  */
 #ifndef AG_IO_H
 #define AG_IO_H
@@ -68,8 +68,10 @@ static inline const char *ag_st_dtype_name(ag_st_type dtype)
 }
 
 /* The whole safetensors file a writer describes, in a new malloc'd buffer
- * the caller owns (*buf, *len). The writer's sticky error is returned when
- * it has one. Used by ag_st_save and by the fuzz target's round trip. */
+ * the caller owns (*buf, *len): the bytes ag_st_save would write (both lay
+ * out and write through the same code in st_write.c). The writer's sticky
+ * error is returned when it has one. Used by the fuzz target's round trip
+ * and the tests. */
 ag_status ag_st_encode(const ag_st_writer *w, unsigned char **buf, size_t *len, char *err,
                        size_t errlen);
 
