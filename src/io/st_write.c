@@ -127,13 +127,11 @@ ag_status ag_st_add_tensor(ag_st_writer *w, const char *name, const ag_tensor *t
 {
     if (!w)
         return AG_ERR_ARG;
-    if (!t && w->status == AG_OK) {
+    if (!t) {   /* wfail keeps an earlier error */
         char q[AG_IO_QUOTE_LEN];
         return wfail(w, AG_ERR_ARG, "ag_st_add_tensor: tensor '%s' is NULL",
                      name && is_utf8(name) ? ag_io_quote(name, q, sizeof(q)) : "?");
     }
-    if (!t)
-        return w->status;
     return ag_st_add(w, name, t->ndim, t->shape, t->data);
 }
 
