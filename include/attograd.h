@@ -241,8 +241,9 @@ void ag_set_threads(int n);
 int ag_get_threads(void);
 
 /* How many heap allocations the library has made since the program started
- * (tape and arena blocks, parameters, optimizer state, layers, models, the
- * threads' matmul buffers; not the file readers and writers). Thread-safe.
+ * (tape and arena blocks, parameters, optimizer state, layers, positional
+ * encodings, models, batches, the gradient checker's weights, the thread
+ * pool and its matmul buffers; not the file readers and writers). Thread-safe.
  * The difference over a stretch of training steps is the steps'
  * allocations: once the first step has sized the arena, a step of the same
  * shape makes none. */
@@ -547,8 +548,8 @@ int ag_task_classes(ag_task_kind kind);               /* classes per answer */
 int ag_task_answers(ag_task_kind kind);
 int ag_task_min_seq(ag_task_kind kind);               /* valid T range */
 int ag_task_max_seq(ag_task_kind kind);
-/* A batch of B sequences of length T; NULL when T is out of range or out of
- * memory. The caller owns it. */
+/* A batch of B sequences of length T; NULL when kind is unknown, B < 1, T is
+ * out of range or memory runs out. The caller owns it. */
 ag_batch *ag_batch_new(ag_task_kind kind, int batch, int seq);
 void ag_batch_free(ag_batch *b);
 /* Fill b with fresh random examples drawn from rng. */
@@ -729,7 +730,8 @@ typedef struct ag_csv ag_csv;
 ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *err,
                       size_t errlen);
 /* Append a row of n values (n must be the header's column count), written
- * with %.10g; a NaN is written as an empty field (a value the row lacks). Errors are sticky: ag_csv_close reports the first. */
+ * with %.10g; a NaN is written as an empty field (a value the row lacks).
+ * Errors are sticky: ag_csv_close reports the first. */
 ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n);
 /* Finish: flush, fsync, rename over path, free csv (always, even on
  * failure; on failure the temporary file is removed). */

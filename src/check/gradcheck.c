@@ -160,8 +160,11 @@ ag_status ag_gradcheck_bug(ag_build_fn build, void *ctx, ag_tensor *const *input
     result->worst_input = -1;
 
     check_run run = {build, ctx, inputs, ag_tape_new(), NULL, 0, o.seed};
-    if (!run.tape)
+    if (!run.tape) {
+        if (err && errlen)
+            snprintf(err, errlen, "gradcheck: out of memory");
         return AG_ERR_NOMEM;
+    }
     run.tape->bug = bug;
     ag_status status = AG_OK;
 

@@ -110,6 +110,22 @@ const char *ag_io_shape_str(int ndim, const unsigned long long *shape, char *buf
     return buf;
 }
 
+int ag_io_grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 1;
+    size_t c = *cap ? *cap : 8;
+    if (c > SIZE_MAX / 2 / elem)
+        return 0;
+    c *= 2;
+    void *a = realloc(*arr, c * elem);
+    if (!a)
+        return 0;
+    *arr = a;
+    *cap = c;
+    return 1;
+}
+
 /* ---- atomic replacement ---- */
 
 /* The directory holding path, in a new string ("." when path has no '/'). */

@@ -1,8 +1,8 @@
 /*
  * io.h - private helpers of the file layer: error messages into a caller's
  * buffer, UTF-8 checks, safe quoting of names taken from files, atomic file
- * replacement (temporary file, fsync, rename) and the in-memory safetensors
- * encoder that ag_st_save and the fuzz target share. Not installed.
+ * replacement (temporary file, fsync, rename) and an in-memory safetensors
+ * encoder for the fuzz target and the tests. Not installed.
  */
 #ifndef AG_IO_H
 #define AG_IO_H
@@ -29,6 +29,11 @@ int ag_utf8_valid(const unsigned char *s, size_t len);
 const char *ag_io_quote(const char *s, char *buf, size_t len);
 #define AG_IO_QUOTE_LEN 64      /* a buffer that ag_io_quote never overflows */
 
+/* Make room for element n of an array *arr of elem-byte elements with room
+ * for *cap (doubling, from 16): returns 1, or 0 when out of memory (*arr
+ * and *cap unchanged). */
+int ag_io_grow(void **arr, size_t *cap, size_t n, size_t elem);
+
 /* Format a shape as "[2x3]" ("[]" for a scalar) into buf; returns buf. */
 const char *ag_io_shape_str(int ndim, const unsigned long long *shape, char *buf, size_t len);
 
@@ -50,9 +55,23 @@ ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen);
 /* Close and remove the temporary file; release a. Safe on a zeroed a. */
 void ag_atomic_abort(ag_atomic *a);
 
+/* Bytes per element and the header's name of a dtype, for the reader and
+ * the writer alike. */
+static inline size_t ag_st_dtype_size(ag_st_type dtype)
+{
+    return dtype == AG_ST_F64 ? 8 : 4;
+}
+
+static inline const char *ag_st_dtype_name(ag_st_type dtype)
+{
+    return dtype == AG_ST_F64 ? "F64" : "F32";
+}
+
 /* The whole safetensors file a writer describes, in a new malloc'd buffer
- * the caller owns (*buf, *len). The writer's sticky error is returned when
- * it has one. Used by ag_st_save and by the fuzz target's round trip. */
+ * the caller owns (*buf, *len): the bytes ag_st_save would write (both lay
+ * out and write through the same code in st_write.c). The writer's sticky
+ * error is returned when it has one. Used by the fuzz target's round trip
+ * and the tests. */
 ag_status ag_st_encode(const ag_st_writer *w, unsigned char **buf, size_t *len, char *err,
                        size_t errlen);
 

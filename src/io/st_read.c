@@ -19,11 +19,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-enum { ST_F32 = 1, ST_F64 = 2 };
-
 typedef struct st_tensor {
     char *name;                                   /* owned; UTF-8 without NUL inside */
-    int dtype;                                    /* ST_F32 or ST_F64 */
+    ag_st_type dtype;                             /* AG_ST_F32 or AG_ST_F64 */
     int ndim;                                     /* 0..AG_ST_MAX_DIMS; 0 is a scalar */
     unsigned long long shape[AG_ST_MAX_DIMS];     /* (ndim) */
     size_t count;                                 /* elements: product of shape */
@@ -37,8 +35,7 @@ typedef struct st_meta {
 
 struct ag_st_file {
     char *name;                  /* owned copy of the path (or buffer name), for messages */
-    unsigned char *buf;          /* (len) bytes: the whole file, owned */
-    size_t len;
+    unsigned char *buf;          /* the whole file, owned: data points into it */
     const unsigned char *data;   /* (data_len) bytes: the data section, inside buf */
     size_t data_len;
     st_tensor *t;                /* (n_t), sorted by name */
@@ -57,16 +54,6 @@ typedef struct parser {
     char *err;
     size_t errlen;
 } parser;
-
-static size_t dtype_size(int dtype)
-{
-    return dtype == ST_F64 ? 8 : 4;
-}
-
-static const char *dtype_name(int dtype)
-{
-    return dtype == ST_F64 ? "F64" : "F32";
-}
 
 /* ---- messages ---- */
 
@@ -363,18 +350,9 @@ static int open_object(parser *p, const char *what, int *empty)
 
 static int grow(parser *p, void **arr, size_t *cap, size_t n, size_t elem)
 {
-    if (n < *cap)
+    if (ag_io_grow(arr, cap, n, elem))
         return 1;
-    size_t c = *cap ? *cap : 8;
-    if (c > SIZE_MAX / 2 / elem)
-        return fail(p, AG_ERR_NOMEM, "out of memory reading the header");
-    c *= 2;
-    void *a = realloc(*arr, c * elem);
-    if (!a)
-        return fail(p, AG_ERR_NOMEM, "out of memory reading the header");
-    *arr = a;
-    *cap = c;
-    return 1;
+    return fail(p, AG_ERR_NOMEM, "out of memory reading the header");
 }
 
 /* Check a tensor's dtype, shape and offsets against the data section. */
@@ -388,7 +366,7 @@ static int check_tensor(parser *p, st_tensor *t, const unsigned long long *off)
                         ag_io_shape_str(t->ndim, t->shape, s, sizeof(s)));
         count *= t->shape[i];
     }
-    size_t size = dtype_size(t->dtype);
+    size_t size = ag_st_dtype_size(t->dtype);
     if (count > SIZE_MAX / size)
         return fail(p, AG_ERR_FORMAT, "shape %s has too many elements",
                     ag_io_shape_str(t->ndim, t->shape, s, sizeof(s)));
@@ -402,7 +380,7 @@ static int check_tensor(parser *p, st_tensor *t, const unsigned long long *off)
     if (off[1] - off[0] != count * size)
         return fail(p, AG_ERR_FORMAT,
                     "data_offsets [%llu, %llu] hold %llu bytes, but %s %s needs %llu", off[0],
-                    off[1], off[1] - off[0], dtype_name(t->dtype),
+                    off[1], off[1] - off[0], ag_st_dtype_name(t->dtype),
                     ag_io_shape_str(t->ndim, t->shape, s, sizeof(s)),
                     (unsigned long long)(count * size));
     t->count = (size_t)count;
@@ -445,7 +423,7 @@ static int parse_tensor(parser *p, char *name)
             if (!parse_string(p, &dtype))
                 goto fail;
             if (strcmp(dtype, "F32") == 0 || strcmp(dtype, "F64") == 0) {
-                t.dtype = dtype[1] == '3' ? ST_F32 : ST_F64;
+                t.dtype = dtype[1] == '3' ? AG_ST_F32 : AG_ST_F64;
             } else {
                 fail(p, AG_ERR_FORMAT, "unsupported dtype %s (attograd reads F32 and F64)",
                      ag_io_quote(dtype, q, sizeof(q)));
@@ -635,7 +613,6 @@ static ag_status parse_owned(unsigned char *buf, size_t len, const char *name, a
                          name ? name : "<buffer>");
     }
     f->buf = buf;
-    f->len = len;
     parser p = {.f = f, .status = AG_OK, .err = err, .errlen = errlen};
     if (len < 8) {
         fail(&p, AG_ERR_FORMAT,
@@ -785,7 +762,7 @@ static const st_tensor *find(const ag_st_file *f, const char *name)
 const char *ag_st_dtype(const ag_st_file *f, const char *name)
 {
     const st_tensor *t = find(f, name);
-    return t ? dtype_name(t->dtype) : NULL;
+    return t ? ag_st_dtype_name(t->dtype) : NULL;
 }
 
 /* The tensor called name, or NULL with "FILE: tensor 'name' not found". */
@@ -879,7 +856,7 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_get: '%s': dst is NULL",
                          ag_io_quote(name, q, sizeof(q)));
     const unsigned char *src = f->data + t->begin;
-    if (t->dtype == ST_F32) {
+    if (t->dtype == AG_ST_F32) {
         for (size_t i = 0; i < t->count; i++)
             dst[i] = (ag_real)get_f32(src + 4 * i);
         return AG_OK;

@@ -82,23 +82,6 @@ static int is_utf8(const char *s)
     return ag_utf8_valid((const unsigned char *)s, strlen(s));
 }
 
-/* Make room for one more element of elem bytes in *arr. */
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return 1;
-    size_t c = *cap ? *cap : 8;
-    if (c > SIZE_MAX / 2 / elem)
-        return 0;
-    c *= 2;
-    void *a = realloc(*arr, c * elem);
-    if (!a)
-        return 0;
-    *arr = a;
-    *cap = c;
-    return 1;
-}
-
 ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shape,
                     const ag_real *data)
 {
@@ -134,7 +117,7 @@ ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shap
     st_entry e = {.ndim = ndim, .count = count, .data = data};
     for (int i = 0; i < ndim; i++)
         e.shape[i] = shape[i];
-    if (!grow((void **)&w->e, &w->cap, w->n, sizeof(*w->e)) || !(e.name = strdup(name)))
+    if (!ag_io_grow((void **)&w->e, &w->cap, w->n, sizeof(*w->e)) || !(e.name = strdup(name)))
         return wfail(w, AG_ERR_NOMEM, "ag_st_add: out of memory");
     w->e[w->n++] = e;
     return AG_OK;
@@ -144,13 +127,11 @@ ag_status ag_st_add_tensor(ag_st_writer *w, const char *name, const ag_tensor *t
 {
     if (!w)
         return AG_ERR_ARG;
-    if (!t && w->status == AG_OK) {
+    if (!t) {   /* wfail keeps an earlier error */
         char q[AG_IO_QUOTE_LEN];
         return wfail(w, AG_ERR_ARG, "ag_st_add_tensor: tensor '%s' is NULL",
                      name && is_utf8(name) ? ag_io_quote(name, q, sizeof(q)) : "?");
     }
-    if (!t)
-        return w->status;
     return ag_st_add(w, name, t->ndim, t->shape, t->data);
 }
 
@@ -171,7 +152,8 @@ ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value)
                          ag_io_quote(key, q, sizeof(q)));
     char *k = strdup(key), *v = strdup(value);
     /* cap_meta counts pairs: grow an array of pairs of pointers */
-    if (!k || !v || !grow((void **)&w->meta, &w->cap_meta, w->n_meta, 2 * sizeof(*w->meta))) {
+    if (!k || !v ||
+        !ag_io_grow((void **)&w->meta, &w->cap_meta, w->n_meta, 2 * sizeof(*w->meta))) {
         free(k);
         free(v);
         return wfail(w, AG_ERR_NOMEM, "ag_st_add_meta: out of memory");
@@ -293,7 +275,7 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
                            size_t errlen)
 {
     memset(pl, 0, sizeof(*pl));
-    size_t esize = w->dtype == AG_ST_F64 ? 8 : 4;
+    size_t esize = ag_st_dtype_size(w->dtype);
     char **meta = NULL;
     ag_status st = AG_OK;
     pl->order = malloc((w->n ? w->n : 1) * sizeof(*pl->order));
@@ -340,8 +322,9 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
             put(b, ",", 1);
         first = 0;
         put_json(b, e->name);
-        puts_(b, w->dtype == AG_ST_F64 ? ":{\"dtype\":\"F64\",\"shape\":["
-                                       : ":{\"dtype\":\"F32\",\"shape\":[");
+        puts_(b, ":{\"dtype\":\"");
+        puts_(b, ag_st_dtype_name(w->dtype));
+        puts_(b, "\",\"shape\":[");
         for (int d = 0; d < e->ndim; d++) {
             if (d)
                 put(b, ",", 1);
@@ -425,7 +408,7 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
                                      what, ag_io_quote(t->name, q, sizeof(q)), at + j, v);
                 put_f32(buf + 4 * j, (float)v);
             }
-            if (!emit(k, buf, n * (w->dtype == AG_ST_F64 ? 8 : 4)))
+            if (!emit(k, buf, n * ag_st_dtype_size(w->dtype)))
                 goto write_error;
         }
     }

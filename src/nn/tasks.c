@@ -78,7 +78,8 @@ int ag_task_answers(ag_task_kind kind)
 
 int ag_task_min_seq(ag_task_kind kind)
 {
-    /* lookup2 needs two pairs to ask about; lookup one; reverse one token */
+    /* lookup2 needs two pairs to ask about, lookup one; reverse two
+     * tokens (one is its own reverse) */
     return kind == AG_TASK_LOOKUP2 ? 3 : 2;
 }
 

@@ -17,7 +17,7 @@
 ag_optim *ag_adam_new(ag_tensor *const *params, size_t n, double lr, double beta1, double beta2,
                       double eps, double weight_decay)
 {
-    if (!isfinite(lr) || lr < 0 || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) ||
+    if (!ag_optim_valid_lr(lr) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) ||
         !(eps > 0 && isfinite(eps)) || !(weight_decay >= 0 && isfinite(weight_decay)))
         return NULL;
     ag_optim *opt = ag_optim_alloc(AG_OPTIM_ADAM, params, n, 2);

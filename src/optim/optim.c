@@ -70,14 +70,9 @@ void ag_optim_step(ag_optim *opt)
         ag_adam_step(opt);
 }
 
-static int valid_lr(double lr)
-{
-    return isfinite(lr) && lr >= 0;
-}
-
 ag_status ag_optim_set_lr(ag_optim *opt, double lr)
 {
-    if (!opt || !valid_lr(lr))
+    if (!opt || !ag_optim_valid_lr(lr))
         return AG_ERR_ARG;
     opt->lr = lr;
     return AG_OK;

@@ -7,6 +7,8 @@
 
 #include "../core/internal.h"
 
+#include <math.h>
+
 typedef enum { AG_OPTIM_SGD, AG_OPTIM_ADAM } ag_optim_kind;
 
 struct ag_optim {
@@ -27,6 +29,12 @@ struct ag_optim {
 /* Allocate the handle, copy the parameter pointers and make `slots` zeroed
  * buffers per parameter. NULL when an argument is bad or memory runs out. */
 ag_optim *ag_optim_alloc(ag_optim_kind kind, ag_tensor *const *params, size_t n, int slots);
+
+/* A learning rate every optimizer accepts: finite and >= 0. */
+static inline int ag_optim_valid_lr(double lr)
+{
+    return isfinite(lr) && lr >= 0;
+}
 
 void ag_sgd_step(ag_optim *opt);
 void ag_adam_step(ag_optim *opt);

@@ -10,7 +10,7 @@
 
 ag_optim *ag_sgd_new(ag_tensor *const *params, size_t n, double lr, double momentum)
 {
-    if (!isfinite(lr) || lr < 0 || !(momentum >= 0 && momentum < 1))
+    if (!ag_optim_valid_lr(lr) || !(momentum >= 0 && momentum < 1))
         return NULL;
     ag_optim *opt = ag_optim_alloc(AG_OPTIM_SGD, params, n, momentum > 0 ? 1 : 0);
     if (opt) {
