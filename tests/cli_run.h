@@ -257,7 +257,7 @@ static inline const char *cli_listing(const char *dir, char *buf, size_t len)
     return buf;
 }
 
-/* Remove dir and the files in it (one level, as the tests make them). */
+/* Remove dir, its files and its subdirectories; assert that it is gone. */
 static inline void cli_rmdir(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -275,7 +275,7 @@ static inline void cli_rmdir(const char *dir)
             cli_rmdir(path);
     }
     closedir(d);
-    rmdir(dir);
+    ck_assert_msg(rmdir(dir) == 0, "rmdir %s: %s", dir, strerror(errno));
 }
 
 /* A whole file in a new string (the caller frees it), or NULL when it

@@ -24,17 +24,11 @@ static inline const char *cmd_bin(void)
     return v;
 }
 
-/* Run a shell command built from fmt; return everything it wrote to stdout
- * (the caller frees it) and put its exit status in *status (-1 when it did
- * not exit normally). Add 2>&1 to the command to capture stderr too. */
-static inline char *cmd_run(int *status, const char *fmt, ...)
+/* Run the shell command cmd; return everything it wrote to stdout (the
+ * caller frees it) and put its exit status in *status (-1 when it did not
+ * exit normally). Add 2>&1 to the command to capture stderr too. */
+static inline char *cmd_run_str(int *status, const char *cmd)
 {
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    ck_assert_msg(n > 0 && (size_t)n < sizeof(cmd), "command too long");
     FILE *p = popen(cmd, "r");
     ck_assert_msg(p != NULL, "popen failed: %s", cmd);
     size_t cap = 1 << 14, len = 0, got;
@@ -52,6 +46,18 @@ static inline char *cmd_run(int *status, const char *fmt, ...)
     int w = pclose(p);
     *status = w != -1 && WIFEXITED(w) ? WEXITSTATUS(w) : -1;
     return out;
+}
+
+/* cmd_run_str with the command built from fmt. */
+static inline char *cmd_run(int *status, const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    ck_assert_msg(n > 0 && (size_t)n < sizeof(cmd), "command too long");
+    return cmd_run_str(status, cmd);
 }
 
 /* The line of text that starts with prefix (at the start of a line), or NULL. */

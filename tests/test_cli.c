@@ -7,11 +7,6 @@
 #include "test_util.h"
 #include "cmd_run.h"
 
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-
 static const char seed_output[] = "weights:\n"
                                   "[[0.40 0.20 0.40]\n"
                                   " [0.20 0.40 0.40]\n"
@@ -21,17 +16,19 @@ static const char seed_output[] = "weights:\n"
                                   " [0.60 0.80]\n"
                                   " [0.75 0.75]]\n";
 
-static const char *env_path(const char *name)
+/* The directory of the built examples (fails the test when AG_EXAMPLES is
+ * not set); the command itself is cmd_bin(). */
+static const char *examples_dir(void)
 {
-    const char *v = getenv(name);
-    ck_assert_msg(v && *v, "%s is not set: run the tests with `make test` or `make check`", name);
+    const char *v = getenv("AG_EXAMPLES");
+    ck_assert_msg(v && *v, "AG_EXAMPLES is not set: run the tests with `make test` or `make check`");
     return v;
 }
 
 START_TEST(test_demo_output)
 {
     int status;
-    char *out = cmd_run(&status, "'%s' demo", env_path("AG_BIN"));
+    char *out = cmd_run(&status, "'%s' demo", cmd_bin());
     ck_assert_int_eq(status, 0);
     ck_assert_str_eq(out, seed_output);
     free(out);
@@ -41,7 +38,7 @@ END_TEST
 START_TEST(test_seed_example_output)
 {
     int status;
-    char *out = cmd_run(&status, "'%s/seed_attention'", env_path("AG_EXAMPLES"));
+    char *out = cmd_run(&status, "'%s/seed_attention'", examples_dir());
     ck_assert_int_eq(status, 0);
     ck_assert_str_eq(out, seed_output);
     free(out);
@@ -51,7 +48,7 @@ END_TEST
 START_TEST(test_demo_full_precision)
 {
     int status;
-    char *out = cmd_run(&status, "'%s' demo --decimals 6", env_path("AG_BIN"));
+    char *out = cmd_run(&status, "'%s' demo --decimals 6", cmd_bin());
     ck_assert_int_eq(status, 0);
     ck_assert_str_eq(out, "weights:\n"
                           "[[0.401112 0.197776 0.401112]\n"
@@ -63,7 +60,7 @@ START_TEST(test_demo_full_precision)
                           " [0.751745 0.751745]]\n");
     free(out);
     /* --decimals=N is the same option */
-    out = cmd_run(&status, "'%s' demo --decimals=0", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --decimals=0", cmd_bin());
     ck_assert_int_eq(status, 0);
     ck_assert_str_eq(out, "weights:\n[[0 0 0]\n [0 0 0]\n [0 0 1]]\noutput:\n[[1 1]\n [1 1]\n [1 1]]\n");
     free(out);
@@ -73,16 +70,16 @@ END_TEST
 START_TEST(test_cli_help)
 {
     int status;
-    char *out = cmd_run(&status, "'%s' --help", env_path("AG_BIN"));
+    char *out = cmd_run(&status, "'%s' --help", cmd_bin());
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd <command> [options]"));
     ck_assert_ptr_nonnull(strstr(out, "demo"));
     free(out);
-    out = cmd_run(&status, "'%s' demo --help", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --help", cmd_bin());
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd demo [--decimals N]"));
     free(out);
-    out = cmd_run(&status, "'%s' --version", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' --version", cmd_bin());
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_nonnull(strstr(out, "attograd " AG_VERSION));
     free(out);
@@ -93,33 +90,33 @@ START_TEST(test_cli_usage_errors)
 {
     int status;
     /* stderr into the pipe, stdout discarded: the message goes to stderr */
-    char *out = cmd_run(&status, "'%s' bogus 2>&1 >/dev/null", env_path("AG_BIN"));
+    char *out = cmd_run(&status, "'%s' bogus 2>&1 >/dev/null", cmd_bin());
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "unknown command 'bogus'"));
     free(out);
 
-    out = cmd_run(&status, "'%s' demo --bogus 2>&1 >/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --bogus 2>&1 >/dev/null", cmd_bin());
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "unknown option '--bogus'"));
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd demo"));
     free(out);
 
-    out = cmd_run(&status, "'%s' demo --decimals 3x 2>&1 >/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --decimals 3x 2>&1 >/dev/null", cmd_bin());
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "--decimals: '3x' is not an integer"));
     free(out);
 
-    out = cmd_run(&status, "'%s' demo --decimals 2>&1 >/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --decimals 2>&1 >/dev/null", cmd_bin());
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "--decimals needs a value"));
     free(out);
 
-    out = cmd_run(&status, "'%s' demo --decimals 10 2>&1 >/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' demo --decimals 10 2>&1 >/dev/null", cmd_bin());
     ck_assert_int_eq(status, 2);
     ck_assert_ptr_nonnull(strstr(out, "--decimals: 10 is out of range (0..9)"));
     free(out);
 
-    out = cmd_run(&status, "'%s' 2>/dev/null", env_path("AG_BIN"));
+    out = cmd_run(&status, "'%s' 2>/dev/null", cmd_bin());
     ck_assert_int_eq(status, 2);
     ck_assert_str_eq(out, "");   /* no command: help on stderr, nothing on stdout */
     free(out);
@@ -130,7 +127,7 @@ START_TEST(test_train_lookup_example_learns)
 {
     /* the embedding example trains through the library API and must learn */
     int status;
-    char *out = cmd_run(&status, "%s/train_lookup", env_path("AG_EXAMPLES"));
+    char *out = cmd_run(&status, "%s/train_lookup", examples_dir());
     ck_assert_int_eq(status, 0);
     const char *line = strstr(out, "held-out accuracy: ");
     ck_assert_msg(line != NULL, "no accuracy line in:\n%s", out);

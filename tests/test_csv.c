@@ -3,28 +3,20 @@
  * on close, and errors that leave the previous log alone.
  */
 #include "test_util.h"
-#include "test_files.h"
+#include "cli_run.h"
 
-#include <dirent.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-/* The file's text (at most 4095 bytes) in buf. */
-static const char *contents(const char *path, char *buf, size_t len)
+/* Assert that the file at path holds exactly want. */
+static void assert_contents(const char *path, const char *want)
 {
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
+    char *text = cli_read_file(path, NULL);
+    ck_assert_str_eq(text, want);
+    free(text);
 }
 
 START_TEST(test_csv_rows)
 {
-    char dir[64], path[128], err[256], text[4096];
-    snprintf(path, sizeof(path), "%s/train.csv", test_mkdir(dir));
+    char dir[256], path[512], err[768], listing[1024];
+    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "train.csv");
     ag_csv *log;
     ck_assert_int_eq(ag_csv_open(path, "step,loss,accuracy", &log, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_csv_row(log, (double[]){0, 1.5, 0.25}, 3), AG_OK);
@@ -32,17 +24,16 @@ START_TEST(test_csv_rows)
     /* nothing at path until close: the log is written beside it */
     ck_assert_int_eq(access(path, F_OK), -1);
     ck_assert_int_eq(ag_csv_close(log, err, sizeof(err)), AG_OK);
-    ck_assert_str_eq(contents(path, text, sizeof(text)),
-                     "step,loss,accuracy\n0,1.5,0.25\n100,0.0123456789,1\n");
-    ck_assert_int_eq(test_count_entries(dir), 1);
-    test_rmdir(dir);
+    assert_contents(path, "step,loss,accuracy\n0,1.5,0.25\n100,0.0123456789,1\n");
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "train.csv");
+    cli_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_csv_errors)
 {
-    char dir[64], path[128], err[256], want[300], text[4096];
-    snprintf(path, sizeof(path), "%s/train.csv", test_mkdir(dir));
+    char dir[256], path[512], err[768], want[768], listing[1024];
+    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "train.csv");
     ag_csv *log = NULL;
 
     /* a first, good log */
@@ -58,16 +49,16 @@ START_TEST(test_csv_errors)
     ck_assert_int_eq(ag_csv_close(log, err, sizeof(err)), AG_ERR_ARG);
     snprintf(want, sizeof(want), "%s: row 2 has 3 values, the header has 2 columns", path);
     ck_assert_str_eq(err, want);
-    ck_assert_str_eq(contents(path, text, sizeof(text)), "step,loss\n1,2\n");
-    ck_assert_int_eq(test_count_entries(dir), 1);
+    assert_contents(path, "step,loss\n1,2\n");
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "train.csv");
 
     /* discarded with ag_csv_free: old log kept, no temporary file */
     ck_assert_int_eq(ag_csv_open(path, "a", &log, err, sizeof(err)), AG_OK);
     ag_csv_row(log, (double[]){5}, 1);
     ag_csv_free(log);
     ag_csv_free(NULL);
-    ck_assert_str_eq(contents(path, text, sizeof(text)), "step,loss\n1,2\n");
-    ck_assert_int_eq(test_count_entries(dir), 1);
+    assert_contents(path, "step,loss\n1,2\n");
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "train.csv");
 
     /* bad headers and paths */
     ck_assert_int_eq(ag_csv_open(path, "a\nb", &log, err, sizeof(err)), AG_ERR_ARG);
@@ -84,7 +75,7 @@ START_TEST(test_csv_errors)
     ck_assert_str_eq(err, "ag_csv_close: csv is NULL");
     ck_assert_int_eq(ag_csv_row(NULL, (double[]){1}, 1), AG_ERR_ARG);
 
-    test_rmdir(dir);
+    cli_rmdir(dir);
 }
 END_TEST
 

@@ -21,6 +21,8 @@
  * AG_DOCS names the directory of markdown files (default: docs).
  */
 #include "test_util.h"
+#include "cli_run.h"
+#include "cmd_run.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -314,46 +316,21 @@ static void load_docs(void)
  * shell's exit status. */
 static char *run_doc_cmd(const char *cmd, int *status)
 {
-    const char *bin = getenv("AG_BIN");
-    ck_assert_msg(bin && *bin, "AG_BIN is not set: run the tests with `make test` or `make check`");
-    /* its directory, made absolute, goes first on PATH */
+    /* its directory goes first on PATH */
     char real[PATH_MAX];
-    ck_assert_msg(access(bin, X_OK) == 0, "AG_BIN %s is not an executable", bin);
-    if (bin[0] == '/') {
-        snprintf(real, sizeof(real), "%s", bin);
-    } else {
-        char cwd[PATH_MAX / 2];
-        ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
-        snprintf(real, sizeof(real), "%s/%.*s", cwd, (int)(PATH_MAX / 2 - 2), bin);
-    }
+    snprintf(real, sizeof(real), "%s", cli_bin());
     char *slash = strrchr(real, '/');
     *slash = '\0';
-    char tmp[] = "/tmp/ag_doc_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(tmp));
+    char tmp[256];
+    cli_tmpdir(tmp, sizeof(tmp));
     ck_assert_msg(!strchr(real, '\''), "AG_BIN's path has a quote: %s", real);
-    size_t len = strlen(cmd) + strlen(real) + 256;
+    size_t len = strlen(cmd) + strlen(real) + strlen(tmp) + 64;
     char *sh = malloc(len);
     ck_assert_ptr_nonnull(sh);
     snprintf(sh, len, "cd '%s' && PATH='%s':\"$PATH\" && export PATH && { %s\n} 2>&1", tmp, real, cmd);
-    FILE *p = popen(sh, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t cap = 1 << 14, used = 0, got;
-    char *out = malloc(cap);
-    ck_assert_ptr_nonnull(out);
-    while ((got = fread(out + used, 1, cap - used - 1, p)) > 0) {
-        used += got;
-        if (used + 1 == cap) {
-            cap *= 2;
-            out = realloc(out, cap);
-            ck_assert_ptr_nonnull(out);
-        }
-    }
-    out[used] = '\0';
-    int w = pclose(p);
-    *status = w != -1 && WIFEXITED(w) ? WEXITSTATUS(w) : -1;
-    snprintf(sh, len, "rm -rf '%s'", tmp);
-    ck_assert_int_eq(system(sh), 0);
+    char *out = cmd_run_str(status, sh);
     free(sh);
+    cli_rmdir(tmp);
     return out;
 }
 

@@ -5,7 +5,7 @@
  * saves that fail without harming the previous file.
  */
 #include "test_util.h"
-#include "test_files.h"
+#include "cli_run.h"
 #include "io/io.h"
 
 #include <dirent.h>
@@ -98,9 +98,8 @@ static void bad_json(const char *json, const char *msg)
 
 START_TEST(test_round_trip)
 {
-    char dir[64], path[128], err[256];
-    test_mkdir(dir);
-    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    char dir[256], path[512], err[768], listing[1024];
+    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "model.safetensors");
     ag_rng rng = ag_rng_new(7);
     ag_tensor *wq = test_param(&rng, 2, (int[]){3, 4});
     ag_tensor *x = test_param(&rng, 3, (int[]){2, 3, 4});
@@ -119,7 +118,8 @@ START_TEST(test_round_trip)
     ck_assert_str_eq(ag_st_writer_error(w), "");
     ck_assert_int_eq(ag_st_save(w, path, err, sizeof(err)), AG_OK);
     ag_st_writer_free(w);
-    ck_assert_int_eq(test_count_entries(dir), 1);   /* no temporary file left */
+    /* no temporary file left */
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "model.safetensors");
 
     ag_st_file *f;
     ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_OK);
@@ -164,7 +164,7 @@ START_TEST(test_round_trip)
     ag_param_free(x);
     ag_param_free(wq2);
     ag_param_free(x2);
-    test_rmdir(dir);
+    cli_rmdir(dir);
 }
 END_TEST
 
@@ -571,10 +571,9 @@ END_TEST
 
 START_TEST(test_load_errors)
 {
-    char dir[64], path[128], err[256], want[256];
+    char dir[256], path[512], err[768], want[768];
     ag_st_file *f = (ag_st_file *)1;
-    test_mkdir(dir);
-    snprintf(path, sizeof(path), "%s/none.safetensors", dir);
+    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "none.safetensors");
     ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_ERR_IO);
     ck_assert_ptr_null(f);
     snprintf(want, sizeof(want), "%s: cannot open: No such file or directory", path);
@@ -584,7 +583,7 @@ START_TEST(test_load_errors)
     ck_assert_str_eq(err, want);
 
     /* a malformed file on disk is named by its path */
-    snprintf(path, sizeof(path), "%s/bad.safetensors", dir);
+    cli_path(path, sizeof(path), dir, "bad.safetensors");
     FILE *fp = fopen(path, "wb");
     fwrite("\x02\0\0\0\0\0\0\0{]", 1, 10, fp);
     fclose(fp);
@@ -594,7 +593,7 @@ START_TEST(test_load_errors)
     ck_assert_str_eq(err, want);
     ck_assert_int_eq(ag_st_load(NULL, &f, err, sizeof(err)), AG_ERR_ARG);
     ck_assert_str_eq(err, "ag_st_load: path is NULL");
-    test_rmdir(dir);
+    cli_rmdir(dir);
 }
 END_TEST
 
@@ -695,9 +694,8 @@ static void assert_old(const char *path, const ag_real *v, int n)
 
 START_TEST(test_failed_save_keeps_old_file)
 {
-    char dir[64], path[128], sub[128], err[256], want[300];
-    test_mkdir(dir);
-    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    char dir[256], path[512], sub[512], err[768], want[768], listing[1024];
+    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "model.safetensors");
     const ag_real old[3] = {1, 2, 3};
     write_old(path, old, 3);
 
@@ -705,25 +703,27 @@ START_TEST(test_failed_save_keeps_old_file)
     ag_st_add(w, "new", 1, (int[]){3}, old);
 
     /* the target is a directory: rename fails, the temporary file goes */
-    snprintf(sub, sizeof(sub), "%s/dir.safetensors", dir);
+    cli_path(sub, sizeof(sub), dir, "dir.safetensors");
     ck_assert_int_eq(mkdir(sub, 0755), 0);
     ck_assert_int_eq(ag_st_save(w, sub, err, sizeof(err)), AG_ERR_IO);
     snprintf(want, sizeof(want), "%s: cannot replace it: Is a directory", sub);
     ck_assert_str_eq(err, want);
-    ck_assert_int_eq(test_count_entries(dir), 2);
-    ck_assert_int_eq(test_count_entries(sub), 0);
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)),
+                     "dir.safetensors model.safetensors");
+    ck_assert_str_eq(cli_listing(sub, listing, sizeof(listing)), "");
 
     /* a directory that does not exist */
-    snprintf(sub, sizeof(sub), "%s/none/model.safetensors", dir);
+    cli_path(sub, sizeof(sub), dir, "none/model.safetensors");
     ck_assert_int_eq(ag_st_save(w, sub, err, sizeof(err)), AG_ERR_IO);
     snprintf(want, sizeof(want),
              "%s: cannot create a temporary file beside it: No such file or directory", sub);
     ck_assert_str_eq(err, want);
-    ck_assert_int_eq(test_count_entries(dir), 2);
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)),
+                     "dir.safetensors model.safetensors");
 
     assert_old(path, old, 3);
     ag_st_writer_free(w);
-    test_rmdir(dir);
+    cli_rmdir(dir);
 }
 END_TEST
 
@@ -732,9 +732,8 @@ END_TEST
  * a child process so the limit does not touch the test runner. */
 START_TEST(test_interrupted_save_keeps_old_file)
 {
-    char dir[64], path[128];
-    test_mkdir(dir);
-    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    char dir[256], path[512], listing[1024];
+    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "model.safetensors");
     const ag_real old[3] = {1, 2, 3};
     write_old(path, old, 3);
 
@@ -760,18 +759,17 @@ START_TEST(test_interrupted_save_keeps_old_file)
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    ck_assert_int_eq(test_count_entries(dir), 1);
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "model.safetensors");
     assert_old(path, old, 3);
-    test_rmdir(dir);
+    cli_rmdir(dir);
 }
 END_TEST
 
 /* The saved file gets the usual permissions (0666 less the umask). */
 START_TEST(test_save_mode)
 {
-    char dir[64], path[128];
-    test_mkdir(dir);
-    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    char dir[256], path[512];
+    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "model.safetensors");
     mode_t old = umask(022);
     const ag_real v[1] = {1};
     write_old(path, v, 1);
@@ -779,7 +777,7 @@ START_TEST(test_save_mode)
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
     ck_assert_uint_eq(sb.st_mode & 0777, 0644);
-    test_rmdir(dir);
+    cli_rmdir(dir);
 }
 END_TEST
 
