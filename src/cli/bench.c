@@ -58,6 +58,7 @@ static int bench_matmul(int argc, char **argv)
     int n = 512, threads = 1, reps = 10;
     for (int i = 1; i < argc; i++) {
         const char *v;
+        int got;
         if (ag_cli_is_help(argv[i])) {
             printf("usage: %s\n\n"
                    "Times ag_gemm, the kernel behind every matmul forward and backward, on\n"
@@ -70,20 +71,14 @@ static int bench_matmul(int argc, char **argv)
                    "  --reps R      timed repetitions (default 10, 1..1000)\n",
                    cmd->usage);
             return AG_EXIT_OK;
-        } else if (ag_cli_opt(argc, argv, &i, "--n", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--n needs a value");
-            if (!ag_cli_int(cmd, "--n", v, 1, 8192, &n))
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--n", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--n", v, 1, 8192, &n))
                 return AG_EXIT_USAGE;
-        } else if (ag_cli_opt(argc, argv, &i, "--threads", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--threads needs a value");
-            if (!ag_cli_int(cmd, "--threads", v, 1, 256, &threads))
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--threads", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &threads))
                 return AG_EXIT_USAGE;
-        } else if (ag_cli_opt(argc, argv, &i, "--reps", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--reps needs a value");
-            if (!ag_cli_int(cmd, "--reps", v, 1, 1000, &reps))
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--reps", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--reps", v, 1, 1000, &reps))
                 return AG_EXIT_USAGE;
         } else {
             return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
