@@ -62,6 +62,9 @@ int ag_cli_int(const ag_command *cmd, const char *flag, const char *s, int min, 
 int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t *out);
 int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double min, double max,
                   double *out);
+/* --inject-bug's value: "softmax" sets *bug to AG_BUG_SOFTMAX (the test-only
+ * wrong backward of src/core/internal.h); anything else is a usage error. */
+int ag_cli_bug(const ag_command *cmd, const char *s, int *bug);
 
 /* The strict parsers underneath, printing nothing (also for numbers read
  * from files' metadata): the whole string must be the number, with no

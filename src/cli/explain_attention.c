@@ -422,11 +422,8 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, ag_explain_o
                 return 0;
             o->dot = v;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--inject-bug", &v))) {
-            if (r < 0)
+            if (r < 0 || !ag_cli_bug(cmd, v, &o->bug))
                 return 0;
-            if (strcmp(v, "softmax") != 0)
-                return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", v);
-            o->bug = AG_BUG_SOFTMAX;
         } else {
             return !ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
         }

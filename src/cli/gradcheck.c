@@ -372,11 +372,8 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, gc_opts *o)
             if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &o->seed))
                 return 0;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--inject-bug", &v))) {
-            if (r < 0)
+            if (r < 0 || !ag_cli_bug(cmd, v, &o->bug))
                 return 0;
-            if (strcmp(v, "softmax") != 0)
-                return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", v);
-            o->bug = AG_BUG_SOFTMAX;
         } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--plot", &v))) {
             if (r < 0)
                 return 0;
