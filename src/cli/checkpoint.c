@@ -142,8 +142,8 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
         !meta_double(f, path, "clip", 0, 1e12, &c->clip, err, errlen) ||
         !meta_u64(f, path, "seed", &c->seed, err, errlen) ||
         !meta_u64(f, path, "data_rng", &st->data_rng, err, errlen) ||
-        !meta_long(f, path, "step", 0, 2000000000L, &st->step, err, errlen) ||
-        !meta_long(f, path, "optim_steps", 0, 2000000000L, &st->optim_steps, err, errlen))
+        !meta_long(f, path, "step", 0, AG_CLI_MAX_STEP, &st->step, err, errlen) ||
+        !meta_long(f, path, "optim_steps", 0, AG_CLI_MAX_STEP, &st->optim_steps, err, errlen))
         goto fail;
     c->model.causal = (int)causal;
     /* each value alone is in range; together they must make a model */

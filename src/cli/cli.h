@@ -153,6 +153,9 @@ typedef struct ag_train_config {
     uint64_t seed;           /* the run's seed: weights, data and held-out set */
 } ag_train_config;
 
+/* The largest step count (steps done, optimizer steps) a checkpoint records. */
+#define AG_CLI_MAX_STEP 2000000000L
+
 /* A training run's state beyond its tensors: what a checkpoint's metadata holds. */
 typedef struct ag_train_state {
     ag_train_config config;

@@ -17,7 +17,6 @@
 
 #define EVAL_EXAMPLES 512
 #define MAX_PARAMS 8
-#define MAX_STEP 2000000000L   /* the largest step a checkpoint records */
 
 const ag_command ag_cmd_train_info = {
     "train", ag_cmd_train,
@@ -586,10 +585,10 @@ int ag_cli_train_run(ag_train_opts *o)
             ag_st_free(ckpt);
             return AG_EXIT_USAGE;
         }
-        if (loaded.step > MAX_STEP - o->steps) {
+        if (loaded.step > AG_CLI_MAX_STEP - o->steps) {
             ag_st_free(ckpt);
             return ag_cli_usage_error(cmd, "--steps %d: %s is at step %ld, and a run stops at step %ld",
-                                      o->steps, o->load_path, loaded.step, MAX_STEP);
+                                      o->steps, o->load_path, loaded.step, AG_CLI_MAX_STEP);
         }
     }
     if (!check_outputs(o)) {
