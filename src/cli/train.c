@@ -689,7 +689,7 @@ int ag_cli_train_run(ag_train_opts *o)
             ag_csv_row(r.log, row, 4);   /* errors are sticky; ag_csv_close reports them */
         }
         double t = now_seconds() - start;
-        if (tty && (t - last_draw > 0.1 || done_steps == o->steps)) {
+        if (tty && (t - last_draw > 0.1 || last)) {
             print_progress(&r, done_steps, o->steps, t, 1);
             last_draw = t;
         } else if (!tty && !o->quiet && eval_now) {
