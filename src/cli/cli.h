@@ -153,8 +153,16 @@ typedef struct ag_train_config {
     uint64_t seed;           /* the run's seed: weights, data and held-out set */
 } ag_train_config;
 
-/* The largest step count (steps done, optimizer steps) a checkpoint records. */
-#define AG_CLI_MAX_STEP 2000000000L
+/* The range of each setting a checkpoint records, shared by train's flags
+ * and the checkpoint reader, so that a run can always load what it saved. */
+#define AG_CLI_MAX_STEP 2000000000L   /* steps done, optimizer steps */
+#define AG_CLI_MAX_SIZE 4096          /* seq, dim, heads */
+#define AG_CLI_MAX_BATCH 65536
+#define AG_CLI_LR_MIN 1e-12
+#define AG_CLI_LR_MAX 1e3
+#define AG_CLI_MOMENTUM_MAX 0.999999
+#define AG_CLI_WEIGHT_DECAY_MAX 1e3
+#define AG_CLI_CLIP_MAX 1e12
 
 /* A training run's state beyond its tensors: what a checkpoint's metadata holds. */
 typedef struct ag_train_state {
