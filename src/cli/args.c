@@ -5,6 +5,7 @@
  * `attograd grad`'s model), which are hostile input too.
  */
 #include "cli.h"
+#include "../core/internal.h"   /* AG_BUG_SOFTMAX */
 
 #include <errno.h>
 #include <float.h>
@@ -229,5 +230,13 @@ int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double
     if (r != AG_PARSE_OK || v < min || v > max)
         return !ag_cli_usage_error(cmd, "%s: %s is out of range (%g..%g)", flag, s, min, max);
     *out = v;
+    return 1;
+}
+
+int ag_cli_bug(const ag_command *cmd, const char *s, int *bug)
+{
+    if (strcmp(s, "softmax") != 0)
+        return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", s);
+    *bug = AG_BUG_SOFTMAX;
     return 1;
 }

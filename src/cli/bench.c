@@ -58,6 +58,7 @@ static int bench_matmul(int argc, char **argv)
     int n = 512, threads = 1, reps = 10;
     for (int i = 1; i < argc; i++) {
         const char *v;
+        int got;
         if (ag_cli_is_help(argv[i])) {
             printf("usage: %s\n\n"
                    "Times ag_gemm, the kernel behind every matmul forward and backward, on\n"
@@ -70,20 +71,14 @@ static int bench_matmul(int argc, char **argv)
                    "  --reps R      timed repetitions (default 10, 1..1000)\n",
                    cmd->usage);
             return AG_EXIT_OK;
-        } else if (ag_cli_opt(argc, argv, &i, "--n", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--n needs a value");
-            if (!ag_cli_int(cmd, "--n", v, 1, 8192, &n))
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--n", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--n", v, 1, 8192, &n))
                 return AG_EXIT_USAGE;
-        } else if (ag_cli_opt(argc, argv, &i, "--threads", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--threads needs a value");
-            if (!ag_cli_int(cmd, "--threads", v, 1, 256, &threads))
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--threads", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &threads))
                 return AG_EXIT_USAGE;
-        } else if (ag_cli_opt(argc, argv, &i, "--reps", &v)) {
-            if (!v)
-                return ag_cli_usage_error(cmd, "--reps needs a value");
-            if (!ag_cli_int(cmd, "--reps", v, 1, 1000, &reps))
+        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--reps", &v)) != 0) {
+            if (got < 0 || !ag_cli_int(cmd, "--reps", v, 1, 1000, &reps))
                 return AG_EXIT_USAGE;
         } else {
             return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
@@ -195,7 +190,8 @@ static int bench_attention(int argc, char **argv)
                    "  --seq T       positions per sequence (default 64, 1..4096)\n"
                    "  --dim d       model width (default 64, 1..4096)\n"
                    "  --heads H     attention heads, dividing d (default 4)\n"
-                   "  --steps N     timed steps (default: about a second's worth, 5..2000)\n"
+                   "  --steps N     timed steps, 1..100000 (default: about a second's worth,\n"
+                   "                at least 5 and at most 2000)\n"
                    "  --threads N   threads for ag_set_threads (default 1, 1..256)\n"
                    "  --causal      mask keys after the query\n"
                    "  --op-by-op    record the layer op by op instead of as the fused op,\n"

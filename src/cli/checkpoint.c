@@ -131,19 +131,19 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
         goto fail;
     }
     c->optimizer_adam = strcmp(s, "adam") == 0;
-    if (!meta_int(f, path, "seq", 1, 4096, &c->model.seq, err, errlen) ||
-        !meta_int(f, path, "dim", 1, 4096, &c->model.dim, err, errlen) ||
-        !meta_int(f, path, "heads", 1, 4096, &c->model.heads, err, errlen) ||
+    if (!meta_int(f, path, "seq", 1, AG_CLI_MAX_SIZE, &c->model.seq, err, errlen) ||
+        !meta_int(f, path, "dim", 1, AG_CLI_MAX_SIZE, &c->model.dim, err, errlen) ||
+        !meta_int(f, path, "heads", 1, AG_CLI_MAX_SIZE, &c->model.heads, err, errlen) ||
         !meta_long(f, path, "causal", 0, 1, &causal, err, errlen) ||
-        !meta_int(f, path, "batch", 1, 65536, &c->batch, err, errlen) ||
-        !meta_double(f, path, "lr", 1e-12, 1e3, &c->lr, err, errlen) ||
-        !meta_double(f, path, "momentum", 0, 0.999999, &c->momentum, err, errlen) ||
-        !meta_double(f, path, "weight_decay", 0, 1e3, &c->weight_decay, err, errlen) ||
-        !meta_double(f, path, "clip", 0, 1e12, &c->clip, err, errlen) ||
+        !meta_int(f, path, "batch", 1, AG_CLI_MAX_BATCH, &c->batch, err, errlen) ||
+        !meta_double(f, path, "lr", AG_CLI_LR_MIN, AG_CLI_LR_MAX, &c->lr, err, errlen) ||
+        !meta_double(f, path, "momentum", 0, AG_CLI_MOMENTUM_MAX, &c->momentum, err, errlen) ||
+        !meta_double(f, path, "weight_decay", 0, AG_CLI_WEIGHT_DECAY_MAX, &c->weight_decay, err, errlen) ||
+        !meta_double(f, path, "clip", 0, AG_CLI_CLIP_MAX, &c->clip, err, errlen) ||
         !meta_u64(f, path, "seed", &c->seed, err, errlen) ||
         !meta_u64(f, path, "data_rng", &st->data_rng, err, errlen) ||
-        !meta_long(f, path, "step", 0, 2000000000L, &st->step, err, errlen) ||
-        !meta_long(f, path, "optim_steps", 0, 2000000000L, &st->optim_steps, err, errlen))
+        !meta_long(f, path, "step", 0, AG_CLI_MAX_STEP, &st->step, err, errlen) ||
+        !meta_long(f, path, "optim_steps", 0, AG_CLI_MAX_STEP, &st->optim_steps, err, errlen))
         goto fail;
     c->model.causal = (int)causal;
     /* each value alone is in range; together they must make a model */

@@ -62,6 +62,9 @@ int ag_cli_int(const ag_command *cmd, const char *flag, const char *s, int min, 
 int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t *out);
 int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double min, double max,
                   double *out);
+/* --inject-bug's value: "softmax" sets *bug to AG_BUG_SOFTMAX (the test-only
+ * wrong backward of src/core/internal.h); anything else is a usage error. */
+int ag_cli_bug(const ag_command *cmd, const char *s, int *bug);
 
 /* The strict parsers underneath, printing nothing (also for numbers read
  * from files' metadata): the whole string must be the number, with no
@@ -149,6 +152,17 @@ typedef struct ag_train_config {
     int batch;
     uint64_t seed;           /* the run's seed: weights, data and held-out set */
 } ag_train_config;
+
+/* The range of each setting a checkpoint records, shared by train's flags
+ * and the checkpoint reader, so that a run can always load what it saved. */
+#define AG_CLI_MAX_STEP 2000000000L   /* steps done, optimizer steps */
+#define AG_CLI_MAX_SIZE 4096          /* seq, dim, heads */
+#define AG_CLI_MAX_BATCH 65536
+#define AG_CLI_LR_MIN 1e-12
+#define AG_CLI_LR_MAX 1e3
+#define AG_CLI_MOMENTUM_MAX 0.999999
+#define AG_CLI_WEIGHT_DECAY_MAX 1e3
+#define AG_CLI_CLIP_MAX 1e12
 
 /* A training run's state beyond its tensors: what a checkpoint's metadata holds. */
 typedef struct ag_train_state {

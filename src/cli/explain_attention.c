@@ -403,9 +403,11 @@ static int print_help(const ag_command *cmd)
 }
 
 /* The parse step: fills o from argv (argv[0] is "attention") and touches
- * nothing else. Returns 1 to run, -1 for --help, 0 after a usage error. */
-static int parse_args(const ag_command *cmd, int argc, char **argv, ag_explain_opts *o)
+ * nothing else. */
+int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o)
 {
+    const ag_command *cmd = &explain_attention_info;
+    o->topic = AG_EXPLAIN_ATTENTION;
     o->lr = 1;
     o->dot = NULL;
     o->bug = AG_BUG_NONE;
@@ -413,32 +415,22 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, ag_explain_o
         const char *v;
         int r;
         if (ag_cli_is_help(argv[i])) {
-            return -1;
+            return AG_CLI_HELP;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-6, 100, &o->lr))
-                return 0;
+                return AG_EXIT_USAGE;
         } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--dot", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             o->dot = v;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--inject-bug", &v))) {
-            if (r < 0)
-                return 0;
-            if (strcmp(v, "softmax") != 0)
-                return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", v);
-            o->bug = AG_BUG_SOFTMAX;
+            if (r < 0 || !ag_cli_bug(cmd, v, &o->bug))
+                return AG_EXIT_USAGE;
         } else {
-            return !ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
         }
     }
-    return 1;
-}
-
-int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o)
-{
-    o->topic = AG_EXPLAIN_ATTENTION;
-    int parsed = parse_args(&explain_attention_info, argc, argv, o);
-    return parsed < 0 ? AG_CLI_HELP : parsed ? AG_CLI_GO : AG_EXIT_USAGE;
+    return AG_CLI_GO;
 }
 
 void ag_cli_explain_attention_help(void)

@@ -4,7 +4,7 @@
  * ag_gradcheck, one table row per check; and --sweep, the error against the
  * step size eps, which shows truncation error giving way to round-off.
  */
-#include "cli.h"
+#include "opts.h"
 #include "../core/internal.h"   /* ag_gradcheck_bug, AG_BUG_SOFTMAX: --inject-bug only */
 
 #include <float.h>
@@ -340,54 +340,51 @@ static int print_help(const ag_command *cmd, const ag_gradcheck_opts *def)
 }
 
 /* The parse step: fills o from argv and touches nothing else (its only
- * output is a usage message). Returns 1 to run, -1 for --help, 0 after a
- * usage error. */
+ * output is a usage message). Returns AG_CLI_GO, AG_CLI_HELP or
+ * AG_EXIT_USAGE. */
 static int parse_args(const ag_command *cmd, int argc, char **argv, gc_opts *o)
 {
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int r;
         if (ag_cli_is_help(argv[i])) {
-            return -1;
+            return AG_CLI_HELP;
         } else if (ag_cli_switch(argv, i, "--verbose")) {
             o->verbose = 1;
         } else if (ag_cli_switch(argv, i, "--sweep")) {
             o->sweep = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--op", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             if (strcmp(v, "all") == 0) {
                 o->op = NULL;
             } else if (!known_op(v)) {
                 char names[512];
                 op_names(names, sizeof(names));
-                return !ag_cli_usage_error(cmd, "--op: unknown op '%s' (all, %s)", v, names);
+                return ag_cli_usage_error(cmd, "--op: unknown op '%s' (all, %s)", v, names);
             } else {
                 o->op = v;
             }
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--eps", &v))) {
             if (r < 0 || !ag_cli_double(cmd, "--eps", v, 1e-15, 1, &o->eps))
-                return 0;
+                return AG_EXIT_USAGE;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
             if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &o->seed))
-                return 0;
+                return AG_EXIT_USAGE;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--inject-bug", &v))) {
-            if (r < 0)
-                return 0;
-            if (strcmp(v, "softmax") != 0)
-                return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", v);
-            o->bug = AG_BUG_SOFTMAX;
+            if (r < 0 || !ag_cli_bug(cmd, v, &o->bug))
+                return AG_EXIT_USAGE;
         } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--plot", &v))) {
             if (r < 0)
-                return 0;
+                return AG_EXIT_USAGE;
             o->plot = v;
         } else {
-            return !ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
         }
     }
     if (o->plot && !o->sweep)
-        return !ag_cli_usage_error(cmd, "--plot draws the sweep: add --sweep");
-    return 1;
+        return ag_cli_usage_error(cmd, "--plot draws the sweep: add --sweep");
+    return AG_CLI_GO;
 }
 
 /* ---- one check ---- */
@@ -594,12 +591,12 @@ int ag_cmd_gradcheck(int argc, char **argv)
     const ag_command *cmd = &ag_cmd_gradcheck_info;
     gc_opts o = {NULL, 0, 1, 0, AG_BUG_NONE, 0, NULL};
     int parsed = parse_args(cmd, argc, argv, &o);
-    if (parsed < 0) {
+    if (parsed == AG_CLI_HELP) {
         ag_gradcheck_opts def = ag_gradcheck_defaults();
         return print_help(cmd, &def);
     }
-    if (!parsed)
-        return AG_EXIT_USAGE;
+    if (parsed != AG_CLI_GO)
+        return parsed;
     ag_gradcheck_opts go = ag_gradcheck_defaults();
     if (o.eps > 0)
         go.eps = o.eps;

@@ -17,7 +17,6 @@
 
 #define EVAL_EXAMPLES 512
 #define MAX_PARAMS 8
-#define MAX_STEP 2000000000L   /* the largest step a checkpoint records */
 
 const ag_command ag_cmd_train_info = {
     "train", ag_cmd_train,
@@ -85,7 +84,8 @@ static int print_help(const ag_command *cmd)
            "  --seed S             seeds the weights and the data (default 1)\n"
            "  --eval-every N       measure held-out accuracy every N steps (default 100)\n"
            "  --log FILE.csv       write step,loss,eval_loss,accuracy per step\n"
-           "  --plot FILE.png      draw the loss curve with gnuplot, when installed\n"
+           "  --plot FILE.png      draw the loss curve, the held-out accuracy and one\n"
+           "                       example's attention with gnuplot, when installed\n"
            "  --save FILE          write a checkpoint (safetensors) at the end\n"
            "  --load FILE          continue from a checkpoint\n"
            "  --detect-anomaly     check every op for NaN/Inf and name the first\n"
@@ -142,19 +142,19 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &o->threads))
                 return AG_EXIT_USAGE;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, 65536, &c->batch))
+            if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, AG_CLI_MAX_BATCH, &c->batch))
                 return AG_EXIT_USAGE;
             o->set_batch = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seq", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, 4096, &c->model.seq))
+            if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, AG_CLI_MAX_SIZE, &c->model.seq))
                 return AG_EXIT_USAGE;
             o->set_seq = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--dim", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--dim", v, 1, 4096, &c->model.dim))
+            if (r < 0 || !ag_cli_int(cmd, "--dim", v, 1, AG_CLI_MAX_SIZE, &c->model.dim))
                 return AG_EXIT_USAGE;
             o->set_dim = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--heads", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--heads", v, 1, 4096, &c->model.heads))
+            if (r < 0 || !ag_cli_int(cmd, "--heads", v, 1, AG_CLI_MAX_SIZE, &c->model.heads))
                 return AG_EXIT_USAGE;
             o->set_heads = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--posenc", &v))) {
@@ -174,19 +174,20 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
                 return ag_cli_usage_error(cmd, "--optimizer: unknown optimizer '%s' (sgd, adam)", v);
             o->set_optimizer = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-12, 1e3, &c->lr))
+            if (r < 0 || !ag_cli_double(cmd, "--lr", v, AG_CLI_LR_MIN, AG_CLI_LR_MAX, &c->lr))
                 return AG_EXIT_USAGE;
             o->set_lr = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--momentum", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, 0.999999, &c->momentum))
+            if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, AG_CLI_MOMENTUM_MAX, &c->momentum))
                 return AG_EXIT_USAGE;
             o->set_momentum = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--weight-decay", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, 1e3, &c->weight_decay))
+            if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, AG_CLI_WEIGHT_DECAY_MAX,
+                                     &c->weight_decay))
                 return AG_EXIT_USAGE;
             o->set_weight_decay = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--clip", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, 1e12, &c->clip))
+            if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, AG_CLI_CLIP_MAX, &c->clip))
                 return AG_EXIT_USAGE;
             o->set_clip = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
@@ -585,10 +586,10 @@ int ag_cli_train_run(ag_train_opts *o)
             ag_st_free(ckpt);
             return AG_EXIT_USAGE;
         }
-        if (loaded.step > MAX_STEP - o->steps) {
+        if (loaded.step > AG_CLI_MAX_STEP - o->steps) {
             ag_st_free(ckpt);
             return ag_cli_usage_error(cmd, "--steps %d: %s is at step %ld, and a run stops at step %ld",
-                                      o->steps, o->load_path, loaded.step, MAX_STEP);
+                                      o->steps, o->load_path, loaded.step, AG_CLI_MAX_STEP);
         }
     }
     if (!check_outputs(o)) {
@@ -689,7 +690,7 @@ int ag_cli_train_run(ag_train_opts *o)
             ag_csv_row(r.log, row, 4);   /* errors are sticky; ag_csv_close reports them */
         }
         double t = now_seconds() - start;
-        if (tty && (t - last_draw > 0.1 || done_steps == o->steps)) {
+        if (tty && (t - last_draw > 0.1 || last)) {
             print_progress(&r, done_steps, o->steps, t, 1);
             last_draw = t;
         } else if (!tty && !o->quiet && eval_now) {
