@@ -139,7 +139,7 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/include/attograd.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/attograd.pc
 
 clean:
-	rm -rf build attograd.pc
+	rm -rf $(BUILDROOT)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 

@@ -41,7 +41,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from blas import find_openblas  # noqa: E402
+from blas import LOADED_BLAS_CODE, OPENBLAS_TUNING, find_openblas, openblas_env  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -55,8 +55,8 @@ CONFIGS = [
 THREADS_TARGET = 1.6
 
 
-TORCH_CODE = r"""
-import math, sys, time
+TORCH_CODE = LOADED_BLAS_CODE + r"""
+import math, statistics, sys, time
 import torch
 
 torch.set_num_threads(1)
@@ -91,24 +91,17 @@ for _ in range(steps):
     t0 = time.perf_counter()
     step()
     times.append(time.perf_counter() - t0)
-blas = sorted({l.split()[-1] for l in open("/proc/self/maps") if "blas" in l.lower() and "/" in l})
-times.sort()
-n = len(times)
-median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
-print("us_per_step=%.2f steps=%d blas=%s" % (median * 1e6, steps, ",".join(blas) or "none"))
+print("us_per_step=%.2f steps=%d blas=%s" % (statistics.median(times) * 1e6, steps, loaded_blas()))
 """
 
 
-
 def torch_env(kind, openblas):
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    if kind == "best":
-        env.pop("OPENBLAS_CORETYPE", None)
-        env.pop("OPENBLAS_L2_SIZE", None)
+    best = kind == "best"
+    env = openblas_env(dict(os.environ, MKL_NUM_THREADS="1"), openblas if best else None,
+                       OPENBLAS_TUNING if best else ())
+    if best:
         env["MALLOC_MMAP_THRESHOLD_"] = str(1 << 32)
         env["MALLOC_TRIM_THRESHOLD_"] = str(1 << 36)
-        if openblas:
-            env["LD_LIBRARY_PATH"] = openblas + os.pathsep + env.get("LD_LIBRARY_PATH", "")
     return env
 
 

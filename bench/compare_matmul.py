@@ -37,7 +37,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from blas import find_openblas  # noqa: E402
+from blas import LOADED_BLAS_CODE, OPENBLAS_TUNING, find_openblas, openblas_env  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,8 +45,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Timed the same way as `attograd bench matmul`: warm up, size each repetition
 # to ~50 ms, report the median over repetitions. The output buffer is reused
 # (attograd's bench also writes into one preallocated C).
-NUMPY_CODE = r"""
-import sys, time
+NUMPY_CODE = LOADED_BLAS_CODE + r"""
+import statistics, sys, time
 import numpy as np
 
 n, reps = int(sys.argv[1]), int(sys.argv[2])
@@ -64,12 +64,8 @@ for _ in range(reps):
         np.matmul(a, b, out=c)
     dt = time.perf_counter() - t
     rates.append(2.0 * n ** 3 * calls / dt / 1e9)
-blas = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l.lower() and '/' in l})
-print("%.3f %s" % (sorted(rates)[len(rates) // 2] if reps % 2 else
-                   0.5 * (sorted(rates)[reps // 2 - 1] + sorted(rates)[reps // 2]),
-                   ",".join(blas) or "none"))
+print("%.3f %s" % (statistics.median(rates), loaded_blas()))
 """
-
 
 
 def run_attograd(binary, n, reps):
@@ -82,14 +78,9 @@ def run_attograd(binary, n, reps):
 
 
 def run_numpy(python, n, reps, openblas_dir, unset):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    if openblas_dir:
-        env["LD_LIBRARY_PATH"] = openblas_dir + (
-            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    for k in unset:
-        env.pop(k, None)
     out = subprocess.run([python, "-c", NUMPY_CODE, str(n), str(reps)], check=True,
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True,
+                         env=openblas_env(os.environ, openblas_dir, unset))
     rate, blas = out.stdout.split()
     return float(rate), blas
 
@@ -111,9 +102,8 @@ def main():
         sys.exit("compare_matmul: --n must be 1..8192, --rounds and --reps at least 1")
     openblas = find_openblas(args.openblas_dir)
 
-    configs = [("env", []), ("unset", ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"])]
-    env_note = " ".join("%s=%s" % (k, os.environ[k]) for k in
-                        ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ)
+    configs = [("env", ()), ("unset", OPENBLAS_TUNING)]
+    env_note = " ".join("%s=%s" % (k, os.environ[k]) for k in OPENBLAS_TUNING if k in os.environ)
     print("# %s  attograd=%s  numpy via %s  machine env: %s  load average: %.2f" % (
         datetime.date.today().isoformat(), args.bin, args.python, env_note or "(none)",
         os.getloadavg()[0]))

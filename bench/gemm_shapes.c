@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#define MAX_SHAPES 64
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -30,15 +32,17 @@ int main(int argc, char **argv)
 {
     /* (B,T,d) = (1,3,2): x wq is 3x2x2, Q K^T 3x3x2; (32,8,16) with 2 heads:
      * x wq 256x16x16, dW = x^T dQ 16x16x256, per head Q K^T / P V 8x8x8;
-     * then square sizes */
-    static size_t shapes[64][3] = {
+     * then square sizes; the list ends at the first row of zeros */
+    static size_t shapes[MAX_SHAPES][3] = {
         {3, 2, 2}, {3, 3, 2}, {8, 8, 8}, {8, 8, 16}, {16, 16, 16}, {256, 16, 16},
         {16, 16, 256}, {32, 32, 32}, {64, 64, 64}, {128, 128, 128}, {256, 256, 256},
         {512, 512, 512},
     };
-    size_t n_shapes = 12;
+    size_t n_shapes = 0;
+    while (n_shapes < MAX_SHAPES && shapes[n_shapes][0])
+        n_shapes++;
     if (argc > 1) {
-        if ((argc - 1) % 3 != 0 || argc - 1 > 3 * 64) {
+        if ((argc - 1) % 3 != 0 || argc - 1 > 3 * MAX_SHAPES) {
             fprintf(stderr, "usage: %s [M N K]...\n", argv[0]);
             return 2;
         }
