@@ -128,7 +128,8 @@ def run_attograd(binary, shape, threads=1):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--only", type=int, nargs="*", help="configurations to run, 0..3")
+    ap.add_argument("--only", type=int, nargs="*", choices=range(len(CONFIGS)),
+                    help="configurations to run, 0..%d" % (len(CONFIGS) - 1))
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "float", "attograd"))
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--torch", choices=["best", "installed"], default="best")

@@ -17,8 +17,9 @@
  * Threads split C into stripes of rows (or columns) whose edges fall on tile
  * boundaries; every C element then sees the same kc blocks and the same
  * kernel whatever the split, so results do not depend on the number of
- * threads. Each thread packs into its own buffer, allocated once and grown
- * only when a larger problem needs it, freed when the thread exits.
+ * threads. Each thread packs into its own buffer, made once at the blocked
+ * path's full size (the pool makes its workers' when it starts them), grown
+ * only for a direct product with a very long K, freed when the thread exits.
  */
 #include "alloc.h"
 #include "gemm.h"
