@@ -770,6 +770,32 @@ ag_status ag_csv_close(ag_csv *csv, char *err, size_t errlen);
 /* Discard an unfinished log (the temporary file is removed) and free csv. */
 void ag_csv_free(ag_csv *csv);
 
+/* ------------------------------------------------------------------------
+ * Text from outside: strict numbers and safe quoting, for a file's metadata
+ * (the checkpoint reader uses them) and a program's arguments (the attograd
+ * command does). A number is the whole string or it is an error: no leading
+ * white space, a sign only where it makes sense, no NaN or Inf, never a
+ * silent 0 or a prefix.
+ * ------------------------------------------------------------------------ */
+enum {
+    AG_PARSE_OK = 0,      /* *out is set */
+    AG_PARSE_BAD = 1,     /* not a number at all */
+    AG_PARSE_RANGE = 2,   /* a number, but beyond the type (or infinite) */
+    AG_PARSE_TINY = 3     /* a number so small that it underflowed to 0 (doubles only) */
+};
+/* Each returns AG_PARSE_*; *out is untouched unless AG_PARSE_OK. */
+int ag_parse_long(const char *s, long *out);       /* decimal, optional sign */
+int ag_parse_u64(const char *s, uint64_t *out);    /* decimal digits only */
+int ag_parse_double(const char *s, double *out);   /* finite */
+
+/* s made fit to quote in a one-line message: at most AG_QUOTE_MAX bytes of
+ * it, control characters escaped (\n, \t, \x1b, and C1 controls such as CSI
+ * as \xc2\x9b), "..." when cut. Writes buf (len bytes; AG_QUOTE_LEN always
+ * fits) and returns it. */
+#define AG_QUOTE_MAX 48
+#define AG_QUOTE_LEN (4 * AG_QUOTE_MAX + 8)
+const char *ag_quote(const char *s, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

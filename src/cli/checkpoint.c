@@ -30,13 +30,13 @@ static int meta_long(const ag_st_file *f, const char *path, const char *key, lon
                      long *out, char *err, size_t errlen)
 {
     const char *s;
-    char q[AG_CLI_QUOTE_LEN];
+    char q[AG_QUOTE_LEN];
     if (!meta_str(f, path, key, &s, err, errlen))
         return 0;
     long v = 0;
-    if (ag_cli_parse_long(s, &v) != AG_PARSE_OK || v < lo || v > hi) {
+    if (ag_parse_long(s, &v) != AG_PARSE_OK || v < lo || v > hi) {
         snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not a whole number in %ld..%ld",
-                 path, key, ag_cli_quote(s, q, sizeof(q)), lo, hi);
+                 path, key, ag_quote(s, q, sizeof(q)), lo, hi);
         return 0;
     }
     *out = v;
@@ -57,12 +57,12 @@ static int meta_u64(const ag_st_file *f, const char *path, const char *key, uint
                     char *err, size_t errlen)
 {
     const char *s;
-    char q[AG_CLI_QUOTE_LEN];
+    char q[AG_QUOTE_LEN];
     if (!meta_str(f, path, key, &s, err, errlen))
         return 0;
-    if (ag_cli_parse_u64(s, out) != AG_PARSE_OK) {
+    if (ag_parse_u64(s, out) != AG_PARSE_OK) {
         snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not an unsigned 64-bit number",
-                 path, key, ag_cli_quote(s, q, sizeof(q)));
+                 path, key, ag_quote(s, q, sizeof(q)));
         return 0;
     }
     return 1;
@@ -72,16 +72,16 @@ static int meta_double(const ag_st_file *f, const char *path, const char *key, d
                        double hi, double *out, char *err, size_t errlen)
 {
     const char *s;
-    char q[AG_CLI_QUOTE_LEN];
+    char q[AG_QUOTE_LEN];
     if (!meta_str(f, path, key, &s, err, errlen))
         return 0;
     double v = 0;
-    int r = ag_cli_parse_double(s, &v);
+    int r = ag_parse_double(s, &v);
     if (r == AG_PARSE_TINY)
         r = AG_PARSE_OK, v = 0;   /* %.17g never writes one, but it is a number */
     if (r != AG_PARSE_OK || v < lo || v > hi) {
         snprintf(err, errlen, "%s: checkpoint metadata %s '%s' is not a number in %g..%g", path,
-                 key, ag_cli_quote(s, q, sizeof(q)), lo, hi);
+                 key, ag_quote(s, q, sizeof(q)), lo, hi);
         return 0;
     }
     *out = v;
@@ -97,37 +97,37 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
     if (ag_st_load(path, &f, err, errlen) != AG_OK)
         return 0;
     const char *s;
-    char q[AG_CLI_QUOTE_LEN];
+    char q[AG_QUOTE_LEN];
     long causal;
     if (!meta_str(f, path, "format", &s, err, errlen))
         goto fail;
     if (strcmp(s, CHECKPOINT_FORMAT) != 0) {
-        snprintf(err, errlen, "%s: not an attograd checkpoint (format '%s')", path, ag_cli_quote(s, q, sizeof(q)));
+        snprintf(err, errlen, "%s: not an attograd checkpoint (format '%s')", path, ag_quote(s, q, sizeof(q)));
         goto fail;
     }
     if (!meta_str(f, path, "version", &s, err, errlen))
         goto fail;
     if (strcmp(s, CHECKPOINT_VERSION) != 0) {
-        snprintf(err, errlen, "%s: checkpoint version '%s' is not supported (only %s)", path, ag_cli_quote(s, q, sizeof(q)),
+        snprintf(err, errlen, "%s: checkpoint version '%s' is not supported (only %s)", path, ag_quote(s, q, sizeof(q)),
                  CHECKPOINT_VERSION);
         goto fail;
     }
     if (!meta_str(f, path, "task", &s, err, errlen))
         goto fail;
     if (!ag_task_parse(s, &c->model.task)) {
-        snprintf(err, errlen, "%s: checkpoint metadata task '%s' is unknown", path, ag_cli_quote(s, q, sizeof(q)));
+        snprintf(err, errlen, "%s: checkpoint metadata task '%s' is unknown", path, ag_quote(s, q, sizeof(q)));
         goto fail;
     }
     if (!meta_str(f, path, "posenc", &s, err, errlen))
         goto fail;
     if (!ag_posenc_parse(s, &c->model.posenc)) {
-        snprintf(err, errlen, "%s: checkpoint metadata posenc '%s' is unknown", path, ag_cli_quote(s, q, sizeof(q)));
+        snprintf(err, errlen, "%s: checkpoint metadata posenc '%s' is unknown", path, ag_quote(s, q, sizeof(q)));
         goto fail;
     }
     if (!meta_str(f, path, "optimizer", &s, err, errlen))
         goto fail;
     if (strcmp(s, "adam") != 0 && strcmp(s, "sgd") != 0) {
-        snprintf(err, errlen, "%s: checkpoint metadata optimizer '%s' is unknown", path, ag_cli_quote(s, q, sizeof(q)));
+        snprintf(err, errlen, "%s: checkpoint metadata optimizer '%s' is unknown", path, ag_quote(s, q, sizeof(q)));
         goto fail;
     }
     c->optimizer_adam = strcmp(s, "adam") == 0;

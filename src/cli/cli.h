@@ -41,13 +41,6 @@ int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const cha
 /* ag_cli_value for a file name: an empty name is a usage error too. */
 int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
                 const char **value);
-/* A string from a file (a metadata value), fit to quote in a message: at
- * most AG_CLI_QUOTE_MAX bytes of it, control characters escaped (\n, \t,
- * \x1b, and C1 controls such as CSI as \xc2\x9b), "..." when cut. Returns
- * buf; AG_CLI_QUOTE_LEN always fits. */
-#define AG_CLI_QUOTE_MAX 48
-#define AG_CLI_QUOTE_LEN (4 * AG_CLI_QUOTE_MAX + 8)
-const char *ag_cli_quote(const char *s, char *buf, size_t len);
 /* Whether argv[i] is the switch `name` exactly (no value). */
 int ag_cli_switch(char **argv, int i, const char *name);
 /* Whether argv[i] is -h or --help. */
@@ -65,14 +58,6 @@ int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double
 /* --inject-bug's value: "softmax" sets *bug to AG_BUG_SOFTMAX (the test-only
  * wrong backward of src/core/internal.h); anything else is a usage error. */
 int ag_cli_bug(const ag_command *cmd, const char *s, int *bug);
-
-/* The strict parsers underneath, printing nothing (also for numbers read
- * from files' metadata): the whole string must be the number, with no
- * leading white space, sign only where it makes sense, no NaN or Inf. */
-enum { AG_PARSE_OK = 0, AG_PARSE_BAD = 1, AG_PARSE_RANGE = 2, AG_PARSE_TINY = 3 };
-int ag_cli_parse_long(const char *s, long *out);
-int ag_cli_parse_u64(const char *s, uint64_t *out);
-int ag_cli_parse_double(const char *s, double *out);   /* TINY: underflows to 0 */
 
 /* Whether a file can be written at path later (its directory exists and is
  * writable, path is not a directory), checked before a long run rather than

@@ -47,7 +47,7 @@ static int parse_list(const ag_command *cmd, const char *flag, const char *s, do
         if (len < sizeof(item)) {
             memcpy(item, p, len);
             item[len] = '\0';
-            r = ag_cli_parse_double(item, &x);
+            r = ag_parse_double(item, &x);
         }
         if (r == AG_PARSE_BAD) {
             ag_cli_usage_error(cmd, "%s: '%.*s' is not a number (in '%s')", flag, (int)len, p, s);

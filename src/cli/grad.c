@@ -41,15 +41,15 @@ static int print_help(const ag_command *cmd)
 static int read_config(const ag_st_file *f, const char *path, int d, int *heads, int *causal)
 {
     const char *h = ag_st_meta(f, "n_heads"), *c = ag_st_meta(f, "causal");
-    char q[AG_CLI_QUOTE_LEN];
+    char q[AG_QUOTE_LEN];
     if (!h) {
         fprintf(stderr, "attograd grad: %s: metadata 'n_heads' is missing\n", path);
         return 0;
     }
     long v = 0;
-    if (ag_cli_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
+    if (ag_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
         fprintf(stderr, "attograd grad: %s: metadata n_heads '%s' must be a whole number dividing d = %d\n",
-                path, ag_cli_quote(h, q, sizeof(q)), d);
+                path, ag_quote(h, q, sizeof(q)), d);
         return 0;
     }
     *heads = (int)v;
@@ -59,7 +59,7 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
         *causal = 1;
     } else {
         fprintf(stderr, "attograd grad: %s: metadata causal '%s' must be \"true\" or \"false\"\n", path,
-                ag_cli_quote(c, q, sizeof(q)));
+                ag_quote(c, q, sizeof(q)));
         return 0;
     }
     return 1;

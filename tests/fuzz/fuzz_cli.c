@@ -128,7 +128,7 @@ static void parse_numbers(const char *s)
     long l;
     uint64_t u;
     double d;
-    int rl = ag_cli_parse_long(s, &l), ru = ag_cli_parse_u64(s, &u), rd = ag_cli_parse_double(s, &d);
+    int rl = ag_parse_long(s, &l), ru = ag_parse_u64(s, &u), rd = ag_parse_double(s, &d);
     CHECK(rl >= AG_PARSE_OK && rl <= AG_PARSE_TINY);
     CHECK(ru >= AG_PARSE_OK && ru <= AG_PARSE_TINY);
     CHECK(rd >= AG_PARSE_OK && rd <= AG_PARSE_TINY);
@@ -150,8 +150,8 @@ static void parse_numbers(const char *s)
     if (rd == AG_PARSE_OK)
         CHECK(isfinite(d));
 
-    char q[AG_CLI_QUOTE_LEN];
-    ag_cli_quote(s, q, sizeof(q));
+    char q[AG_QUOTE_LEN];
+    ag_quote(s, q, sizeof(q));
     CHECK(strlen(q) < sizeof(q));
     for (const char *c = q; *c; c++)
         CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
