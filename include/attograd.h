@@ -202,6 +202,10 @@ void ag_tape_detect_anomaly(ag_tape *tape, int on);
  * gradients in backward order; the first NaN or Inf is recorded as the
  * tape's error (naming the op) and its status returned. AG_OK if none. */
 ag_status ag_tape_find_anomaly(ag_tape *tape);
+/* The index of the first NaN or Inf among v[0..n), or n when every value is
+ * finite (also when v is NULL): for checking weights or inputs before
+ * trusting them, and saying where the bad one is. */
+size_t ag_first_nonfinite(const ag_real *v, size_t n);
 
 /* ------------------------------------------------------------------------
  * Reading the tape, to print or draw a step (read-only). Entry 0 is the

@@ -54,6 +54,35 @@ START_TEST(test_causal_mask_inf_is_fine)
 }
 END_TEST
 
+/* A NaN after a mask's intended -inf entries is still found, at its place. */
+START_TEST(test_nan_after_masked_inf)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tape_detect_anomaly(tape, 1);
+    ag_tensor *s = ag_param_new(2, (int[]){3, 3});
+    s->data[6] = NAN;   /* row 2, column 0: below the diagonal, kept by the mask */
+    ck_assert_ptr_null(ag_softmax(tape, ag_causal_mask(tape, s)));
+    ck_assert_str_eq(ag_tape_error(tape),
+                     "anomaly: the output of op causal_mask (tape entry 0, [3x3]) is NaN at element 6");
+    ag_param_free(s);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_first_nonfinite)
+{
+    ag_real v[4] = {1, 2, 3, 4};
+    ck_assert_uint_eq(ag_first_nonfinite(v, 4), 4);
+    ck_assert_uint_eq(ag_first_nonfinite(NULL, 4), 4);
+    ck_assert_uint_eq(ag_first_nonfinite(v, 0), 0);
+    v[2] = -INFINITY;
+    ck_assert_uint_eq(ag_first_nonfinite(v, 4), 2);
+    v[1] = NAN;
+    ck_assert_uint_eq(ag_first_nonfinite(v, 4), 1);
+    ck_assert_uint_eq(ag_first_nonfinite(v, 1), 1);
+}
+END_TEST
+
 Suite *suite_anomaly(void)
 {
     Suite *s = suite_create("anomaly");
@@ -61,6 +90,8 @@ Suite *suite_anomaly(void)
     tcase_add_test(tc, test_detect_mode_stops_at_op);
     tcase_add_test(tc, test_find_after_the_fact);
     tcase_add_test(tc, test_causal_mask_inf_is_fine);
+    tcase_add_test(tc, test_nan_after_masked_inf);
+    tcase_add_test(tc, test_first_nonfinite);
     suite_add_tcase(s, tc);
     return s;
 }

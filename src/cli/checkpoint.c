@@ -170,14 +170,17 @@ fail:
 static int check_values(const char *path, const char *name, const ag_real *v, size_t n,
                         int nonneg, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(v[i]) || (nonneg && v[i] < 0)) {
-            snprintf(err, errlen, "%s: tensor '%s' holds %s at element %zu", path, name,
-                     isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value", i);
-            return 0;
+    size_t i = ag_first_nonfinite(v, n);
+    for (size_t j = 0; nonneg && j < i; j++) {
+        if (v[j] < 0) {
+            i = j;
+            break;
         }
     }
-    return 1;
+    if (i < n)
+        snprintf(err, errlen, "%s: tensor '%s' holds %s at element %zu", path, name,
+                 isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value", i);
+    return i == n;
 }
 
 int ag_cli_checkpoint_restore(const ag_st_file *f, const char *path, ag_model *model,

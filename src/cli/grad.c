@@ -69,14 +69,11 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
  * say where it is instead. */
 static int all_finite(const char *path, const char *name, const ag_tensor *t)
 {
-    for (size_t i = 0; i < t->size; i++) {
-        if (!isfinite(t->data[i])) {
-            fprintf(stderr, "attograd grad: %s: tensor '%s' holds %s at element %zu\n", path, name,
-                    isnan(t->data[i]) ? "NaN" : "Inf", i);
-            return 0;
-        }
-    }
-    return 1;
+    size_t i = ag_first_nonfinite(t->data, t->size);
+    if (i < t->size)
+        fprintf(stderr, "attograd grad: %s: tensor '%s' holds %s at element %zu\n", path, name,
+                isnan(t->data[i]) ? "NaN" : "Inf", i);
+    return i == t->size;
 }
 
 int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o)

@@ -435,13 +435,9 @@ static int alloc_history(run *r)
 static long first_bad_param(const run *r, size_t *elem)
 {
     for (size_t p = 0; p < r->n_params; p++) {
-        const ag_tensor *t = r->params[p];
-        for (size_t i = 0; i < t->size; i++) {
-            if (!isfinite(t->data[i])) {
-                *elem = i;
-                return (long)p;
-            }
-        }
+        *elem = ag_first_nonfinite(r->params[p]->data, r->params[p]->size);
+        if (*elem < r->params[p]->size)
+            return (long)p;
     }
     return -1;
 }

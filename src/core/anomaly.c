@@ -9,16 +9,23 @@
 
 #include <math.h>
 
-/* The first non-finite element of a buffer, or -1. A causal mask's -inf
- * entries are intended, so for that op only NaN counts. */
-static long first_bad(const ag_real *v, size_t n, int allow_inf)
+size_t ag_first_nonfinite(const ag_real *v, size_t n)
 {
     if (!v)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (isnan(v[i]) || (!allow_inf && isinf(v[i])))
+        return n;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return i;
+    return n;
+}
+
+/* The first bad element of a buffer, or -1. A causal mask's -inf entries
+ * are intended, so for that op only NaN counts. */
+static long first_bad(const ag_real *v, size_t n, int allow_inf)
+{
+    for (size_t i = ag_first_nonfinite(v, n); i < n; i += 1 + ag_first_nonfinite(v + i + 1, n - i - 1))
+        if (!allow_inf || isnan(v[i]))
             return (long)i;
-    }
     return -1;
 }
 
