@@ -612,6 +612,22 @@ typedef struct ag_model_config {
     ag_posenc_kind posenc;
 } ag_model_config;
 
+/* Which setting makes no model (ag_model_config_check). */
+typedef enum ag_model_field {
+    AG_MODEL_OK = 0,
+    AG_MODEL_TASK,     /* not an ag_task_kind */
+    AG_MODEL_SEQ,      /* outside the task's ag_task_min_seq .. ag_task_max_seq */
+    AG_MODEL_DIM,      /* below 1 */
+    AG_MODEL_HEADS,    /* below 1, or not dividing dim */
+    AG_MODEL_POSENC    /* not an ag_posenc_kind */
+} ag_model_field;
+
+/* Whether cfg makes a model: AG_MODEL_OK, or the first setting at fault with
+ * a one-line message in err (when not NULL), e.g. "seq 12 is out of range
+ * for task lookup (2..9)" or "heads 3 does not divide dim 16". The one check
+ * behind ag_model_new, the checkpoint reader and `attograd train`'s flags. */
+ag_model_field ag_model_config_check(const ag_model_config *cfg, char *err, size_t errlen);
+
 typedef struct ag_model ag_model;
 
 /* A model for cfg, initialised from rng (NULL leaves the weights zero, for

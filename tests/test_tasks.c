@@ -100,6 +100,41 @@ START_TEST(test_names_and_sizes)
 }
 END_TEST
 
+/* One check of a model configuration, the one ag_model_new makes. */
+START_TEST(test_model_config_check)
+{
+    static const struct {
+        ag_model_config cfg;
+        ag_model_field field;
+        const char *msg;
+    } cases[] = {
+        {{AG_TASK_LOOKUP, 5, 32, 1, 0, AG_POSENC_NONE}, AG_MODEL_OK, ""},
+        {{AG_TASK_COUNT, 5, 32, 1, 0, AG_POSENC_NONE}, AG_MODEL_TASK, "unknown task"},
+        {{AG_TASK_LOOKUP, 12, 32, 1, 0, AG_POSENC_NONE}, AG_MODEL_SEQ,
+         "seq 12 is out of range for task lookup (2..9)"},
+        {{AG_TASK_LOOKUP2, 2, 32, 2, 0, AG_POSENC_NONE}, AG_MODEL_SEQ,
+         "seq 2 is out of range for task lookup2 (3..9)"},
+        {{AG_TASK_LOOKUP, 5, 0, 1, 0, AG_POSENC_NONE}, AG_MODEL_DIM, "dim 0 must be at least 1"},
+        {{AG_TASK_LOOKUP, 5, 16, 0, 0, AG_POSENC_NONE}, AG_MODEL_HEADS, "heads 0 must be at least 1"},
+        {{AG_TASK_LOOKUP, 5, 16, 3, 0, AG_POSENC_NONE}, AG_MODEL_HEADS, "heads 3 does not divide dim 16"},
+        {{AG_TASK_LOOKUP, 5, 16, 32, 0, AG_POSENC_NONE}, AG_MODEL_HEADS,
+         "heads 32 does not divide dim 16"},
+        {{AG_TASK_REVERSE, 5, 16, 1, 0, (ag_posenc_kind)7}, AG_MODEL_POSENC,
+         "unknown positional encoding 7"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[128] = "junk", err2[128] = "";
+        ck_assert_int_eq(ag_model_config_check(&cases[i].cfg, err, sizeof(err)), cases[i].field);
+        ck_assert_str_eq(err, cases[i].msg);
+        ag_model *m = ag_model_new(&cases[i].cfg, NULL, err2, sizeof(err2));
+        ck_assert(cases[i].field == AG_MODEL_OK ? m != NULL : m == NULL);
+        ck_assert_str_eq(err2, cases[i].msg);
+        ag_model_free(m);
+    }
+    ck_assert_int_eq(ag_model_config_check(NULL, NULL, 0), AG_MODEL_TASK);
+}
+END_TEST
+
 Suite *suite_tasks(void)
 {
     Suite *s = suite_create("tasks");
@@ -111,6 +146,7 @@ Suite *suite_tasks(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_names_and_sizes);
+    tcase_add_test(tc, test_model_config_check);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -147,15 +147,9 @@ int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *
         goto fail;
     c->model.causal = (int)causal;
     /* each value alone is in range; together they must make a model */
-    int lo = ag_task_min_seq(c->model.task), hi = ag_task_max_seq(c->model.task);
-    if (c->model.seq < lo || c->model.seq > hi) {
-        snprintf(err, errlen, "%s: checkpoint metadata seq %d is out of range for task %s (%d..%d)",
-                 path, c->model.seq, ag_task_name(c->model.task), lo, hi);
-        goto fail;
-    }
-    if (c->model.heads > c->model.dim || c->model.dim % c->model.heads != 0) {
-        snprintf(err, errlen, "%s: checkpoint metadata heads %d does not divide dim %d", path,
-                 c->model.heads, c->model.dim);
+    char why[160];
+    if (ag_model_config_check(&c->model, why, sizeof(why)) != AG_MODEL_OK) {
+        snprintf(err, errlen, "%s: checkpoint metadata %s", path, why);
         goto fail;
     }
     *file = f;

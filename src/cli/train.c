@@ -240,12 +240,19 @@ int ag_cli_train_check(const ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
     const ag_model_config *m = &o->config.model;
-    int lo = ag_task_min_seq(m->task), hi = ag_task_max_seq(m->task);
-    if (m->seq < lo || m->seq > hi)
+    char err[160];
+    switch (ag_model_config_check(m, err, sizeof(err))) {
+    case AG_MODEL_OK:
+        break;
+    case AG_MODEL_SEQ:   /* the flags' words for the library's message */
         return !ag_cli_usage_error(cmd, "--seq: %d is out of range for task %s (%d..%d)", m->seq,
-                                   ag_task_name(m->task), lo, hi);
-    if (m->heads > m->dim || m->dim % m->heads != 0)
+                                   ag_task_name(m->task), ag_task_min_seq(m->task),
+                                   ag_task_max_seq(m->task));
+    case AG_MODEL_HEADS:
         return !ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
+    default:
+        return !ag_cli_usage_error(cmd, "%s", err);
+    }
     /* the held-out set is evaluated in one batch too */
     uint64_t b = (uint64_t)(o->config.batch > EVAL_EXAMPLES ? o->config.batch : EVAL_EXAMPLES);
     uint64_t attn = ag_cli_attention_values(b, (uint64_t)m->heads, (uint64_t)m->seq);

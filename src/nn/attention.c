@@ -24,23 +24,26 @@ struct ag_attention {
 enum { WQ, WK, WV, WO, N_WEIGHTS };
 static const char *const weight_names[N_WEIGHTS] = {"wq", "wk", "wv", "wo"};
 
+int ag_nn_check_heads(int dim, int heads, char *err, size_t errlen)
+{
+    if (dim < 1)
+        ag_nn_set_err(err, errlen, "dim %d must be at least 1", dim);
+    else if (heads < 1)
+        ag_nn_set_err(err, errlen, "heads %d must be at least 1", heads);
+    else if (dim % heads != 0)
+        ag_nn_set_err(err, errlen, "heads %d does not divide dim %d", heads, dim);
+    else
+        return 1;
+    return 0;
+}
+
 ag_attention *ag_attention_new(int d_model, int n_heads, int causal, ag_rng *rng, char *err,
                                size_t errlen)
 {
     if (err && errlen)
         err[0] = '\0';
-    if (d_model < 1) {
-        ag_nn_set_err(err, errlen, "dim %d must be at least 1", d_model);
+    if (!ag_nn_check_heads(d_model, n_heads, err, errlen))
         return NULL;
-    }
-    if (n_heads < 1) {
-        ag_nn_set_err(err, errlen, "heads %d must be at least 1", n_heads);
-        return NULL;
-    }
-    if (d_model % n_heads != 0) {
-        ag_nn_set_err(err, errlen, "heads %d does not divide dim %d", n_heads, d_model);
-        return NULL;
-    }
     ag_attention *layer = ag_calloc(1, sizeof(*layer));
     if (!layer) {
         ag_nn_set_err(err, errlen, "out of memory");

@@ -28,18 +28,33 @@ struct ag_model {
     size_t n_params;
 };
 
-ag_model *ag_model_new(const ag_model_config *cfg, ag_rng *rng, char *err, size_t errlen)
+ag_model_field ag_model_config_check(const ag_model_config *cfg, char *err, size_t errlen)
 {
+    if (err && errlen)
+        err[0] = '\0';
     if (!cfg || (unsigned)cfg->task >= AG_TASK_COUNT) {
         ag_nn_set_err(err, errlen, "unknown task");
-        return NULL;
+        return AG_MODEL_TASK;
     }
     int lo = ag_task_min_seq(cfg->task), hi = ag_task_max_seq(cfg->task);
     if (cfg->seq < lo || cfg->seq > hi) {
         ag_nn_set_err(err, errlen, "seq %d is out of range for task %s (%d..%d)", cfg->seq,
                       ag_task_name(cfg->task), lo, hi);
-        return NULL;
+        return AG_MODEL_SEQ;
     }
+    if (!ag_nn_check_heads(cfg->dim, cfg->heads, err, errlen))
+        return cfg->dim < 1 ? AG_MODEL_DIM : AG_MODEL_HEADS;
+    if ((unsigned)cfg->posenc > AG_POSENC_LEARNED) {
+        ag_nn_set_err(err, errlen, "unknown positional encoding %d", (int)cfg->posenc);
+        return AG_MODEL_POSENC;
+    }
+    return AG_MODEL_OK;
+}
+
+ag_model *ag_model_new(const ag_model_config *cfg, ag_rng *rng, char *err, size_t errlen)
+{
+    if (ag_model_config_check(cfg, err, errlen) != AG_MODEL_OK)
+        return NULL;
     ag_model *m = ag_calloc(1, sizeof(*m));
     if (!m) {
         ag_nn_set_err(err, errlen, "out of memory");

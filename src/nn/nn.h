@@ -24,4 +24,9 @@ static inline void ag_nn_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The attention layer's shape rule (attention.c): dim and heads at least 1,
+ * heads dividing dim. Returns 1, or 0 with a one-line message in err, e.g.
+ * "heads 3 does not divide dim 16". */
+int ag_nn_check_heads(int dim, int heads, char *err, size_t errlen);
+
 #endif /* AG_NN_H */
