@@ -589,6 +589,13 @@ ag_batch *ag_batch_new(ag_task_kind kind, int batch, int seq);
 void ag_batch_free(ag_batch *b);
 /* Fill b with fresh random examples drawn from rng. */
 void ag_task_sample(ag_batch *b, ag_rng *rng);
+/* Short labels for showing examples (`attograd train`'s heatmap): position
+ * t of example ex as "k3:v5" (key 3 holding value 5), "?k3" (a query for
+ * key 3), "?k3,k6" (lookup2's query for keys 3 and 6) or "s4" (reverse's
+ * symbol 4); answer class c as "v5" (a value) or "s4" (a symbol). Each
+ * writes buf (len bytes; 16 is plenty) and returns it. */
+const char *ag_task_token_label(const ag_batch *b, int ex, int t, char *buf, size_t len);
+const char *ag_task_class_label(ag_task_kind kind, int c, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------
  * The toy model the tasks train: one attention layer between token

@@ -100,6 +100,35 @@ START_TEST(test_names_and_sizes)
 }
 END_TEST
 
+/* Labels say what each position holds, in the tasks' own terms. */
+START_TEST(test_labels)
+{
+    char buf[16], want[32];
+    ag_rng rng = ag_rng_new(7);
+    ag_batch *b = ag_batch_new(AG_TASK_LOOKUP, 1, 4);
+    ag_task_sample(b, &rng);
+    for (int t = 0; t < 3; t++) {
+        snprintf(want, sizeof(want), "k%d:v%d", b->tok0[t], b->tok1[t] - 8);
+        ck_assert_str_eq(ag_task_token_label(b, 0, t, buf, sizeof(buf)), want);
+    }
+    snprintf(want, sizeof(want), "?k%d", b->tok0[3]);
+    ck_assert_str_eq(ag_task_token_label(b, 0, 3, buf, sizeof(buf)), want);
+    ag_batch_free(b);
+    b = ag_batch_new(AG_TASK_LOOKUP2, 1, 4);
+    ag_task_sample(b, &rng);
+    snprintf(want, sizeof(want), "?k%d,k%d", b->tok0[3], b->tok1[3]);
+    ck_assert_str_eq(ag_task_token_label(b, 0, 3, buf, sizeof(buf)), want);
+    ag_batch_free(b);
+    b = ag_batch_new(AG_TASK_REVERSE, 1, 4);
+    ag_task_sample(b, &rng);
+    snprintf(want, sizeof(want), "s%d", b->tok0[2]);
+    ck_assert_str_eq(ag_task_token_label(b, 0, 2, buf, sizeof(buf)), want);
+    ag_batch_free(b);
+    ck_assert_str_eq(ag_task_class_label(AG_TASK_LOOKUP2, 5, buf, sizeof(buf)), "v5");
+    ck_assert_str_eq(ag_task_class_label(AG_TASK_REVERSE, 4, buf, sizeof(buf)), "s4");
+}
+END_TEST
+
 /* One check of a model configuration, the one ag_model_new makes. */
 START_TEST(test_model_config_check)
 {
@@ -143,6 +172,7 @@ Suite *suite_tasks(void)
     tcase_add_test(tc, test_lookup2_answers);
     tcase_add_test(tc, test_reverse_answers);
     tcase_add_test(tc, test_deterministic);
+    tcase_add_test(tc, test_labels);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_names_and_sizes);

@@ -310,20 +310,6 @@ typedef struct run {
 /* The held-out set comes from its own stream, never from the training one. */
 #define EVAL_STREAM 0x5ca1ab1e0ddba11ULL
 
-static const char *token_label(const ag_batch *b, int ex, int t, char *buf, size_t len)
-{
-    int t0 = b->tok0[ex * b->seq + t], t1 = b->tok1[ex * b->seq + t];
-    if (b->kind == AG_TASK_REVERSE)
-        snprintf(buf, len, "s%d", t0);
-    else if (t1 >= 8 && t1 < 16)
-        snprintf(buf, len, "k%d:v%d", t0, t1 - 8);
-    else if (t1 < 8)
-        snprintf(buf, len, "?k%d,k%d", t0, t1);
-    else
-        snprintf(buf, len, "?k%d", t0);
-    return buf;
-}
-
 /* The attention weights of held-out example 0 as a small text heatmap. */
 static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_tensor *logits)
 {
@@ -336,10 +322,10 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
             printf("head %d:\n", h + 1);
         printf("  %-9s", "");
         for (int j = 0; j < T; j++)
-            printf(" %8s", token_label(b, 0, j, label, sizeof(label)));
+            printf(" %8s", ag_task_token_label(b, 0, j, label, sizeof(label)));
         printf("\n");
         for (int i = 0; i < T; i++) {
-            printf("  %-9s", token_label(b, 0, i, label, sizeof(label)));
+            printf("  %-9s", ag_task_token_label(b, 0, i, label, sizeof(label)));
             for (int j = 0; j < T; j++) {
                 double p = attn->data[(((size_t)h * T) + i) * T + j];
                 int shade = (int)(p * 9.999);
@@ -355,8 +341,10 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
                 for (int c = 1; c < C; c++)
                     if (z[c] > z[best])
                         best = c;
-                const char *sym = b->kind == AG_TASK_REVERSE ? "s" : "v";
-                printf("%s %s%d (want %s%d)", a ? "," : "  ->", sym, best, sym, y[a]);
+                char got[16], want[16];
+                printf("%s %s (want %s)", a ? "," : "  ->",
+                       ag_task_class_label(b->kind, best, got, sizeof(got)),
+                       ag_task_class_label(b->kind, y[a], want, sizeof(want)));
             }
             printf("\n");
         }

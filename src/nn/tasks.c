@@ -16,6 +16,7 @@
  */
 #include "../core/internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +123,26 @@ void ag_batch_free(ag_batch *b)
     free(b->tok1);
     free(b->targets);
     free(b);
+}
+
+const char *ag_task_token_label(const ag_batch *b, int ex, int t, char *buf, size_t len)
+{
+    int t0 = b->tok0[(size_t)ex * b->seq + t], t1 = b->tok1[(size_t)ex * b->seq + t];
+    if (b->kind == AG_TASK_REVERSE)
+        snprintf(buf, len, "s%d", t0);
+    else if (t1 >= TOK_VALUE0 && t1 < TOK_VALUE0 + LOOKUP_VALUES)
+        snprintf(buf, len, "k%d:v%d", t0 - TOK_KEY0, t1 - TOK_VALUE0);
+    else if (t1 >= TOK_KEY0 && t1 < TOK_KEY0 + LOOKUP_KEYS)
+        snprintf(buf, len, "?k%d,k%d", t0 - TOK_KEY0, t1 - TOK_KEY0);
+    else
+        snprintf(buf, len, "?k%d", t0 - TOK_KEY0);
+    return buf;
+}
+
+const char *ag_task_class_label(ag_task_kind kind, int c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%d", kind == AG_TASK_REVERSE ? "s" : "v", c);
+    return buf;
 }
 
 /* Fill keys[0..n-1] with distinct key indices (a partial Fisher-Yates shuffle). */
