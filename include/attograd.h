@@ -658,6 +658,90 @@ ag_tensor *ag_model_forward(ag_tape *tape, ag_model *m, const ag_batch *b, ag_te
 void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, long *total);
 
 /* ------------------------------------------------------------------------
+ * Training runs: their settings, and checkpoints to stop and resume them.
+ * A checkpoint is one safetensors file: the model's parameters under their
+ * own names, the optimizer's state as "optim.<param>.<slot>", and as
+ * metadata the settings, the step and the training stream's position, so a
+ * resumed run takes exactly the steps (bit for bit) of one that never
+ * stopped, provided it draws its batches from an ag_rng restored to
+ * data_rng. Saving is atomic (temporary file, fsync, rename); loading
+ * treats the file as hostile (every value parsed strictly and checked
+ * against the ranges below, every tensor's shape and values checked).
+ *
+ *     ag_train_state st = {.config = cfg, .data_rng = data.state, .step = step};
+ *     ag_checkpoint_save("run.safetensors", model, opt, &st, err, sizeof(err));
+ *     ...
+ *     ag_checkpoint *ck;
+ *     if (ag_checkpoint_load("run.safetensors", &ck, &st, err, sizeof(err)) != AG_OK) ...
+ *     model = ag_model_new(&st.config.model, NULL, err, sizeof(err));
+ *     n = ag_model_params(model, params, NULL, 8);
+ *     opt = ag_train_optim_new(&st.config, params, n);
+ *     if (ag_checkpoint_restore(ck, model, opt, err, sizeof(err)) != AG_OK) ...
+ *     ag_checkpoint_free(ck);
+ *     data.state = st.data_rng;   // and go on from step st.step
+ * ------------------------------------------------------------------------ */
+typedef struct ag_train_config {
+    ag_model_config model;
+    int optimizer_adam;      /* 1: Adam (AdamW when weight_decay > 0); 0: SGD */
+    double lr, momentum, weight_decay;
+    double clip;             /* the global gradient norm's limit; 0: no clipping */
+    int batch;               /* examples per step */
+    uint64_t seed;           /* the run's seed (weights, data and held-out set) */
+} ag_train_config;
+
+/* The range of each setting a checkpoint records. The reader refuses a
+ * value outside it, so a program that keeps its settings within these
+ * ranges can always load what it saved (`attograd train` takes its flags'
+ * ranges from here). */
+#define AG_TRAIN_MAX_STEP 2000000000L   /* steps done, optimizer steps */
+#define AG_TRAIN_MAX_SIZE 4096          /* seq, dim, heads */
+#define AG_TRAIN_MAX_BATCH 65536
+#define AG_TRAIN_LR_MIN 1e-12
+#define AG_TRAIN_LR_MAX 1e3
+#define AG_TRAIN_MOMENTUM_MAX 0.999999
+#define AG_TRAIN_WEIGHT_DECAY_MAX 1e3
+#define AG_TRAIN_CLIP_MAX 1e12
+
+/* A run's state beyond its tensors: what a checkpoint's metadata holds. */
+typedef struct ag_train_state {
+    ag_train_config config;
+    uint64_t data_rng;       /* the training stream's ag_rng state, to continue it exactly */
+    long step;               /* steps done */
+    long optim_steps;        /* the optimizer's own count (Adam's bias correction); on save
+                              * it is taken from the optimizer itself */
+} ag_train_state;
+
+/* The optimizer c names, for params (copied array, borrowed tensors): Adam
+ * with betas 0.9, 0.999, eps 1e-8 and c->weight_decay, or SGD with
+ * c->momentum, at c->lr. NULL as ag_adam_new / ag_sgd_new. */
+ag_optim *ag_train_optim_new(const ag_train_config *c, ag_tensor *const *params, size_t n);
+
+/* Write model, opt (made by ag_train_optim_new from st->config, or the same
+ * settings) and st to path, atomically: on failure the previous file is
+ * left as it was. Returns AG_OK or the error with a one-line message. */
+ag_status ag_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
+                             const ag_train_state *st, char *err, size_t errlen);
+
+/* A checkpoint read and checked, ready to restore. */
+typedef struct ag_checkpoint ag_checkpoint;
+
+/* Read path and check its metadata: *st gets the settings, the step and
+ * the data stream's state, and *out the checkpoint (the caller frees it
+ * with ag_checkpoint_free). Make the model and the optimizer from
+ * st->config (a different lr, momentum, weight_decay, clip or batch may be
+ * chosen on purpose), then ag_checkpoint_restore. On failure *out is NULL
+ * and err names the file and what is wrong with it. */
+ag_status ag_checkpoint_load(const char *path, ag_checkpoint **out, ag_train_state *st, char *err,
+                             size_t errlen);
+/* Copy the parameters and the optimizer's state and step count from ck
+ * into model and opt, checking each tensor's shape and that every value is
+ * finite (and Adam's v not negative). On failure the message names the file
+ * and the tensor, and model and opt hold a partial copy: do not use them. */
+ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_optim *opt,
+                                char *err, size_t errlen);
+void ag_checkpoint_free(ag_checkpoint *ck);   /* NULL does nothing */
+
+/* ------------------------------------------------------------------------
  * Files: safetensors. The format: an 8-byte little-endian header length N,
  * N bytes of JSON ({"name": {"dtype": "F32", "shape": [2, 3],
  * "data_offsets": [begin, end]}, ..., "__metadata__": {"key": "value"}}),

@@ -5,6 +5,7 @@
  * `make test` sets AG_BIN (the command) and AG_EXAMPLES (the examples' dir).
  */
 #include "test_util.h"
+#include "cli_run.h"
 #include "cmd_run.h"
 
 static const char seed_output[] = "weights:\n"
@@ -125,10 +126,20 @@ END_TEST
 
 START_TEST(test_train_lookup_example_learns)
 {
-    /* the embedding example trains through the library API and must learn */
+    /* the embedding example trains through the library API and must learn;
+     * half way it saves a checkpoint, and resuming from it must retrace
+     * the second half bit for bit */
+    char dir[256], ck[512], want[600];
+    cli_tmpdir(dir, sizeof(dir));
+    cli_path(ck, sizeof(ck), dir, "lookup.safetensors");
     int status;
-    char *out = cmd_run(&status, "%s/train_lookup", examples_dir());
+    char *out = cmd_run(&status, "%s/train_lookup '%s'", examples_dir(), ck);
     ck_assert_int_eq(status, 0);
+    snprintf(want, sizeof(want), "saved %s at step 200\n", ck);
+    ck_assert_msg(strstr(out, want) != NULL, "no '%s' in:\n%s", want, out);
+    snprintf(want, sizeof(want), "resumed %s at step 200\n", ck);
+    ck_assert_msg(strstr(out, want) != NULL, "no '%s' in:\n%s", want, out);
+    ck_assert_ptr_nonnull(strstr(out, "step 400: the resumed run's loss and weights are identical, bit for bit\n"));
     const char *line = strstr(out, "held-out accuracy: ");
     ck_assert_msg(line != NULL, "no accuracy line in:\n%s", out);
     long correct, total;
@@ -136,6 +147,12 @@ START_TEST(test_train_lookup_example_learns)
     ck_assert_int_eq(total, 512);
     ck_assert_msg(correct >= 500, "only %ld/512 right", correct);
     free(out);
+    /* the library's checkpoint is the command's: train goes on from it */
+    out = cmd_run(&status, "'%s' train --load '%s' --steps 1 --quiet", cmd_bin(), ck);
+    ck_assert_int_eq(status, 0);
+    ck_assert_msg(strncmp(out, "result: task=lookup steps=201 ", 30) == 0, "%s", out);
+    free(out);
+    cli_rmdir(dir);
 }
 END_TEST
 

@@ -127,50 +127,6 @@ typedef struct ag_cli_name {
 int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *names,
                      size_t n_names, const char *title, char *err, size_t errlen);
 
-/* The settings that define a training run: what `attograd train`'s flags
- * choose (ag_train_opts) and a checkpoint records (ag_train_state), one
- * struct in both so that they copy as one value. */
-typedef struct ag_train_config {
-    ag_model_config model;
-    int optimizer_adam;      /* 1 adam, 0 sgd */
-    double lr, momentum, weight_decay, clip;
-    int batch;
-    uint64_t seed;           /* the run's seed: weights, data and held-out set */
-} ag_train_config;
-
-/* The range of each setting a checkpoint records, shared by train's flags
- * and the checkpoint reader, so that a run can always load what it saved. */
-#define AG_CLI_MAX_STEP 2000000000L   /* steps done, optimizer steps */
-#define AG_CLI_MAX_SIZE 4096          /* seq, dim, heads */
-#define AG_CLI_MAX_BATCH 65536
-#define AG_CLI_LR_MIN 1e-12
-#define AG_CLI_LR_MAX 1e3
-#define AG_CLI_MOMENTUM_MAX 0.999999
-#define AG_CLI_WEIGHT_DECAY_MAX 1e3
-#define AG_CLI_CLIP_MAX 1e12
-
-/* A training run's state beyond its tensors: what a checkpoint's metadata holds. */
-typedef struct ag_train_state {
-    ag_train_config config;
-    uint64_t data_rng;       /* the training stream's state, to continue it exactly */
-    long step;               /* steps done */
-    long optim_steps;        /* the optimizer's own count (Adam's bias correction) */
-} ag_train_state;
-
-/* Read a checkpoint's metadata into *st; on success *file is the loaded
- * file (the caller frees it with ag_st_free) for ag_cli_checkpoint_restore.
- * Returns 0 with a message in err. */
-int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *st, char *err,
-                           size_t errlen);
-/* Copy the parameters and the optimizer state from f (loaded from path)
- * into model and opt, which were made from st. Every value must be finite.
- * Returns 0 with a message naming the file and the tensor. */
-int ag_cli_checkpoint_restore(const ag_st_file *f, const char *path, ag_model *model,
-                              ag_optim *opt, const ag_train_state *st, char *err, size_t errlen);
-/* Write model, opt and st to path atomically. Returns 0 with a message. */
-int ag_cli_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
-                           const ag_train_state *st, char *err, size_t errlen);
-
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);
 extern const ag_command ag_cmd_demo_info;

@@ -142,19 +142,19 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &o->threads))
                 return AG_EXIT_USAGE;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, AG_CLI_MAX_BATCH, &c->batch))
+            if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, AG_TRAIN_MAX_BATCH, &c->batch))
                 return AG_EXIT_USAGE;
             o->set_batch = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seq", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, AG_CLI_MAX_SIZE, &c->model.seq))
+            if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, AG_TRAIN_MAX_SIZE, &c->model.seq))
                 return AG_EXIT_USAGE;
             o->set_seq = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--dim", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--dim", v, 1, AG_CLI_MAX_SIZE, &c->model.dim))
+            if (r < 0 || !ag_cli_int(cmd, "--dim", v, 1, AG_TRAIN_MAX_SIZE, &c->model.dim))
                 return AG_EXIT_USAGE;
             o->set_dim = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--heads", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--heads", v, 1, AG_CLI_MAX_SIZE, &c->model.heads))
+            if (r < 0 || !ag_cli_int(cmd, "--heads", v, 1, AG_TRAIN_MAX_SIZE, &c->model.heads))
                 return AG_EXIT_USAGE;
             o->set_heads = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--posenc", &v))) {
@@ -174,20 +174,20 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
                 return ag_cli_usage_error(cmd, "--optimizer: unknown optimizer '%s' (sgd, adam)", v);
             o->set_optimizer = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--lr", v, AG_CLI_LR_MIN, AG_CLI_LR_MAX, &c->lr))
+            if (r < 0 || !ag_cli_double(cmd, "--lr", v, AG_TRAIN_LR_MIN, AG_TRAIN_LR_MAX, &c->lr))
                 return AG_EXIT_USAGE;
             o->set_lr = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--momentum", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, AG_CLI_MOMENTUM_MAX, &c->momentum))
+            if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, AG_TRAIN_MOMENTUM_MAX, &c->momentum))
                 return AG_EXIT_USAGE;
             o->set_momentum = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--weight-decay", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, AG_CLI_WEIGHT_DECAY_MAX,
+            if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, AG_TRAIN_WEIGHT_DECAY_MAX,
                                      &c->weight_decay))
                 return AG_EXIT_USAGE;
             o->set_weight_decay = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--clip", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, AG_CLI_CLIP_MAX, &c->clip))
+            if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, AG_TRAIN_CLIP_MAX, &c->clip))
                 return AG_EXIT_USAGE;
             o->set_clip = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
@@ -564,27 +564,27 @@ int ag_cli_train_run(ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
     char err[512];
-    ag_st_file *ckpt = NULL;
+    ag_checkpoint *ckpt = NULL;
     const ag_train_config *c = &o->config;   /* with --load, set from the checkpoint below */
     ag_train_state loaded;
     memset(&loaded, 0, sizeof(loaded));
     if (o->load_path) {
-        if (!ag_cli_checkpoint_open(o->load_path, &ckpt, &loaded, err, sizeof(err))) {
+        if (ag_checkpoint_load(o->load_path, &ckpt, &loaded, err, sizeof(err)) != AG_OK) {
             fprintf(stderr, "attograd train: %s\n", err);
             return AG_EXIT_FAIL;
         }
         if (!adopt_checkpoint(cmd, o, &loaded) || !ag_cli_train_check(o)) {
-            ag_st_free(ckpt);
+            ag_checkpoint_free(ckpt);
             return AG_EXIT_USAGE;
         }
-        if (loaded.step > AG_CLI_MAX_STEP - o->steps) {
-            ag_st_free(ckpt);
+        if (loaded.step > AG_TRAIN_MAX_STEP - o->steps) {
+            ag_checkpoint_free(ckpt);
             return ag_cli_usage_error(cmd, "--steps %d: %s is at step %ld, and a run stops at step %ld",
-                                      o->steps, o->load_path, loaded.step, AG_CLI_MAX_STEP);
+                                      o->steps, o->load_path, loaded.step, AG_TRAIN_MAX_STEP);
         }
     }
     if (!check_outputs(o)) {
-        ag_st_free(ckpt);
+        ag_checkpoint_free(ckpt);
         return AG_EXIT_FAIL;
     }
     int plot = o->plot_path != NULL;
@@ -609,8 +609,7 @@ int ag_cli_train_run(ag_train_opts *o)
         goto done;
     }
     r.n_params = ag_model_params(r.model, r.params, r.names, MAX_PARAMS);
-    r.opt = c->optimizer_adam ? ag_adam_new(r.params, r.n_params, c->lr, 0.9, 0.999, 1e-8, c->weight_decay)
-                              : ag_sgd_new(r.params, r.n_params, c->lr, c->momentum);
+    r.opt = ag_train_optim_new(c, r.params, r.n_params);
     ag_set_threads(o->threads);
     r.tape = ag_tape_new();
     r.train = ag_batch_new(c->model.task, c->batch, c->model.seq);
@@ -620,13 +619,13 @@ int ag_cli_train_run(ag_train_opts *o)
         goto done;
     }
     if (ckpt) {
-        if (!ag_cli_checkpoint_restore(ckpt, o->load_path, r.model, r.opt, &loaded, err, sizeof(err))) {
+        if (ag_checkpoint_restore(ckpt, r.model, r.opt, err, sizeof(err)) != AG_OK) {
             fprintf(stderr, "attograd train: %s\n", err);
             goto done;
         }
         r.data_rng.state = loaded.data_rng;
         r.step = loaded.step;
-        ag_st_free(ckpt);
+        ag_checkpoint_free(ckpt);
         ckpt = NULL;
     }
     ag_task_sample(r.eval, &eval_rng);
@@ -723,7 +722,7 @@ int ag_cli_train_run(ag_train_opts *o)
     }
     if (o->save_path) {
         ag_train_state st = state_of(o, &r);
-        if (!ag_cli_checkpoint_save(o->save_path, r.model, r.opt, &st, err, sizeof(err))) {
+        if (ag_checkpoint_save(o->save_path, r.model, r.opt, &st, err, sizeof(err)) != AG_OK) {
             fprintf(stderr, "attograd train: %s\n", err);
             goto done;
         }
@@ -740,7 +739,7 @@ done:
         sigaction(SIGTERM, &old_term, NULL);
         sigaction(SIGHUP, &old_hup, NULL);
     }
-    ag_st_free(ckpt);
+    ag_checkpoint_free(ckpt);
     ag_batch_free(r.train);
     ag_batch_free(r.eval);
     free(r.loss_step);
