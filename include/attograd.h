@@ -262,6 +262,14 @@ size_t ag_alloc_count(void);
  * wrong backward cannot hide behind, say, the constant sum of a softmax). */
 typedef ag_tensor *(*ag_build_fn)(ag_tape *tape, ag_tensor *const *inputs, void *ctx);
 
+/* Deliberately wrong backward formulas, to see a check fail: for teaching
+ * (`attograd gradcheck --inject-bug softmax`) and for tests that prove a
+ * check can fail. Only ag_gradcheck's private tape ever uses one. */
+typedef enum ag_bug {
+    AG_BUG_NONE = 0,
+    AG_BUG_SOFTMAX = 1   /* softmax's backward drops the - <g, s> term: dz = s * g */
+} ag_bug;
+
 typedef struct ag_gradcheck_opts {
     double eps;          /* step h of the central differences D(h), D(2h), combined as
                           * (4 D(h) - D(2h)) / 3 (Richardson); 0 picks one for ag_real */
@@ -269,6 +277,7 @@ typedef struct ag_gradcheck_opts {
     double atol;         /* absolute floor for the relative error's denominator; 0 picks */
     size_t max_samples;  /* per input, check at most this many random elements; 0 = all */
     uint64_t seed;       /* projection weights and sampling */
+    ag_bug bug;          /* AG_BUG_NONE, or a wrong backward to check instead of the right one */
 } ag_gradcheck_opts;
 
 typedef struct ag_gradcheck_result {

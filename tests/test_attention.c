@@ -584,11 +584,12 @@ START_TEST(test_fused_bug_caught)
     in[0] = test_param(&rng, 3, (int[]){2, 3, 4});
     ag_attention_params(att, in + 1, NULL, 4);
     ag_gradcheck_result r;
-    ck_assert_int_eq(ag_gradcheck_bug(build_layer, att, in, 5, NULL, &r, NULL, 0, AG_BUG_SOFTMAX),
-                     AG_OK);
+    ag_gradcheck_opts o = ag_gradcheck_defaults();
+    o.bug = AG_BUG_SOFTMAX;
+    ck_assert_int_eq(ag_gradcheck(build_layer, att, in, 5, &o, &r, NULL, 0), AG_OK);
     ck_assert_int_eq(r.passed, 0);
-    ck_assert_int_eq(ag_gradcheck_bug(build_layer, att, in, 5, NULL, &r, NULL, 0, AG_BUG_NONE),
-                     AG_OK);
+    o.bug = AG_BUG_NONE;
+    ck_assert_int_eq(ag_gradcheck(build_layer, att, in, 5, &o, &r, NULL, 0), AG_OK);
     ck_assert_msg(r.passed, "max_rel %g", r.max_rel);
     ag_param_free(in[0]);
     ag_attention_free(att);

@@ -126,9 +126,9 @@ static void copy_error(const ag_tape *tape, char *err, size_t errlen)
         snprintf(err, errlen, "%s", ag_tape_error(tape));
 }
 
-ag_status ag_gradcheck_bug(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
-                           const ag_gradcheck_opts *opts, ag_gradcheck_result *result, char *err,
-                           size_t errlen, int bug)
+ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
+                       const ag_gradcheck_opts *opts, ag_gradcheck_result *result, char *err,
+                       size_t errlen)
 {
     if (err && errlen)
         err[0] = '\0';
@@ -154,6 +154,7 @@ ag_status ag_gradcheck_bug(ag_build_fn build, void *ctx, ag_tensor *const *input
             o.atol = opts->atol;
         o.max_samples = opts->max_samples;
         o.seed = opts->seed;
+        o.bug = opts->bug;
     }
     memset(result, 0, sizeof(*result));
     result->tolerance = o.rtol;
@@ -165,7 +166,7 @@ ag_status ag_gradcheck_bug(ag_build_fn build, void *ctx, ag_tensor *const *input
             snprintf(err, errlen, "gradcheck: out of memory");
         return AG_ERR_NOMEM;
     }
-    run.tape->bug = bug;
+    run.tape->bug = o.bug;
     ag_status status = AG_OK;
 
     /* The analytic gradient, once. */
@@ -220,11 +221,4 @@ done:
     free(run.weights);
     ag_tape_free(run.tape);
     return status;
-}
-
-ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
-                       const ag_gradcheck_opts *opts, ag_gradcheck_result *result, char *err,
-                       size_t errlen)
-{
-    return ag_gradcheck_bug(build, ctx, inputs, n_inputs, opts, result, err, errlen, AG_BUG_NONE);
 }

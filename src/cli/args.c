@@ -4,7 +4,6 @@
  * ag_parse_*), never a silent 0 or a prefix.
  */
 #include "cli.h"
-#include "../core/internal.h"   /* AG_BUG_SOFTMAX */
 
 #include <stdarg.h>
 #include <stdio.h>

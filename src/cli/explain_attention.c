@@ -7,7 +7,6 @@
  * --inject-bug softmax it catches a deliberately wrong softmax backward.
  */
 #include "opts.h"
-#include "../core/internal.h"   /* ag_gradcheck_bug, AG_BUG_SOFTMAX: --inject-bug only */
 
 #include <math.h>
 #include <stdio.h>
@@ -332,7 +331,8 @@ static int check_step(int bug)
     opts.max_samples = 0;
     ag_gradcheck_result r;
     char err[256];
-    if (ag_gradcheck_bug(build_loss, NULL, w, N_W, &opts, &r, err, sizeof(err), bug) != AG_OK) {
+    opts.bug = (ag_bug)bug;
+    if (ag_gradcheck(build_loss, NULL, w, N_W, &opts, &r, err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "attograd explain: gradient check: %s\n", err);
         goto done;
     }

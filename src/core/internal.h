@@ -62,10 +62,6 @@ typedef struct ag_block {
     unsigned char *mem;              /* (cap) bytes, AG_ALIGN-aligned */
 } ag_block;
 
-/* Deliberately wrong backward formulas, for proving that checks can fail.
- * Only tests and the --inject-bug switch set these. */
-enum { AG_BUG_NONE = 0, AG_BUG_SOFTMAX = 1 };
-
 struct ag_tape {
     ag_entry *entries;               /* (cap_entries) */
     size_t n_entries, cap_entries;
@@ -76,7 +72,7 @@ struct ag_tape {
     int backward_ran;                /* ag_backward has run since the last reset */
     ag_status status;
     char error[256];
-    int bug;                         /* AG_BUG_*, 0 in normal use */
+    ag_bug bug;                      /* AG_BUG_NONE but on ag_gradcheck's tape (opts.bug) */
     int detect_anomaly;              /* check every op's output for NaN/Inf */
 };
 
@@ -152,12 +148,5 @@ void ag_softmax_row(const ag_real *z, ag_real *s, size_t n, int simd);
 ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor *wq,
                               const ag_tensor *wk, const ag_tensor *wv, const ag_tensor *wo,
                               int heads, int causal, ag_tensor **p_out);
-
-/* ---- checks ---- */
-/* ag_gradcheck with a deliberately wrong backward switched on (AG_BUG_*),
- * to prove the check catches it. For tests and --inject-bug only. */
-ag_status ag_gradcheck_bug(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
-                           const ag_gradcheck_opts *opts, ag_gradcheck_result *result, char *err,
-                           size_t errlen, int bug);
 
 #endif /* AG_INTERNAL_H */
