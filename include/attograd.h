@@ -244,6 +244,26 @@ ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info)
 void ag_set_threads(int n);
 int ag_get_threads(void);
 
+/* The matrix-multiply kernel every matmul forward and backward goes through
+ * (BLAS's sgemm/dgemm in the build's precision, row-major, without the
+ * Fortran):
+ *   C = alpha * op(A) op(B) + beta * C
+ *   op(A) is (M x K): A itself with row stride lda when !trans_a, otherwise
+ *   A is stored (K x M) and transposed on the fly.
+ *   op(B) is (K x N): likewise with trans_b and ldb.
+ *   C is (M x N) with row stride ldc. When beta == 0, C is only written
+ *   (it may hold anything, NaN included, beforehand).
+ * Borrows every pointer; C must not alias A or B. Large products are split
+ * over the threads of ag_set_threads; the result is bit-identical for every
+ * thread count. */
+void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
+             const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
+             ag_real *C, size_t ldc);
+/* The micro-kernel in use: "generic" (portable C), "avx2" (AVX2+FMA) or
+ * "avx512" (AVX-512F), the best this CPU runs unless the environment
+ * variable AG_GEMM (read at the first ag_gemm) names another. */
+const char *ag_gemm_kernel_name(void);
+
 /* How many heap allocations the library has made since the program started
  * (tape and arena blocks, parameters, optimizer state, layers, positional
  * encodings, models, batches, the gradient checker's weights, the thread

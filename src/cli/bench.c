@@ -13,8 +13,6 @@
  */
 #include "cli.h"
 
-#include "../core/gemm.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,20 +7,7 @@
 
 #include "attograd.h"
 
-/*
- * C = alpha * op(A) op(B) + beta * C, all row-major.
- *   op(A) is (M x K): A itself with row stride lda when !trans_a, otherwise
- *   A is stored (K x M) and transposed on the fly.
- *   op(B) is (K x N): likewise with trans_b and ldb.
- *   C is (M x N) with row stride ldc. When beta == 0, C is only written
- *   (it may hold anything, NaN included, beforehand).
- * Borrows every pointer; C must not alias A or B. Large products are split
- * over the threads of ag_set_threads; the result is bit-identical for every
- * thread count.
- */
-void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
-             const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
-             ag_real *C, size_t ldc);
+/* ag_gemm itself (C = alpha op(A) op(B) + beta C) is public: attograd.h. */
 
 /*
  * batch independent products: for b in [0, batch),
@@ -48,8 +35,6 @@ void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N,
  * thread-safe against concurrent ag_gemm calls: for tests and benchmarks.
  */
 int ag_gemm_use(const char *name);
-/* The name of the kernel in use ("generic", "avx2" or "avx512"). */
-const char *ag_gemm_kernel_name(void);
 
 /*
  * Each thread packs into its own buffer. The pool makes its workers' buffers
