@@ -146,3 +146,275 @@ int ag_cli_bug(const ag_command *cmd, const char *s, int *bug)
     *bug = AG_BUG_SOFTMAX;
     return 1;
 }
+
+/* ---- the option table ---- */
+
+/* The row that argv[*i] names, or -1. For a flag that takes a value, *value
+ * is it (NULL when it is missing) and *i has moved past it. */
+static int find_row(const ag_command *cmd, int argc, char **argv, int *i, const char **value)
+{
+    for (int k = 0; k < cmd->n_options; k++) {
+        const ag_option *o = &cmd->options[k];
+        if (o->kind == AG_OPT_SWITCH ? strcmp(argv[*i], o->name) == 0
+                                     : ag_cli_opt(argc, argv, i, o->name, value))
+            return k;
+    }
+    return -1;
+}
+
+static void *field_of(const ag_option *o, void *opts)
+{
+    return (char *)opts + o->field;
+}
+
+static size_t field_size(const ag_option *o)
+{
+    switch (o->kind) {
+    case AG_OPT_U64:
+        return sizeof(uint64_t);
+    case AG_OPT_DOUBLE:
+        return sizeof(double);
+    case AG_OPT_STRING:
+    case AG_OPT_PATH:
+        return sizeof(const char *);
+    case AG_OPT_LIST:
+        return sizeof(ag_cli_list);
+    default:   /* SWITCH, INT, CHOICE */
+        return sizeof(int);
+    }
+}
+
+static void set_default(const ag_option *o, void *field)
+{
+    memset(field, 0, field_size(o));   /* SWITCH, STRING, PATH, LIST */
+    if (o->kind == AG_OPT_INT || o->kind == AG_OPT_CHOICE)
+        *(int *)field = (int)o->def;
+    else if (o->kind == AG_OPT_U64)
+        *(uint64_t *)field = (uint64_t)o->def;
+    else if (o->kind == AG_OPT_DOUBLE)
+        *(double *)field = o->def;
+}
+
+/* The words of a CHOICE joined by sep, leaving out word number skip. */
+static const char *words(const ag_option *o, const char *sep, int skip, char *buf, size_t len)
+{
+    size_t used = 0;
+    const char *w;
+    buf[0] = '\0';
+    for (int k = (int)o->lo; (w = o->word(k)) != NULL && used < len; k++)
+        if (k != skip)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? sep : "", w);
+    return buf;
+}
+
+static int set_choice(const ag_command *cmd, const ag_option *o, const char *v, int *field)
+{
+    const char *w;
+    for (int k = (int)o->lo; (w = o->word(k)) != NULL; k++) {
+        if (strcmp(v, w) == 0) {
+            *field = k;
+            return 1;
+        }
+    }
+    char all[1024];
+    return !ag_cli_usage_error(cmd, "%s: unknown %s '%s' (%s)", o->name, o->noun, v,
+                               words(o, ", ", -1, all, sizeof(all)));
+}
+
+/* "1,2.5,-3": lo..hi numbers, each through the same strict parser as every flag. */
+static int set_list(const ag_command *cmd, const ag_option *o, const char *s, ag_cli_list *l)
+{
+    const char *p = s;
+    l->n = 0;
+    if (!*s)
+        return !ag_cli_usage_error(cmd, "%s: the list is empty", o->name);
+    for (;;) {
+        if (l->n == (int)o->hi)
+            return !ag_cli_usage_error(cmd, "%s: at most %d numbers", o->name, (int)o->hi);
+        size_t len = strcspn(p, ",");
+        char item[64];
+        double x = 0;
+        int r = AG_PARSE_BAD;
+        if (len < sizeof(item)) {
+            memcpy(item, p, len);
+            item[len] = '\0';
+            r = ag_parse_double(item, &x);
+        }
+        if (r == AG_PARSE_BAD)
+            return !ag_cli_usage_error(cmd, "%s: '%.*s' is not a number (in '%s')", o->name,
+                                       (int)len, p, s);
+        if (r != AG_PARSE_OK)
+            return !ag_cli_usage_error(cmd, "%s: '%.*s' is not a finite number", o->name,
+                                       (int)len, p);
+        l->v[l->n++] = x;
+        if (p[len] == '\0')
+            return 1;
+        p += len + 1;
+    }
+}
+
+/* Set row o's field from the argument v; 0 after a usage error. */
+static int set_value(const ag_command *cmd, const ag_option *o, const char *v, void *field)
+{
+    switch (o->kind) {
+    case AG_OPT_SWITCH:
+        *(int *)field = 1;
+        return 1;
+    case AG_OPT_INT:
+        return ag_cli_int(cmd, o->name, v, (int)o->lo, (int)o->hi, field);
+    case AG_OPT_U64:
+        return ag_cli_u64(cmd, o->name, v, field);
+    case AG_OPT_DOUBLE:
+        return ag_cli_double(cmd, o->name, v, o->lo, o->hi, field);
+    case AG_OPT_PATH:
+        if (!*v)
+            return !ag_cli_usage_error(cmd, "%s: the file name is empty", o->name);
+        /* fall through */
+    case AG_OPT_STRING:
+        *(const char **)field = v;
+        return 1;
+    case AG_OPT_CHOICE:
+        return set_choice(cmd, o, v, field);
+    case AG_OPT_LIST:
+        return set_list(cmd, o, v, field);
+    }
+    return 0;
+}
+
+int ag_cli_parse(const ag_command *cmd, int argc, char **argv, void *opts, uint64_t *given)
+{
+    for (int k = 0; k < cmd->n_options; k++)
+        set_default(&cmd->options[k], field_of(&cmd->options[k], opts));
+    if (given)
+        *given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (ag_cli_is_help(argv[i]))
+            return AG_CLI_HELP;
+        int k = find_row(cmd, argc, argv, &i, &v);
+        if (k < 0 && argv[i][0] == '-')
+            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+        if (k < 0)
+            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
+        const ag_option *o = &cmd->options[k];
+        if (o->kind != AG_OPT_SWITCH && !v) {
+            if (i + 1 < argc)
+                return ag_cli_usage_error(cmd, "%s needs a value, but '%s' follows it", o->name,
+                                          argv[i + 1]);
+            return ag_cli_usage_error(cmd, "%s needs a value", o->name);
+        }
+        if (!set_value(cmd, o, v, field_of(o, opts)))
+            return AG_EXIT_USAGE;
+        if (given && k < 64)
+            *given |= (uint64_t)1 << k;
+    }
+    return AG_CLI_GO;
+}
+
+static const ag_option *row_named(const ag_command *cmd, const char *name, int *k)
+{
+    for (*k = 0; *k < cmd->n_options; ++*k)
+        if (strcmp(cmd->options[*k].name, name) == 0)
+            return &cmd->options[*k];
+    return NULL;
+}
+
+int ag_cli_given(const ag_command *cmd, uint64_t given, const char *name)
+{
+    int k;
+    return row_named(cmd, name, &k) && k < 64 && (given >> k & 1);
+}
+
+void ag_cli_copy_given(const ag_command *cmd, uint64_t given, void *dst, const void *src)
+{
+    for (int k = 0; k < cmd->n_options && k < 64; k++) {
+        const ag_option *o = &cmd->options[k];
+        if (given >> k & 1)
+            memcpy(field_of(o, dst), (const char *)src + o->field, field_size(o));
+    }
+}
+
+/* A value of row o as a user would give it: the field's, or (field NULL)
+ * the default. */
+static const char *show(const ag_option *o, const void *field, char *buf, size_t len)
+{
+    const char *w;
+    switch (o->kind) {
+    case AG_OPT_SWITCH:
+        snprintf(buf, len, "%s", field && *(const int *)field ? "on" : "off");
+        break;
+    case AG_OPT_INT:
+        snprintf(buf, len, "%d", field ? *(const int *)field : (int)o->def);
+        break;
+    case AG_OPT_U64:
+        snprintf(buf, len, "%llu",
+                 field ? (unsigned long long)*(const uint64_t *)field : (unsigned long long)o->def);
+        break;
+    case AG_OPT_DOUBLE:
+        snprintf(buf, len, "%g", field ? *(const double *)field : o->def);
+        break;
+    case AG_OPT_CHOICE:
+        w = o->word(field ? *(const int *)field : (int)o->def);
+        snprintf(buf, len, "%s", w ? w : "?");
+        break;
+    case AG_OPT_STRING:
+    case AG_OPT_PATH:
+        w = field ? *(const char *const *)field : NULL;
+        snprintf(buf, len, "%s", w ? w : "");
+        break;
+    case AG_OPT_LIST:
+        snprintf(buf, len, "%s", "");
+        break;
+    }
+    return buf;
+}
+
+const char *ag_cli_format(const ag_command *cmd, const char *name, const void *opts, char *buf,
+                          size_t len)
+{
+    int k;
+    const ag_option *o = row_named(cmd, name, &k);
+    if (!o)
+        return snprintf(buf, len, "?"), buf;
+    return show(o, (const char *)opts + o->field, buf, len);
+}
+
+/* One % token of a help text. */
+static void print_token(const ag_option *o, char t)
+{
+    char buf[1024];
+    const char *num = o->kind == AG_OPT_DOUBLE ? "%g" : "%.0f";
+    if (t == 'D')
+        fputs(show(o, NULL, buf, sizeof(buf)), stdout);
+    else if (t == 'L' || t == 'R')
+        printf(num, o->lo);
+    if (t == 'R')
+        fputs("..", stdout);
+    if (t == 'H' || t == 'R')
+        printf(num, o->hi);
+    else if (t == 'C')
+        fputs(words(o, "|", -1, buf, sizeof(buf)), stdout);
+    else if (t == 'O')
+        fputs(words(o, ", ", (int)o->def, buf, sizeof(buf)), stdout);
+    else if (t == '%')
+        putchar('%');
+}
+
+void ag_cli_print_options(const ag_command *cmd)
+{
+    int width = cmd->help_width;
+    for (int k = 0; k < cmd->n_options; k++) {
+        const ag_option *o = &cmd->options[k];
+        int n = printf("  %s%s%s", o->name, o->value ? " " : "", o->value ? o->value : "");
+        printf("%*s", n < width ? width - n : 1, "");
+        for (const char *p = o->help; *p; p++) {
+            if (*p == '\n')
+                printf("\n%*s", width, "");
+            else if (*p == '%' && p[1])
+                print_token(o, *++p);
+            else
+                putchar(*p);
+        }
+        putchar('\n');
+    }
+}

@@ -19,8 +19,10 @@
 #include <time.h>
 
 const ag_command ag_cmd_bench_info = {
-    "bench", ag_cmd_bench, "attograd bench <matmul|attention> [options]",
-    "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
+    .name = "bench",
+    .run = ag_cmd_bench,
+    .usage = "attograd bench <matmul|attention> [options]",
+    .summary = "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
 };
 
 static double now_seconds(void)
@@ -46,8 +48,10 @@ static double median_of(double *v, size_t n)
 /* ---- bench matmul ---- */
 
 static const ag_command bench_matmul_info = {
-    "bench matmul", NULL, "attograd bench matmul [--n N] [--threads N] [--reps R]",
-    "GFLOPS of C = A B for (n x n) matrices",
+    .name = "bench matmul",
+    .run = NULL,
+    .usage = "attograd bench matmul [--n N] [--threads N] [--reps R]",
+    .summary = "GFLOPS of C = A B for (n x n) matrices",
 };
 
 static int bench_matmul(int argc, char **argv)
@@ -131,10 +135,11 @@ static int bench_matmul(int argc, char **argv)
 /* ---- bench attention ---- */
 
 static const ag_command bench_attention_info = {
-    "bench attention", NULL,
-    "attograd bench attention [--batch B] [--seq T] [--dim d] [--heads H] [--steps N] "
-    "[--threads N] [--causal] [--op-by-op]",
-    "one training step of the attention layer (forward, mse, backward, Adam)",
+    .name = "bench attention",
+    .run = NULL,
+    .usage = "attograd bench attention [--batch B] [--seq T] [--dim d] [--heads H] [--steps N] "
+             "[--threads N] [--causal] [--op-by-op]",
+    .summary = "one training step of the attention layer (forward, mse, backward, Adam)",
 };
 
 /* What one step of the benchmark holds. */

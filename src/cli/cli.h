@@ -13,13 +13,94 @@
 
 enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
 
+/*
+ * A command's options are one table: each row names a flag, the kind of
+ * value it takes, the field of the command's options struct it sets, its
+ * range and default, and its line in --help. ag_cli_parse reads argv by the
+ * table and ag_cli_print_options writes --help's options from it, so a flag,
+ * its range and its help cannot disagree.
+ *
+ * The kind fixes the field's type:
+ *   AG_OPT_SWITCH   int, set to 1; the flag takes no value (--quiet)
+ *   AG_OPT_INT      int within lo..hi (a whole number, strictly)
+ *   AG_OPT_U64      uint64_t, any (--seed)
+ *   AG_OPT_DOUBLE   double within lo..hi, finite
+ *   AG_OPT_STRING   const char *, the argument itself
+ *   AG_OPT_PATH     const char *, a file name: not empty
+ *   AG_OPT_CHOICE   int (or an int-sized enum): the number k of the word
+ *                   given, word(k) for k = lo, lo + 1, ... until NULL
+ *   AG_OPT_LIST     ag_cli_list: comma-separated numbers, lo..hi of them
+ */
+typedef enum ag_opt_kind {
+    AG_OPT_SWITCH,
+    AG_OPT_INT,
+    AG_OPT_U64,
+    AG_OPT_DOUBLE,
+    AG_OPT_STRING,
+    AG_OPT_PATH,
+    AG_OPT_CHOICE,
+    AG_OPT_LIST
+} ag_opt_kind;
+
+typedef struct ag_option {
+    const char *name;               /* "--steps" */
+    ag_opt_kind kind;
+    size_t field;                   /* offsetof(the options struct, the field it sets) */
+    double lo, hi;                  /* the range (INT, DOUBLE), the count (LIST), the first word (CHOICE) */
+    double def;                     /* the default (INT, U64, DOUBLE; CHOICE: the word's number);
+                                     * every other kind starts at 0 or NULL */
+    const char *value;              /* --help's name for the value: "N", "FILE" */
+    const char *help;               /* --help's text; see ag_cli_print_options */
+    const char *(*word)(int k);     /* CHOICE: word number k, NULL when there is none */
+    const char *noun;               /* CHOICE: "task" in "unknown task 'x'" */
+} ag_option;
+
+/* AG_OPT_LIST's field. */
+#define AG_CLI_LIST_MAX 16
+typedef struct ag_cli_list {
+    double v[AG_CLI_LIST_MAX];      /* (n) */
+    int n;
+} ag_cli_list;
+
 /* One subcommand: argv[0] is the command's name. */
 typedef struct ag_command {
-    const char *name;
+    const char *name;               /* "train"; "bench matmul" for a benchmark */
     int (*run)(int argc, char **argv);
-    const char *usage;     /* "attograd demo [--decimals N]" */
-    const char *summary;   /* one line for `attograd --help` */
+    const char *usage;              /* "attograd demo [--decimals N]" */
+    const char *summary;            /* one line for `attograd --help` */
+    const ag_option *options;       /* the option table (at most 64 rows) */
+    int n_options;
+    int help_width;                 /* the column --help's option texts start at */
 } ag_command;
+
+#define AG_CLI_COUNT(table) ((int)(sizeof(table) / sizeof((table)[0])))
+
+/* A parse step returns AG_CLI_GO (run it), AG_CLI_HELP (print the help) or
+ * AG_EXIT_USAGE (a usage error was printed). */
+enum { AG_CLI_GO = 0, AG_CLI_HELP = -1 };
+
+/* Fill *opts from argv[1..argc) by cmd's option table: every field its
+ * default first, then each argument in turn ("--name value" or
+ * "--name=value"; a switch alone; -h or --help anywhere asks for the help).
+ * A flag given twice counts the last time. *given (when not NULL) gets bit k
+ * for each row k given. Touches nothing but *opts, *given and, for a usage
+ * error, stderr, so any argv can be thrown at it (tests/fuzz/fuzz_cli.c). */
+int ag_cli_parse(const ag_command *cmd, int argc, char **argv, void *opts, uint64_t *given);
+/* Whether the option `name` of cmd's table was given. */
+int ag_cli_given(const ag_command *cmd, uint64_t given, const char *name);
+/* The value of option `name` in opts, written as a user would give it (a
+ * switch as "on" or "off"), into buf; returns buf. */
+const char *ag_cli_format(const ag_command *cmd, const char *name, const void *opts, char *buf,
+                          size_t len);
+/* Copy the fields of the options given (bits of given) from src to dst. */
+void ag_cli_copy_given(const ag_command *cmd, uint64_t given, void *dst, const void *src);
+
+/* --help's options, on stdout: a row per option, "  --name VALUE" padded to
+ * cmd->help_width, then the text; a newline in the text goes on at the
+ * same column. In the text, %D is the default, %R the range "lo..hi", %L
+ * and %H its ends, %C the words "a|b|c", %O the words other than the
+ * default "b, c", %% a percent sign. */
+void ag_cli_print_options(const ag_command *cmd);
 
 /* Print "attograd CMD: message", the usage line and a --help hint to stderr;
  * returns AG_EXIT_USAGE. */

@@ -6,33 +6,28 @@
 #include "opts.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+static const ag_option options[] = {
+    {.name = "--decimals", .kind = AG_OPT_INT, .field = offsetof(ag_demo_opts, decimals),
+     .lo = 0, .hi = 9, .def = 2, .value = "N", .help = "digits after the point (default %D, %R)"},
+};
+
 const ag_command ag_cmd_demo_info = {
-    "demo", ag_cmd_demo, "attograd demo [--decimals N]",
-    "the seed example: self-attention over \"cat sat mat\"",
+    .name = "demo",
+    .run = ag_cmd_demo,
+    .usage = "attograd demo [--decimals N]",
+    .summary = "the seed example: self-attention over \"cat sat mat\"",
+    .options = options,
+    .n_options = AG_CLI_COUNT(options),
+    .help_width = 17,
 };
 
 int ag_cli_demo_parse(int argc, char **argv, ag_demo_opts *o)
 {
-    const ag_command *cmd = &ag_cmd_demo_info;
-    o->decimals = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (ag_cli_is_help(argv[i]))
-            return AG_CLI_HELP;
-        if ((r = ag_cli_value(cmd, argc, argv, &i, "--decimals", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--decimals", v, 0, 9, &o->decimals))
-                return AG_EXIT_USAGE;
-        } else if (argv[i][0] == '-') {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        } else {
-            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
-        }
-    }
-    return AG_CLI_GO;
+    return ag_cli_parse(&ag_cmd_demo_info, argc, argv, o, NULL);
 }
 
 int ag_cmd_demo(int argc, char **argv)
@@ -43,9 +38,9 @@ int ag_cmd_demo(int argc, char **argv)
         printf("usage: %s\n\n"
                "Self-attention over three words, cat=[1,0] sat=[0,1] mat=[1,1], with\n"
                "Q = K = V = x: weights = softmax(Q K^T / sqrt(2)), output = weights V.\n"
-               "Row i of weights is where word i looks.\n\n"
-               "  --decimals N   digits after the point (default 2, 0..9)\n",
+               "Row i of weights is where word i looks.\n\n",
                ag_cmd_demo_info.usage);
+        ag_cli_print_options(&ag_cmd_demo_info);
         return AG_EXIT_OK;
     }
     if (r != AG_CLI_GO)

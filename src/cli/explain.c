@@ -13,16 +13,18 @@
 #define MAX_LOGITS AG_EXPLAIN_MAX_LOGITS
 
 const ag_command ag_cmd_explain_info = {
-    "explain", ag_cmd_explain,
-    "attograd explain softmax|attention [options]",
-    "backprop through softmax and the seed's attention, step by step",
+    .name = "explain",
+    .run = ag_cmd_explain,
+    .usage = "attograd explain softmax|attention [options]",
+    .summary = "backprop through softmax and the seed's attention, step by step",
 };
 
 /* The topics' own usage lines, for their --help and their usage errors. */
 static const ag_command explain_softmax_info = {
-    "explain softmax", NULL,
-    "attograd explain softmax --logits Z1,Z2,... [--upstream G1,G2,...] [--decimals N]",
-    "backprop through softmax, step by step with real numbers",
+    .name = "explain softmax",
+    .run = NULL,
+    .usage = "attograd explain softmax --logits Z1,Z2,... [--upstream G1,G2,...] [--decimals N]",
+    .summary = "backprop through softmax, step by step with real numbers",
 };
 
 /* Parse "1,2.5,-3" into v; returns the count, or 0 after printing why. */

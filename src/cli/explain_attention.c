@@ -378,9 +378,10 @@ done:
 /* ---- the command ---- */
 
 static const ag_command explain_attention_info = {
-    "explain attention", NULL,
-    "attograd explain attention [--lr X] [--dot FILE] [--inject-bug softmax]",
-    "one training step of the seed's attention",
+    .name = "explain attention",
+    .run = NULL,
+    .usage = "attograd explain attention [--lr X] [--dot FILE] [--inject-bug softmax]",
+    .summary = "one training step of the seed's attention",
 };
 
 static int print_help(const ag_command *cmd)

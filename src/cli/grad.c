@@ -17,9 +17,10 @@
 #include <string.h>
 
 const ag_command ag_cmd_grad_info = {
-    "grad", ag_cmd_grad,
-    "attograd grad --model M.safetensors --batch B.safetensors --out G.safetensors",
-    "one forward/backward of the attention layer on files, for comparison",
+    .name = "grad",
+    .run = ag_cmd_grad,
+    .usage = "attograd grad --model M.safetensors --batch B.safetensors --out G.safetensors",
+    .summary = "one forward/backward of the attention layer on files, for comparison",
 };
 
 static int print_help(const ag_command *cmd)

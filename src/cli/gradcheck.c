@@ -14,10 +14,11 @@
 #include <sys/wait.h>
 
 const ag_command ag_cmd_gradcheck_info = {
-    "gradcheck", ag_cmd_gradcheck,
-    "attograd gradcheck [--op NAME|all] [--eps E] [--seed S] [--verbose] [--inject-bug softmax] "
-    "[--sweep [--plot FILE.png]]",
-    "check every op's backward against finite differences",
+    .name = "gradcheck",
+    .run = ag_cmd_gradcheck,
+    .usage = "attograd gradcheck [--op NAME|all] [--eps E] [--seed S] [--verbose] [--inject-bug softmax] "
+             "[--sweep [--plot FILE.png]]",
+    .summary = "check every op's backward against finite differences",
 };
 
 /* "a[3x4] b[4x5]"; inputs of one shape share it: "a,b[2x3]", "wq..wo[4x4]". */

@@ -9,10 +9,6 @@
 
 #include "cli.h"
 
-/* A parse step returns AG_CLI_GO (run it), AG_CLI_HELP (print the help) or
- * AG_EXIT_USAGE (a usage error was printed). */
-enum { AG_CLI_GO = 0, AG_CLI_HELP = -1 };
-
 /* ---- attograd train ---- */
 typedef struct ag_train_opts {
     ag_train_config config;  /* the run's settings; with --load, the checkpoint's but for flags given (set_*) */

@@ -19,9 +19,10 @@
 #define MAX_PARAMS 8
 
 const ag_command ag_cmd_train_info = {
-    "train", ag_cmd_train,
-    "attograd train [--task lookup|lookup2|reverse] [--steps N] [--seed S] [options]",
-    "train a toy attention model and watch it learn the lookup",
+    .name = "train",
+    .run = ag_cmd_train,
+    .usage = "attograd train [--task lookup|lookup2|reverse] [--steps N] [--seed S] [options]",
+    .summary = "train a toy attention model and watch it learn the lookup",
 };
 
 /* Task defaults, chosen so that each task learns in seconds. */
