@@ -12,29 +12,41 @@
 
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static const ag_option options[] = {
+    {.name = "--model", .kind = AG_OPT_PATH, .field = offsetof(ag_grad_opts, model_path),
+     .value = "FILE", .help = "wq, wk, wv, wo, each (d, d); metadata n_heads and causal\n"
+                              "(\"true\" or \"false\")"},
+    {.name = "--batch", .kind = AG_OPT_PATH, .field = offsetof(ag_grad_opts, batch_path),
+     .value = "FILE", .help = "x and y, each (B, T, d)"},
+    {.name = "--out", .kind = AG_OPT_PATH, .field = offsetof(ag_grad_opts, out_path),
+     .value = "FILE", .help = "written: out (B,T,d), attn (B,H,T,T), loss (1),\n"
+                              "grad.wq, grad.wk, grad.wv, grad.wo (d,d), grad.x (B,T,d)"},
+};
 
 const ag_command ag_cmd_grad_info = {
     .name = "grad",
     .run = ag_cmd_grad,
     .usage = "attograd grad --model M.safetensors --batch B.safetensors --out G.safetensors",
     .summary = "one forward/backward of the attention layer on files, for comparison",
+    .options = options,
+    .n_options = AG_CLI_COUNT(options),
+    .help_width = 17,
 };
 
 static int print_help(const ag_command *cmd)
 {
     printf("usage: %s\n\n"
-           "One forward and backward pass of the attention layer with mse loss.\n\n"
-           "  --model FILE   wq, wk, wv, wo, each (d, d); metadata n_heads and causal\n"
-           "                 (\"true\" or \"false\")\n"
-           "  --batch FILE   x and y, each (B, T, d)\n"
-           "  --out FILE     written: out (B,T,d), attn (B,H,T,T), loss (1),\n"
-           "                 grad.wq, grad.wk, grad.wv, grad.wo (d,d), grad.x (B,T,d)\n\n"
-           "Files are safetensors (F32 or F64 in; %s out). Row vectors: Q = x wq, ...,\n"
+           "One forward and backward pass of the attention layer with mse loss.\n\n",
+           cmd->usage);
+    ag_cli_print_options(cmd);
+    printf("\nFiles are safetensors (F32 or F64 in; %s out). Row vectors: Q = x wq, ...,\n"
            "out = concat_h(softmax(Q_h K_h^T / sqrt(dh)) V_h) wo; loss = mean((out - y)^2).\n",
-           cmd->usage, AG_ST_REAL == AG_ST_F32 ? "F32" : "F64");
+           AG_ST_REAL == AG_ST_F32 ? "F32" : "F64");
     return AG_EXIT_OK;
 }
 
@@ -80,30 +92,9 @@ static int all_finite(const char *path, const char *name, const ag_tensor *t)
 int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o)
 {
     const ag_command *cmd = &ag_cmd_grad_info;
-    memset(o, 0, sizeof(*o));
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (ag_cli_is_help(argv[i]))
-            return AG_CLI_HELP;
-        if ((r = ag_cli_path(cmd, argc, argv, &i, "--model", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->model_path = v;
-        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--batch", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->batch_path = v;
-        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--out", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->out_path = v;
-        } else if (argv[i][0] == '-') {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        } else {
-            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
-        }
-    }
+    int r = ag_cli_parse(cmd, argc, argv, o, NULL);
+    if (r != AG_CLI_GO)
+        return r;
     const char *missing = !o->model_path ? "--model" : !o->batch_path ? "--batch"
                         : !o->out_path   ? "--out"   : NULL;
     if (missing)
