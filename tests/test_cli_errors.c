@@ -165,6 +165,11 @@ static const bad_line bad_lines[] = {
     {{"explain", "softmax", "--logits", "1,2", "--decimals", "3"}, 2, "--decimals: 3 is out of range (4..10)"},
     {{"explain", "softmax", "--logits", "1,2", "extra"}, 2, "unexpected argument 'extra'"},
     {{"explain", "softmax", "--bogus"}, 2, "attograd explain softmax: unknown option '--bogus'"},
+    {{"explain", "attention", "--inject-bug", "relu"}, 2, "--inject-bug: unknown bug 'relu' (softmax)"},
+    {{"explain", "attention", "--lr", "0"}, 2, "--lr: 0 is out of range (1e-06..100)"},
+    {{"explain", "attention", "--dot", ""}, 2, "--dot: the file name is empty"},
+    {{"explain", "attention", "extra"}, 2,
+     "attograd explain attention: unexpected argument 'extra' (options start with --)"},
 };
 #define N_BAD_LINES ((int)(sizeof(bad_lines) / sizeof(bad_lines[0])))
 

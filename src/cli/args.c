@@ -139,12 +139,9 @@ int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double
     return 1;
 }
 
-int ag_cli_bug(const ag_command *cmd, const char *s, int *bug)
+const char *ag_cli_bug_word(int k)
 {
-    if (strcmp(s, "softmax") != 0)
-        return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", s);
-    *bug = AG_BUG_SOFTMAX;
-    return 1;
+    return k == AG_BUG_SOFTMAX ? "softmax" : NULL;
 }
 
 /* ---- the option table ---- */
@@ -417,4 +414,12 @@ void ag_cli_print_options(const ag_command *cmd)
         }
         putchar('\n');
     }
+}
+
+int ag_cli_bug(const ag_command *cmd, const char *s, int *bug)
+{
+    if (strcmp(s, "softmax") != 0)
+        return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", s);
+    *bug = AG_BUG_SOFTMAX;
+    return 1;
 }

@@ -136,8 +136,9 @@ int ag_cli_int(const ag_command *cmd, const char *flag, const char *s, int min, 
 int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t *out);
 int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double min, double max,
                   double *out);
-/* --inject-bug's value: "softmax" sets *bug to AG_BUG_SOFTMAX (the test-only
- * wrong backward of src/core/internal.h); anything else is a usage error. */
+/* --inject-bug's words (a CHOICE's word function): "softmax" for
+ * AG_BUG_SOFTMAX, the deliberately wrong backward of ag_gradcheck_opts.bug. */
+const char *ag_cli_bug_word(int k);
 int ag_cli_bug(const ag_command *cmd, const char *s, int *bug);
 
 /* Whether a file can be written at path later (its directory exists and is

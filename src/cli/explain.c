@@ -6,6 +6,7 @@
 #include "opts.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,53 +19,6 @@ const ag_command ag_cmd_explain_info = {
     .usage = "attograd explain softmax|attention [options]",
     .summary = "backprop through softmax and the seed's attention, step by step",
 };
-
-/* The topics' own usage lines, for their --help and their usage errors. */
-static const ag_command explain_softmax_info = {
-    .name = "explain softmax",
-    .run = NULL,
-    .usage = "attograd explain softmax --logits Z1,Z2,... [--upstream G1,G2,...] [--decimals N]",
-    .summary = "backprop through softmax, step by step with real numbers",
-};
-
-/* Parse "1,2.5,-3" into v; returns the count, or 0 after printing why. */
-static int parse_list(const ag_command *cmd, const char *flag, const char *s, double *v)
-{
-    int n = 0;
-    const char *p = s;
-    if (!*s) {
-        ag_cli_usage_error(cmd, "%s: the list is empty", flag);
-        return 0;
-    }
-    for (;;) {
-        if (n == MAX_LOGITS) {
-            ag_cli_usage_error(cmd, "%s: at most %d numbers", flag, MAX_LOGITS);
-            return 0;
-        }
-        /* one item at a time, through the same strict parser as every flag */
-        size_t len = strcspn(p, ",");
-        char item[64];
-        double x = 0;
-        int r = AG_PARSE_BAD;
-        if (len < sizeof(item)) {
-            memcpy(item, p, len);
-            item[len] = '\0';
-            r = ag_parse_double(item, &x);
-        }
-        if (r == AG_PARSE_BAD) {
-            ag_cli_usage_error(cmd, "%s: '%.*s' is not a number (in '%s')", flag, (int)len, p, s);
-            return 0;
-        }
-        if (r != AG_PARSE_OK) {
-            ag_cli_usage_error(cmd, "%s: '%.*s' is not a finite number", flag, (int)len, p);
-            return 0;
-        }
-        v[n++] = x;
-        if (p[len] == '\0')
-            return n;
-        p += len + 1;
-    }
-}
 
 static void print_vec(const char *label, const double *v, int n, int dec)
 {
@@ -198,52 +152,53 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
     return all_ok ? AG_EXIT_OK : AG_EXIT_FAIL;
 }
 
+static const ag_option softmax_options[] = {
+    {.name = "--logits", .kind = AG_OPT_LIST, .field = offsetof(ag_explain_opts, logits),
+     .lo = 1, .hi = MAX_LOGITS, .value = "Z1,Z2,...", .help = "the scores z (%L to %H numbers)"},
+    {.name = "--upstream", .kind = AG_OPT_LIST, .field = offsetof(ag_explain_opts, upstream),
+     .lo = 1, .hi = MAX_LOGITS, .value = "G1,G2,...",
+     .help = "dL/ds, one per logit (default: 1, then 0s,\nthat is L = s_0)"},
+    {.name = "--decimals", .kind = AG_OPT_INT, .field = offsetof(ag_explain_opts, decimals),
+     .lo = 4, .hi = 10, .def = 4, .value = "N", .help = "digits after the point (default %D, %R)"},
+};
+
+/* The topics' own usage lines, for their --help and their usage errors. */
+static const ag_command explain_softmax_info = {
+    .name = "explain softmax",
+    .usage = "attograd explain softmax --logits Z1,Z2,... [--upstream G1,G2,...] [--decimals N]",
+    .summary = "backprop through softmax, step by step with real numbers",
+    .options = softmax_options,
+    .n_options = AG_CLI_COUNT(softmax_options),
+    .help_width = 25,
+};
+
 static void print_softmax_help(const ag_command *cmd)
 {
     printf("usage: %s\n\n"
            "Walk through softmax's forward and backward with the numbers you give:\n"
            "subtract the max, exponentiate, normalise; the Jacobian; the input\n"
            "gradient as a vector-Jacobian product and as s * (g - <g, s>); and a\n"
-           "finite-difference check of every component.\n\n"
-           "  --logits Z1,Z2,...     the scores z (1 to %d numbers)\n"
-           "  --upstream G1,G2,...   dL/ds, one per logit (default: 1, then 0s,\n"
-           "                         that is L = s_0)\n"
-           "  --decimals N           digits after the point (default 4, 4..10)\n",
-           cmd->usage, MAX_LOGITS);
+           "finite-difference check of every component.\n\n",
+           cmd->usage);
+    ag_cli_print_options(cmd);
 }
 
 static int parse_softmax(const ag_command *cmd, int argc, char **argv, ag_explain_opts *o)
 {
-    int ng = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (ag_cli_is_help(argv[i]))
-            return AG_CLI_HELP;
-        if ((r = ag_cli_value(cmd, argc, argv, &i, "--logits", &v))) {
-            if (r < 0 || !(o->n = parse_list(cmd, "--logits", v, o->z)))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--upstream", &v))) {
-            if (r < 0 || !(ng = parse_list(cmd, "--upstream", v, o->g)))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--decimals", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--decimals", v, 4, 10, &o->decimals))
-                return AG_EXIT_USAGE;
-        } else if (argv[i][0] == '-') {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        } else {
-            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
-        }
-    }
-    if (o->n == 0)
+    int r = ag_cli_parse(cmd, argc, argv, o, NULL);
+    if (r != AG_CLI_GO)
+        return r;
+    int n = o->logits.n;
+    if (n == 0)
         return ag_cli_usage_error(cmd, "softmax needs --logits, e.g. --logits 1,2,3");
-    if (ng == 0) {
-        ng = o->n;
-        for (int i = 0; i < o->n; i++)
-            o->g[i] = i == 0;
+    if (o->upstream.n == 0) {
+        o->upstream.n = n;
+        for (int i = 0; i < n; i++)
+            o->upstream.v[i] = i == 0;
     }
-    if (ng != o->n)
-        return ag_cli_usage_error(cmd, "--upstream has %d number(s) but --logits has %d", ng, o->n);
+    if (o->upstream.n != n)
+        return ag_cli_usage_error(cmd, "--upstream has %d number(s) but --logits has %d",
+                                  o->upstream.n, n);
     return AG_CLI_GO;
 }
 
@@ -251,7 +206,6 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
 {
     const ag_command *cmd = &ag_cmd_explain_info;
     memset(o, 0, sizeof(*o));
-    o->decimals = 4;
     if (argc < 2)
         return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention)");
     if (ag_cli_is_help(argv[1]))
@@ -269,7 +223,7 @@ int ag_cli_explain_run(const ag_explain_opts *o)
 {
     if (o->topic == AG_EXPLAIN_ATTENTION)
         return ag_cli_explain_attention_run(o);
-    return explain_softmax(o->z, o->g, o->n, o->decimals);
+    return explain_softmax(o->logits.v, o->upstream.v, o->logits.n, o->decimals);
 }
 
 int ag_cmd_explain(int argc, char **argv)

@@ -9,6 +9,7 @@
 #include "opts.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,11 +378,25 @@ done:
 
 /* ---- the command ---- */
 
+static const ag_option options[] = {
+    {.name = "--lr", .kind = AG_OPT_DOUBLE, .field = offsetof(ag_explain_opts, lr), .lo = 1e-6,
+     .hi = 100, .def = 1, .value = "X", .help = "SGD learning rate (default %D)"},
+    {.name = "--dot", .kind = AG_OPT_PATH, .field = offsetof(ag_explain_opts, dot),
+     .value = "FILE", .help = "also write the tape as a Graphviz graph\n"
+                              "(render it with: dot -Tpng FILE -o tape.png)"},
+    {.name = "--inject-bug", .kind = AG_OPT_CHOICE, .field = offsetof(ag_explain_opts, bug),
+     .lo = AG_BUG_SOFTMAX, .def = AG_BUG_NONE, .word = ag_cli_bug_word, .noun = "bug",
+     .value = "softmax", .help = "check the step with a deliberately wrong softmax\n"
+                                 "backward (the - <g, s> term dropped), to see it caught"},
+};
+
 static const ag_command explain_attention_info = {
     .name = "explain attention",
-    .run = NULL,
     .usage = "attograd explain attention [--lr X] [--dot FILE] [--inject-bug softmax]",
     .summary = "one training step of the seed's attention",
+    .options = options,
+    .n_options = AG_CLI_COUNT(options),
+    .help_width = 23,
 };
 
 static int print_help(const ag_command *cmd)
@@ -393,13 +408,9 @@ static int print_help(const ag_command *cmd)
            "asks sat's output to be cat's vector. Shown: every tape entry of the forward\n"
            "pass with its values, the backward pass in reverse with what each entry sends\n"
            "to its inputs, the SGD update of wq, wk, wv, where sat looks before and\n"
-           "after, and a gradient check of the step. Exit status 1 when the check fails.\n\n"
-           "  --lr X               SGD learning rate (default 1)\n"
-           "  --dot FILE           also write the tape as a Graphviz graph\n"
-           "                       (render it with: dot -Tpng FILE -o tape.png)\n"
-           "  --inject-bug softmax check the step with a deliberately wrong softmax\n"
-           "                       backward (the - <g, s> term dropped), to see it caught\n",
+           "after, and a gradient check of the step. Exit status 1 when the check fails.\n\n",
            cmd->usage);
+    ag_cli_print_options(cmd);
     return AG_EXIT_OK;
 }
 
@@ -407,31 +418,8 @@ static int print_help(const ag_command *cmd)
  * nothing else. */
 int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o)
 {
-    const ag_command *cmd = &explain_attention_info;
     o->topic = AG_EXPLAIN_ATTENTION;
-    o->lr = 1;
-    o->dot = NULL;
-    o->bug = AG_BUG_NONE;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r;
-        if (ag_cli_is_help(argv[i])) {
-            return AG_CLI_HELP;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--lr", v, 1e-6, 100, &o->lr))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--dot", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->dot = v;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--inject-bug", &v))) {
-            if (r < 0 || !ag_cli_bug(cmd, v, &o->bug))
-                return AG_EXIT_USAGE;
-        } else {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        }
-    }
-    return AG_CLI_GO;
+    return ag_cli_parse(&explain_attention_info, argc, argv, o, NULL);
 }
 
 void ag_cli_explain_attention_help(void)

@@ -39,14 +39,13 @@ int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o);
 int ag_cli_grad_run(const ag_grad_opts *o);
 
 /* ---- attograd explain ---- */
-#define AG_EXPLAIN_MAX_LOGITS 16
+#define AG_EXPLAIN_MAX_LOGITS AG_CLI_LIST_MAX
 typedef enum ag_explain_topic { AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION } ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
     /* softmax */
-    double z[AG_EXPLAIN_MAX_LOGITS];   /* (n) the logits */
-    double g[AG_EXPLAIN_MAX_LOGITS];   /* (n) the upstream gradient dL/ds */
-    int n;
+    ag_cli_list logits;                /* z */
+    ag_cli_list upstream;              /* g = dL/ds, as many as the logits */
     int decimals;
     /* attention */
     double lr;                         /* SGD learning rate */

@@ -107,10 +107,17 @@ static void parse_command(int argc, char **argv)
         int r = ag_cli_explain_parse(argc, argv, &o);
         CHECK(answered(r));
         if (r == AG_CLI_GO) {
-            CHECK(o.n >= 1 && o.n <= AG_EXPLAIN_MAX_LOGITS);
-            CHECK(o.decimals >= 4 && o.decimals <= 10);
-            for (int i = 0; i < o.n; i++)
-                CHECK(isfinite(o.z[i]) && isfinite(o.g[i]));
+            if (o.topic == AG_EXPLAIN_SOFTMAX) {
+                int n = o.logits.n;
+                CHECK(n >= 1 && n <= AG_EXPLAIN_MAX_LOGITS && o.upstream.n == n);
+                CHECK(o.decimals >= 4 && o.decimals <= 10);
+                for (int i = 0; i < n; i++)
+                    CHECK(isfinite(o.logits.v[i]) && isfinite(o.upstream.v[i]));
+            } else {
+                CHECK(isfinite(o.lr) && o.lr >= 1e-6 && o.lr <= 100);
+                CHECK(o.bug == AG_BUG_NONE || o.bug == AG_BUG_SOFTMAX);
+                check_path(o.dot);
+            }
         }
     } else if (strcmp(cmd, "demo") == 0) {
         ag_demo_opts o;
