@@ -311,8 +311,18 @@ typedef struct ag_gradcheck_result {
     int passed;          /* max_rel <= tolerance */
 } ag_gradcheck_result;
 
-/* Default options for this build's precision. */
+/* Default options for this build's precision: the step and the tolerances
+ * below, max_samples 256, seed 1, no bug. */
 ag_gradcheck_opts ag_gradcheck_defaults(void);
+#ifdef AG_REAL_DOUBLE
+#define AG_GRADCHECK_EPS 1e-4
+#define AG_GRADCHECK_RTOL 1e-6
+#define AG_GRADCHECK_ATOL 1e-3
+#else
+#define AG_GRADCHECK_EPS 2e-2
+#define AG_GRADCHECK_RTOL 1e-2
+#define AG_GRADCHECK_ATOL 1e-2
+#endif
 /* Compare the analytic gradient of every input (parameters: ag_param_new)
  * with central differences. Uses a private tape; inputs' data is restored and
  * their gradients are left holding the analytic gradient. Returns AG_OK when

@@ -168,6 +168,11 @@ static const bad_line bad_lines[] = {
     {{"explain", "attention", "--inject-bug", "relu"}, 2, "--inject-bug: unknown bug 'relu' (softmax)"},
     {{"explain", "attention", "--lr", "0"}, 2, "--lr: 0 is out of range (1e-06..100)"},
     {{"explain", "attention", "--dot", ""}, 2, "--dot: the file name is empty"},
+    {{"gradcheck", "--op", "relu"}, 2, "--op: unknown op 'relu' (all, matmul, matmul_bt,"},
+    {{"gradcheck", "--eps", "2"}, 2, "--eps: 2 is out of range (1e-15..1)"},
+    {{"gradcheck", "--plot", "p.png"}, 2, "--plot draws the sweep: add --sweep"},
+    {{"gradcheck", "softmax"}, 2,
+     "attograd gradcheck: unexpected argument 'softmax' (options start with --)"},
     {{"explain", "attention", "extra"}, 2,
      "attograd explain attention: unexpected argument 'extra' (options start with --)"},
 };

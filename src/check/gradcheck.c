@@ -22,15 +22,9 @@ ag_gradcheck_opts ag_gradcheck_defaults(void)
      * truncation left after extrapolation; chosen on matmul, softmax and a
      * causal attention chain over 20-30 seeds: worst relative error about
      * 4e-3 in float and 3e-8 in double, a fraction of rtol. */
-#ifdef AG_REAL_DOUBLE
-    o.eps = 1e-4;
-    o.rtol = 1e-6;
-    o.atol = 1e-3;
-#else
-    o.eps = 2e-2;
-    o.rtol = 1e-2;
-    o.atol = 1e-2;
-#endif
+    o.eps = AG_GRADCHECK_EPS;
+    o.rtol = AG_GRADCHECK_RTOL;
+    o.atol = AG_GRADCHECK_ATOL;
     o.max_samples = 256;
     o.seed = 1;
     return o;

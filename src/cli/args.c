@@ -415,11 +415,3 @@ void ag_cli_print_options(const ag_command *cmd)
         putchar('\n');
     }
 }
-
-int ag_cli_bug(const ag_command *cmd, const char *s, int *bug)
-{
-    if (strcmp(s, "softmax") != 0)
-        return !ag_cli_usage_error(cmd, "--inject-bug: unknown bug '%s' (softmax)", s);
-    *bug = AG_BUG_SOFTMAX;
-    return 1;
-}

@@ -139,7 +139,6 @@ int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double
 /* --inject-bug's words (a CHOICE's word function): "softmax" for
  * AG_BUG_SOFTMAX, the deliberately wrong backward of ag_gradcheck_opts.bug. */
 const char *ag_cli_bug_word(int k);
-int ag_cli_bug(const ag_command *cmd, const char *s, int *bug);
 
 /* Whether a file can be written at path later (its directory exists and is
  * writable, path is not a directory), checked before a long run rather than

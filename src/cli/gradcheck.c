@@ -8,18 +8,11 @@
 
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-
-const ag_command ag_cmd_gradcheck_info = {
-    .name = "gradcheck",
-    .run = ag_cmd_gradcheck,
-    .usage = "attograd gradcheck [--op NAME|all] [--eps E] [--seed S] [--verbose] [--inject-bug softmax] "
-             "[--sweep [--plot FILE.png]]",
-    .summary = "check every op's backward against finite differences",
-};
 
 /* "a[3x4] b[4x5]"; inputs of one shape share it: "a,b[2x3]", "wq..wo[4x4]". */
 static void describe_inputs(const ag_case_setup *p, char *buf, size_t len)
@@ -61,58 +54,72 @@ static void describe_element(const char *name, const ag_tensor *t, size_t i, cha
 /* ---- options ---- */
 
 typedef struct gc_opts {
-    const char *op;            /* NULL: all */
-    double eps;                /* 0: the build's default */
+    int op;                    /* 0: all; k: op_word(k) */
+    double eps;
     uint64_t seed;
     int verbose, bug, sweep;
     const char *plot;
 } gc_opts;
 
-static int known_op(const char *name)
+/* --op's words: "all", then each op of the table of checks, in its order. */
+static const char *op_word(int k)
 {
-    for (size_t i = 0; i < ag_gradcheck_case_count(); i++)
-        if (strcmp(ag_gradcheck_case_op(i), name) == 0)
-            return 1;
-    return 0;
-}
-
-/* "matmul, matmul_bt, ..." without repeats, in table order. */
-static void op_names(char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
+    const char *prev = NULL;
+    if (k == 0)
+        return "all";
     for (size_t i = 0; i < ag_gradcheck_case_count(); i++) {
         const char *op = ag_gradcheck_case_op(i);
-        if (i > 0 && strcmp(op, ag_gradcheck_case_op(i - 1)) == 0)
+        if (prev && strcmp(op, prev) == 0)
             continue;
-        int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", op);
-        if (n < 0 || (size_t)n >= len - used)
-            return;
-        used += (size_t)n;
+        if (--k == 0)
+            return op;
+        prev = op;
     }
+    return NULL;
 }
 
-static int print_help(const ag_command *cmd, const ag_gradcheck_opts *def)
+static const ag_option options[] = {
+    {.name = "--op", .kind = AG_OPT_CHOICE, .field = offsetof(gc_opts, op), .word = op_word,
+     .noun = "op", .value = "NAME", .help = "only the rows of one op (default %D):\n%O"},
+    {.name = "--eps", .kind = AG_OPT_DOUBLE, .field = offsetof(gc_opts, eps), .lo = 1e-15,
+     .hi = 1, .def = AG_GRADCHECK_EPS, .value = "E",
+     .help = "the finite-difference step (default %D in this " AG_REAL_NAME " build)"},
+    {.name = "--seed", .kind = AG_OPT_U64, .field = offsetof(gc_opts, seed), .def = 1,
+     .value = "S", .help = "seeds the inputs, projections and sampling (default %D)"},
+    {.name = "--verbose", .kind = AG_OPT_SWITCH, .field = offsetof(gc_opts, verbose),
+     .help = "under each row, the worst element and its gradient"},
+    {.name = "--inject-bug", .kind = AG_OPT_CHOICE, .field = offsetof(gc_opts, bug),
+     .lo = AG_BUG_SOFTMAX, .def = AG_BUG_NONE, .word = ag_cli_bug_word, .noun = "bug",
+     .value = "softmax", .help = "use a deliberately wrong softmax backward (the - <g, s>\n"
+                                 "term dropped), to see the check fail"},
+    {.name = "--sweep", .kind = AG_OPT_SWITCH, .field = offsetof(gc_opts, sweep),
+     .help = "instead of the table: the max error of one op (softmax,\n"
+             "or --op) for eps = 1 down to 1e-10"},
+    {.name = "--plot", .kind = AG_OPT_PATH, .field = offsetof(gc_opts, plot), .value = "FILE.png",
+     .help = "with --sweep: draw it with gnuplot (log-log), if installed"},
+};
+
+const ag_command ag_cmd_gradcheck_info = {
+    .name = "gradcheck",
+    .run = ag_cmd_gradcheck,
+    .usage = "attograd gradcheck [--op NAME|all] [--eps E] [--seed S] [--verbose] [--inject-bug softmax] "
+             "[--sweep [--plot FILE.png]]",
+    .summary = "check every op's backward against finite differences",
+    .options = options,
+    .n_options = AG_CLI_COUNT(options),
+    .help_width = 23,
+};
+
+static int print_help(const ag_command *cmd)
 {
-    char names[512];
-    op_names(names, sizeof(names));
     printf("usage: %s\n\n"
            "Check the analytic gradient of every op, of the losses and of the attention\n"
            "layer against finite differences, using ag_gradcheck: central differences\n"
            "D(eps) = (L(x + eps) - L(x - eps)) / 2 eps, extrapolated as\n"
            "(4 D(eps) - D(2 eps)) / 3. A result with several elements is projected onto\n"
-           "fixed random weights first. One row per check; exit status 1 when any fails.\n\n"
-           "  --op NAME            only the rows of one op (default all):\n"
-           "                       %s\n"
-           "  --eps E              the finite-difference step (default %g in this %s build)\n"
-           "  --seed S             seeds the inputs, projections and sampling (default 1)\n"
-           "  --verbose            under each row, the worst element and its gradient\n"
-           "  --inject-bug softmax use a deliberately wrong softmax backward (the - <g, s>\n"
-           "                       term dropped), to see the check fail\n"
-           "  --sweep              instead of the table: the max error of one op (softmax,\n"
-           "                       or --op) for eps = 1 down to 1e-10\n"
-           "  --plot FILE.png      with --sweep: draw it with gnuplot (log-log), if installed\n",
-           cmd->usage, names, def->eps, AG_REAL_NAME);
+           "fixed random weights first. One row per check; exit status 1 when any fails.\n\n",
+           cmd->usage);
+    ag_cli_print_options(cmd);
     return AG_EXIT_OK;
 }
 
@@ -121,47 +128,10 @@ static int print_help(const ag_command *cmd, const ag_gradcheck_opts *def)
  * AG_EXIT_USAGE. */
 static int parse_args(const ag_command *cmd, int argc, char **argv, gc_opts *o)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int r;
-        if (ag_cli_is_help(argv[i])) {
-            return AG_CLI_HELP;
-        } else if (ag_cli_switch(argv, i, "--verbose")) {
-            o->verbose = 1;
-        } else if (ag_cli_switch(argv, i, "--sweep")) {
-            o->sweep = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--op", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            if (strcmp(v, "all") == 0) {
-                o->op = NULL;
-            } else if (!known_op(v)) {
-                char names[512];
-                op_names(names, sizeof(names));
-                return ag_cli_usage_error(cmd, "--op: unknown op '%s' (all, %s)", v, names);
-            } else {
-                o->op = v;
-            }
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--eps", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--eps", v, 1e-15, 1, &o->eps))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
-            if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &o->seed))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--inject-bug", &v))) {
-            if (r < 0 || !ag_cli_bug(cmd, v, &o->bug))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--plot", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->plot = v;
-        } else {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        }
-    }
-    if (o->plot && !o->sweep)
+    int r = ag_cli_parse(cmd, argc, argv, o, NULL);
+    if (r == AG_CLI_GO && o->plot && !o->sweep)
         return ag_cli_usage_error(cmd, "--plot draws the sweep: add --sweep");
-    return AG_CLI_GO;
+    return r;
 }
 
 /* ---- one check ---- */
@@ -206,7 +176,7 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
            "max rel", "tol", "result");
     int n = 0, failed = 0, broken = 0;
     for (size_t i = 0; i < ag_gradcheck_case_count(); i++) {
-        if (o->op && strcmp(o->op, ag_gradcheck_case_op(i)) != 0)
+        if (o->op && strcmp(op_word(o->op), ag_gradcheck_case_op(i)) != 0)
             continue;
         ag_gradcheck_result res;
         ag_case_setup p;
@@ -278,7 +248,7 @@ static int plot_sweep(const char *png, const char *title, const double *eps, con
 
 static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
 {
-    const char *op = o->op ? o->op : "softmax";
+    const char *op = o->op ? op_word(o->op) : "softmax";
     size_t r = 0;
     while (strcmp(ag_gradcheck_case_op(r), op) != 0)   /* the parse step checked op */
         r++;
@@ -362,17 +332,14 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
 int ag_cmd_gradcheck(int argc, char **argv)
 {
     const ag_command *cmd = &ag_cmd_gradcheck_info;
-    gc_opts o = {NULL, 0, 1, 0, AG_BUG_NONE, 0, NULL};
+    gc_opts o;
     int parsed = parse_args(cmd, argc, argv, &o);
-    if (parsed == AG_CLI_HELP) {
-        ag_gradcheck_opts def = ag_gradcheck_defaults();
-        return print_help(cmd, &def);
-    }
+    if (parsed == AG_CLI_HELP)
+        return print_help(cmd);
     if (parsed != AG_CLI_GO)
         return parsed;
     ag_gradcheck_opts go = ag_gradcheck_defaults();
-    if (o.eps > 0)
-        go.eps = o.eps;
+    go.eps = o.eps;
     go.seed = o.seed;
     go.bug = (ag_bug)o.bug;
     return o.sweep ? run_sweep(&o, &go) : run_table(&o, &go);
