@@ -98,6 +98,8 @@ START_TEST(test_bench_usage)
         {"bench attention --threads 999", "--threads"},
         {"bench attention --causal=1", "--causal=1"},
         {"bench attention --op-by-op=1", "--op-by-op=1"},
+        {"bench matmul 512", "unexpected argument '512' (options start with --)"},
+        {"bench attention --seq 0", "--seq: 0 is out of range (1..4096)"},
     };
     char out[4096];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

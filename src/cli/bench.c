@@ -13,6 +13,7 @@
  */
 #include "cli.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,46 +48,31 @@ static double median_of(double *v, size_t n)
 
 /* ---- bench matmul ---- */
 
-static const ag_command bench_matmul_info = {
-    .name = "bench matmul",
-    .run = NULL,
-    .usage = "attograd bench matmul [--n N] [--threads N] [--reps R]",
-    .summary = "GFLOPS of C = A B for (n x n) matrices",
+typedef struct matmul_opts {
+    int n, threads, reps;
+} matmul_opts;
+
+static const ag_option matmul_options[] = {
+    {.name = "--n", .kind = AG_OPT_INT, .field = offsetof(matmul_opts, n), .lo = 1, .hi = 8192,
+     .def = 512, .value = "N", .help = "matrix size (default %D, %R)"},
+    {.name = "--threads", .kind = AG_OPT_INT, .field = offsetof(matmul_opts, threads), .lo = 1,
+     .hi = 256, .def = 1, .value = "N", .help = "threads for ag_set_threads (default %D, %R)"},
+    {.name = "--reps", .kind = AG_OPT_INT, .field = offsetof(matmul_opts, reps), .lo = 1,
+     .hi = 1000, .def = 10, .value = "R", .help = "timed repetitions (default %D, %R)"},
 };
 
-static int bench_matmul(int argc, char **argv)
-{
-    const ag_command *cmd = &bench_matmul_info;
-    int n = 512, threads = 1, reps = 10;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int got;
-        if (ag_cli_is_help(argv[i])) {
-            printf("usage: %s\n\n"
-                   "Times ag_gemm, the kernel behind every matmul forward and backward, on\n"
-                   "C = A B with (n x n) matrices of random numbers, and prints one line:\n"
-                   "  bench: op=matmul n=N threads=T gflops=G\n"
-                   "where G is 2 n^3 / seconds / 1e9, the median over the repetitions.\n"
-                   "AG_GEMM=generic|avx2|avx512 in the environment forces a kernel.\n\n"
-                   "  --n N         matrix size (default 512, 1..8192)\n"
-                   "  --threads N   threads for ag_set_threads (default 1, 1..256)\n"
-                   "  --reps R      timed repetitions (default 10, 1..1000)\n",
-                   cmd->usage);
-            return AG_EXIT_OK;
-        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--n", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--n", v, 1, 8192, &n))
-                return AG_EXIT_USAGE;
-        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--threads", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &threads))
-                return AG_EXIT_USAGE;
-        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--reps", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--reps", v, 1, 1000, &reps))
-                return AG_EXIT_USAGE;
-        } else {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        }
-    }
+static const ag_command bench_matmul_info = {
+    .name = "bench matmul",
+    .usage = "attograd bench matmul [--n N] [--threads N] [--reps R]",
+    .summary = "GFLOPS of C = A B for (n x n) matrices",
+    .options = matmul_options,
+    .n_options = AG_CLI_COUNT(matmul_options),
+    .help_width = 16,
+};
 
+static int run_matmul(const matmul_opts *o)
+{
+    int n = o->n, reps = o->reps;
     size_t nn = (size_t)n * (size_t)n;
     ag_real *a = malloc(nn * sizeof(*a)), *b = malloc(nn * sizeof(*b)), *c = malloc(nn * sizeof(*c));
     double *rates = malloc((size_t)reps * sizeof(*rates));
@@ -100,7 +86,7 @@ static int bench_matmul(int argc, char **argv)
         a[i] = (ag_real)(ag_rng_uniform(&rng) - 0.5);
         b[i] = (ag_real)(ag_rng_uniform(&rng) - 0.5);
     }
-    ag_set_threads(threads);
+    ag_set_threads(o->threads);
     const char *want = getenv("AG_GEMM");
     if (want && *want && strcmp(want, "auto") != 0 && strcmp(want, ag_gemm_kernel_name()) != 0)
         fprintf(stderr, "attograd bench matmul: AG_GEMM=%s cannot run here; using %s\n", want,
@@ -126,21 +112,89 @@ static int bench_matmul(int argc, char **argv)
         rates[r] = dt > 0 ? flops * (double)calls / dt / 1e9 : 0;
     }
     double median = median_of(rates, (size_t)reps);
-    printf("bench: op=matmul n=%d threads=%d gflops=%.1f\n", n, threads, median);
+    printf("bench: op=matmul n=%d threads=%d gflops=%.1f\n", n, o->threads, median);
     ag_set_threads(1);
     free(a), free(b), free(c), free(rates);
     return AG_EXIT_OK;
 }
 
+static int bench_matmul(int argc, char **argv)
+{
+    const ag_command *cmd = &bench_matmul_info;
+    matmul_opts o;
+    int r = ag_cli_parse(cmd, argc, argv, &o, NULL);
+    if (r == AG_CLI_HELP) {
+        printf("usage: %s\n\n"
+               "Times ag_gemm, the kernel behind every matmul forward and backward, on\n"
+               "C = A B with (n x n) matrices of random numbers, and prints one line:\n"
+               "  bench: op=matmul n=N threads=T gflops=G\n"
+               "where G is 2 n^3 / seconds / 1e9, the median over the repetitions.\n"
+               "AG_GEMM=generic|avx2|avx512 in the environment forces a kernel.\n\n",
+               cmd->usage);
+        ag_cli_print_options(cmd);
+        return AG_EXIT_OK;
+    }
+    return r != AG_CLI_GO ? r : run_matmul(&o);
+}
+
 /* ---- bench attention ---- */
+
+typedef struct attention_opts {
+    int batch, seq, dim, heads;
+    int steps;                   /* 0: about a second's worth */
+    int threads, causal, op_by_op;
+} attention_opts;
+
+static const ag_option attention_options[] = {
+    {.name = "--batch", .kind = AG_OPT_INT, .field = offsetof(attention_opts, batch), .lo = 1,
+     .hi = 4096, .def = 8, .value = "B", .help = "sequences per step (default %D, %R)"},
+    {.name = "--seq", .kind = AG_OPT_INT, .field = offsetof(attention_opts, seq), .lo = 1,
+     .hi = 4096, .def = 64, .value = "T", .help = "positions per sequence (default %D, %R)"},
+    {.name = "--dim", .kind = AG_OPT_INT, .field = offsetof(attention_opts, dim), .lo = 1,
+     .hi = 4096, .def = 64, .value = "d", .help = "model width (default %D, %R)"},
+    {.name = "--heads", .kind = AG_OPT_INT, .field = offsetof(attention_opts, heads), .lo = 1,
+     .hi = 4096, .def = 4, .value = "H", .help = "attention heads, dividing d (default %D)"},
+    {.name = "--steps", .kind = AG_OPT_INT, .field = offsetof(attention_opts, steps), .lo = 1,
+     .hi = 100000, .def = 0, .value = "N",
+     .help = "timed steps, %R (default: about a second's worth,\nat least 5 and at most 2000)"},
+    {.name = "--threads", .kind = AG_OPT_INT, .field = offsetof(attention_opts, threads), .lo = 1,
+     .hi = 256, .def = 1, .value = "N", .help = "threads for ag_set_threads (default %D, %R)"},
+    {.name = "--causal", .kind = AG_OPT_SWITCH, .field = offsetof(attention_opts, causal),
+     .help = "mask keys after the query"},
+    {.name = "--op-by-op", .kind = AG_OPT_SWITCH, .field = offsetof(attention_opts, op_by_op),
+     .help = "record the layer op by op instead of as the fused op,\nto see what fusing saves"},
+};
 
 static const ag_command bench_attention_info = {
     .name = "bench attention",
-    .run = NULL,
     .usage = "attograd bench attention [--batch B] [--seq T] [--dim d] [--heads H] [--steps N] "
              "[--threads N] [--causal] [--op-by-op]",
     .summary = "one training step of the attention layer (forward, mse, backward, Adam)",
+    .options = attention_options,
+    .n_options = AG_CLI_COUNT(attention_options),
+    .help_width = 16,
 };
+
+static void print_attention_help(const ag_command *cmd)
+{
+    printf("usage: %s\n\n"
+           "Times a full training step of the attention layer, with its four (d, d)\n"
+           "projections Glorot-initialised from a fixed seed, on a fixed random batch x,\n"
+           "y of shape (B,T,d): zero_grad, forward, mse loss, backward, Adam step over\n"
+           "wq, wk, wv, wo, tape reset. After a few warm-up steps it prints one line:\n"
+           "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
+           "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A form=F\n"
+           "US is the median step time in microseconds; G counts the matmuls of\n"
+           "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient);\n"
+           "P is the step's memory: the tape's high-water bytes plus parameters,\n"
+           "gradients and Adam's state; M is what a step cannot do without:\n"
+           "parameters, gradients and Adam's state (16 d^2 reals) plus the\n"
+           "activations backward needs (x, Q, K, V, O, out: 6 B T d; P: B H T^2);\n"
+           "A is the library's heap allocations per timed step (ag_alloc_count);\n"
+           "F is how the layer was recorded, fused (one op, the default) or ops.\n\n",
+           cmd->usage);
+    ag_cli_print_options(cmd);
+}
 
 /* What one step of the benchmark holds. */
 typedef struct att_bench {
@@ -150,7 +204,47 @@ typedef struct att_bench {
     ag_tensor *params[4];
     ag_real *x, *y;          /* (B,T,d) each, the same batch every step */
     int shape[3];
+    double *times;           /* (steps) seconds per timed step */
 } att_bench;
+
+static void att_free(att_bench *b)
+{
+    free(b->times);
+    free(b->x);
+    free(b->y);
+    ag_tape_free(b->tape);
+    ag_optim_free(b->opt);
+    ag_attention_free(b->att);
+}
+
+/* The layer, its optimizer and a fixed random batch; 0 after saying why not. */
+static int att_setup(att_bench *b, const attention_opts *o)
+{
+    b->shape[0] = o->batch, b->shape[1] = o->seq, b->shape[2] = o->dim;
+    size_t n = (size_t)o->batch * (size_t)o->seq * (size_t)o->dim;
+    char err[128];
+    ag_rng rng = ag_rng_new(1);
+    b->att = ag_attention_new(o->dim, o->heads, o->causal, &rng, err, sizeof(err));
+    if (!b->att) {
+        fprintf(stderr, "attograd bench attention: %s\n", err);
+        return 0;
+    }
+    ag_attention_set_fused(b->att, !o->op_by_op);
+    ag_attention_params(b->att, b->params, NULL, 4);
+    b->opt = ag_adam_new(b->params, 4, 1e-3, 0.9, 0.999, 1e-8, 0);
+    b->tape = ag_tape_new();
+    b->x = malloc(n * sizeof(ag_real));
+    b->y = malloc(n * sizeof(ag_real));
+    if (!b->opt || !b->tape || !b->x || !b->y) {
+        fprintf(stderr, "attograd bench attention: out of memory\n");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        b->x[i] = (ag_real)ag_rng_normal(&rng);
+    for (size_t i = 0; i < n; i++)
+        b->y[i] = (ag_real)ag_rng_normal(&rng);
+    return 1;
+}
 
 /* One training step: zero_grad, forward, mse, backward, Adam, tape reset. */
 static int att_step(att_bench *b)
@@ -166,145 +260,85 @@ static int att_step(att_bench *b)
     return 1;
 }
 
+/* Warm up (the arena reaches its steady size, the pool and packing buffers
+ * start, caches fill; the warm-up time picks the default *steps), then time
+ * each step into b->times. *allocs gets the heap allocations per timed step. */
+static int att_time(att_bench *b, int *steps, double *allocs)
+{
+    double t0 = now_seconds();
+    for (int k = 0; k < 3; k++)
+        if (!att_step(b))
+            goto step_failed;
+    double once = (now_seconds() - t0) / 3;
+    if (*steps == 0) {
+        double want = once > 0 ? 1.0 / once : 2000;
+        *steps = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
+    }
+    b->times = malloc((size_t)*steps * sizeof(*b->times));
+    if (!b->times) {
+        fprintf(stderr, "attograd bench attention: out of memory\n");
+        return 0;
+    }
+    size_t count = ag_alloc_count();
+    for (int k = 0; k < *steps; k++) {
+        t0 = now_seconds();
+        if (!att_step(b))
+            goto step_failed;
+        b->times[k] = now_seconds() - t0;
+    }
+    *allocs = (double)(ag_alloc_count() - count) / *steps;
+    return 1;
+step_failed:
+    fprintf(stderr, "attograd bench attention: %s\n", ag_tape_error(b->tape));
+    return 0;
+}
+
+static void att_report(att_bench *b, const attention_opts *o, int steps, double allocs)
+{
+    double sec = median_of(b->times, (size_t)steps);
+    double B = o->batch, T = o->seq, d = o->dim, H = o->heads, real = sizeof(ag_real);
+    double flops = 18 * B * T * d * d + 12 * B * T * T * d;
+    double state = 16 * d * d * real;   /* wq..wo, their gradients, Adam's m and v */
+    double peak = (double)ag_tape_peak_bytes(b->tape) + state;
+    double model = state + (6 * B * T * d + B * H * T * T) * real;
+    printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f gflops=%.2f "
+           "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g form=%s\n",
+           o->batch, o->seq, o->dim, o->heads, o->threads, sec * 1e6,
+           sec > 0 ? flops / sec / 1e9 : 0, peak, model, allocs, o->op_by_op ? "ops" : "fused");
+}
+
+static int run_attention(const attention_opts *o)
+{
+    att_bench b;
+    memset(&b, 0, sizeof(b));
+    int status = AG_EXIT_FAIL, steps = o->steps;
+    double allocs = 0;
+    if (att_setup(&b, o)) {
+        ag_set_threads(o->threads);
+        if (att_time(&b, &steps, &allocs)) {
+            att_report(&b, o, steps, allocs);
+            status = AG_EXIT_OK;
+        }
+        ag_set_threads(1);
+    }
+    att_free(&b);
+    return status;
+}
+
 static int bench_attention(int argc, char **argv)
 {
     const ag_command *cmd = &bench_attention_info;
-    int B = 8, T = 64, d = 64, H = 4, steps = 0, threads = 1, causal = 0, op_by_op = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int got;
-        if (ag_cli_is_help(argv[i])) {
-            printf("usage: %s\n\n"
-                   "Times a full training step of the attention layer, with its four (d, d)\n"
-                   "projections Glorot-initialised from a fixed seed, on a fixed random batch x,\n"
-                   "y of shape (B,T,d): zero_grad, forward, mse loss, backward, Adam step over\n"
-                   "wq, wk, wv, wo, tape reset. After a few warm-up steps it prints one line:\n"
-                   "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
-                   "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A form=F\n"
-                   "US is the median step time in microseconds; G counts the matmuls of\n"
-                   "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient);\n"
-                   "P is the step's memory: the tape's high-water bytes plus parameters,\n"
-                   "gradients and Adam's state; M is what a step cannot do without:\n"
-                   "parameters, gradients and Adam's state (16 d^2 reals) plus the\n"
-                   "activations backward needs (x, Q, K, V, O, out: 6 B T d; P: B H T^2);\n"
-                   "A is the library's heap allocations per timed step (ag_alloc_count);\n"
-                   "F is how the layer was recorded, fused (one op, the default) or ops.\n\n"
-                   "  --batch B     sequences per step (default 8, 1..4096)\n"
-                   "  --seq T       positions per sequence (default 64, 1..4096)\n"
-                   "  --dim d       model width (default 64, 1..4096)\n"
-                   "  --heads H     attention heads, dividing d (default 4)\n"
-                   "  --steps N     timed steps, 1..100000 (default: about a second's worth,\n"
-                   "                at least 5 and at most 2000)\n"
-                   "  --threads N   threads for ag_set_threads (default 1, 1..256)\n"
-                   "  --causal      mask keys after the query\n"
-                   "  --op-by-op    record the layer op by op instead of as the fused op,\n"
-                   "                to see what fusing saves\n",
-                   cmd->usage);
-            return AG_EXIT_OK;
-        } else if (ag_cli_switch(argv, i, "--causal")) {
-            causal = 1;
-        } else if (ag_cli_switch(argv, i, "--op-by-op")) {
-            op_by_op = 1;
-        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--batch", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--batch", v, 1, 4096, &B))
-                return AG_EXIT_USAGE;
-        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--seq", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--seq", v, 1, 4096, &T))
-                return AG_EXIT_USAGE;
-        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--dim", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--dim", v, 1, 4096, &d))
-                return AG_EXIT_USAGE;
-        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--heads", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--heads", v, 1, 4096, &H))
-                return AG_EXIT_USAGE;
-        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--steps", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000, &steps))
-                return AG_EXIT_USAGE;
-        } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--threads", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &threads))
-                return AG_EXIT_USAGE;
-        } else {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        }
+    attention_opts o;
+    int r = ag_cli_parse(cmd, argc, argv, &o, NULL);
+    if (r == AG_CLI_HELP) {
+        print_attention_help(cmd);
+        return AG_EXIT_OK;
     }
-    if (d % H != 0)
-        return ag_cli_usage_error(cmd, "--heads %d does not divide --dim %d", H, d);
-
-    int status = AG_EXIT_FAIL;
-    double *times = NULL;
-    att_bench b = {0};
-    b.shape[0] = B, b.shape[1] = T, b.shape[2] = d;
-    size_t n = (size_t)B * (size_t)T * (size_t)d;
-    char err[128];
-    ag_rng rng = ag_rng_new(1);
-    b.att = ag_attention_new(d, H, causal, &rng, err, sizeof(err));
-    if (!b.att) {
-        fprintf(stderr, "attograd bench attention: %s\n", err);
-        return AG_EXIT_FAIL;
-    }
-    ag_attention_set_fused(b.att, !op_by_op);
-    ag_attention_params(b.att, b.params, NULL, 4);
-    b.opt = ag_adam_new(b.params, 4, 1e-3, 0.9, 0.999, 1e-8, 0);
-    b.tape = ag_tape_new();
-    b.x = malloc(n * sizeof(ag_real));
-    b.y = malloc(n * sizeof(ag_real));
-    if (!b.opt || !b.tape || !b.x || !b.y) {
-        fprintf(stderr, "attograd bench attention: out of memory\n");
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++)
-        b.x[i] = (ag_real)ag_rng_normal(&rng);
-    for (size_t i = 0; i < n; i++)
-        b.y[i] = (ag_real)ag_rng_normal(&rng);
-    ag_set_threads(threads);
-
-    /* Warm up: the arena reaches its steady size, the pool and packing
-     * buffers start, caches fill. The warm-up time picks the default steps. */
-    double t0 = now_seconds();
-    for (int k = 0; k < 3; k++)
-        if (!att_step(&b))
-            goto step_failed;
-    double once = (now_seconds() - t0) / 3;
-    if (steps == 0) {
-        double want = once > 0 ? 1.0 / once : 2000;
-        steps = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
-    }
-    times = malloc((size_t)steps * sizeof(*times));
-    if (!times) {
-        fprintf(stderr, "attograd bench attention: out of memory\n");
-        goto done;
-    }
-    size_t allocs = ag_alloc_count();
-    for (int k = 0; k < steps; k++) {
-        t0 = now_seconds();
-        if (!att_step(&b))
-            goto step_failed;
-        times[k] = now_seconds() - t0;
-    }
-    allocs = ag_alloc_count() - allocs;
-    double sec = median_of(times, (size_t)steps);
-    double Bd = B, Td = T, dd = d, Hd = H, real = sizeof(ag_real);
-    double flops = 18 * Bd * Td * dd * dd + 12 * Bd * Td * Td * dd;
-    double state = 16 * dd * dd * real;   /* wq..wo, their gradients, Adam's m and v */
-    double peak = (double)ag_tape_peak_bytes(b.tape) + state;
-    double model = state + (6 * Bd * Td * dd + Bd * Hd * Td * Td) * real;
-    printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f gflops=%.2f "
-           "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g form=%s\n",
-           B, T, d, H, threads, sec * 1e6, sec > 0 ? flops / sec / 1e9 : 0, peak, model,
-           (double)allocs / steps, op_by_op ? "ops" : "fused");
-    status = AG_EXIT_OK;
-    goto done;
-step_failed:
-    fprintf(stderr, "attograd bench attention: %s\n", ag_tape_error(b.tape));
-done:
-    ag_set_threads(1);
-    free(times);
-    free(b.x);
-    free(b.y);
-    ag_tape_free(b.tape);
-    ag_optim_free(b.opt);
-    ag_attention_free(b.att);
-    return status;
+    if (r != AG_CLI_GO)
+        return r;
+    if (o.dim % o.heads != 0)
+        return ag_cli_usage_error(cmd, "--heads %d does not divide --dim %d", o.heads, o.dim);
+    return run_attention(&o);
 }
 
 /* ---- the benchmarks: one row each ---- */
