@@ -15,9 +15,9 @@ typedef struct ag_train_opts {
     int steps, eval_every, quiet, detect_anomaly;
     int threads;             /* for ag_set_threads; results do not depend on it */
     const char *log_path, *plot_path, *save_path, *load_path;   /* NULL when not given */
-    /* which flags were given (a checkpoint's settings win over defaults only) */
-    int set_task, set_seq, set_dim, set_heads, set_posenc, set_causal, set_lr, set_optimizer;
-    int set_seed, set_momentum, set_weight_decay, set_clip, set_batch;
+    /* which flags were given, by ag_cli_given (a checkpoint's settings win
+     * over defaults only) */
+    uint64_t given;
 } ag_train_opts;
 
 /* Fill o from argv (argv[0] is "train"). Without --load the model's

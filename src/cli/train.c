@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,27 +19,108 @@
 #define EVAL_EXAMPLES 512
 #define MAX_PARAMS 8
 
+/* The choices' words: the library's names for tasks and positions. */
+static const char *task_word(int k)
+{
+    return k >= 0 && k < AG_TASK_COUNT ? ag_task_name((ag_task_kind)k) : NULL;
+}
+
+static const char *posenc_word(int k)
+{
+    return k >= AG_POSENC_NONE && k <= AG_POSENC_LEARNED ? ag_posenc_kind_name((ag_posenc_kind)k)
+                                                          : NULL;
+}
+
+static const char *optimizer_word(int k)
+{
+    return k == 0 ? "sgd" : k == 1 ? "adam" : NULL;   /* ag_train_config.optimizer_adam */
+}
+
+/* A choice sets an int; these two set an enum through it. */
+_Static_assert(sizeof(ag_task_kind) == sizeof(int), "a task is not int-sized");
+_Static_assert(sizeof(ag_posenc_kind) == sizeof(int), "a positional encoding is not int-sized");
+
+#define FIELD(f) .field = offsetof(ag_train_opts, f)
+static const ag_option options[] = {
+    {.name = "--task", .kind = AG_OPT_CHOICE, FIELD(config.model.task), .word = task_word,
+     .noun = "task", .value = "NAME", .help = "the task (default %D)"},
+    {.name = "--steps", .kind = AG_OPT_INT, FIELD(steps), .lo = 1, .hi = 100000000, .def = 600,
+     .value = "N", .help = "training steps to run (default %D)"},
+    {.name = "--batch", .kind = AG_OPT_INT, FIELD(config.batch), .lo = 1,
+     .hi = AG_TRAIN_MAX_BATCH, .def = 32, .value = "N", .help = "examples per step (default %D)"},
+    {.name = "--seq", .kind = AG_OPT_INT, FIELD(config.model.seq), .lo = 1, .hi = AG_TRAIN_MAX_SIZE,
+     .def = 5, .value = "T", .help = "positions per example (default %D; reverse 6)"},
+    {.name = "--dim", .kind = AG_OPT_INT, FIELD(config.model.dim), .lo = 1, .hi = AG_TRAIN_MAX_SIZE,
+     .def = 32, .value = "D", .help = "width of every vector (default %D)"},
+    {.name = "--heads", .kind = AG_OPT_INT, FIELD(config.model.heads), .lo = 1,
+     .hi = AG_TRAIN_MAX_SIZE, .def = 1, .value = "H",
+     .help = "attention heads, dividing D (default %D; lookup2 2)"},
+    {.name = "--posenc", .kind = AG_OPT_CHOICE, FIELD(config.model.posenc), .word = posenc_word,
+     .noun = "kind", .value = "KIND", .help = "%C (default %D; reverse sinusoidal)"},
+    {.name = "--causal", .kind = AG_OPT_SWITCH, FIELD(config.model.causal),
+     .help = "each position sees only itself and earlier positions"},
+    {.name = "--optimizer", .kind = AG_OPT_CHOICE, FIELD(config.optimizer_adam), .def = 1,
+     .word = optimizer_word, .noun = "optimizer", .value = "NAME", .help = "%C (default %D)"},
+    {.name = "--lr", .kind = AG_OPT_DOUBLE, FIELD(config.lr), .lo = AG_TRAIN_LR_MIN,
+     .hi = AG_TRAIN_LR_MAX, .def = 3e-3, .value = "X",
+     .help = "learning rate (default %D for adam, 0.1 for sgd)"},
+    {.name = "--momentum", .kind = AG_OPT_DOUBLE, FIELD(config.momentum), .lo = 0,
+     .hi = AG_TRAIN_MOMENTUM_MAX, .def = 0.9, .value = "X", .help = "SGD momentum (default %D)"},
+    {.name = "--weight-decay", .kind = AG_OPT_DOUBLE, FIELD(config.weight_decay), .lo = 0,
+     .hi = AG_TRAIN_WEIGHT_DECAY_MAX, .def = 0, .value = "X",
+     .help = "AdamW decoupled weight decay (default %D)"},
+    {.name = "--clip", .kind = AG_OPT_DOUBLE, FIELD(config.clip), .lo = 0, .hi = AG_TRAIN_CLIP_MAX,
+     .def = 1, .value = "X", .help = "clip the global gradient norm at X; 0 turns it off (default %D)"},
+    {.name = "--seed", .kind = AG_OPT_U64, FIELD(config.seed), .def = 1, .value = "S",
+     .help = "seeds the weights and the data (default %D)"},
+    {.name = "--eval-every", .kind = AG_OPT_INT, FIELD(eval_every), .lo = 1, .hi = 100000000,
+     .def = 100, .value = "N", .help = "measure held-out accuracy every N steps (default %D)"},
+    {.name = "--log", .kind = AG_OPT_PATH, FIELD(log_path), .value = "FILE.csv",
+     .help = "write step,loss,eval_loss,accuracy per step"},
+    {.name = "--plot", .kind = AG_OPT_PATH, FIELD(plot_path), .value = "FILE.png",
+     .help = "draw the loss curve, the held-out accuracy and one\n"
+             "example's attention with gnuplot, when installed"},
+    {.name = "--save", .kind = AG_OPT_PATH, FIELD(save_path), .value = "FILE",
+     .help = "write a checkpoint (safetensors) at the end"},
+    {.name = "--load", .kind = AG_OPT_PATH, FIELD(load_path), .value = "FILE",
+     .help = "continue from a checkpoint"},
+    {.name = "--detect-anomaly", .kind = AG_OPT_SWITCH, FIELD(detect_anomaly),
+     .help = "check every op for NaN/Inf and name the first"},
+    {.name = "--threads", .kind = AG_OPT_INT, FIELD(threads), .lo = 1, .hi = 256, .def = 1,
+     .value = "N", .help = "threads for the matmuls and softmax (default %D, %R);\n"
+                           "the numbers are the same for every N"},
+    {.name = "--quiet", .kind = AG_OPT_SWITCH, FIELD(quiet), .help = "print only the result line"},
+};
+#undef FIELD
+
 const ag_command ag_cmd_train_info = {
     .name = "train",
     .run = ag_cmd_train,
     .usage = "attograd train [--task lookup|lookup2|reverse] [--steps N] [--seed S] [options]",
     .summary = "train a toy attention model and watch it learn the lookup",
+    .options = options,
+    .n_options = AG_CLI_COUNT(options),
+    .help_width = 23,
 };
 
-/* Task defaults, chosen so that each task learns in seconds. */
+static int given(const ag_train_opts *o, const char *name)
+{
+    return ag_cli_given(&ag_cmd_train_info, o->given, name);
+}
+
+/* Task defaults, chosen so that each task learns in seconds (the table's
+ * are lookup's and adam's). */
 static void task_defaults(ag_train_opts *o)
 {
     ag_train_config *c = &o->config;
     ag_task_kind task = c->model.task;
-    if (!o->set_seq)
+    if (!given(o, "--seq"))
         c->model.seq = task == AG_TASK_REVERSE ? 6 : 5;
-    if (!o->set_dim)
-        c->model.dim = 32;
-    if (!o->set_heads)
+    if (!given(o, "--heads"))
         c->model.heads = task == AG_TASK_LOOKUP2 ? 2 : 1;
-    if (!o->set_posenc)
+    if (!given(o, "--posenc"))
         c->model.posenc = task == AG_TASK_REVERSE ? AG_POSENC_SINUSOIDAL : AG_POSENC_NONE;
-    if (!o->set_lr)
+    if (!given(o, "--lr"))
         c->lr = c->optimizer_adam ? 3e-3 : 0.1;
 }
 
@@ -68,31 +150,9 @@ static int print_help(const ag_command *cmd)
            cmd->usage);
     for (int k = 0; k < AG_TASK_COUNT; k++)
         printf("  %-8s %s\n", ag_task_name((ag_task_kind)k), ag_task_help((ag_task_kind)k));
-    printf("\noptions:\n"
-           "  --task NAME          the task (default lookup)\n"
-           "  --steps N            training steps to run (default 600)\n"
-           "  --batch N            examples per step (default 32)\n"
-           "  --seq T              positions per example (default 5; reverse 6)\n"
-           "  --dim D              width of every vector (default 32)\n"
-           "  --heads H            attention heads, dividing D (default 1; lookup2 2)\n"
-           "  --posenc KIND        none|sinusoidal|learned (default none; reverse sinusoidal)\n"
-           "  --causal             each position sees only itself and earlier positions\n"
-           "  --optimizer NAME     sgd|adam (default adam)\n"
-           "  --lr X               learning rate (default 0.003 for adam, 0.1 for sgd)\n"
-           "  --momentum X         SGD momentum (default 0.9)\n"
-           "  --weight-decay X     AdamW decoupled weight decay (default 0)\n"
-           "  --clip X             clip the global gradient norm at X; 0 turns it off (default 1)\n"
-           "  --seed S             seeds the weights and the data (default 1)\n"
-           "  --eval-every N       measure held-out accuracy every N steps (default 100)\n"
-           "  --log FILE.csv       write step,loss,eval_loss,accuracy per step\n"
-           "  --plot FILE.png      draw the loss curve, the held-out accuracy and one\n"
-           "                       example's attention with gnuplot, when installed\n"
-           "  --save FILE          write a checkpoint (safetensors) at the end\n"
-           "  --load FILE          continue from a checkpoint\n"
-           "  --detect-anomaly     check every op for NaN/Inf and name the first\n"
-           "  --threads N          threads for the matmuls and softmax (default 1, 1..256);\n"
-           "                       the numbers are the same for every N\n"
-           "  --quiet              print only the result line\n\n"
+    printf("\noptions:\n");
+    ag_cli_print_options(cmd);
+    printf("\n"
            "A flag given twice counts the last time. With --load the checkpoint fixes\n"
            "the model, the optimizer and the seed; --steps counts the steps to add.\n"
            "Ctrl-C (or SIGTERM, SIGHUP) stops after the current step and still saves\n"
@@ -102,125 +162,6 @@ static int print_help(const ag_command *cmd)
            "The last line on stdout is the summary:\n"
            "  result: task=lookup steps=N loss=L accuracy=A seconds=S\n");
     return AG_EXIT_OK;
-}
-
-/* The flags into o; defaults first. */
-static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_opts *o)
-{
-    ag_train_config *c = &o->config;
-    memset(o, 0, sizeof(*o));
-    c->model.task = AG_TASK_LOOKUP;
-    o->steps = 600;
-    c->batch = 32;
-    o->eval_every = 100;
-    c->optimizer_adam = 1;
-    c->clip = 1;
-    c->momentum = 0.9;
-    c->seed = 1;
-    o->threads = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int r;
-        if (ag_cli_is_help(argv[i]))
-            return AG_CLI_HELP;
-        if (ag_cli_switch(argv, i, "--causal")) {
-            c->model.causal = 1;
-            o->set_causal = 1;
-        } else if (ag_cli_switch(argv, i, "--detect-anomaly")) {
-            o->detect_anomaly = 1;
-        } else if (ag_cli_switch(argv, i, "--quiet")) {
-            o->quiet = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--task", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            if (!ag_task_parse(v, &c->model.task))
-                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
-            o->set_task = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--threads", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &o->threads))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--batch", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--batch", v, 1, AG_TRAIN_MAX_BATCH, &c->batch))
-                return AG_EXIT_USAGE;
-            o->set_batch = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seq", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--seq", v, 1, AG_TRAIN_MAX_SIZE, &c->model.seq))
-                return AG_EXIT_USAGE;
-            o->set_seq = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--dim", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--dim", v, 1, AG_TRAIN_MAX_SIZE, &c->model.dim))
-                return AG_EXIT_USAGE;
-            o->set_dim = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--heads", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--heads", v, 1, AG_TRAIN_MAX_SIZE, &c->model.heads))
-                return AG_EXIT_USAGE;
-            o->set_heads = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--posenc", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            if (!ag_posenc_parse(v, &c->model.posenc))
-                return ag_cli_usage_error(cmd, "--posenc: unknown kind '%s' (none, sinusoidal, learned)", v);
-            o->set_posenc = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--optimizer", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            if (strcmp(v, "adam") == 0)
-                c->optimizer_adam = 1;
-            else if (strcmp(v, "sgd") == 0)
-                c->optimizer_adam = 0;
-            else
-                return ag_cli_usage_error(cmd, "--optimizer: unknown optimizer '%s' (sgd, adam)", v);
-            o->set_optimizer = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--lr", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--lr", v, AG_TRAIN_LR_MIN, AG_TRAIN_LR_MAX, &c->lr))
-                return AG_EXIT_USAGE;
-            o->set_lr = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--momentum", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--momentum", v, 0, AG_TRAIN_MOMENTUM_MAX, &c->momentum))
-                return AG_EXIT_USAGE;
-            o->set_momentum = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--weight-decay", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--weight-decay", v, 0, AG_TRAIN_WEIGHT_DECAY_MAX,
-                                     &c->weight_decay))
-                return AG_EXIT_USAGE;
-            o->set_weight_decay = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--clip", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--clip", v, 0, AG_TRAIN_CLIP_MAX, &c->clip))
-                return AG_EXIT_USAGE;
-            o->set_clip = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
-            if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &c->seed))
-                return AG_EXIT_USAGE;
-            o->set_seed = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--eval-every", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--eval-every", v, 1, 100000000, &o->eval_every))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--log", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->log_path = v;
-        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--plot", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->plot_path = v;
-        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--save", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->save_path = v;
-        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--load", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->load_path = v;
-        } else if (argv[i][0] == '-') {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        } else {
-            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
-        }
-    }
-    return AG_CLI_GO;
 }
 
 /* Two outputs naming the same file would overwrite each other (and a log
@@ -270,7 +211,8 @@ int ag_cli_train_check(const ag_train_opts *o)
 int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
-    int r = parse_flags(cmd, argc, argv, o);
+    memset(o, 0, sizeof(*o));
+    int r = ag_cli_parse(cmd, argc, argv, o, &o->given);
     if (r != AG_CLI_GO)
         return r;
     if (!check_paths(cmd, o))
@@ -510,39 +452,22 @@ static ag_train_state state_of(const ag_train_opts *o, const run *r)
  * unless given (a new --lr, --clip or --batch may be given on purpose). */
 static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_train_state *st)
 {
-    const ag_train_config given = o->config;   /* the flags' settings, defaults included */
-    const ag_train_config *saved = &st->config;
-    const ag_model_config *m = &saved->model;
-#define CONFLICT(set, flag, differs, fmt, mine, theirs)                                          \
-    if ((set) && (differs))                                                                      \
-        return !ag_cli_usage_error(cmd, flag " " fmt " conflicts with %s, made with " fmt        \
-                                   " (--load fixes the model)", mine, o->load_path, theirs);
-    CONFLICT(o->set_task, "--task", given.model.task != m->task, "%s", ag_task_name(given.model.task),
-             ag_task_name(m->task))
-    CONFLICT(o->set_seq, "--seq", given.model.seq != m->seq, "%d", given.model.seq, m->seq)
-    CONFLICT(o->set_dim, "--dim", given.model.dim != m->dim, "%d", given.model.dim, m->dim)
-    CONFLICT(o->set_heads, "--heads", given.model.heads != m->heads, "%d", given.model.heads, m->heads)
-    CONFLICT(o->set_posenc, "--posenc", given.model.posenc != m->posenc, "%s",
-             ag_posenc_kind_name(given.model.posenc), ag_posenc_kind_name(m->posenc))
-    CONFLICT(o->set_causal, "--causal", !m->causal, "%s", "on", "off")
-    CONFLICT(o->set_optimizer, "--optimizer", given.optimizer_adam != saved->optimizer_adam, "%s",
-             given.optimizer_adam ? "adam" : "sgd", saved->optimizer_adam ? "adam" : "sgd")
-    CONFLICT(o->set_seed, "--seed", given.seed != saved->seed, "%llu", (unsigned long long)given.seed,
-             (unsigned long long)saved->seed)
-#undef CONFLICT
+    static const char *const fixed[] = {"--task",   "--seq",    "--dim",       "--heads",
+                                        "--posenc", "--causal", "--optimizer", "--seed"};
+    ag_train_opts saved = *o;
+    saved.config = st->config;
+    for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
+        char mine[64], theirs[64];
+        if (given(o, fixed[k]) && strcmp(ag_cli_format(cmd, fixed[k], o, mine, sizeof(mine)),
+                                         ag_cli_format(cmd, fixed[k], &saved, theirs, sizeof(theirs))) != 0)
+            return !ag_cli_usage_error(cmd, "%s %s conflicts with %s, made with %s (--load fixes "
+                                       "the model)", fixed[k], mine, o->load_path, theirs);
+    }
     /* The checkpoint's settings win over defaults; a flag given on purpose
-     * wins over them (the fixed ones agree by now, so only these differ). */
-    o->config = *saved;
-    if (o->set_lr)
-        o->config.lr = given.lr;
-    if (o->set_momentum)
-        o->config.momentum = given.momentum;
-    if (o->set_weight_decay)
-        o->config.weight_decay = given.weight_decay;
-    if (o->set_clip)
-        o->config.clip = given.clip;
-    if (o->set_batch)
-        o->config.batch = given.batch;
+     * wins over them (the fixed ones agree by now, so only --lr, --momentum,
+     * --weight-decay, --clip and --batch can differ). */
+    ag_cli_copy_given(cmd, o->given, &saved, o);
+    *o = saved;
     return 1;
 }
 

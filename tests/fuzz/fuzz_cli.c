@@ -44,7 +44,7 @@ static void check_train(const ag_train_opts *o)
     CHECK(o->config.batch >= 1 && o->config.batch <= 65536);
     CHECK(o->eval_every >= 1);
     /* with --load and no --lr, the checkpoint's learning rate is used */
-    if (!o->load_path || o->set_lr)
+    if (!o->load_path || ag_cli_given(&ag_cmd_train_info, o->given, "--lr"))
         CHECK(isfinite(o->config.lr) && o->config.lr >= 1e-12 && o->config.lr <= 1e3);
     CHECK(isfinite(o->config.momentum) && o->config.momentum >= 0 && o->config.momentum < 1);
     CHECK(isfinite(o->config.clip) && o->config.clip >= 0);
