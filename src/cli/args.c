@@ -1,7 +1,9 @@
 /*
- * args.c - strict command-line parsing shared by every subcommand: a number
- * is the whole argument or it is an error (through the library's strict
- * ag_parse_*), never a silent 0 or a prefix.
+ * args.c - the command line, read by each command's option table (cli.h):
+ * the flags by name, their values through the library's strict parsers (a
+ * number is the whole argument or a usage error naming the flag, never a
+ * silent 0 or a prefix), and the options part of --help, written from the
+ * same rows.
  */
 #include "cli.h"
 
@@ -39,12 +41,9 @@ int ag_cli_is_help(const char *arg)
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
-int ag_cli_switch(char **argv, int i, const char *name)
-{
-    return strcmp(argv[i], name) == 0;
-}
-
-int ag_cli_opt(int argc, char **argv, int *i, const char *name, const char **value)
+/* Whether argv[*i] is the option `name` ("--steps 5" or "--steps=5"): then
+ * *value is its value, or NULL when it is missing, and *i has moved past it. */
+static int opt_matches(int argc, char **argv, int *i, const char *name, const char **value)
 {
     const char *arg = argv[*i];
     size_t n = strlen(name);
@@ -66,33 +65,10 @@ int ag_cli_opt(int argc, char **argv, int *i, const char *name, const char **val
     return 1;
 }
 
-int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
-                 const char **value)
-{
-    if (!ag_cli_opt(argc, argv, i, name, value))
-        return 0;
-    if (!*value) {
-        if (*i + 1 < argc)
-            ag_cli_usage_error(cmd, "%s needs a value, but '%s' follows it", name, argv[*i + 1]);
-        else
-            ag_cli_usage_error(cmd, "%s needs a value", name);
-        return -1;
-    }
-    return 1;
-}
+/* ---- numbers: the whole string or a usage error naming the flag ---- */
 
-int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
-                const char **value)
-{
-    int r = ag_cli_value(cmd, argc, argv, i, name, value);
-    if (r > 0 && !**value) {
-        ag_cli_usage_error(cmd, "%s: the file name is empty", name);
-        return -1;
-    }
-    return r;
-}
-
-int ag_cli_long(const ag_command *cmd, const char *flag, const char *s, long min, long max, long *out)
+static int parse_long(const ag_command *cmd, const char *flag, const char *s, long min, long max,
+                      long *out)
 {
     long v = 0;
     int r = ag_parse_long(s, &v);
@@ -104,16 +80,16 @@ int ag_cli_long(const ag_command *cmd, const char *flag, const char *s, long min
     return 1;
 }
 
-int ag_cli_int(const ag_command *cmd, const char *flag, const char *s, int min, int max, int *out)
+static int parse_int(const ag_command *cmd, const char *flag, const char *s, int min, int max, int *out)
 {
     long v = 0;
-    if (!ag_cli_long(cmd, flag, s, min, max, &v))
+    if (!parse_long(cmd, flag, s, min, max, &v))
         return 0;
     *out = (int)v;
     return 1;
 }
 
-int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t *out)
+static int parse_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t *out)
 {
     int r = ag_parse_u64(s, out);
     if (r == AG_PARSE_BAD)
@@ -124,8 +100,8 @@ int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t 
     return 1;
 }
 
-int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double min, double max,
-                  double *out)
+static int parse_double(const ag_command *cmd, const char *flag, const char *s, double min,
+                        double max, double *out)
 {
     double v = 0;
     int r = ag_parse_double(s, &v);
@@ -153,7 +129,7 @@ static int find_row(const ag_command *cmd, int argc, char **argv, int *i, const 
     for (int k = 0; k < cmd->n_options; k++) {
         const ag_option *o = &cmd->options[k];
         if (o->kind == AG_OPT_SWITCH ? strcmp(argv[*i], o->name) == 0
-                                     : ag_cli_opt(argc, argv, i, o->name, value))
+                                     : opt_matches(argc, argv, i, o->name, value))
             return k;
     }
     return -1;
@@ -258,11 +234,11 @@ static int set_value(const ag_command *cmd, const ag_option *o, const char *v, v
         *(int *)field = 1;
         return 1;
     case AG_OPT_INT:
-        return ag_cli_int(cmd, o->name, v, (int)o->lo, (int)o->hi, field);
+        return parse_int(cmd, o->name, v, (int)o->lo, (int)o->hi, field);
     case AG_OPT_U64:
-        return ag_cli_u64(cmd, o->name, v, field);
+        return parse_u64(cmd, o->name, v, field);
     case AG_OPT_DOUBLE:
-        return ag_cli_double(cmd, o->name, v, o->lo, o->hi, field);
+        return parse_double(cmd, o->name, v, o->lo, o->hi, field);
     case AG_OPT_PATH:
         if (!*v)
             return !ag_cli_usage_error(cmd, "%s: the file name is empty", o->name);

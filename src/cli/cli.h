@@ -110,32 +110,9 @@ int ag_cli_usage_error(const ag_command *cmd, const char *fmt, ...)
 #endif
     ;
 
-/* Whether argv[*i] is the option `name` ("--steps 5" or "--steps=5"). For an
- * option that takes a value, *value is set and *i advanced past it; when the
- * value is missing, *value is NULL (report it with ag_cli_usage_error). */
-int ag_cli_opt(int argc, char **argv, int *i, const char *name, const char **value);
-/* ag_cli_opt for an option that needs a value: 0 when argv[*i] is not
- * `name`, 1 with *value set, -1 (after a usage error naming the flag) when
- * the value is missing. */
-int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
-                 const char **value);
-/* ag_cli_value for a file name: an empty name is a usage error too. */
-int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
-                const char **value);
-/* Whether argv[i] is the switch `name` exactly (no value). */
-int ag_cli_switch(char **argv, int i, const char *name);
 /* Whether argv[i] is -h or --help. */
 int ag_cli_is_help(const char *arg);
 
-/* Strict number parsing: the whole string must be a number within
- * [min, max] (finite for doubles). On failure prints a usage error naming
- * the flag and the value, and returns 0. */
-int ag_cli_long(const ag_command *cmd, const char *flag, const char *s, long min, long max,
-                long *out);
-int ag_cli_int(const ag_command *cmd, const char *flag, const char *s, int min, int max, int *out);
-int ag_cli_u64(const ag_command *cmd, const char *flag, const char *s, uint64_t *out);
-int ag_cli_double(const ag_command *cmd, const char *flag, const char *s, double min, double max,
-                  double *out);
 /* --inject-bug's words (a CHOICE's word function): "softmax" for
  * AG_BUG_SOFTMAX, the deliberately wrong backward of ag_gradcheck_opts.bug. */
 const char *ag_cli_bug_word(int k);
