@@ -122,12 +122,6 @@ const char *ag_cli_bug_word(int k);
  * after it. Returns 0 with a message naming the path in err. */
 int ag_cli_check_output(const char *path, char *err, size_t errlen);
 
-/* Hold Ctrl-C, SIGTERM and SIGHUP while a file is written (hold 1, saved a
- * mask), then let them through (hold 0, the same saved): a signal that
- * comes during the write takes effect once the file is whole or gone, so no
- * temporary file is left behind. */
-void ag_cli_hold_signals(int hold, sigset_t *saved);
-
 /* The most values one tensor of a step may hold (128 MB of floats): the
  * attention weights (B, H, T, T) grow with T squared, so a modest --seq or a
  * file's long x could otherwise ask for more memory than the machine has.

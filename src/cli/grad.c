@@ -9,6 +9,7 @@
  *   out:   out (B,T,d), attn (B,H,T,T), loss (1), grad.wq/wk/wv/wo (d,d), grad.x (B,T,d)
  */
 #include "opts.h"
+#include "signals.h"
 
 #include <math.h>
 #include <signal.h>

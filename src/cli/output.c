@@ -6,7 +6,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,18 +63,4 @@ uint64_t ag_cli_attention_values(uint64_t batch, uint64_t heads, uint64_t seq)
 uint64_t ag_cli_activation_values(uint64_t batch, uint64_t seq, uint64_t dim)
 {
     return mul_sat(mul_sat(batch, seq), dim);
-}
-
-void ag_cli_hold_signals(int hold, sigset_t *old)
-{
-    if (hold) {
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGINT);
-        sigaddset(&set, SIGTERM);
-        sigaddset(&set, SIGHUP);
-        sigprocmask(SIG_BLOCK, &set, old);
-    } else {
-        sigprocmask(SIG_SETMASK, old, NULL);
-    }
 }

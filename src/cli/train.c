@@ -5,6 +5,7 @@
  * another, and ends with one `result:` line on stdout.
  */
 #include "opts.h"
+#include "signals.h"
 
 #include <errno.h>
 #include <math.h>
@@ -124,16 +125,6 @@ static void task_defaults(ag_train_opts *o)
         c->lr = c->optimizer_adam ? 3e-3 : 0.1;
 }
 
-/* The signal that asked the run to stop (SIGINT: Ctrl-C; SIGTERM: kill,
- * timeout; SIGHUP: the terminal went away), or 0. The run finishes its
- * step, saves, and exits 128 + it. */
-static volatile sig_atomic_t interrupted;
-
-static void on_stop_signal(int sig)
-{
-    interrupted = sig;
-}
-
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -248,6 +239,8 @@ typedef struct run {
     double *loss_hist, *acc_hist, *attn0;
     size_t n_loss, n_acc, cap_loss, cap_acc;
     long loss_stride;
+    int plot;                 /* --plot, and gnuplot is there */
+    double seconds;           /* the training loop's time */
 } run;
 
 /* The held-out set comes from its own stream, never from the training one. */
@@ -486,100 +479,186 @@ static int check_outputs(const ag_train_opts *o)
     return 1;
 }
 
-int ag_cli_train_run(ag_train_opts *o)
+/* With --load: read the checkpoint into *ck and *st and adopt its settings
+ * (the flags checked against them). Returns AG_EXIT_OK or the status to
+ * exit with, after saying why. */
+static int load_checkpoint(ag_train_opts *o, ag_checkpoint **ck, ag_train_state *st)
 {
     const ag_command *cmd = &ag_cmd_train_info;
     char err[512];
-    ag_checkpoint *ckpt = NULL;
-    const ag_train_config *c = &o->config;   /* with --load, set from the checkpoint below */
-    ag_train_state loaded;
-    memset(&loaded, 0, sizeof(loaded));
-    if (o->load_path) {
-        if (ag_checkpoint_load(o->load_path, &ckpt, &loaded, err, sizeof(err)) != AG_OK) {
+    if (ag_checkpoint_load(o->load_path, ck, st, err, sizeof(err)) != AG_OK) {
+        fprintf(stderr, "attograd train: %s\n", err);
+        return AG_EXIT_FAIL;
+    }
+    if (!adopt_checkpoint(cmd, o, st) || !ag_cli_train_check(o))
+        return AG_EXIT_USAGE;
+    if (st->step > AG_TRAIN_MAX_STEP - o->steps)
+        return ag_cli_usage_error(cmd, "--steps %d: %s is at step %ld, and a run stops at step %ld",
+                                  o->steps, o->load_path, st->step, AG_TRAIN_MAX_STEP);
+    return AG_EXIT_OK;
+}
+
+/* The model (fresh from the seed, or ck's), its optimizer, the tape, the
+ * batches and the history for --plot. Returns 0 after saying why not. */
+static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
+{
+    const ag_train_opts *o = r->o;
+    const ag_train_config *c = &o->config;
+    char err[512];
+    ag_rng init_rng = ag_rng_new(c->seed);
+    ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
+    r->data_rng = ag_rng_new(c->seed ^ 0xda7aULL);
+    r->model = ag_model_new(&c->model, ck ? NULL : &init_rng, err, sizeof(err));
+    if (!r->model) {
+        fprintf(stderr, "attograd train: %s\n", err);
+        return 0;
+    }
+    r->n_params = ag_model_params(r->model, r->params, r->names, MAX_PARAMS);
+    r->opt = ag_train_optim_new(c, r->params, r->n_params);
+    r->tape = ag_tape_new();
+    r->train = ag_batch_new(c->model.task, c->batch, c->model.seq);
+    r->eval = ag_batch_new(c->model.task, EVAL_EXAMPLES, c->model.seq);
+    if (!r->opt || !r->tape || !r->train || !r->eval || (r->plot && !alloc_history(r))) {
+        fprintf(stderr, "attograd train: out of memory\n");
+        return 0;
+    }
+    if (ck) {
+        if (ag_checkpoint_restore(ck, r->model, r->opt, err, sizeof(err)) != AG_OK) {
+            fprintf(stderr, "attograd train: %s\n", err);
+            return 0;
+        }
+        r->data_rng.state = st->data_rng;
+        r->step = st->step;
+    }
+    ag_task_sample(r->eval, &eval_rng);
+    ag_tape_detect_anomaly(r->tape, o->detect_anomaly);
+    return 1;
+}
+
+static void run_free(run *r)
+{
+    ag_csv_free(r->log);   /* an unfinished log is discarded, never left half-written */
+    ag_batch_free(r->train);
+    ag_batch_free(r->eval);
+    free(r->loss_step);
+    free(r->loss_hist);
+    free(r->acc_step);
+    free(r->acc_hist);
+    free(r->attn0);
+    ag_tape_free(r->tape);
+    ag_optim_free(r->opt);
+    ag_model_free(r->model);
+}
+
+/* The steps, until --steps are done or a signal asks to stop: evaluate,
+ * log and show progress as asked. Returns 0 after a failure. */
+static int train_loop(run *r)
+{
+    const ag_train_opts *o = r->o;
+    int tty = !o->quiet && isatty(STDOUT_FILENO);
+    double start = now_seconds(), last_draw = 0;
+    long done_steps = 0;
+    while (done_steps < o->steps && !ag_cli_stop_signal()) {
+        if (!train_step(r))
+            return 0;
+        done_steps++;
+        int last = done_steps == o->steps;
+        int eval_now = r->step % o->eval_every == 0 || last;
+        /* the last evaluation is kept for the heatmap, not run twice */
+        if (eval_now && !evaluate(r, last))
+            return 0;
+        if (r->log) {
+            double row[4] = {(double)r->step, r->loss, eval_now ? r->eval_loss : NAN,
+                             eval_now ? r->accuracy : NAN};
+            ag_csv_row(r->log, row, 4);   /* errors are sticky; ag_csv_close reports them */
+        }
+        double t = now_seconds() - start;
+        if (tty && (t - last_draw > 0.1 || last)) {
+            print_progress(r, done_steps, o->steps, t, 1);
+            last_draw = t;
+        } else if (!tty && !o->quiet && eval_now) {
+            print_progress(r, done_steps, o->steps, t, 0);
+        }
+    }
+    r->seconds = now_seconds() - start;
+    if (tty)
+        printf("\n");
+    return 1;
+}
+
+/* --plot, when gnuplot is there; training is unaffected either way. */
+static void draw_plot(run *r)
+{
+    const ag_train_opts *o = r->o;
+    char title[160], err[512];
+    snprintf(title, sizeof(title), "attograd train --task %s: %ld steps, held-out accuracy %.3f",
+             ag_task_name(o->config.model.task), r->step, r->accuracy);
+    ag_plot_data pd = {title, r->loss_step, r->loss_hist, r->n_loss, r->acc_step, r->acc_hist,
+                       r->n_acc, r->attn0, o->config.model.seq};
+    if (!ag_cli_plot_run(o->plot_path, &pd, err, sizeof(err)))
+        fprintf(stderr, "attograd train: %s\n", err);
+    else if (!o->quiet)
+        printf("plot: %s\n", o->plot_path);
+}
+
+/* After the loop: the last evaluation and its heatmap, the plot, the log,
+ * the checkpoint and the result line. Returns the exit status. */
+static int run_finish(run *r)
+{
+    const ag_train_opts *o = r->o;
+    char err[512];
+    int stop = ag_cli_stop_signal();
+    if (stop)
+        fprintf(stderr, "attograd train: %s after step %ld\n",
+                stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
+                r->step);
+    if (!r->kept_attn && !evaluate(r, 1))   /* interrupted before the last step */
+        return AG_EXIT_FAIL;
+    show_final(r);
+    if (r->plot)
+        draw_plot(r);
+    ag_csv *log = r->log;
+    r->log = NULL;
+    if (log && ag_csv_close(log, err, sizeof(err)) != AG_OK) {
+        fprintf(stderr, "attograd train: %s\n", err);
+        return AG_EXIT_FAIL;
+    }
+    if (o->save_path) {
+        ag_train_state st = state_of(o, r);
+        if (ag_checkpoint_save(o->save_path, r->model, r->opt, &st, err, sizeof(err)) != AG_OK) {
             fprintf(stderr, "attograd train: %s\n", err);
             return AG_EXIT_FAIL;
         }
-        if (!adopt_checkpoint(cmd, o, &loaded) || !ag_cli_train_check(o)) {
-            ag_checkpoint_free(ckpt);
-            return AG_EXIT_USAGE;
-        }
-        if (loaded.step > AG_TRAIN_MAX_STEP - o->steps) {
-            ag_checkpoint_free(ckpt);
-            return ag_cli_usage_error(cmd, "--steps %d: %s is at step %ld, and a run stops at step %ld",
-                                      o->steps, o->load_path, loaded.step, AG_TRAIN_MAX_STEP);
-        }
+        if (!o->quiet)
+            printf("saved: %s (step %ld)\n", o->save_path, r->step);
     }
-    if (!check_outputs(o)) {
-        ag_checkpoint_free(ckpt);
+    printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
+           ag_task_name(o->config.model.task), r->step, r->eval_loss, r->accuracy, r->seconds);
+    return stop ? 128 + stop : AG_EXIT_OK;
+}
+
+/* Set up (releasing the checkpoint once it is restored), catch the stop
+ * signals, open the log, train and finish. */
+static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
+{
+    const ag_train_opts *o = r->o;
+    const ag_train_config *c = &o->config;
+    char err[512];
+    int ready = run_setup(r, *ck, st);
+    ag_checkpoint_free(*ck);
+    *ck = NULL;
+    if (!ready)
         return AG_EXIT_FAIL;
-    }
-    int plot = o->plot_path != NULL;
-    if (plot && !ag_cli_have_program("gnuplot")) {
-        /* said once, before the run; training goes on without the plot */
-        fprintf(stderr, "attograd train: gnuplot is not installed, so no plot "
-                        "(apt-get install gnuplot-nox)\n");
-        plot = 0;
-    }
-
-    run r;
-    memset(&r, 0, sizeof(r));
-    r.o = o;
-    int status = AG_EXIT_FAIL, handlers = 0;
-    struct sigaction old_int, old_term, old_hup;
-    ag_rng init_rng = ag_rng_new(c->seed);
-    r.data_rng = ag_rng_new(c->seed ^ 0xda7aULL);
-    ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
-    r.model = ag_model_new(&c->model, ckpt ? NULL : &init_rng, err, sizeof(err));
-    if (!r.model) {
-        fprintf(stderr, "attograd train: %s\n", err);
-        goto done;
-    }
-    r.n_params = ag_model_params(r.model, r.params, r.names, MAX_PARAMS);
-    r.opt = ag_train_optim_new(c, r.params, r.n_params);
-    ag_set_threads(o->threads);
-    r.tape = ag_tape_new();
-    r.train = ag_batch_new(c->model.task, c->batch, c->model.seq);
-    r.eval = ag_batch_new(c->model.task, EVAL_EXAMPLES, c->model.seq);
-    if (!r.opt || !r.tape || !r.train || !r.eval) {
-        fprintf(stderr, "attograd train: out of memory\n");
-        goto done;
-    }
-    if (ckpt) {
-        if (ag_checkpoint_restore(ckpt, r.model, r.opt, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd train: %s\n", err);
-            goto done;
-        }
-        r.data_rng.state = loaded.data_rng;
-        r.step = loaded.step;
-        ag_checkpoint_free(ckpt);
-        ckpt = NULL;
-    }
-    ag_task_sample(r.eval, &eval_rng);
-    if (plot && !alloc_history(&r)) {
-        fprintf(stderr, "attograd train: out of memory\n");
-        goto done;
-    }
-    ag_tape_detect_anomaly(r.tape, o->detect_anomaly);
-
     /* From here on a temporary file may exist: Ctrl-C and SIGTERM only ask
      * the loop to stop, so that it is always committed or removed. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
-    handlers = 1;
-
+    ag_cli_stop saved;
+    ag_cli_catch_stop(&saved);
+    int status = AG_EXIT_FAIL;
     if (o->log_path &&
-        ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r.log, err, sizeof(err)) != AG_OK) {
+        ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r->log, err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "attograd train: %s\n", err);
         goto done;
     }
-
-    int tty = !o->quiet && isatty(STDOUT_FILENO);
     if (!o->quiet) {
         printf("training %s: seq %d, dim %d, heads %d, posenc %s%s, %s lr %g, batch %d, %d steps\n",
                ag_task_name(c->model.task), c->model.seq, c->model.dim, c->model.heads,
@@ -587,95 +666,40 @@ int ag_cli_train_run(ag_train_opts *o)
                c->optimizer_adam ? "adam" : "sgd", c->lr, c->batch, o->steps);
         fflush(stdout);
     }
-    if (!evaluate(&r, 0))
-        goto done;
-    double start = now_seconds(), last_draw = 0;
-    long done_steps = 0;
-    while (done_steps < o->steps && !interrupted) {
-        if (!train_step(&r))
-            goto done;
-        done_steps++;
-        int last = done_steps == o->steps;
-        int eval_now = r.step % o->eval_every == 0 || last;
-        /* the last evaluation is kept for the heatmap, not run twice */
-        if (eval_now && !evaluate(&r, last))
-            goto done;
-        if (r.log) {
-            double row[4] = {(double)r.step, r.loss, eval_now ? r.eval_loss : NAN,
-                             eval_now ? r.accuracy : NAN};
-            ag_csv_row(r.log, row, 4);   /* errors are sticky; ag_csv_close reports them */
-        }
-        double t = now_seconds() - start;
-        if (tty && (t - last_draw > 0.1 || last)) {
-            print_progress(&r, done_steps, o->steps, t, 1);
-            last_draw = t;
-        } else if (!tty && !o->quiet && eval_now) {
-            print_progress(&r, done_steps, o->steps, t, 0);
-        }
-    }
-    double seconds = now_seconds() - start;
-    if (tty)
-        printf("\n");
-    int stop = interrupted;
-    if (stop) {
-        fprintf(stderr, "attograd train: %s after step %ld\n",
-                stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
-                r.step);
-    }
-    if (!r.kept_attn && !evaluate(&r, 1))   /* interrupted before the last step */
-        goto done;
-    show_final(&r);
-    if (plot) {
-        char title[160];
-        snprintf(title, sizeof(title), "attograd train --task %s: %ld steps, held-out accuracy %.3f",
-                 ag_task_name(c->model.task), r.step, r.accuracy);
-        ag_plot_data pd = {title, r.loss_step, r.loss_hist, r.n_loss, r.acc_step, r.acc_hist,
-                           r.n_acc, r.attn0, c->model.seq};
-        if (ag_cli_plot_run(o->plot_path, &pd, err, sizeof(err))) {
-            if (!o->quiet)
-                printf("plot: %s\n", o->plot_path);
-        } else {
-            fprintf(stderr, "attograd train: %s\n", err);   /* training is unaffected */
-        }
-    }
-    if (r.log) {
-        ag_csv *log = r.log;
-        r.log = NULL;
-        if (ag_csv_close(log, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd train: %s\n", err);
-            goto done;
-        }
-    }
-    if (o->save_path) {
-        ag_train_state st = state_of(o, &r);
-        if (ag_checkpoint_save(o->save_path, r.model, r.opt, &st, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd train: %s\n", err);
-            goto done;
-        }
-        if (!o->quiet)
-            printf("saved: %s (step %ld)\n", o->save_path, r.step);
-    }
-    printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
-           ag_task_name(c->model.task), r.step, r.eval_loss, r.accuracy, seconds);
-    status = stop ? 128 + stop : AG_EXIT_OK;
+    if (evaluate(r, 0) && train_loop(r))
+        status = run_finish(r);
 done:
-    ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
-    if (handlers) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        sigaction(SIGHUP, &old_hup, NULL);
+    ag_csv_free(r->log);   /* an unfinished log is discarded, never left half-written */
+    r->log = NULL;
+    ag_cli_release_stop(&saved);
+    return status;
+}
+
+int ag_cli_train_run(ag_train_opts *o)
+{
+    ag_checkpoint *ck = NULL;
+    ag_train_state loaded;
+    memset(&loaded, 0, sizeof(loaded));
+    int status = o->load_path ? load_checkpoint(o, &ck, &loaded) : AG_EXIT_OK;
+    if (status == AG_EXIT_OK && !check_outputs(o))
+        status = AG_EXIT_FAIL;
+    if (status != AG_EXIT_OK) {
+        ag_checkpoint_free(ck);
+        return status;
     }
-    ag_checkpoint_free(ckpt);
-    ag_batch_free(r.train);
-    ag_batch_free(r.eval);
-    free(r.loss_step);
-    free(r.loss_hist);
-    free(r.acc_step);
-    free(r.acc_hist);
-    free(r.attn0);
-    ag_tape_free(r.tape);
-    ag_optim_free(r.opt);
-    ag_model_free(r.model);
+    run r;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    r.plot = o->plot_path != NULL;
+    if (r.plot && !ag_cli_have_program("gnuplot")) {
+        /* said once, before the run; training goes on without the plot */
+        fprintf(stderr, "attograd train: gnuplot is not installed, so no plot "
+                        "(apt-get install gnuplot-nox)\n");
+        r.plot = 0;
+    }
+    ag_set_threads(o->threads);
+    status = run_train(&r, &ck, &loaded);
+    run_free(&r);
     ag_set_threads(1);
     return status;
 }
