@@ -119,134 +119,160 @@ int ag_cmd_grad(int argc, char **argv)
     return ag_cli_grad_run(&o);
 }
 
-int ag_cli_grad_run(const ag_grad_opts *o)
-{
-    const char *model_path = o->model_path, *batch_path = o->batch_path, *out_path = o->out_path;
-    int status = AG_EXIT_FAIL;
-    char err[512];
-    ag_st_file *mf = NULL, *bf = NULL;
-    ag_attention *layer = NULL;
-    ag_tape *tape = NULL;
-    ag_st_writer *w = NULL;
+/* One pass: the files, what is read from them and what is made. */
+typedef struct grad_job {
+    const ag_grad_opts *o;
+    ag_st_file *mf, *bf;       /* the model and the batch */
+    int d, heads, causal;
+    int xshape[AG_MAX_DIMS];   /* (B, T, d) */
+    ag_attention *layer;
+    ag_tape *tape;
+    ag_tensor *x, *y, *out, *attn, *loss;
+} grad_job;
 
-    if (!ag_cli_check_output(out_path, err, sizeof(err))) {
-        fprintf(stderr, "attograd grad: --out %s\n", err);
-        return AG_EXIT_FAIL;
-    }
-    if (ag_st_load(model_path, &mf, err, sizeof(err)) != AG_OK ||
-        ag_st_load(batch_path, &bf, err, sizeof(err)) != AG_OK) {
+static const char *const wnames[4] = {"wq", "wk", "wv", "wo"};
+
+/* d from wq (every other shape must agree with it), the heads and causal
+ * from the metadata, B and T from x; one step's size within the limit. */
+static int read_shapes(grad_job *g)
+{
+    const char *model_path = g->o->model_path, *batch_path = g->o->batch_path;
+    char err[512];
+    int nd, w[AG_MAX_DIMS], *x = g->xshape;
+    if (ag_st_shape(g->mf, "wq", &nd, w, err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "attograd grad: %s\n", err);
-        goto done;
+        return 0;
     }
-    /* d from wq; every other shape must agree with it */
-    int nd, wshape[AG_MAX_DIMS];
-    if (ag_st_shape(mf, "wq", &nd, wshape, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
-        goto done;
-    }
-    if (nd != 2 || wshape[0] != wshape[1] || wshape[0] < 1) {
+    if (nd != 2 || w[0] != w[1] || w[0] < 1) {
         if (nd == 2)
             fprintf(stderr, "attograd grad: %s: tensor 'wq' is [%dx%d], must be square (d, d)\n",
-                    model_path, wshape[0], wshape[1]);
+                    model_path, w[0], w[1]);
         else
             fprintf(stderr, "attograd grad: %s: tensor 'wq' has %d dims, must be square (d, d)\n",
                     model_path, nd);
-        goto done;
+        return 0;
     }
-    int d = wshape[0], heads, causal;
-    if (!read_config(mf, model_path, d, &heads, &causal))
-        goto done;
-    int xshape[AG_MAX_DIMS];
-    if (ag_st_shape(bf, "x", &nd, xshape, err, sizeof(err)) != AG_OK) {
+    g->d = w[0];
+    if (!read_config(g->mf, model_path, g->d, &g->heads, &g->causal))
+        return 0;
+    if (ag_st_shape(g->bf, "x", &nd, x, err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "attograd grad: %s\n", err);
-        goto done;
+        return 0;
     }
-    if (nd != 3 || xshape[2] != d || xshape[0] < 1 || xshape[1] < 1) {
+    if (nd != 3 || x[2] != g->d || x[0] < 1 || x[1] < 1) {
         fprintf(stderr, "attograd grad: %s: tensor 'x' must be (B, T, %d) to fit the model\n",
-                batch_path, d);
-        goto done;
+                batch_path, g->d);
+        return 0;
     }
-    uint64_t attn_values = ag_cli_attention_values((uint64_t)xshape[0], (uint64_t)heads,
-                                                   (uint64_t)xshape[1]);
-    if (attn_values > AG_CLI_MAX_VALUES) {
+    uint64_t values = ag_cli_attention_values((uint64_t)x[0], (uint64_t)g->heads, (uint64_t)x[1]);
+    if (values > AG_CLI_MAX_VALUES) {
         fprintf(stderr, "attograd grad: %s: tensor 'x' is [%dx%dx%d]: with %d head(s) its attention "
-                "weights would hold %llu values, more than %llu\n", batch_path, xshape[0],
-                xshape[1], xshape[2], heads, (unsigned long long)attn_values,
-                (unsigned long long)AG_CLI_MAX_VALUES);
-        goto done;
+                "weights would hold %llu values, more than %llu\n", batch_path, x[0], x[1], x[2],
+                g->heads, (unsigned long long)values, (unsigned long long)AG_CLI_MAX_VALUES);
+        return 0;
     }
-    layer = ag_attention_new(d, heads, causal, NULL, err, sizeof(err));
-    tape = ag_tape_new();
-    if (!layer || !tape) {
-        fprintf(stderr, "attograd grad: %s\n", layer ? "out of memory" : err);
-        goto done;
-    }
-    static const char *const wnames[4] = {"wq", "wk", "wv", "wo"};
-    for (int k = 0; k < 4; k++) {
-        ag_tensor *p = ag_attention_param(layer, wnames[k]);
-        if (ag_st_get(mf, wnames[k], 2, p->shape, p->data, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd grad: %s\n", err);
-            goto done;
-        }
-        if (!all_finite(model_path, wnames[k], p))
-            goto done;
-    }
-    ag_tensor *x = ag_requires_grad(tape, ag_tensor_new(tape, 3, xshape));
-    ag_tensor *y = ag_tensor_new(tape, 3, xshape);
-    if (!x || !y) {
-        fprintf(stderr, "attograd grad: %s\n", ag_tape_error(tape));
-        goto done;
-    }
-    if (ag_st_get(bf, "x", 3, xshape, x->data, err, sizeof(err)) != AG_OK ||
-        ag_st_get(bf, "y", 3, xshape, y->data, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
-        goto done;
-    }
-    if (!all_finite(batch_path, "x", x) || !all_finite(batch_path, "y", y))
-        goto done;
-    ag_tensor *attn;
-    ag_tensor *out = ag_attention_forward(tape, layer, x, &attn);
-    ag_tensor *loss = ag_mse(tape, out, y);
-    if (ag_backward(tape, loss) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", ag_tape_error(tape));
-        goto done;
-    }
+    return 1;
+}
 
-    w = ag_st_writer_new(AG_ST_REAL);
+/* The layer with the file's weights, and x and y on the tape, all finite. */
+static int read_inputs(grad_job *g)
+{
+    char err[512];
+    g->layer = ag_attention_new(g->d, g->heads, g->causal, NULL, err, sizeof(err));
+    g->tape = ag_tape_new();
+    if (!g->layer || !g->tape) {
+        fprintf(stderr, "attograd grad: %s\n", g->layer ? "out of memory" : err);
+        return 0;
+    }
+    for (int k = 0; k < 4; k++) {
+        ag_tensor *p = ag_attention_param(g->layer, wnames[k]);
+        if (ag_st_get(g->mf, wnames[k], 2, p->shape, p->data, err, sizeof(err)) != AG_OK) {
+            fprintf(stderr, "attograd grad: %s\n", err);
+            return 0;
+        }
+        if (!all_finite(g->o->model_path, wnames[k], p))
+            return 0;
+    }
+    g->x = ag_requires_grad(g->tape, ag_tensor_new(g->tape, 3, g->xshape));
+    g->y = ag_tensor_new(g->tape, 3, g->xshape);
+    if (!g->x || !g->y) {
+        fprintf(stderr, "attograd grad: %s\n", ag_tape_error(g->tape));
+        return 0;
+    }
+    if (ag_st_get(g->bf, "x", 3, g->xshape, g->x->data, err, sizeof(err)) != AG_OK ||
+        ag_st_get(g->bf, "y", 3, g->xshape, g->y->data, err, sizeof(err)) != AG_OK) {
+        fprintf(stderr, "attograd grad: %s\n", err);
+        return 0;
+    }
+    return all_finite(g->o->batch_path, "x", g->x) && all_finite(g->o->batch_path, "y", g->y);
+}
+
+/* out, attn, loss and the gradients to --out, with signals held. */
+static int write_outputs(const grad_job *g)
+{
+    char err[512], heads[16];
+    ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
     if (!w) {
         fprintf(stderr, "attograd grad: out of memory\n");
-        goto done;
+        return 0;
     }
-    char heads_str[16];
-    snprintf(heads_str, sizeof(heads_str), "%d", heads);
-    ag_st_add_meta(w, "n_heads", heads_str);
-    ag_st_add_meta(w, "causal", causal ? "true" : "false");
-    ag_st_add_tensor(w, "out", out);
-    ag_st_add_tensor(w, "attn", attn);
-    ag_st_add_tensor(w, "loss", loss);
+    snprintf(heads, sizeof(heads), "%d", g->heads);
+    ag_st_add_meta(w, "n_heads", heads);
+    ag_st_add_meta(w, "causal", g->causal ? "true" : "false");
+    ag_st_add_tensor(w, "out", g->out);
+    ag_st_add_tensor(w, "attn", g->attn);
+    ag_st_add_tensor(w, "loss", g->loss);
     for (int k = 0; k < 4; k++) {
         char name[16];
-        ag_tensor *p = ag_attention_param(layer, wnames[k]);
+        ag_tensor *p = ag_attention_param(g->layer, wnames[k]);
         snprintf(name, sizeof(name), "grad.%s", wnames[k]);
         ag_st_add(w, name, 2, p->shape, p->grad);
     }
-    ag_st_add(w, "grad.x", 3, xshape, x->grad);
+    ag_st_add(w, "grad.x", 3, g->xshape, g->x->grad);
     sigset_t held;
     ag_cli_hold_signals(1, &held);
-    ag_status saved = ag_st_save(w, out_path, err, sizeof(err));
+    ag_status saved = ag_st_save(w, g->o->out_path, err, sizeof(err));
     ag_cli_hold_signals(0, &held);
-    if (saved != AG_OK) {
+    ag_st_writer_free(w);
+    if (saved != AG_OK)
+        fprintf(stderr, "attograd grad: %s\n", err);
+    return saved == AG_OK;
+}
+
+int ag_cli_grad_run(const ag_grad_opts *o)
+{
+    grad_job g;
+    memset(&g, 0, sizeof(g));
+    g.o = o;
+    int status = AG_EXIT_FAIL;
+    char err[512];
+    if (!ag_cli_check_output(o->out_path, err, sizeof(err))) {
+        fprintf(stderr, "attograd grad: --out %s\n", err);
+        return AG_EXIT_FAIL;
+    }
+    if (ag_st_load(o->model_path, &g.mf, err, sizeof(err)) != AG_OK ||
+        ag_st_load(o->batch_path, &g.bf, err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "attograd grad: %s\n", err);
         goto done;
     }
-    printf("grad: B=%d T=%d d=%d heads=%d causal=%s loss=%.9g wrote %s\n", xshape[0], xshape[1], d,
-           heads, causal ? "true" : "false", (double)loss->data[0], out_path);
+    if (!read_shapes(&g) || !read_inputs(&g))
+        goto done;
+    g.out = ag_attention_forward(g.tape, g.layer, g.x, &g.attn);
+    g.loss = ag_mse(g.tape, g.out, g.y);
+    if (ag_backward(g.tape, g.loss) != AG_OK) {
+        fprintf(stderr, "attograd grad: %s\n", ag_tape_error(g.tape));
+        goto done;
+    }
+    if (!write_outputs(&g))
+        goto done;
+    printf("grad: B=%d T=%d d=%d heads=%d causal=%s loss=%.9g wrote %s\n", g.xshape[0],
+           g.xshape[1], g.d, g.heads, g.causal ? "true" : "false", (double)g.loss->data[0],
+           o->out_path);
     status = AG_EXIT_OK;
 done:
-    ag_st_writer_free(w);
-    ag_tape_free(tape);
-    ag_attention_free(layer);
-    ag_st_free(mf);
-    ag_st_free(bf);
+    ag_tape_free(g.tape);
+    ag_attention_free(g.layer);
+    ag_st_free(g.mf);
+    ag_st_free(g.bf);
     return status;
 }
