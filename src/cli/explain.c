@@ -68,6 +68,33 @@ static void softmax_double(const double *z, int n, double *s)
         s[i] /= sum;
 }
 
+/* Step 7: each component of dL/dz (fast) against a central difference. */
+static int check_components(const double *z, const double *g, int n, int dec, const double *fast)
+{
+    printf("7. Check each component with a central difference, (L(z + h e_j) - L(z - h e_j)) / 2h,\n"
+           "   where L = <g, softmax(z)> and h = 1e-5:\n");
+    const double h = 1e-5;
+    int all_ok = 1;
+    for (int j = 0; j < n; j++) {
+        double zp[MAX_LOGITS], sp[MAX_LOGITS], sm[MAX_LOGITS], lp = 0, lm = 0;
+        memcpy(zp, z, (size_t)n * sizeof(double));
+        zp[j] = z[j] + h;
+        softmax_double(zp, n, sp);
+        zp[j] = z[j] - h;
+        softmax_double(zp, n, sm);
+        for (int i = 0; i < n; i++) {
+            lp += g[i] * sp[i];
+            lm += g[i] * sm[i];
+        }
+        double numeric = (lp - lm) / (2 * h);
+        int ok = fabs(numeric - fast[j]) <= 1e-6 * fmax(1, fabs(fast[j]));
+        all_ok &= ok;
+        printf("  dL/dz_%d: finite difference %.*f, backward %.*f  %s\n", j, dec, numeric, dec,
+               fast[j], ok ? "agree" : "DISAGREE");
+    }
+    return all_ok;
+}
+
 static int explain_softmax(const double *z, const double *g, int n, int dec)
 {
     double shifted[MAX_LOGITS] = {0}, e[MAX_LOGITS] = {0}, s[MAX_LOGITS] = {0};
@@ -128,29 +155,9 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
     print_vec("attograd", lib_dz, n, dec);
     printf("   (ag_softmax's backward in this build's precision, %s)\n", AG_REAL_NAME);
 
-    printf("7. Check each component with a central difference, (L(z + h e_j) - L(z - h e_j)) / 2h,\n"
-           "   where L = <g, softmax(z)> and h = 1e-5:\n");
-    const double h = 1e-5;
-    int all_ok = 1;
-    for (int j = 0; j < n; j++) {
-        double zp[MAX_LOGITS], sp[MAX_LOGITS], sm[MAX_LOGITS], lp = 0, lm = 0;
-        memcpy(zp, z, (size_t)n * sizeof(double));
-        zp[j] = z[j] + h;
-        softmax_double(zp, n, sp);
-        zp[j] = z[j] - h;
-        softmax_double(zp, n, sm);
-        for (int i = 0; i < n; i++) {
-            lp += g[i] * sp[i];
-            lm += g[i] * sm[i];
-        }
-        double numeric = (lp - lm) / (2 * h);
-        int ok = fabs(numeric - fast[j]) <= 1e-6 * fmax(1, fabs(fast[j]));
-        all_ok &= ok;
-        printf("  dL/dz_%d: finite difference %.*f, backward %.*f  %s\n", j, dec, numeric, dec,
-               fast[j], ok ? "agree" : "DISAGREE");
-    }
-    return all_ok ? AG_EXIT_OK : AG_EXIT_FAIL;
+    return check_components(z, g, n, dec, fast) ? AG_EXIT_OK : AG_EXIT_FAIL;
 }
+
 
 static const ag_option softmax_options[] = {
     {.name = "--logits", .kind = AG_OPT_LIST, .field = offsetof(ag_explain_opts, logits),

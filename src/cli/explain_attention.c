@@ -273,6 +273,86 @@ static void print_sat_row(const char *label, const ag_real *w)
     printf("\n");
 }
 
+/* ---- the story's parts ---- */
+
+static void print_intro(void)
+{
+    printf("One training step of the seed's attention.\n\n"
+           "x holds the three words, one per row: cat = [1, 0], sat = [0, 1], mat = [1, 1].\n"
+           "wq, wk and wv (2x2) are learnable and start at the identity, so Q = K = V = x\n"
+           "and the first forward pass is exactly the seed's (attograd demo). There is no\n"
+           "output projection wo: the seed has none, and without it out is the blend itself.\n"
+           "The target y is the seed's output with one row changed: sat's row is cat's\n"
+           "vector [1, 0] (in \"cat sat\", the cat is who sat), so the loss asks sat to look\n"
+           "more at cat.\n\n");
+}
+
+/* What the step started from, to compare with after the update. */
+typedef struct snapshot {
+    ag_real w[N_W][D * D], weights[N * N], out[N * D];
+    double loss;
+} snapshot;
+
+/* The SGD update, told matrix by matrix; *before keeps the step's start. */
+static void tell_update(const story *st, ag_optim *sgd, double lr, snapshot *before)
+{
+    before->loss = (double)st->s.loss->data[0];
+    memcpy(before->weights, st->s.weights->data, sizeof(before->weights));
+    memcpy(before->out, st->s.out->data, sizeof(before->out));
+    for (int m = 0; m < N_W; m++)
+        memcpy(before->w[m], st->w[m]->data, sizeof(before->w[m]));
+    ag_optim_step(sgd);
+    printf("\nSGD update with lr %g: w <- w - lr dw, for wq, wk and wv.\n\n", lr);
+    for (int m = 0; m < N_W; m++) {
+        const ag_real *v[3] = {before->w[m], st->w[m]->grad, st->w[m]->data};
+        static const char *const titles[3] = {"before", "gradient dw", "after"};
+        print_side_by_side(w_names[m], st->w[m], 3, v, m == 0 ? titles : NULL);
+    }
+}
+
+/* The forward pass again with the new weights: the loss, the weights, and
+ * where sat looks and why its output moved. */
+static void tell_after(const snapshot *before, const step *after, double lr)
+{
+    const ag_real *w1 = after->weights->data;
+    double loss = (double)after->loss->data[0];
+    printf("\nForward again with the new weights: the loss went from %.4f to %.4f.\n",
+           before->loss, loss);
+    if (loss > before->loss)
+        printf("It went up: a step of lr %g overshoots along the gradient; try a smaller --lr.\n",
+               lr);
+    printf("\n");
+    const ag_real *wv[2] = {before->weights, w1};
+    static const char *const wtitles[2] = {"weights before", "weights after"};
+    print_side_by_side("", after->weights, 2, wv, wtitles);
+    printf("\nWhere sat looks (row 1 of the weights):\n  %-7s", "");
+    for (int j = 0; j < N; j++)
+        printf(" %8s", word_names[j]);
+    printf("\n");
+    print_sat_row("before", before->weights);
+    print_sat_row("after", w1);
+    printf("  %-7s", "change");
+    for (int j = 0; j < N; j++)
+        printf(" %+8.4f", (double)w1[N + j] - (double)before->weights[N + j]);
+    double d_cat = (double)w1[N] - (double)before->weights[N];
+    printf("\n%s\nsat's output moved from ",
+           d_cat > 0 ? "sat now looks more at cat, as the target asked."
+                     : "sat does not look more at cat after this step (try another --lr).");
+    print_row(before->out + D, D);
+    printf(" to ");
+    print_row(after->out->data + D, D);
+    printf(".\n");
+    /* split the move: the new weights of row 1 with the old values V = x */
+    ag_real looked[D] = {0, 0};
+    for (int j = 0; j < N; j++)
+        for (int c = 0; c < D; c++)
+            looked[c] += w1[N + j] * words[j * D + c];
+    printf("Where sat looks accounts for the move to ");
+    print_row(looked, D);
+    printf(" (new weights, old values);\n"
+           "the rest is wv's change to what the words hand over.\n");
+}
+
 /* ---- the gradient check ---- */
 
 /* The central difference D(h) = (L(w + h e_i) - L(w - h e_i)) / 2h of the
@@ -471,75 +551,19 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
             goto done;
         }
     }
-    printf("One training step of the seed's attention.\n\n"
-           "x holds the three words, one per row: cat = [1, 0], sat = [0, 1], mat = [1, 1].\n"
-           "wq, wk and wv (2x2) are learnable and start at the identity, so Q = K = V = x\n"
-           "and the first forward pass is exactly the seed's (attograd demo). There is no\n"
-           "output projection wo: the seed has none, and without it out is the blend itself.\n"
-           "The target y is the seed's output with one row changed: sat's row is cat's\n"
-           "vector [1, 0] (in \"cat sat\", the cat is who sat), so the loss asks sat to look\n"
-           "more at cat.\n\n");
+    print_intro();
     print_forward(&st, tape);
     print_backward(&st, tape);
-
-    /* the update, told matrix by matrix */
-    ag_real before[N_W][D * D], weights_before[N * N], out_before[N * D];
-    double loss_before = (double)loss->data[0];
-    memcpy(weights_before, s->weights->data, sizeof(weights_before));
-    memcpy(out_before, s->out->data, sizeof(out_before));
-    for (int m = 0; m < N_W; m++)
-        memcpy(before[m], st.w[m]->data, sizeof(before[m]));
-    ag_optim_step(sgd);
-    printf("\nSGD update with lr %g: w <- w - lr dw, for wq, wk and wv.\n\n", lr);
-    for (int m = 0; m < N_W; m++) {
-        const ag_real *v[3] = {before[m], st.w[m]->grad, st.w[m]->data};
-        static const char *const titles[3] = {"before", "gradient dw", "after"};
-        print_side_by_side(w_names[m], st.w[m], 3, v, m == 0 ? titles : NULL);
-    }
-
+    snapshot before;
+    tell_update(&st, sgd, lr, &before);
     /* forward again with the new weights (the step's tensors are released) */
     ag_tape_reset(tape);
     step after;
-    loss = forward(tape, st.w, &after);
-    if (!loss) {
+    if (!forward(tape, st.w, &after)) {
         fprintf(stderr, "attograd explain: %s\n", ag_tape_error(tape));
         goto done;
     }
-    printf("\nForward again with the new weights: the loss went from %.4f to %.4f.\n",
-           loss_before, (double)loss->data[0]);
-    if ((double)loss->data[0] > loss_before)
-        printf("It went up: a step of lr %g overshoots along the gradient; try a smaller --lr.\n",
-               lr);
-    printf("\n");
-    const ag_real *wv[2] = {weights_before, after.weights->data};
-    static const char *const wtitles[2] = {"weights before", "weights after"};
-    print_side_by_side("", after.weights, 2, wv, wtitles);
-    printf("\nWhere sat looks (row 1 of the weights):\n  %-7s", "");
-    for (int j = 0; j < N; j++)
-        printf(" %8s", word_names[j]);
-    printf("\n");
-    print_sat_row("before", weights_before);
-    print_sat_row("after", after.weights->data);
-    printf("  %-7s", "change");
-    for (int j = 0; j < N; j++)
-        printf(" %+8.4f", (double)after.weights->data[N + j] - (double)weights_before[N + j]);
-    double d_cat = (double)after.weights->data[N] - (double)weights_before[N];
-    printf("\n%s\nsat's output moved from ",
-           d_cat > 0 ? "sat now looks more at cat, as the target asked."
-                     : "sat does not look more at cat after this step (try another --lr).");
-    print_row(out_before + D, D);
-    printf(" to ");
-    print_row(after.out->data + D, D);
-    printf(".\n");
-    /* split the move: the new weights of row 1 with the old values V = x */
-    ag_real looked[D] = {0, 0};
-    for (int j = 0; j < N; j++)
-        for (int c = 0; c < D; c++)
-            looked[c] += after.weights->data[N + j] * words[j * D + c];
-    printf("Where sat looks accounts for the move to ");
-    print_row(looked, D);
-    printf(" (new weights, old values);\n"
-           "the rest is wv's change to what the words hand over.\n");
+    tell_after(&before, &after, lr);
 
     int verdict = check_step(bug);
     status = verdict == 1 ? AG_EXIT_OK : AG_EXIT_FAIL;

@@ -246,6 +246,30 @@ static int plot_sweep(const char *png, const char *title, const double *eps, con
     return ag_cli_gnuplot_close(g, tmp, png, err, errlen);
 }
 
+/* What the sweep shows, under its table. */
+static void print_sweep_notes(double best_eps, int vanished)
+{
+    printf("\nLarge eps: truncation error. A difference quotient sees L only at a few\n"
+           "points and misses its curvature. The central difference\n"
+           "D(eps) = (L(x + eps) - L(x - eps)) / 2 eps is off by about eps^2; the check\n"
+           "extrapolates, (4 D(eps) - D(2 eps)) / 3, which cancels that term and leaves\n"
+           "an error shrinking like eps^4.\n"
+           "Small eps: round-off. L(x + eps) and L(x - eps) agree in more and more leading\n"
+           "digits, so their difference keeps fewer correct ones: the error grows like\n"
+           "(machine epsilon x |L|) / eps.\n"
+           "The best eps lies between, here %.0e (the default is %g). Machine epsilon is\n"
+           "%.1e in %s, so round-off takes over %s.\n",
+           best_eps, AG_GRADCHECK_EPS, MACHINE_EPS, AG_REAL_NAME,
+#ifdef AG_REAL_DOUBLE
+           "late; in float it rises much sooner");
+#else
+           "at a much larger eps than in double\n(2.2e-16)");
+#endif
+    if (vanished)
+        printf("Below the spacing of %s numbers near x, x + eps rounds back to x and the\n"
+               "difference quotient is 0/0.\n", AG_REAL_NAME);
+}
+
 static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
 {
     const char *op = o->op ? op_word(o->op) : "softmax";
@@ -298,25 +322,7 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
             putchar('#');
         printf("%s\n", k == best ? "  <- smallest" : "");
     }
-    printf("\nLarge eps: truncation error. A difference quotient sees L only at a few\n"
-           "points and misses its curvature. The central difference\n"
-           "D(eps) = (L(x + eps) - L(x - eps)) / 2 eps is off by about eps^2; the check\n"
-           "extrapolates, (4 D(eps) - D(2 eps)) / 3, which cancels that term and leaves\n"
-           "an error shrinking like eps^4.\n"
-           "Small eps: round-off. L(x + eps) and L(x - eps) agree in more and more leading\n"
-           "digits, so their difference keeps fewer correct ones: the error grows like\n"
-           "(machine epsilon x |L|) / eps.\n"
-           "The best eps lies between, here %.0e (the default is %g). Machine epsilon is\n"
-           "%.1e in %s, so round-off takes over %s.\n",
-           eps[best], go->eps, MACHINE_EPS, AG_REAL_NAME,
-#ifdef AG_REAL_DOUBLE
-           "late; in float it rises much sooner");
-#else
-           "at a much larger eps than in double\n(2.2e-16)");
-#endif
-    if (vanished)
-        printf("Below the spacing of %s numbers near x, x + eps rounds back to x and the\n"
-               "difference quotient is 0/0.\n", AG_REAL_NAME);
+    print_sweep_notes(eps[best], vanished);
     if (o->plot) {
         char title[160], err[256];
         snprintf(title, sizeof(title), "attograd gradcheck --sweep: %s (%s)", ag_gradcheck_case_name(r),
