@@ -1,14 +1,17 @@
 /*
- * cli.h - shared pieces of the attograd command: the command table, strict
- * argument parsing, and the exit status convention
- * (0 ok, 1 failure at run time, 2 bad usage).
+ * cli.h - the attograd command's commands and how they read their
+ * arguments: the command table, each command's option table and the
+ * parser and --help writer built on it, usage errors, and the exit status
+ * convention (0 ok, 1 failure at run time, 2 bad usage). The other
+ * concerns have their own headers: opts.h (each command's options and
+ * parse step), signals.h, plot.h (gnuplot), limits.h (the size of a step),
+ * dot.h (Graphviz).
  */
 #ifndef AG_CLI_H
 #define AG_CLI_H
 
 #include "attograd.h"
 
-#include <signal.h>
 #include <stdint.h>
 
 enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
@@ -121,63 +124,6 @@ const char *ag_cli_bug_word(int k);
  * writable, path is not a directory), checked before a long run rather than
  * after it. Returns 0 with a message naming the path in err. */
 int ag_cli_check_output(const char *path, char *err, size_t errlen);
-
-/* The most values one tensor of a step may hold (128 MB of floats): the
- * attention weights (B, H, T, T) grow with T squared, so a modest --seq or a
- * file's long x could otherwise ask for more memory than the machine has.
- * The two counts saturate instead of overflowing. */
-#define AG_CLI_MAX_VALUES ((uint64_t)1 << 25)
-uint64_t ag_cli_attention_values(uint64_t batch, uint64_t heads, uint64_t seq);
-uint64_t ag_cli_activation_values(uint64_t batch, uint64_t seq, uint64_t dim);
-
-/* Whether an executable `name` is on the PATH. */
-int ag_cli_have_program(const char *name);
-
-/* What a training plot shows. */
-typedef struct ag_plot_data {
-    const char *title;
-    const long *loss_step;       /* (n_loss) */
-    const double *loss;          /* (n_loss) training loss */
-    size_t n_loss;
-    const long *acc_step;        /* (n_acc) */
-    const double *acc;           /* (n_acc) held-out accuracy */
-    size_t n_acc;
-    const double *attn;          /* (attn_size, attn_size) weights, or NULL */
-    int attn_size;
-} ag_plot_data;
-
-/* Draw d into png with gnuplot. Returns 1, or 0 with the reason in err
- * (gnuplot missing or failing); never stops the caller. */
-int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen);
-
-/* Start gnuplot drawing a width x height PNG into a temporary file beside
- * png (its name in tmp); write the plot commands to the returned pipe, then
- * ag_cli_gnuplot_close renames the image into place when gnuplot succeeded
- * (and removes it otherwise). NULL, or 0, with the reason in err. */
-FILE *ag_cli_gnuplot_open(const char *png, int width, int height, char *tmp, size_t tmplen,
-                          char *err, size_t errlen);
-int ag_cli_gnuplot_close(FILE *g, const char *tmp, const char *png, char *err, size_t errlen);
-/* Write s as a gnuplot single-quoted string. */
-void ag_cli_gnuplot_quote(FILE *g, const char *s);
-
-/* For files another program writes (gnuplot): ag_cli_tmp_name creates an
- * empty temporary file beside path (tmp gets its name, "PATH.tmp-XXXXXX")
- * and ag_cli_tmp_rename moves it into place, removing it on failure. Files
- * attograd writes itself use ag_atomic (src/io/io.h). */
-int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
-int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen);
-
-/* A name to show for a tensor (borrowed pointers). */
-typedef struct ag_cli_name {
-    const ag_tensor *t;
-    const char *name;
-} ag_cli_name;
-
-/* Write the tape as a Graphviz digraph to path, atomically: nodes are
- * tensors (named from names, else "tN", with their shapes; parameters
- * highlighted), edges are ops. Returns 1, or 0 with err set. */
-int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *names,
-                     size_t n_names, const char *title, char *err, size_t errlen);
 
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);

@@ -3,7 +3,7 @@
  * and shape), one edge per input of every op, labelled with the op. Render
  * it with `dot -Tpng FILE -o tape.png`; Graphviz is not needed to write it.
  */
-#include "cli.h"
+#include "dot.h"
 #include "../io/io.h"
 
 #include <stdio.h>

@@ -6,6 +6,7 @@
  * and after. A gradient check of the same step closes it, and with
  * --inject-bug softmax it catches a deliberately wrong softmax backward.
  */
+#include "dot.h"
 #include "opts.h"
 
 #include <math.h>

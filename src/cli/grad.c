@@ -8,6 +8,7 @@
  *   batch: x, y (B, T, d)
  *   out:   out (B,T,d), attn (B,H,T,T), loss (1), grad.wq/wk/wv/wo (d,d), grad.x (B,T,d)
  */
+#include "limits.h"
 #include "opts.h"
 #include "signals.h"
 

@@ -5,6 +5,7 @@
  * step size eps, which shows truncation error giving way to round-off.
  */
 #include "opts.h"
+#include "plot.h"
 
 #include <float.h>
 #include <math.h>

@@ -5,7 +5,7 @@
  * user asked for. Files attograd writes itself go through the file layer's
  * ag_atomic (src/io/io.h), which also fsyncs.
  */
-#include "cli.h"
+#include "plot.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,6 +4,7 @@
  * in "cannot create"), and the size limit that keeps a step within memory.
  */
 #include "cli.h"
+#include "limits.h"
 
 #include <errno.h>
 #include <stdio.h>

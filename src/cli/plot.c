@@ -3,7 +3,7 @@
  * curve (with held-out accuracy) beside one example's attention weights.
  * gnuplot is optional; without it the caller prints one line and goes on.
  */
-#include "cli.h"
+#include "plot.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,9 @@
  * drawn from one random stream, measures accuracy on held-out examples from
  * another, and ends with one `result:` line on stdout.
  */
+#include "limits.h"
 #include "opts.h"
+#include "plot.h"
 #include "signals.h"
 
 #include <errno.h>

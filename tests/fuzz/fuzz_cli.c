@@ -9,6 +9,7 @@
  * `make fuzz-run` (see docs/fuzzing.md); usage messages go to stderr,
  * which the run closes (-close_fd_mask=2).
  */
+#include "cli/limits.h"
 #include "cli/opts.h"
 
 #include <ctype.h>
