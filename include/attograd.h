@@ -298,6 +298,9 @@ typedef struct ag_gradcheck_opts {
     size_t max_samples;  /* per input, check at most this many random elements; 0 = all */
     uint64_t seed;       /* projection weights and sampling */
     ag_bug bug;          /* AG_BUG_NONE, or a wrong backward to check instead of the right one */
+    ag_real *const *numeric;   /* NULL, or per input a buffer of its size (or NULL) that
+                                * receives the finite-difference gradient of each element
+                                * checked, to show beside the analytic one */
 } ag_gradcheck_opts;
 
 typedef struct ag_gradcheck_result {

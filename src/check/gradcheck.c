@@ -149,6 +149,7 @@ ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, i
         o.max_samples = opts->max_samples;
         o.seed = opts->seed;
         o.bug = opts->bug;
+        o.numeric = opts->numeric;
     }
     memset(result, 0, sizeof(*result));
     result->tolerance = o.rtol;
@@ -190,6 +191,8 @@ ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, i
             /* Richardson: D(h) = dL/dx + (d3L/dx3) h^2 / 6 + O(h^4), so the
              * h^2 term cancels in (4 D(h) - D(2h)) / 3. */
             double numeric = (4 * d1 - d2) / 3;
+            if (o.numeric && o.numeric[k])
+                o.numeric[k][i] = (ag_real)numeric;
             double analytic = (double)x->grad[i];
             double abs_err = fabs(analytic - numeric);
             double denom = fmax(fmax(fabs(analytic), fabs(numeric)), o.atol);

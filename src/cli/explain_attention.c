@@ -356,47 +356,6 @@ static void tell_after(const snapshot *before, const step *after, double lr)
 
 /* ---- the gradient check ---- */
 
-/* The central difference D(h) = (L(w + h e_i) - L(w - h e_i)) / 2h of the
- * loss for element i of w[m], with the steps actually taken. */
-static int central_difference(ag_tape *tape, ag_tensor *const *w, int m, size_t i, double h,
-                              double *d)
-{
-    ag_real orig = w[m]->data[i];
-    w[m]->data[i] = (ag_real)(orig + h);
-    double hp = (double)w[m]->data[i] - (double)orig;
-    ag_tensor *lp = forward(tape, w, NULL);
-    double fp = lp ? (double)lp->data[0] : 0;
-    ag_tape_reset(tape);
-    w[m]->data[i] = (ag_real)(orig - h);
-    double hm = (double)orig - (double)w[m]->data[i];
-    ag_tensor *lm = forward(tape, w, NULL);
-    double fm = lm ? (double)lm->data[0] : 0;
-    ag_tape_reset(tape);
-    w[m]->data[i] = orig;
-    *d = (fp - fm) / (hp + hm);
-    return lp && lm;
-}
-
-/* The finite-difference gradient as ag_gradcheck estimates it,
- * (4 D(eps) - D(2 eps)) / 3, for display beside the backward pass's. */
-static int finite_differences(ag_tensor *const *w, double eps, ag_real (*num)[D * D])
-{
-    ag_tape *tape = ag_tape_new();
-    if (!tape)
-        return 0;
-    int ok = 1;
-    for (int m = 0; m < N_W && ok; m++) {
-        for (size_t i = 0; i < w[m]->size && ok; i++) {
-            double d1 = 0, d2 = 0;
-            ok = central_difference(tape, w, m, i, eps, &d1) &&
-                 central_difference(tape, w, m, i, 2 * eps, &d2);
-            num[m][i] = (ag_real)((4 * d1 - d2) / 3);
-        }
-    }
-    ag_tape_free(tape);
-    return ok;
-}
-
 /* Check the step's gradient at the starting weights; returns 1 when it
  * passes, 0 when it fails, -1 when it could not run. */
 static int check_step(int bug)
@@ -409,18 +368,17 @@ static int check_step(int bug)
             goto done;
         w[m]->data[0] = w[m]->data[3] = 1;   /* the identity */
     }
+    /* every element, and the finite differences kept to show beside the gradient */
+    ag_real num[N_W][D * D];
+    ag_real *const numeric[N_W] = {num[0], num[1], num[2]};
     ag_gradcheck_opts opts = ag_gradcheck_defaults();
     opts.max_samples = 0;
+    opts.bug = (ag_bug)bug;
+    opts.numeric = numeric;
     ag_gradcheck_result r;
     char err[256];
-    opts.bug = (ag_bug)bug;
     if (ag_gradcheck(build_loss, NULL, w, N_W, &opts, &r, err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "attograd explain: gradient check: %s\n", err);
-        goto done;
-    }
-    ag_real num[N_W][D * D];
-    if (!finite_differences(w, opts.eps, num)) {
-        fprintf(stderr, "attograd explain: gradient check: out of memory\n");
         goto done;
     }
     printf("\nGradient check of this step: ag_gradcheck moves each of the %d numbers in wq,\n"
