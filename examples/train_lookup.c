@@ -114,7 +114,8 @@ int main(int argc, char **argv)
         goto done;
     int same = loss_a == loss_b;
     for (size_t i = 0; i < a.n; i++)
-        same &= memcmp(a.params[i]->data, b.params[i]->data, a.params[i]->size * sizeof(ag_real)) == 0;
+        same &= memcmp(a.params[i]->data, b.params[i]->data,
+                       a.params[i]->size * sizeof(ag_real)) == 0;
     printf("step %d: the resumed run's loss and weights are %s\n", STEPS,
            same ? "identical, bit for bit" : "DIFFERENT");
 

@@ -62,8 +62,9 @@ START_TEST(test_nan_after_masked_inf)
     ag_tensor *s = ag_param_new(2, (int[]){3, 3});
     s->data[6] = NAN;   /* row 2, column 0: below the diagonal, kept by the mask */
     ck_assert_ptr_null(ag_softmax(tape, ag_causal_mask(tape, s)));
-    ck_assert_str_eq(ag_tape_error(tape),
-                     "anomaly: the output of op causal_mask (tape entry 0, [3x3]) is NaN at element 6");
+    ck_assert_str_eq(
+        ag_tape_error(tape),
+        "anomaly: the output of op causal_mask (tape entry 0, [3x3]) is NaN at element 6");
     ag_param_free(s);
     ag_tape_free(tape);
 }

@@ -139,7 +139,8 @@ START_TEST(test_train_lookup_example_learns)
     ck_assert_msg(strstr(out, want) != NULL, "no '%s' in:\n%s", want, out);
     snprintf(want, sizeof(want), "resumed %s at step 200\n", ck);
     ck_assert_msg(strstr(out, want) != NULL, "no '%s' in:\n%s", want, out);
-    ck_assert_ptr_nonnull(strstr(out, "step 400: the resumed run's loss and weights are identical, bit for bit\n"));
+    ck_assert_ptr_nonnull(
+        strstr(out, "step 400: the resumed run's loss and weights are identical, bit for bit\n"));
     const char *line = strstr(out, "held-out accuracy: ");
     ck_assert_msg(line != NULL, "no accuracy line in:\n%s", out);
     long correct, total;

@@ -80,7 +80,8 @@ static int parse_long(const ag_command *cmd, const char *flag, const char *s, lo
     return 1;
 }
 
-static int parse_int(const ag_command *cmd, const char *flag, const char *s, int min, int max, int *out)
+static int parse_int(const ag_command *cmd, const char *flag, const char *s, int min, int max,
+                     int *out)
 {
     long v = 0;
     if (!parse_long(cmd, flag, s, min, max, &v))
@@ -268,7 +269,8 @@ int ag_cli_parse(const ag_command *cmd, int argc, char **argv, void *opts, uint6
         if (k < 0 && argv[i][0] == '-')
             return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
         if (k < 0)
-            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
+            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)",
+                                      argv[i]);
         const ag_option *o = &cmd->options[k];
         if (o->kind != AG_OPT_SWITCH && !v) {
             if (i + 1 < argc)

@@ -49,7 +49,8 @@ typedef struct ag_option {
     const char *name;               /* "--steps" */
     ag_opt_kind kind;
     size_t field;                   /* offsetof(the options struct, the field it sets) */
-    double lo, hi;                  /* the range (INT, DOUBLE), the count (LIST), the first word (CHOICE) */
+    double lo, hi;                  /* the range (INT, DOUBLE), how many numbers (LIST), the
+                                     * first word's number (CHOICE) */
     double def;                     /* the default (INT, U64, DOUBLE; CHOICE: the word's number);
                                      * every other kind starts at 0 or NULL */
     const char *value;              /* --help's name for the value: "N", "FILE" */

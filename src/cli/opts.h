@@ -11,7 +11,8 @@
 
 /* ---- attograd train ---- */
 typedef struct ag_train_opts {
-    ag_train_config config;  /* the run's settings; with --load, the checkpoint's but for flags given (set_*) */
+    ag_train_config config;  /* the run's settings; with --load, the checkpoint's but for
+                              * the flags given */
     int steps, eval_every, quiet, detect_anomaly;
     int threads;             /* for ag_set_threads; results do not depend on it */
     const char *log_path, *plot_path, *save_path, *load_path;   /* NULL when not given */

@@ -73,7 +73,8 @@ static const ag_option options[] = {
      .hi = AG_TRAIN_WEIGHT_DECAY_MAX, .def = 0, .value = "X",
      .help = "AdamW decoupled weight decay (default %D)"},
     {.name = "--clip", .kind = AG_OPT_DOUBLE, FIELD(config.clip), .lo = 0, .hi = AG_TRAIN_CLIP_MAX,
-     .def = 1, .value = "X", .help = "clip the global gradient norm at X; 0 turns it off (default %D)"},
+     .def = 1, .value = "X",
+     .help = "clip the global gradient norm at X; 0 turns it off (default %D)"},
     {.name = "--seed", .kind = AG_OPT_U64, FIELD(config.seed), .def = 1, .value = "S",
      .help = "seeds the weights and the data (default %D)"},
     {.name = "--eval-every", .kind = AG_OPT_INT, FIELD(eval_every), .lo = 1, .hi = 100000000,
@@ -453,8 +454,9 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
     saved.config = st->config;
     for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
         char mine[64], theirs[64];
-        if (given(o, fixed[k]) && strcmp(ag_cli_format(cmd, fixed[k], o, mine, sizeof(mine)),
-                                         ag_cli_format(cmd, fixed[k], &saved, theirs, sizeof(theirs))) != 0)
+        ag_cli_format(cmd, fixed[k], o, mine, sizeof(mine));
+        ag_cli_format(cmd, fixed[k], &saved, theirs, sizeof(theirs));
+        if (given(o, fixed[k]) && strcmp(mine, theirs) != 0)
             return !ag_cli_usage_error(cmd, "%s %s conflicts with %s, made with %s (--load fixes "
                                        "the model)", fixed[k], mine, o->load_path, theirs);
     }

@@ -23,7 +23,8 @@ size_t ag_first_nonfinite(const ag_real *v, size_t n)
  * are intended, so for that op only NaN counts. */
 static long first_bad(const ag_real *v, size_t n, int allow_inf)
 {
-    for (size_t i = ag_first_nonfinite(v, n); i < n; i += 1 + ag_first_nonfinite(v + i + 1, n - i - 1))
+    size_t i = ag_first_nonfinite(v, n);
+    for (; i < n; i += 1 + ag_first_nonfinite(v + i + 1, n - i - 1))
         if (!allow_inf || isnan(v[i]))
             return (long)i;
     return -1;

@@ -100,8 +100,9 @@ static int meta_double(const ag_checkpoint *ck, const char *key, double lo, doub
     if (r == AG_PARSE_TINY)
         r = AG_PARSE_OK, v = 0;   /* %.17g never writes one, but it is a number */
     if (r != AG_PARSE_OK || v < lo || v > hi) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: checkpoint metadata %s '%s' is not a number in %g..%g",
-                  ck->path, key, ag_quote(s, q, sizeof(q)), lo, hi);
+        ag_io_err(AG_ERR_FORMAT, err, errlen,
+                  "%s: checkpoint metadata %s '%s' is not a number in %g..%g", ck->path, key,
+                  ag_quote(s, q, sizeof(q)), lo, hi);
         return 0;
     }
     *out = v;
@@ -130,8 +131,9 @@ static int read_words(const ag_checkpoint *ck, ag_train_config *c, char *err, si
     if (!(s = meta_str(ck, "version", err, errlen)))
         return 0;
     if (strcmp(s, CHECKPOINT_VERSION) != 0)
-        return bad_word(ck, "checkpoint version '%s' is not supported (only " CHECKPOINT_VERSION ")",
-                        s, err, errlen);
+        return bad_word(ck,
+                        "checkpoint version '%s' is not supported (only " CHECKPOINT_VERSION ")", s,
+                        err, errlen);
     if (!(s = meta_str(ck, "task", err, errlen)))
         return 0;
     if (!ag_task_parse(s, &c->model.task))
@@ -161,7 +163,8 @@ static int read_numbers(ag_checkpoint *ck, ag_train_state *st, char *err, size_t
         !meta_int(ck, "batch", 1, AG_TRAIN_MAX_BATCH, &c->batch, err, errlen) ||
         !meta_double(ck, "lr", AG_TRAIN_LR_MIN, AG_TRAIN_LR_MAX, &c->lr, err, errlen) ||
         !meta_double(ck, "momentum", 0, AG_TRAIN_MOMENTUM_MAX, &c->momentum, err, errlen) ||
-        !meta_double(ck, "weight_decay", 0, AG_TRAIN_WEIGHT_DECAY_MAX, &c->weight_decay, err, errlen) ||
+        !meta_double(ck, "weight_decay", 0, AG_TRAIN_WEIGHT_DECAY_MAX, &c->weight_decay, err,
+                     errlen) ||
         !meta_double(ck, "clip", 0, AG_TRAIN_CLIP_MAX, &c->clip, err, errlen) ||
         !meta_u64(ck, "seed", &c->seed, err, errlen) ||
         !meta_u64(ck, "data_rng", &st->data_rng, err, errlen) ||
@@ -225,8 +228,9 @@ static ag_status check_values(const ag_checkpoint *ck, const char *name, const a
     }
     if (i == n)
         return AG_OK;
+    const char *what = isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value";
     return ag_io_err(AG_ERR_NUMERIC, err, errlen, "%s: tensor '%s' holds %s at element %zu",
-                     ck->path, name, isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value", i);
+                     ck->path, name, what, i);
 }
 
 /* Read tensor name of shape like's into dst and check its values. */
