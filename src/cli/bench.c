@@ -13,7 +13,6 @@
  */
 #include "cli.h"
 
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,12 +52,10 @@ typedef struct matmul_opts {
 } matmul_opts;
 
 static const ag_option matmul_options[] = {
-    {.name = "--n", .kind = AG_OPT_INT, .field = offsetof(matmul_opts, n), .lo = 1, .hi = 8192,
-     .def = 512, .value = "N", .help = "matrix size (default %D, %R)"},
-    {.name = "--threads", .kind = AG_OPT_INT, .field = offsetof(matmul_opts, threads), .lo = 1,
-     .hi = 256, .def = 1, .value = "N", .help = "threads for ag_set_threads (default %D, %R)"},
-    {.name = "--reps", .kind = AG_OPT_INT, .field = offsetof(matmul_opts, reps), .lo = 1,
-     .hi = 1000, .def = 10, .value = "R", .help = "timed repetitions (default %D, %R)"},
+    AG_INT(matmul_opts, "--n", n, 1, 8192, 512, "N", "matrix size (default %D, %R)"),
+    AG_INT(matmul_opts, "--threads", threads, 1, 256, 1, "N",
+           "threads for ag_set_threads (default %D, %R)"),
+    AG_INT(matmul_opts, "--reps", reps, 1, 1000, 10, "R", "timed repetitions (default %D, %R)"),
 };
 
 static const ag_command bench_matmul_info = {
@@ -145,25 +142,20 @@ typedef struct attention_opts {
     int threads, causal, op_by_op;
 } attention_opts;
 
+#define INT(...) AG_INT(attention_opts, __VA_ARGS__)
 static const ag_option attention_options[] = {
-    {.name = "--batch", .kind = AG_OPT_INT, .field = offsetof(attention_opts, batch), .lo = 1,
-     .hi = 4096, .def = 8, .value = "B", .help = "sequences per step (default %D, %R)"},
-    {.name = "--seq", .kind = AG_OPT_INT, .field = offsetof(attention_opts, seq), .lo = 1,
-     .hi = 4096, .def = 64, .value = "T", .help = "positions per sequence (default %D, %R)"},
-    {.name = "--dim", .kind = AG_OPT_INT, .field = offsetof(attention_opts, dim), .lo = 1,
-     .hi = 4096, .def = 64, .value = "d", .help = "model width (default %D, %R)"},
-    {.name = "--heads", .kind = AG_OPT_INT, .field = offsetof(attention_opts, heads), .lo = 1,
-     .hi = 4096, .def = 4, .value = "H", .help = "attention heads, dividing d (default %D)"},
-    {.name = "--steps", .kind = AG_OPT_INT, .field = offsetof(attention_opts, steps), .lo = 1,
-     .hi = 100000, .def = 0, .value = "N",
-     .help = "timed steps, %R (default: about a second's worth,\nat least 5 and at most 2000)"},
-    {.name = "--threads", .kind = AG_OPT_INT, .field = offsetof(attention_opts, threads), .lo = 1,
-     .hi = 256, .def = 1, .value = "N", .help = "threads for ag_set_threads (default %D, %R)"},
-    {.name = "--causal", .kind = AG_OPT_SWITCH, .field = offsetof(attention_opts, causal),
-     .help = "mask keys after the query"},
-    {.name = "--op-by-op", .kind = AG_OPT_SWITCH, .field = offsetof(attention_opts, op_by_op),
-     .help = "record the layer op by op instead of as the fused op,\nto see what fusing saves"},
+    INT("--batch", batch, 1, 4096, 8, "B", "sequences per step (default %D, %R)"),
+    INT("--seq", seq, 1, 4096, 64, "T", "positions per sequence (default %D, %R)"),
+    INT("--dim", dim, 1, 4096, 64, "d", "model width (default %D, %R)"),
+    INT("--heads", heads, 1, 4096, 4, "H", "attention heads, dividing d (default %D)"),
+    INT("--steps", steps, 1, 100000, 0, "N",
+        "timed steps, %R (default: about a second's worth,\nat least 5 and at most 2000)"),
+    INT("--threads", threads, 1, 256, 1, "N", "threads for ag_set_threads (default %D, %R)"),
+    AG_SWITCH(attention_opts, "--causal", causal, "mask keys after the query"),
+    AG_SWITCH(attention_opts, "--op-by-op", op_by_op,
+              "record the layer op by op instead of as the fused op,\nto see what fusing saves"),
 };
+#undef INT
 
 static const ag_command bench_attention_info = {
     .name = "bench attention",

@@ -12,6 +12,7 @@
 
 #include "attograd.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
@@ -58,6 +59,27 @@ typedef struct ag_option {
     const char *(*word)(int k);     /* CHOICE: word number k, NULL when there is none */
     const char *noun;               /* CHOICE: "task" in "unknown task 'x'" */
 } ag_option;
+
+/* One row of each kind, for the struct `type` and its field `member`; a
+ * command's file names its own shorthands (INT(...) for AG_INT(its_opts, ...)). */
+#define AG_ROW(type, name, kind, member, lo, hi, def, value, help, word, noun) \
+    {name, kind, offsetof(type, member), lo, hi, def, value, help, word, noun}
+#define AG_SWITCH(type, name, member, help) \
+    AG_ROW(type, name, AG_OPT_SWITCH, member, 0, 0, 0, NULL, help, NULL, NULL)
+#define AG_INT(type, name, member, lo, hi, def, value, help) \
+    AG_ROW(type, name, AG_OPT_INT, member, lo, hi, def, value, help, NULL, NULL)
+#define AG_U64(type, name, member, def, value, help) \
+    AG_ROW(type, name, AG_OPT_U64, member, 0, 0, def, value, help, NULL, NULL)
+#define AG_DOUBLE(type, name, member, lo, hi, def, value, help) \
+    AG_ROW(type, name, AG_OPT_DOUBLE, member, lo, hi, def, value, help, NULL, NULL)
+#define AG_STRING(type, name, member, value, help) \
+    AG_ROW(type, name, AG_OPT_STRING, member, 0, 0, 0, value, help, NULL, NULL)
+#define AG_PATH(type, name, member, value, help) \
+    AG_ROW(type, name, AG_OPT_PATH, member, 0, 0, 0, value, help, NULL, NULL)
+#define AG_CHOICE(type, name, member, first, def, word, noun, value, help) \
+    AG_ROW(type, name, AG_OPT_CHOICE, member, first, 0, def, value, help, word, noun)
+#define AG_LIST(type, name, member, lo, hi, value, help) \
+    AG_ROW(type, name, AG_OPT_LIST, member, lo, hi, 0, value, help, NULL, NULL)
 
 /* AG_OPT_LIST's field. */
 #define AG_CLI_LIST_MAX 16

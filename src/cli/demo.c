@@ -6,13 +6,12 @@
 #include "opts.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 static const ag_option options[] = {
-    {.name = "--decimals", .kind = AG_OPT_INT, .field = offsetof(ag_demo_opts, decimals),
-     .lo = 0, .hi = 9, .def = 2, .value = "N", .help = "digits after the point (default %D, %R)"},
+    AG_INT(ag_demo_opts, "--decimals", decimals, 0, 9, 2, "N",
+           "digits after the point (default %D, %R)"),
 };
 
 const ag_command ag_cmd_demo_info = {

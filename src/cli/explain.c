@@ -6,7 +6,6 @@
 #include "opts.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,13 +159,12 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
 
 
 static const ag_option softmax_options[] = {
-    {.name = "--logits", .kind = AG_OPT_LIST, .field = offsetof(ag_explain_opts, logits),
-     .lo = 1, .hi = MAX_LOGITS, .value = "Z1,Z2,...", .help = "the scores z (%L to %H numbers)"},
-    {.name = "--upstream", .kind = AG_OPT_LIST, .field = offsetof(ag_explain_opts, upstream),
-     .lo = 1, .hi = MAX_LOGITS, .value = "G1,G2,...",
-     .help = "dL/ds, one per logit (default: 1, then 0s,\nthat is L = s_0)"},
-    {.name = "--decimals", .kind = AG_OPT_INT, .field = offsetof(ag_explain_opts, decimals),
-     .lo = 4, .hi = 10, .def = 4, .value = "N", .help = "digits after the point (default %D, %R)"},
+    AG_LIST(ag_explain_opts, "--logits", logits, 1, MAX_LOGITS, "Z1,Z2,...",
+            "the scores z (%L to %H numbers)"),
+    AG_LIST(ag_explain_opts, "--upstream", upstream, 1, MAX_LOGITS, "G1,G2,...",
+            "dL/ds, one per logit (default: 1, then 0s,\nthat is L = s_0)"),
+    AG_INT(ag_explain_opts, "--decimals", decimals, 4, 10, 4, "N",
+           "digits after the point (default %D, %R)"),
 };
 
 /* The topics' own usage lines, for their --help and their usage errors. */

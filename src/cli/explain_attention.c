@@ -10,7 +10,6 @@
 #include "opts.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,15 +417,13 @@ done:
 /* ---- the command ---- */
 
 static const ag_option options[] = {
-    {.name = "--lr", .kind = AG_OPT_DOUBLE, .field = offsetof(ag_explain_opts, lr), .lo = 1e-6,
-     .hi = 100, .def = 1, .value = "X", .help = "SGD learning rate (default %D)"},
-    {.name = "--dot", .kind = AG_OPT_PATH, .field = offsetof(ag_explain_opts, dot),
-     .value = "FILE", .help = "also write the tape as a Graphviz graph\n"
-                              "(render it with: dot -Tpng FILE -o tape.png)"},
-    {.name = "--inject-bug", .kind = AG_OPT_CHOICE, .field = offsetof(ag_explain_opts, bug),
-     .lo = AG_BUG_SOFTMAX, .def = AG_BUG_NONE, .word = ag_cli_bug_word, .noun = "bug",
-     .value = "softmax", .help = "check the step with a deliberately wrong softmax\n"
-                                 "backward (the - <g, s> term dropped), to see it caught"},
+    AG_DOUBLE(ag_explain_opts, "--lr", lr, 1e-6, 100, 1, "X", "SGD learning rate (default %D)"),
+    AG_PATH(ag_explain_opts, "--dot", dot, "FILE",
+            "also write the tape as a Graphviz graph\n(render it with: dot -Tpng FILE -o tape.png)"),
+    AG_CHOICE(ag_explain_opts, "--inject-bug", bug, AG_BUG_SOFTMAX, AG_BUG_NONE, ag_cli_bug_word,
+              "bug", "softmax",
+              "check the step with a deliberately wrong softmax\n"
+              "backward (the - <g, s> term dropped), to see it caught"),
 };
 
 static const ag_command explain_attention_info = {

@@ -14,20 +14,17 @@
 
 #include <math.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const ag_option options[] = {
-    {.name = "--model", .kind = AG_OPT_PATH, .field = offsetof(ag_grad_opts, model_path),
-     .value = "FILE", .help = "wq, wk, wv, wo, each (d, d); metadata n_heads and causal\n"
-                              "(\"true\" or \"false\")"},
-    {.name = "--batch", .kind = AG_OPT_PATH, .field = offsetof(ag_grad_opts, batch_path),
-     .value = "FILE", .help = "x and y, each (B, T, d)"},
-    {.name = "--out", .kind = AG_OPT_PATH, .field = offsetof(ag_grad_opts, out_path),
-     .value = "FILE", .help = "written: out (B,T,d), attn (B,H,T,T), loss (1),\n"
-                              "grad.wq, grad.wk, grad.wv, grad.wo (d,d), grad.x (B,T,d)"},
+    AG_PATH(ag_grad_opts, "--model", model_path, "FILE",
+            "wq, wk, wv, wo, each (d, d); metadata n_heads and causal\n(\"true\" or \"false\")"),
+    AG_PATH(ag_grad_opts, "--batch", batch_path, "FILE", "x and y, each (B, T, d)"),
+    AG_PATH(ag_grad_opts, "--out", out_path, "FILE",
+            "written: out (B,T,d), attn (B,H,T,T), loss (1),\n"
+            "grad.wq, grad.wk, grad.wv, grad.wo (d,d), grad.x (B,T,d)"),
 };
 
 const ag_command ag_cmd_grad_info = {

@@ -9,7 +9,6 @@
 
 #include <float.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,24 +79,21 @@ static const char *op_word(int k)
 }
 
 static const ag_option options[] = {
-    {.name = "--op", .kind = AG_OPT_CHOICE, .field = offsetof(gc_opts, op), .word = op_word,
-     .noun = "op", .value = "NAME", .help = "only the rows of one op (default %D):\n%O"},
-    {.name = "--eps", .kind = AG_OPT_DOUBLE, .field = offsetof(gc_opts, eps), .lo = 1e-15,
-     .hi = 1, .def = AG_GRADCHECK_EPS, .value = "E",
-     .help = "the finite-difference step (default %D in this " AG_REAL_NAME " build)"},
-    {.name = "--seed", .kind = AG_OPT_U64, .field = offsetof(gc_opts, seed), .def = 1,
-     .value = "S", .help = "seeds the inputs, projections and sampling (default %D)"},
-    {.name = "--verbose", .kind = AG_OPT_SWITCH, .field = offsetof(gc_opts, verbose),
-     .help = "under each row, the worst element and its gradient"},
-    {.name = "--inject-bug", .kind = AG_OPT_CHOICE, .field = offsetof(gc_opts, bug),
-     .lo = AG_BUG_SOFTMAX, .def = AG_BUG_NONE, .word = ag_cli_bug_word, .noun = "bug",
-     .value = "softmax", .help = "use a deliberately wrong softmax backward (the - <g, s>\n"
-                                 "term dropped), to see the check fail"},
-    {.name = "--sweep", .kind = AG_OPT_SWITCH, .field = offsetof(gc_opts, sweep),
-     .help = "instead of the table: the max error of one op (softmax,\n"
-             "or --op) for eps = 1 down to 1e-10"},
-    {.name = "--plot", .kind = AG_OPT_PATH, .field = offsetof(gc_opts, plot), .value = "FILE.png",
-     .help = "with --sweep: draw it with gnuplot (log-log), if installed"},
+    AG_CHOICE(gc_opts, "--op", op, 0, 0, op_word, "op", "NAME",
+              "only the rows of one op (default %D):\n%O"),
+    AG_DOUBLE(gc_opts, "--eps", eps, 1e-15, 1, AG_GRADCHECK_EPS, "E",
+              "the finite-difference step (default %D in this " AG_REAL_NAME " build)"),
+    AG_U64(gc_opts, "--seed", seed, 1, "S", "seeds the inputs, projections and sampling (default %D)"),
+    AG_SWITCH(gc_opts, "--verbose", verbose, "under each row, the worst element and its gradient"),
+    AG_CHOICE(gc_opts, "--inject-bug", bug, AG_BUG_SOFTMAX, AG_BUG_NONE, ag_cli_bug_word, "bug",
+              "softmax",
+              "use a deliberately wrong softmax backward (the - <g, s>\n"
+              "term dropped), to see the check fail"),
+    AG_SWITCH(gc_opts, "--sweep", sweep,
+              "instead of the table: the max error of one op (softmax,\n"
+              "or --op) for eps = 1 down to 1e-10"),
+    AG_PATH(gc_opts, "--plot", plot, "FILE.png",
+            "with --sweep: draw it with gnuplot (log-log), if installed"),
 };
 
 const ag_command ag_cmd_gradcheck_info = {

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,59 +42,54 @@ static const char *optimizer_word(int k)
 _Static_assert(sizeof(ag_task_kind) == sizeof(int), "a task is not int-sized");
 _Static_assert(sizeof(ag_posenc_kind) == sizeof(int), "a positional encoding is not int-sized");
 
-#define FIELD(f) .field = offsetof(ag_train_opts, f)
+#define CHOICE(...) AG_CHOICE(ag_train_opts, __VA_ARGS__)
+#define INT(...) AG_INT(ag_train_opts, __VA_ARGS__)
+#define DOUBLE(...) AG_DOUBLE(ag_train_opts, __VA_ARGS__)
 static const ag_option options[] = {
-    {.name = "--task", .kind = AG_OPT_CHOICE, FIELD(config.model.task), .word = task_word,
-     .noun = "task", .value = "NAME", .help = "the task (default %D)"},
-    {.name = "--steps", .kind = AG_OPT_INT, FIELD(steps), .lo = 1, .hi = 100000000, .def = 600,
-     .value = "N", .help = "training steps to run (default %D)"},
-    {.name = "--batch", .kind = AG_OPT_INT, FIELD(config.batch), .lo = 1,
-     .hi = AG_TRAIN_MAX_BATCH, .def = 32, .value = "N", .help = "examples per step (default %D)"},
-    {.name = "--seq", .kind = AG_OPT_INT, FIELD(config.model.seq), .lo = 1, .hi = AG_TRAIN_MAX_SIZE,
-     .def = 5, .value = "T", .help = "positions per example (default %D; reverse 6)"},
-    {.name = "--dim", .kind = AG_OPT_INT, FIELD(config.model.dim), .lo = 1, .hi = AG_TRAIN_MAX_SIZE,
-     .def = 32, .value = "D", .help = "width of every vector (default %D)"},
-    {.name = "--heads", .kind = AG_OPT_INT, FIELD(config.model.heads), .lo = 1,
-     .hi = AG_TRAIN_MAX_SIZE, .def = 1, .value = "H",
-     .help = "attention heads, dividing D (default %D; lookup2 2)"},
-    {.name = "--posenc", .kind = AG_OPT_CHOICE, FIELD(config.model.posenc), .word = posenc_word,
-     .noun = "kind", .value = "KIND", .help = "%C (default %D; reverse sinusoidal)"},
-    {.name = "--causal", .kind = AG_OPT_SWITCH, FIELD(config.model.causal),
-     .help = "each position sees only itself and earlier positions"},
-    {.name = "--optimizer", .kind = AG_OPT_CHOICE, FIELD(config.optimizer_adam), .def = 1,
-     .word = optimizer_word, .noun = "optimizer", .value = "NAME", .help = "%C (default %D)"},
-    {.name = "--lr", .kind = AG_OPT_DOUBLE, FIELD(config.lr), .lo = AG_TRAIN_LR_MIN,
-     .hi = AG_TRAIN_LR_MAX, .def = 3e-3, .value = "X",
-     .help = "learning rate (default %D for adam, 0.1 for sgd)"},
-    {.name = "--momentum", .kind = AG_OPT_DOUBLE, FIELD(config.momentum), .lo = 0,
-     .hi = AG_TRAIN_MOMENTUM_MAX, .def = 0.9, .value = "X", .help = "SGD momentum (default %D)"},
-    {.name = "--weight-decay", .kind = AG_OPT_DOUBLE, FIELD(config.weight_decay), .lo = 0,
-     .hi = AG_TRAIN_WEIGHT_DECAY_MAX, .def = 0, .value = "X",
-     .help = "AdamW decoupled weight decay (default %D)"},
-    {.name = "--clip", .kind = AG_OPT_DOUBLE, FIELD(config.clip), .lo = 0, .hi = AG_TRAIN_CLIP_MAX,
-     .def = 1, .value = "X",
-     .help = "clip the global gradient norm at X; 0 turns it off (default %D)"},
-    {.name = "--seed", .kind = AG_OPT_U64, FIELD(config.seed), .def = 1, .value = "S",
-     .help = "seeds the weights and the data (default %D)"},
-    {.name = "--eval-every", .kind = AG_OPT_INT, FIELD(eval_every), .lo = 1, .hi = 100000000,
-     .def = 100, .value = "N", .help = "measure held-out accuracy every N steps (default %D)"},
-    {.name = "--log", .kind = AG_OPT_PATH, FIELD(log_path), .value = "FILE.csv",
-     .help = "write step,loss,eval_loss,accuracy per step"},
-    {.name = "--plot", .kind = AG_OPT_PATH, FIELD(plot_path), .value = "FILE.png",
-     .help = "draw the loss curve, the held-out accuracy and one\n"
-             "example's attention with gnuplot, when installed"},
-    {.name = "--save", .kind = AG_OPT_PATH, FIELD(save_path), .value = "FILE",
-     .help = "write a checkpoint (safetensors) at the end"},
-    {.name = "--load", .kind = AG_OPT_PATH, FIELD(load_path), .value = "FILE",
-     .help = "continue from a checkpoint"},
-    {.name = "--detect-anomaly", .kind = AG_OPT_SWITCH, FIELD(detect_anomaly),
-     .help = "check every op for NaN/Inf and name the first"},
-    {.name = "--threads", .kind = AG_OPT_INT, FIELD(threads), .lo = 1, .hi = 256, .def = 1,
-     .value = "N", .help = "threads for the matmuls and softmax (default %D, %R);\n"
-                           "the numbers are the same for every N"},
-    {.name = "--quiet", .kind = AG_OPT_SWITCH, FIELD(quiet), .help = "print only the result line"},
+    CHOICE("--task", config.model.task, 0, 0, task_word, "task", "NAME", "the task (default %D)"),
+    INT("--steps", steps, 1, 100000000, 600, "N", "training steps to run (default %D)"),
+    INT("--batch", config.batch, 1, AG_TRAIN_MAX_BATCH, 32, "N", "examples per step (default %D)"),
+    INT("--seq", config.model.seq, 1, AG_TRAIN_MAX_SIZE, 5, "T",
+        "positions per example (default %D; reverse 6)"),
+    INT("--dim", config.model.dim, 1, AG_TRAIN_MAX_SIZE, 32, "D",
+        "width of every vector (default %D)"),
+    INT("--heads", config.model.heads, 1, AG_TRAIN_MAX_SIZE, 1, "H",
+        "attention heads, dividing D (default %D; lookup2 2)"),
+    CHOICE("--posenc", config.model.posenc, 0, 0, posenc_word, "kind", "KIND",
+           "%C (default %D; reverse sinusoidal)"),
+    AG_SWITCH(ag_train_opts, "--causal", config.model.causal,
+              "each position sees only itself and earlier positions"),
+    CHOICE("--optimizer", config.optimizer_adam, 0, 1, optimizer_word, "optimizer", "NAME",
+           "%C (default %D)"),
+    DOUBLE("--lr", config.lr, AG_TRAIN_LR_MIN, AG_TRAIN_LR_MAX, 3e-3, "X",
+           "learning rate (default %D for adam, 0.1 for sgd)"),
+    DOUBLE("--momentum", config.momentum, 0, AG_TRAIN_MOMENTUM_MAX, 0.9, "X",
+           "SGD momentum (default %D)"),
+    DOUBLE("--weight-decay", config.weight_decay, 0, AG_TRAIN_WEIGHT_DECAY_MAX, 0, "X",
+           "AdamW decoupled weight decay (default %D)"),
+    DOUBLE("--clip", config.clip, 0, AG_TRAIN_CLIP_MAX, 1, "X",
+           "clip the global gradient norm at X; 0 turns it off (default %D)"),
+    AG_U64(ag_train_opts, "--seed", config.seed, 1, "S",
+           "seeds the weights and the data (default %D)"),
+    INT("--eval-every", eval_every, 1, 100000000, 100, "N",
+        "measure held-out accuracy every N steps (default %D)"),
+    AG_PATH(ag_train_opts, "--log", log_path, "FILE.csv",
+            "write step,loss,eval_loss,accuracy per step"),
+    AG_PATH(ag_train_opts, "--plot", plot_path, "FILE.png",
+            "draw the loss curve, the held-out accuracy and one\n"
+            "example's attention with gnuplot, when installed"),
+    AG_PATH(ag_train_opts, "--save", save_path, "FILE", "write a checkpoint (safetensors) at the end"),
+    AG_PATH(ag_train_opts, "--load", load_path, "FILE", "continue from a checkpoint"),
+    AG_SWITCH(ag_train_opts, "--detect-anomaly", detect_anomaly,
+              "check every op for NaN/Inf and name the first"),
+    INT("--threads", threads, 1, 256, 1, "N",
+        "threads for the matmuls and softmax (default %D, %R);\n"
+        "the numbers are the same for every N"),
+    AG_SWITCH(ag_train_opts, "--quiet", quiet, "print only the result line"),
 };
-#undef FIELD
+#undef CHOICE
+#undef INT
+#undef DOUBLE
 
 const ag_command ag_cmd_train_info = {
     .name = "train",
