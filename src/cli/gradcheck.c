@@ -75,6 +75,13 @@ static ag_tensor *b_softmax(ag_tape *t, ag_tensor *const *in, void *c)
     (void)c;
     return ag_softmax(t, in[0]);
 }
+/* L = sum(softmax(z)), a plain sum instead of random weights: it tests only
+ * the upstream gradient g = (1, ..., 1), where the true dL/dz is 0 */
+static ag_tensor *b_softmax_sum(ag_tape *t, ag_tensor *const *in, void *c)
+{
+    (void)c;
+    return ag_sum(t, ag_softmax(t, in[0]));
+}
 static ag_tensor *b_causal_softmax(ag_tape *t, ag_tensor *const *in, void *c)
 {
     (void)c;
@@ -155,6 +162,7 @@ static const gc_row rows[] = {
     {"softmax", "softmax", b_softmax, IN1("z", 2, 4, 5), 0, 0, 0, 0},
     {"softmax", "softmax 3-D", b_softmax, IN1("z", 3, 2, 3, 4), 0, 0, 0, 0},
     {"softmax", "softmax large (sampled)", b_softmax, IN1("z", 2, 8, 40), 0, 0, 0, 0},
+    {"softmax", "softmax through a plain sum", b_softmax_sum, IN1("z", 2, 4, 5), 0, 0, 0, 0},
     {"causal_mask", "causal_mask + softmax", b_causal_softmax, IN1("s", 3, 2, 4, 4), 0, 0, 0, 0},
     {"add", "add", b_add, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 3, 4)), 0, 0, 0, 0},
     {"add", "add broadcast", b_add, IN2("a", "b", 3, 1, S(2, 3, 4), S(4)), 0, 0, 0, 0},
@@ -461,7 +469,8 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
     }
     printf("\n%d check%s: %d passed, %d failed.\n", n, n == 1 ? "" : "s", n - failed, failed);
     if (failed && o->bug)
-        printf("The rows that go through softmax fail: the check caught the wrong backward.\n");
+        printf("The rows that use ag_softmax's backward (the attention op shares it) fail:\n"
+               "the check caught the wrong backward.\n");
     return failed || broken ? AG_EXIT_FAIL : AG_EXIT_OK;
 }
 
