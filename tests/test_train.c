@@ -170,6 +170,41 @@ START_TEST(test_plot_without_gnuplot)
 }
 END_TEST
 
+/* --plot-heads: one heatmap per head with gnuplot; without gnuplot the same
+ * one line as --plot, and the run still succeeds. */
+START_TEST(test_plot_heads)
+{
+    char dir[256], bin[512], png[512], listing[1024];
+    cli_tmpdir(dir, sizeof(dir));
+    cli_path(bin, sizeof(bin), dir, "bin");   /* an empty directory: PATH has no gnuplot */
+    ck_assert_int_eq(mkdir(bin, 0700), 0);
+    cli_path(png, sizeof(png), dir, "heads.png");
+    const char *argv[] = {cli_bin(), "train", "--task", "lookup2", "--steps", "10", "--quiet",
+                          "--plot-heads", png, NULL};
+    cli_proc p = cli_run_argv(argv, bin);
+    cli_assert_status(&p, 0);
+    assert_result_line(p.out, "lookup2", 10);
+    cli_assert_has(p.err, "gnuplot is not installed, so no plot");
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
+    cli_proc_free(&p);
+    if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
+        p = cli_run("train", "--task", "lookup2", "--steps", "10", "--plot-heads", png, NULL);
+        cli_assert_status(&p, 0);
+        char want[600];
+        snprintf(want, sizeof(want), "\nplot: %s\n", png);
+        cli_assert_has(p.out, want);
+        cli_assert_has(p.out, "head 2:");   /* the text heatmaps are there too */
+        size_t len;
+        char *img = cli_read_file(png, &len);
+        ck_assert_msg(img && len > 1000 && memcmp(img, "\x89PNG", 4) == 0, "not a PNG");
+        free(img);
+        ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin heads.png");
+        cli_proc_free(&p);
+    }
+    cli_rmdir(dir);
+}
+END_TEST
+
 /* ---- blowing up ---- */
 
 /* SGD with a huge step and no clipping overflows within a few steps, the
@@ -392,6 +427,7 @@ Suite *suite_train(void)
     tcase_add_test(tc, test_deterministic_logs);
     tcase_add_test(tc, test_result_line_last);
     tcase_add_test(tc, test_plot_without_gnuplot);
+    tcase_add_test(tc, test_plot_heads);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_set_timeout(tc, 300);
