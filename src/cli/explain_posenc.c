@@ -234,7 +234,7 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
     else
         printf("\nEvery diagonal is constant: <PE[t], PE[u]> = sum_i cos((t - u) w_i) depends\n"
                "only on the distance t - u, so \"k positions before me\" looks the same from\n"
-               "every position, and the rows of near positions are the most alike.\n");
+               "every position; and a position's neighbours have the rows most like its own.\n");
 
     int status = AG_EXIT_OK;
     if (o->plot) {

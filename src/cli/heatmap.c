@@ -77,12 +77,12 @@ int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const d
     fprintf(g, "set multiplot layout 1,2 title ");
     ag_cli_gnuplot_quote(g, title);
     fprintf(g, "\nunset key\nset palette defined (-1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b')\n"
-               "set title 'PE[t, column]'\nset xlabel 'column (dimension)'\n"
+               "set title 'the encoding: row t is added to token t'\nset xlabel 'column (dimension)'\n"
                "set ylabel 'position t'\nset xrange [-0.5:%g]\nset yrange [%g:-0.5]\n"
                "set cbrange [%g:%g]\nplot '-' matrix with image\n",
                d - 0.5, T - 0.5, -peak, peak);
     put_matrix(g, pe, T, d);
-    fprintf(g, "set title 'cosine similarity of the rows PE[t] and PE[u]'\n"
+    fprintf(g, "set title 'cosine similarity of rows t and u'\n"
                "set xlabel 'position u'\nset size ratio -1\nset xrange [-0.5:%g]\n"
                "set cbrange [-1:1]\nplot '-' matrix with image\n",
                T - 0.5);
