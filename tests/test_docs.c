@@ -367,28 +367,11 @@ static void report_mismatch(const doc_cmd *c, const lines *got, const char *out)
                  k < got->n ? got->v[k] : "(end)");
 }
 
-/* Whether an executable named name is on PATH. */
-static int on_path(const char *name)
-{
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        size_t len = strcspn(path, ":");
-        char buf[PATH_MAX];
-        if (len > 0 && len + strlen(name) + 2 < sizeof(buf)) {
-            snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, name);
-            if (access(buf, X_OK) == 0)
-                return 1;
-        }
-        path += len + (path[len] == ':');
-    }
-    return 0;
-}
-
 START_TEST(test_doc_command)
 {
     ck_assert_msg(n_cmds > 0, "no doc tests found: %s", docs_error[0] ? docs_error : "no blocks");
     const doc_cmd *c = &cmds[_i];
-    if (c->needs[0] && !on_path(c->needs))
+    if (c->needs[0] && !cli_have(c->needs))
         return;   /* an optional program this machine lacks */
     int status, skip;
     int how = compare_mode(c, &skip);

@@ -29,6 +29,24 @@ static void assert_has(const char *out, const char *what, const char *label)
     ck_assert_msg(strstr(out, what), "%s: '%s' not in the output:\n%s", label, what, out);
 }
 
+/* Each of bad (n option strings) after `attograd explain TOPIC` is a usage
+ * error: exit status 2, a first line naming a flag, then the topic's usage. */
+static void assert_usage_errors(const char *topic, const char *const *bad, size_t n)
+{
+    char usage[64];
+    snprintf(usage, sizeof(usage), "\nusage: attograd explain %s", topic);
+    for (size_t i = 0; i < n; i++) {
+        int status;
+        char *out = cmd_run(&status, "'%s' explain %s %s 2>&1", cmd_bin(), topic, bad[i]);
+        ck_assert_msg(status == 2, "'%s' exited %d:\n%s", bad[i], status, out);
+        const char *nl = strstr(out, usage);
+        ck_assert_msg(nl, "'%s': no usage line:\n%s", bad[i], out);
+        const char *flag = strstr(out, "--");
+        ck_assert_msg(flag && flag < nl, "'%s': the message names no flag:\n%s", bad[i], out);
+        free(out);
+    }
+}
+
 /* ---- explain softmax ---- */
 
 START_TEST(test_softmax_numbers)
@@ -82,15 +100,7 @@ START_TEST(test_softmax_bad_lists)
         "--logits 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
         "--logits 1,inf",     "--logits 1,+inf",       "--logits 1,-INF", "--logits 1,2 --upstream 1,-inf",
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        int status;
-        char *out = cmd_run(&status, "'%s' explain softmax %s 2>&1", cmd_bin(), bad[i]);
-        ck_assert_msg(status == 2, "'%s' exited %d:\n%s", bad[i], status, out);
-        ck_assert_msg(strstr(out, "usage: attograd explain softmax"), "'%s': no usage line", bad[i]);
-        ck_assert_msg(strstr(out, "--logits") || strstr(out, "--upstream") || strstr(out, "--decimals"),
-                      "'%s': the message names no flag:\n%s", bad[i], out);
-        free(out);
-    }
+    assert_usage_errors("softmax", bad, sizeof(bad) / sizeof(bad[0]));
 }
 END_TEST
 
@@ -229,9 +239,7 @@ END_TEST
 START_TEST(test_attention_png)
 {
     char dir[256], bin[512], png[512], dot[512], listing[1024];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(bin, sizeof(bin), dir, "bin");   /* an empty directory: PATH has no dot */
-    ck_assert_int_eq(mkdir(bin, 0700), 0);
+    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));
     cli_path(png, sizeof(png), dir, "tape.png");
     cli_path(dot, sizeof(dot), dir, "tape.dot");
     const char *argv[] = {cli_bin(), "explain", "attention", "--dot", dot, "--png", png, NULL};
@@ -243,18 +251,10 @@ START_TEST(test_attention_png)
     ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
     cli_proc_free(&p);
 
-    if (system("command -v dot >/dev/null 2>&1") == 0) {
+    if (cli_have("dot")) {
         p = cli_run("explain", "attention", "--png", png, NULL);
-        cli_assert_status(&p, 0);
-        char last[600];
-        snprintf(last, sizeof(last), "The tape as a picture: %s", png);
-        cli_assert_has(p.out, last);
-        size_t len;
-        char *img = cli_read_file(png, &len);
-        ck_assert_msg(img && len > 1000 && memcmp(img, "\x89PNG", 4) == 0, "not a PNG");
-        free(img);
         /* the picture alone is left: no temporary graph or image */
-        ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin tape.png");
+        cli_assert_picture(&p, "The tape as a picture: ", png, dir, "bin tape.png");
         cli_proc_free(&p);
     }
     cli_rmdir(dir);
@@ -273,12 +273,7 @@ START_TEST(test_attention_errors)
         "--lr 0", "--lr x", "--lr", "--inject-bug matmul", "--dot ''", "--verbose", "--png ''",
         "--png", "--dot a.dot --png a.dot",
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        out = cmd_run(&status, "'%s' explain attention %s 2>&1", cmd_bin(), bad[i]);
-        ck_assert_msg(status == 2, "'%s' exited %d", bad[i], status);
-        ck_assert_msg(strstr(out, "usage: attograd explain attention"), "'%s': no usage", bad[i]);
-        free(out);
-    }
+    assert_usage_errors("attention", bad, sizeof(bad) / sizeof(bad[0]));
     out = cmd_run(&status, "'%s' explain nothing 2>&1", cmd_bin());
     ck_assert_int_eq(status, 2);
     assert_has(out, "unknown topic 'nothing' (softmax, attention, posenc)", "topics");
@@ -455,9 +450,7 @@ END_TEST
 START_TEST(test_posenc_plot)
 {
     char dir[256], bin[512], png[512], listing[1024];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(bin, sizeof(bin), dir, "bin");   /* an empty directory: PATH has no gnuplot */
-    ck_assert_int_eq(mkdir(bin, 0700), 0);
+    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));
     cli_path(png, sizeof(png), dir, "pe.png");
     const char *argv[] = {cli_bin(), "explain", "posenc", "--plot", png, NULL};
     cli_proc p = cli_run_argv(argv, bin);
@@ -466,17 +459,9 @@ START_TEST(test_posenc_plot)
     cli_assert_has(p.err, "gnuplot is not installed, so no plot");
     ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
     cli_proc_free(&p);
-    if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    if (cli_have("gnuplot")) {
         p = cli_run("explain", "posenc", "--seq", "16", "--plot", png, NULL);
-        cli_assert_status(&p, 0);
-        char last[600];
-        snprintf(last, sizeof(last), "plot: %s", png);
-        cli_assert_has(p.out, last);
-        size_t len;
-        char *img = cli_read_file(png, &len);
-        ck_assert_msg(img && len > 1000 && memcmp(img, "\x89PNG", 4) == 0, "not a PNG");
-        free(img);
-        ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin pe.png");
+        cli_assert_picture(&p, "plot: ", png, dir, "bin pe.png");
         cli_proc_free(&p);
     }
     cli_rmdir(dir);
@@ -489,13 +474,7 @@ START_TEST(test_posenc_usage)
         "--seq 0", "--seq 1025", "--dim 0", "--dim x", "--plot ''", "--load ''",
         "--load a --seq 4", "--load a --plot a", "--bogus", "--seq",
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        int status;
-        char *out = cmd_run(&status, "'%s' explain posenc %s 2>&1", cmd_bin(), bad[i]);
-        ck_assert_msg(status == 2, "'%s' exited %d:\n%s", bad[i], status, out);
-        ck_assert_msg(strstr(out, "usage: attograd explain posenc"), "'%s': no usage line", bad[i]);
-        free(out);
-    }
+    assert_usage_errors("posenc", bad, sizeof(bad) / sizeof(bad[0]));
     int status;
     char *out = cmd_run(&status, "'%s' explain posenc --help", cmd_bin());
     ck_assert_int_eq(status, 0);
