@@ -457,7 +457,8 @@ void ag_fill_glorot(ag_tensor *w, ag_rng *rng);
  * concatenated), broadcast over the batch. Adding keeps the width d, so the
  * attention weights stay (d, d) whatever the choice, and one dot product in
  * Q K^T can then compare content and position together. Without positions
- * attention is order-blind: permuting the tokens only permutes the outputs.
+ * (and without the causal mask) attention is permutation-equivariant:
+ * permuting the tokens only permutes the outputs.
  *
  *   AG_POSENC_NONE        x itself (nothing is recorded on the tape)
  *   AG_POSENC_SINUSOIDAL  fixed: PE[t,2i] = sin(t / 10000^(2i/d)),

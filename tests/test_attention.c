@@ -203,7 +203,7 @@ START_TEST(test_permutation)
     for (int t = 0; t < T; t++)
         for (int c = 0; c < d; c++)
             max_diff = fmax(max_diff, fabs(yp[t * d + c] - y[perm[t] * d + c]));
-    ck_assert_msg(max_diff > 0.05, "sinusoidal positions left the layer order-blind (%g)", max_diff);
+    ck_assert_msg(max_diff > 0.05, "sinusoidal positions left the layer permutation-equivariant (%g)", max_diff);
 
     /* causal, without positions: position t sees tokens 0..t only, so the
      * order matters. Position 0 sees itself alone: its output is its own
