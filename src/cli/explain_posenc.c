@@ -103,7 +103,7 @@ static double *load_table(const char *path, int *T, int *d)
     }
     size_t n = (size_t)shape[0] * (size_t)shape[1];
     raw = malloc(n * sizeof(*raw));
-    pe = malloc(n * sizeof(*pe));
+    pe = calloc(n, sizeof(*pe));
     if (!raw || !pe) {
         snprintf(err, sizeof(err), "out of memory");
         goto fail;
@@ -135,7 +135,7 @@ static double *sinusoidal_table(int T, int d)
 {
     char err[256];
     ag_posenc *pe = ag_posenc_new(AG_POSENC_SINUSOIDAL, T, d, NULL, err, sizeof(err));
-    double *v = pe ? malloc((size_t)T * (size_t)d * sizeof(*v)) : NULL;
+    double *v = pe ? calloc((size_t)T * (size_t)d, sizeof(*v)) : NULL;
     if (!v) {
         fprintf(stderr, "attograd explain: %s\n", pe ? "out of memory" : err);
         ag_posenc_free(pe);
@@ -199,7 +199,7 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
     double *pe = o->load ? load_table(o->load, &T, &d) : sinusoidal_table(T, d);
     if (!pe)
         return AG_EXIT_FAIL;
-    double *sim = malloc((size_t)T * (size_t)T * sizeof(*sim));
+    double *sim = calloc((size_t)T * (size_t)T, sizeof(*sim));
     if (!sim) {
         fprintf(stderr, "attograd explain: out of memory\n");
         free(pe);
