@@ -7,6 +7,7 @@
  */
 #include "cli.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,14 @@ static int set_list(const ag_command *cmd, const ag_option *o, const char *s, ag
             memcpy(item, p, len);
             item[len] = '\0';
             r = ag_parse_double(item, &x);
+            int masks = o->flags & AG_OPT_MASKS;
+            if (masks && strcmp(item, "-inf") == 0) {
+                x = -INFINITY;
+                r = AG_PARSE_OK;
+            } else if (masks && (strcmp(item, "inf") == 0 || strcmp(item, "+inf") == 0)) {
+                return !ag_cli_usage_error(cmd, "%s: '%s' is not allowed; -inf masks an entry",
+                                           o->name, item);
+            }
         }
         if (r == AG_PARSE_BAD)
             return !ag_cli_usage_error(cmd, "%s: '%.*s' is not a number (in '%s')", o->name,
@@ -381,7 +390,10 @@ void ag_cli_print_options(const ag_command *cmd)
     for (int k = 0; k < cmd->n_options; k++) {
         const ag_option *o = &cmd->options[k];
         int n = printf("  %s%s%s", o->name, o->value ? " " : "", o->value ? o->value : "");
-        printf("%*s", n < width ? width - n : 1, "");
+        if (n < width)
+            printf("%*s", width - n, "");
+        else   /* too long for the column: the text starts on the next line */
+            printf("\n%*s", width, "");
         for (const char *p = o->help; *p; p++) {
             if (*p == '\n')
                 printf("\n%*s", width, "");

@@ -33,7 +33,8 @@ enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
  *   AG_OPT_PATH     const char *, a file name: not empty
  *   AG_OPT_CHOICE   int (or an int-sized enum): the number k of the word
  *                   given, word(k) for k = lo, lo + 1, ... until NULL
- *   AG_OPT_LIST     ag_cli_list: comma-separated numbers, lo..hi of them
+ *   AG_OPT_LIST     ag_cli_list: comma-separated numbers, lo..hi of them (with
+ *                   AG_OPT_MASKS an item may be -inf)
  */
 typedef enum ag_opt_kind {
     AG_OPT_SWITCH,
@@ -58,28 +59,34 @@ typedef struct ag_option {
     const char *help;               /* --help's text; see ag_cli_print_options */
     const char *(*word)(int k);     /* CHOICE: word number k, NULL when there is none */
     const char *noun;               /* CHOICE: "task" in "unknown task 'x'" */
+    unsigned flags;                 /* AG_OPT_MASKS */
 } ag_option;
+
+/* A LIST row's item may be -inf (a masked entry; inf and +inf are still refused). */
+#define AG_OPT_MASKS 1u
 
 /* One row of each kind, for the struct `type` and its field `member`; a
  * command's file names its own shorthands (INT(...) for AG_INT(its_opts, ...)). */
-#define AG_ROW(type, name, kind, member, lo, hi, def, value, help, word, noun) \
-    {name, kind, offsetof(type, member), lo, hi, def, value, help, word, noun}
+#define AG_ROW(type, name, kind, member, lo, hi, def, value, help, word, noun, flags) \
+    {name, kind, offsetof(type, member), lo, hi, def, value, help, word, noun, flags}
 #define AG_SWITCH(type, name, member, help) \
-    AG_ROW(type, name, AG_OPT_SWITCH, member, 0, 0, 0, NULL, help, NULL, NULL)
+    AG_ROW(type, name, AG_OPT_SWITCH, member, 0, 0, 0, NULL, help, NULL, NULL, 0)
 #define AG_INT(type, name, member, lo, hi, def, value, help) \
-    AG_ROW(type, name, AG_OPT_INT, member, lo, hi, def, value, help, NULL, NULL)
+    AG_ROW(type, name, AG_OPT_INT, member, lo, hi, def, value, help, NULL, NULL, 0)
 #define AG_U64(type, name, member, def, value, help) \
-    AG_ROW(type, name, AG_OPT_U64, member, 0, 0, def, value, help, NULL, NULL)
+    AG_ROW(type, name, AG_OPT_U64, member, 0, 0, def, value, help, NULL, NULL, 0)
 #define AG_DOUBLE(type, name, member, lo, hi, def, value, help) \
-    AG_ROW(type, name, AG_OPT_DOUBLE, member, lo, hi, def, value, help, NULL, NULL)
+    AG_ROW(type, name, AG_OPT_DOUBLE, member, lo, hi, def, value, help, NULL, NULL, 0)
 #define AG_STRING(type, name, member, value, help) \
-    AG_ROW(type, name, AG_OPT_STRING, member, 0, 0, 0, value, help, NULL, NULL)
+    AG_ROW(type, name, AG_OPT_STRING, member, 0, 0, 0, value, help, NULL, NULL, 0)
 #define AG_PATH(type, name, member, value, help) \
-    AG_ROW(type, name, AG_OPT_PATH, member, 0, 0, 0, value, help, NULL, NULL)
+    AG_ROW(type, name, AG_OPT_PATH, member, 0, 0, 0, value, help, NULL, NULL, 0)
 #define AG_CHOICE(type, name, member, first, def, word, noun, value, help) \
-    AG_ROW(type, name, AG_OPT_CHOICE, member, first, 0, def, value, help, word, noun)
+    AG_ROW(type, name, AG_OPT_CHOICE, member, first, 0, def, value, help, word, noun, 0)
 #define AG_LIST(type, name, member, lo, hi, value, help) \
-    AG_ROW(type, name, AG_OPT_LIST, member, lo, hi, 0, value, help, NULL, NULL)
+    AG_ROW(type, name, AG_OPT_LIST, member, lo, hi, 0, value, help, NULL, NULL, 0)
+#define AG_LIST_MASKS(type, name, member, lo, hi, value, help) \
+    AG_ROW(type, name, AG_OPT_LIST, member, lo, hi, 0, value, help, NULL, NULL, AG_OPT_MASKS)
 
 /* AG_OPT_LIST's field. */
 #define AG_CLI_LIST_MAX 16

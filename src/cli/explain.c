@@ -1,7 +1,8 @@
 /*
  * explain.c - `attograd explain softmax`: backprop through softmax told step
  * by step with real numbers, for a learner to follow with a pencil; and the
- * dispatch to `attograd explain attention` (explain_attention.c).
+ * dispatch to `attograd explain attention` (explain_attention.c) and
+ * `attograd explain posenc` (explain_posenc.c).
  */
 #include "opts.h"
 
@@ -15,15 +16,15 @@
 const ag_command ag_cmd_explain_info = {
     .name = "explain",
     .run = ag_cmd_explain,
-    .usage = "attograd explain softmax|attention [options]",
-    .summary = "backprop through softmax and the seed's attention, step by step",
+    .usage = "attograd explain softmax|attention|posenc [options]",
+    .summary = "backprop through softmax and the seed's attention, and positions, step by step",
 };
 
 static void print_vec(const char *label, const double *v, int n, int dec)
 {
     printf("  %-12s [", label);
     for (int i = 0; i < n; i++)
-        printf("%s%*.*f", i ? " " : "", dec + 3, dec, v[i]);
+        printf("%s%*.*f", i ? " " : "", dec + 3, dec, v[i] + 0.0);   /* + 0.0: no "-0.0000" */
     printf("]\n");
 }
 
@@ -94,12 +95,39 @@ static int check_components(const double *z, const double *g, int n, int dec, co
     return all_ok;
 }
 
+/* A row whose every entry is -inf (fully masked): there is no finite max,
+ * and attograd defines the row as attending to nothing. */
+static int explain_masked_row(const double *z, const double *g, int n, int dec)
+{
+    double s[MAX_LOGITS] = {0}, dz[MAX_LOGITS] = {0};
+    printf("Forward: s = softmax(z)\n");
+    print_vec("z", z, n, dec);
+    printf("Every entry is -inf: the row is fully masked (a padding mask can do this).\n"
+           "There is no finite max to subtract, and the textbook formula would compute\n"
+           "exp(-inf - (-inf)) = exp(NaN): one NaN, and everything after it is NaN too.\n"
+           "attograd defines such a row as attending to nothing: its weights are all 0,\n"
+           "and so is its gradient dL/dz, whatever g is.\n");
+    if (!library_softmax(z, g, n, s, dz))
+        return AG_EXIT_FAIL;
+    print_vec("s", s, n, dec);
+    printf("\nBackward: given the upstream gradient g = dL/ds, find dL/dz.\n");
+    print_vec("g", g, n, dec);
+    print_vec("attograd", dz, n, dec);
+    printf("   (ag_softmax's forward and backward in this build's precision, %s)\n", AG_REAL_NAME);
+    return AG_EXIT_OK;
+}
+
 static int explain_softmax(const double *z, const double *g, int n, int dec)
 {
     double shifted[MAX_LOGITS] = {0}, e[MAX_LOGITS] = {0}, s[MAX_LOGITS] = {0};
     double sum = 0, max = z[0];
+    int masked = 0;
     for (int i = 1; i < n; i++)
         max = fmax(max, z[i]);
+    for (int i = 0; i < n; i++)
+        masked += z[i] == -INFINITY;
+    if (masked == n)
+        return explain_masked_row(z, g, n, dec);
     for (int i = 0; i < n; i++) {
         shifted[i] = z[i] - max;
         e[i] = exp(shifted[i]);
@@ -114,6 +142,9 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
     print_vec("z - max", shifted, n, dec);
     printf("2. Exponentiate: every entry becomes positive, the largest becomes 1.\n");
     print_vec("e", e, n, dec);
+    if (masked)
+        printf("   exp(-inf) = 0: a masked entry gets weight exactly 0, and the others are the\n"
+               "   softmax of the unmasked scores alone.\n");
     printf("3. Normalise by the sum (%.*f): the probabilities s add up to 1.\n", dec, sum);
     print_vec("s", s, n, dec);
 
@@ -125,7 +156,7 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
         printf("  %s", i ? "            " : "J           ");
         printf("%s", i ? " [" : "[[");
         for (int j = 0; j < n; j++)
-            printf("%s%*.*f", j ? " " : "", dec + 3, dec, s[i] * ((i == j) - s[j]));
+            printf("%s%*.*f", j ? " " : "", dec + 3, dec, s[i] * ((i == j) - s[j]) + 0.0);
         printf("]%s\n", i == n - 1 ? "]" : "");
     }
     double vjp[MAX_LOGITS] = {0}, fast[MAX_LOGITS] = {0}, dot = 0;
@@ -147,6 +178,9 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
         agree = fmax(agree, fabs(vjp[j] - fast[j]));
     printf("   The two agree%s: this is the formula backward uses.\n",
            agree < 1e-12 ? " (to within 1e-12)" : "");
+    if (masked)
+        printf("   Where s_j = 0 (a masked entry), dL/dz_j = 0 * (g_j - <g, s>) = 0 exactly:\n"
+               "   no gradient reaches a masked score.\n");
 
     double lib_s[MAX_LOGITS] = {0}, lib_dz[MAX_LOGITS] = {0};
     if (!library_softmax(z, g, n, lib_s, lib_dz))
@@ -159,8 +193,8 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
 
 
 static const ag_option softmax_options[] = {
-    AG_LIST(ag_explain_opts, "--logits", logits, 1, MAX_LOGITS, "Z1,Z2,...",
-            "the scores z (%L to %H numbers)"),
+    AG_LIST_MASKS(ag_explain_opts, "--logits", logits, 1, MAX_LOGITS, "Z1,Z2,...",
+                  "the scores z (%L to %H numbers); -inf masks an entry"),
     AG_LIST(ag_explain_opts, "--upstream", upstream, 1, MAX_LOGITS, "G1,G2,...",
             "dL/ds, one per logit (default: 1, then 0s,\nthat is L = s_0)"),
     AG_INT(ag_explain_opts, "--decimals", decimals, 4, 10, 4, "N",
@@ -212,7 +246,7 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
     const ag_command *cmd = &ag_cmd_explain_info;
     memset(o, 0, sizeof(*o));
     if (argc < 2)
-        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention)");
+        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention, posenc)");
     if (ag_cli_is_help(argv[1]))
         return AG_CLI_HELP;
     if (strcmp(argv[1], "softmax") == 0) {
@@ -221,13 +255,17 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
     }
     if (strcmp(argv[1], "attention") == 0)
         return ag_cli_explain_attention_parse(argc - 1, argv + 1, o);
-    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention)", argv[1]);
+    if (strcmp(argv[1], "posenc") == 0)
+        return ag_cli_explain_posenc_parse(argc - 1, argv + 1, o);
+    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention, posenc)", argv[1]);
 }
 
 int ag_cli_explain_run(const ag_explain_opts *o)
 {
     if (o->topic == AG_EXPLAIN_ATTENTION)
         return ag_cli_explain_attention_run(o);
+    if (o->topic == AG_EXPLAIN_POSENC)
+        return ag_cli_explain_posenc_run(o);
     return explain_softmax(o->logits.v, o->upstream.v, o->logits.n, o->decimals);
 }
 
@@ -241,11 +279,14 @@ int ag_cmd_explain(int argc, char **argv)
             print_softmax_help(&explain_softmax_info);
         else if (argc >= 2 && strcmp(argv[1], "attention") == 0)
             ag_cli_explain_attention_help();
+        else if (argc >= 2 && strcmp(argv[1], "posenc") == 0)
+            ag_cli_explain_posenc_help();
         else
             printf("usage: %s\n\n"
                    "topics:\n"
                    "  softmax    backprop through softmax with your numbers\n"
-                   "  attention  one training step of the seed's attention, entry by entry\n\n"
+                   "  attention  one training step of the seed's attention, entry by entry\n"
+                   "  posenc     the sinusoidal positional encoding, or a learned one\n\n"
                    "attograd explain TOPIC --help shows a topic's options.\n",
                    cmd->usage);
         return AG_EXIT_OK;

@@ -8,6 +8,7 @@
  */
 #include "dot.h"
 #include "opts.h"
+#include "plot.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -63,7 +64,7 @@ static ag_tensor *build_loss(ag_tape *tape, ag_tensor *const *in, void *ctx)
 typedef struct story {
     ag_tensor *w[N_W];
     step s;
-    ag_cli_name names[16];
+    ag_tensor_name names[16];
     size_t n_names;
 } story;
 
@@ -419,7 +420,12 @@ done:
 static const ag_option options[] = {
     AG_DOUBLE(ag_explain_opts, "--lr", lr, 1e-6, 100, 1, "X", "SGD learning rate (default %D)"),
     AG_PATH(ag_explain_opts, "--dot", dot, "FILE",
-            "also write the tape as a Graphviz graph\n(render it with: dot -Tpng FILE -o tape.png)"),
+            "also write the tape as a Graphviz graph: every tensor\n"
+            "with its shape, first values and gradient after the\n"
+            "backward pass, every op between its inputs and output"),
+    AG_PATH(ag_explain_opts, "--png", png, "FILE",
+            "the same graph drawn as a picture by Graphviz's dot\n"
+            "(exit 1 when Graphviz is not installed)"),
     AG_CHOICE(ag_explain_opts, "--inject-bug", bug, AG_BUG_SOFTMAX, AG_BUG_NONE, ag_cli_bug_word,
               "bug", "softmax",
               "check the step with a deliberately wrong softmax\n"
@@ -428,7 +434,8 @@ static const ag_option options[] = {
 
 static const ag_command explain_attention_info = {
     .name = "explain attention",
-    .usage = "attograd explain attention [--lr X] [--dot FILE] [--inject-bug softmax]",
+    .usage = "attograd explain attention [--lr X] [--dot FILE] [--png FILE] "
+             "[--inject-bug softmax]",
     .summary = "one training step of the seed's attention",
     .options = options,
     .n_options = AG_CLI_COUNT(options),
@@ -455,12 +462,31 @@ static int print_help(const ag_command *cmd)
 int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o)
 {
     o->topic = AG_EXPLAIN_ATTENTION;
-    return ag_cli_parse(&explain_attention_info, argc, argv, o, NULL);
+    int r = ag_cli_parse(&explain_attention_info, argc, argv, o, NULL);
+    if (r == AG_CLI_GO && o->dot && o->png && strcmp(o->dot, o->png) == 0)
+        return ag_cli_usage_error(&explain_attention_info, "--dot and --png both name '%s'", o->dot);
+    return r;
 }
 
 void ag_cli_explain_attention_help(void)
 {
     print_help(&explain_attention_info);
+}
+
+/* --dot and --png: the tape after backward, as a graph and as a picture.
+ * Returns 0 after saying why one could not be written. */
+static int draw_tape(const ag_explain_opts *o, const story *st, const ag_tape *tape)
+{
+    static const char *const title = "attograd explain attention: one step's tape after backward";
+    char err[256];
+    if ((o->dot && ag_tape_dot_save(tape, o->dot, st->names, st->n_names, title, err,
+                                    sizeof(err)) != AG_OK) ||
+        (o->png && !ag_cli_render_dot(o->png, tape, st->names, st->n_names, title, err,
+                                      sizeof(err)))) {
+        fprintf(stderr, "attograd explain: %s\n", err);
+        return 0;
+    }
+    return 1;
 }
 
 /* The run step: the story, told on stdout; 0, or 1 when the check fails or
@@ -470,6 +496,11 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
     const double lr = o->lr;
     const char *dot = o->dot;
     const int bug = o->bug;
+    if (o->png && !ag_cli_have_program("dot")) {   /* before any file is written */
+        fprintf(stderr, "attograd explain: Graphviz's dot is not installed, so no picture "
+                        "(apt-get install graphviz)\n");
+        return AG_EXIT_FAIL;
+    }
     story st;
     memset(&st, 0, sizeof(st));
     ag_tape *tape = ag_tape_new();
@@ -491,22 +522,15 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
         goto done;
     }
     const step *s = &st.s;
-    const ag_cli_name names[] = {
+    const ag_tensor_name names[] = {
         {s->x, "x"}, {st.w[WQ], "wq"}, {st.w[WK], "wk"}, {st.w[WV], "wv"}, {s->q, "Q"},
         {s->k, "K"}, {s->v, "V"}, {s->dots, "dots"}, {s->scores, "scores"},
         {s->weights, "weights"}, {s->out, "out"}, {s->y, "y"}, {s->loss, "loss"},
     };
     st.n_names = sizeof(names) / sizeof(names[0]);
     memcpy(st.names, names, sizeof(names));
-    if (dot) {   /* first, so that a file that cannot be written stops the story early */
-        char err[256];
-        if (!ag_cli_write_dot(dot, tape, st.names, st.n_names,
-                              "attograd explain attention: the tape of one step", err,
-                              sizeof(err))) {
-            fprintf(stderr, "attograd explain: %s\n", err);
-            goto done;
-        }
-    }
+    if (!draw_tape(o, &st, tape))   /* first: a file that cannot be written stops it early */
+        goto done;
     print_intro();
     print_forward(&st, tape);
     print_backward(&st, tape);
@@ -523,8 +547,12 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
 
     int verdict = check_step(bug);
     status = verdict == 1 ? AG_EXIT_OK : AG_EXIT_FAIL;
+    if (dot || o->png)
+        printf("\n");
     if (dot)
-        printf("\nThe tape as a graph: %s (render it with: dot -Tpng %s -o tape.png)\n", dot, dot);
+        printf("The tape as a graph: %s (render it with: dot -Tpng %s -o tape.png)\n", dot, dot);
+    if (o->png)
+        printf("The tape as a picture: %s\n", o->png);
     goto done;
 oom:
     fprintf(stderr, "attograd explain: out of memory\n");

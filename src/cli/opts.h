@@ -16,6 +16,7 @@ typedef struct ag_train_opts {
     int steps, eval_every, quiet, detect_anomaly;
     int threads;             /* for ag_set_threads; results do not depend on it */
     const char *log_path, *plot_path, *save_path, *load_path;   /* NULL when not given */
+    const char *heads_path;  /* --plot-heads, or NULL */
     /* which flags were given, by ag_cli_given (a checkpoint's settings win
      * over defaults only) */
     uint64_t given;
@@ -41,7 +42,10 @@ int ag_cli_grad_run(const ag_grad_opts *o);
 
 /* ---- attograd explain ---- */
 #define AG_EXPLAIN_MAX_LOGITS AG_CLI_LIST_MAX
-typedef enum ag_explain_topic { AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION } ag_explain_topic;
+#define AG_EXPLAIN_MAX_SEQ 1024   /* posenc's --seq and --dim */
+typedef enum ag_explain_topic {
+    AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION, AG_EXPLAIN_POSENC
+} ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
     /* softmax */
@@ -51,16 +55,25 @@ typedef struct ag_explain_opts {
     /* attention */
     double lr;                         /* SGD learning rate */
     const char *dot;                   /* write the tape as Graphviz here, or NULL */
+    const char *png;                   /* draw it here with Graphviz's dot, or NULL */
     int bug;                           /* AG_BUG_NONE or AG_BUG_SOFTMAX */
+    /* posenc */
+    int seq, dim;                      /* the sinusoidal table's size */
+    const char *plot;                  /* draw it here with gnuplot, or NULL */
+    const char *load;                  /* show the learned table 'pos' of this file, or NULL */
 } ag_explain_opts;
 
-/* argv[0] is "explain", argv[1] the topic (softmax or attention). */
+/* argv[0] is "explain", argv[1] the topic (softmax, attention or posenc). */
 int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o);
 int ag_cli_explain_run(const ag_explain_opts *o);
 /* The attention topic (explain_attention.c): argv[0] is "attention". */
 int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o);
 void ag_cli_explain_attention_help(void);
 int ag_cli_explain_attention_run(const ag_explain_opts *o);
+/* The positional-encoding topic (explain_posenc.c): argv[0] is "posenc". */
+int ag_cli_explain_posenc_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_posenc_help(void);
+int ag_cli_explain_posenc_run(const ag_explain_opts *o);
 
 /* ---- attograd demo ---- */
 typedef struct ag_demo_opts {

@@ -28,6 +28,16 @@ typedef struct ag_plot_data {
  * (gnuplot missing or failing); never stops the caller. */
 int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen);
 
+/* Held-out example's attention, one heatmap per head with every weight
+ * written in its cell: attn is (heads, T, T), labels the T positions' names.
+ * Returns 1, or 0 with the reason in err (gnuplot missing or failing). */
+int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, const double *attn,
+                      const char *const *labels, char *err, size_t errlen);
+/* A positional encoding pe (T, d) beside the cosine similarity sim (T, T)
+ * of its rows. Returns 1, or 0 with the reason in err. */
+int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const double *pe,
+                       const double *sim, char *err, size_t errlen);
+
 /* Start gnuplot drawing a width x height PNG into a temporary file beside
  * png (its name in tmp); write the plot commands to the returned pipe, then
  * ag_cli_gnuplot_close renames the image into place when gnuplot succeeded

@@ -78,6 +78,8 @@ static const ag_option options[] = {
     AG_PATH(ag_train_opts, "--plot", plot_path, "FILE.png",
             "draw the loss curve, the held-out accuracy and one\n"
             "example's attention with gnuplot, when installed"),
+    AG_PATH(ag_train_opts, "--plot-heads", heads_path, "FILE.png",
+            "draw that example's attention, one heatmap per head"),
     AG_PATH(ag_train_opts, "--save", save_path, "FILE", "write a checkpoint (safetensors) at the end"),
     AG_PATH(ag_train_opts, "--load", load_path, "FILE", "continue from a checkpoint"),
     AG_SWITCH(ag_train_opts, "--detect-anomaly", detect_anomaly,
@@ -157,10 +159,10 @@ static int print_help(const ag_command *cmd)
  * fine: that is resuming in place. */
 static int check_paths(const ag_command *cmd, const ag_train_opts *o)
 {
-    const char *flag[4] = {"--log", "--plot", "--save", "--load"};
-    const char *path[4] = {o->log_path, o->plot_path, o->save_path, o->load_path};
-    for (int a = 0; a < 4; a++)
-        for (int b = a + 1; b < 4; b++)
+    const char *flag[5] = {"--log", "--plot", "--save", "--load", "--plot-heads"};
+    const char *path[5] = {o->log_path, o->plot_path, o->save_path, o->load_path, o->heads_path};
+    for (int a = 0; a < 5; a++)
+        for (int b = a + 1; b < 5; b++)
             if (path[a] && path[b] && strcmp(path[a], path[b]) == 0 && !(a == 2 && b == 3))
                 return !ag_cli_usage_error(cmd, "%s and %s both name '%s'", flag[a], flag[b], path[a]);
     return 1;
@@ -234,9 +236,10 @@ typedef struct run {
      * and the last heatmap's weights (head 1 of held-out example 0) */
     long *loss_step, *acc_step;
     double *loss_hist, *acc_hist, *attn0;
+    double *heads0;           /* for --plot-heads: (H, T, T), every head of held-out example 0 */
     size_t n_loss, n_acc, cap_loss, cap_acc;
     long loss_stride;
-    int plot;                 /* --plot, and gnuplot is there */
+    int plot, plot_heads;     /* --plot, --plot-heads, and gnuplot is there */
     double seconds;           /* the training loop's time */
 } run;
 
@@ -336,8 +339,37 @@ static void show_final(run *r)
         for (int i = 0; i < T * T; i++)
             r->attn0[i] = r->kept_attn->data[i];
     }
+    if (r->heads0) {
+        size_t n = (size_t)r->kept_attn->shape[1] * (size_t)r->eval->seq * (size_t)r->eval->seq;
+        for (size_t i = 0; i < n; i++)
+            r->heads0[i] = r->kept_attn->data[i];
+    }
     r->kept_attn = r->kept_logits = NULL;
     ag_tape_reset(r->tape);
+}
+
+/* --plot-heads: held-out example 0's attention, a heatmap per head, its
+ * positions named as on the terminal. Says why on stderr when it cannot. */
+static void plot_heads(const run *r, const char *png)
+{
+    int T = r->eval->seq, H = r->o->config.model.heads;
+    char (*names)[32] = malloc((size_t)T * sizeof(*names));
+    const char **labels = malloc((size_t)T * sizeof(*labels));
+    char err[512] = "out of memory", title[160];
+    int ok = 0;
+    if (names && labels) {
+        for (int t = 0; t < T; t++)
+            labels[t] = ag_task_token_label(r->eval, 0, t, names[t], sizeof(names[t]));
+        snprintf(title, sizeof(title), "attention of one held-out example (%s, %ld steps)",
+                 ag_task_name(r->o->config.model.task), r->step);
+        ok = ag_cli_plot_heads(png, title, H, T, r->heads0, labels, err, sizeof(err));
+    }
+    if (ok && !r->o->quiet)
+        printf("plot: %s\n", png);
+    else if (!ok)
+        fprintf(stderr, "attograd train: %s\n", err);   /* training is unaffected */
+    free(names);
+    free(labels);
 }
 
 /* History for --plot, allocated before training: at most PLOT_POINTS
@@ -465,10 +497,10 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
 /* Before any work: every file the run will write can be written. */
 static int check_outputs(const ag_train_opts *o)
 {
-    const char *flag[3] = {"--log", "--plot", "--save"};
-    const char *path[3] = {o->log_path, o->plot_path, o->save_path};
+    const char *flag[4] = {"--log", "--plot", "--save", "--plot-heads"};
+    const char *path[4] = {o->log_path, o->plot_path, o->save_path, o->heads_path};
     char err[512];
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         if (path[k] && !ag_cli_check_output(path[k], err, sizeof(err))) {
             fprintf(stderr, "attograd train: %s %s\n", flag[k], err);
             return 0;
@@ -516,7 +548,11 @@ static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
     r->tape = ag_tape_new();
     r->train = ag_batch_new(c->model.task, c->batch, c->model.seq);
     r->eval = ag_batch_new(c->model.task, EVAL_EXAMPLES, c->model.seq);
-    if (!r->opt || !r->tape || !r->train || !r->eval || (r->plot && !alloc_history(r))) {
+    if (r->plot_heads)
+        r->heads0 = malloc((size_t)c->model.heads * (size_t)c->model.seq * (size_t)c->model.seq *
+                           sizeof(double));
+    if (!r->opt || !r->tape || !r->train || !r->eval || (r->plot && !alloc_history(r)) ||
+        (r->plot_heads && !r->heads0)) {
         fprintf(stderr, "attograd train: out of memory\n");
         return 0;
     }
@@ -543,6 +579,7 @@ static void run_free(run *r)
     free(r->acc_step);
     free(r->acc_hist);
     free(r->attn0);
+    free(r->heads0);
     ag_tape_free(r->tape);
     ag_optim_free(r->opt);
     ag_model_free(r->model);
@@ -615,6 +652,8 @@ static int run_finish(run *r)
     show_final(r);
     if (r->plot)
         draw_plot(r);
+    if (r->plot_heads)
+        plot_heads(r, o->heads_path);
     ag_csv *log = r->log;
     r->log = NULL;
     if (log && ag_csv_close(log, err, sizeof(err)) != AG_OK) {
@@ -689,11 +728,12 @@ int ag_cli_train_run(ag_train_opts *o)
     memset(&r, 0, sizeof(r));
     r.o = o;
     r.plot = o->plot_path != NULL;
-    if (r.plot && !ag_cli_have_program("gnuplot")) {
+    r.plot_heads = o->heads_path != NULL;
+    if ((r.plot || r.plot_heads) && !ag_cli_have_program("gnuplot")) {
         /* said once, before the run; training goes on without the plot */
         fprintf(stderr, "attograd train: gnuplot is not installed, so no plot "
                         "(apt-get install gnuplot-nox)\n");
-        r.plot = 0;
+        r.plot = r.plot_heads = 0;
     }
     ag_set_threads(o->threads);
     status = run_train(&r, &ck, &loaded);

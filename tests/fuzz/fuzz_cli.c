@@ -55,6 +55,7 @@ static void check_train(const ag_train_opts *o)
     check_path(o->plot_path);
     check_path(o->save_path);
     check_path(o->load_path);
+    check_path(o->heads_path);
     const char *paths[3] = {o->log_path, o->plot_path, o->save_path};
     for (int a = 0; a < 3; a++)
         for (int b = a + 1; b < 3; b++)
@@ -112,12 +113,21 @@ static void parse_command(int argc, char **argv)
                 int n = o.logits.n;
                 CHECK(n >= 1 && n <= AG_EXPLAIN_MAX_LOGITS && o.upstream.n == n);
                 CHECK(o.decimals >= 4 && o.decimals <= 10);
-                for (int i = 0; i < n; i++)
-                    CHECK(isfinite(o.logits.v[i]) && isfinite(o.upstream.v[i]));
+                for (int i = 0; i < n; i++)   /* -inf is a masked logit */
+                    CHECK((isfinite(o.logits.v[i]) || o.logits.v[i] == -INFINITY) &&
+                          isfinite(o.upstream.v[i]));
+            } else if (o.topic == AG_EXPLAIN_POSENC) {
+                CHECK(o.seq >= 1 && o.seq <= AG_EXPLAIN_MAX_SEQ);
+                CHECK(o.dim >= 1 && o.dim <= AG_EXPLAIN_MAX_SEQ);
+                check_path(o.plot);
+                check_path(o.load);
             } else {
+                CHECK(o.topic == AG_EXPLAIN_ATTENTION);
                 CHECK(isfinite(o.lr) && o.lr >= 1e-6 && o.lr <= 100);
                 CHECK(o.bug == AG_BUG_NONE || o.bug == AG_BUG_SOFTMAX);
                 check_path(o.dot);
+                check_path(o.png);
+                CHECK(!o.dot || !o.png || strcmp(o.dot, o.png) != 0);
             }
         }
     } else if (strcmp(cmd, "demo") == 0) {
