@@ -199,7 +199,7 @@ START_TEST(test_attention_errors)
     }
     out = cmd_run(&status, "'%s' explain nothing 2>&1", cmd_bin());
     ck_assert_int_eq(status, 2);
-    assert_has(out, "unknown topic 'nothing' (softmax, attention)", "topics");
+    assert_has(out, "unknown topic 'nothing' (softmax, attention, layernorm)", "topics");
     free(out);
     out = cmd_run(&status, "'%s' explain attention --help", cmd_bin());
     ck_assert_int_eq(status, 0);

@@ -14,8 +14,8 @@
 
 const ag_command ag_cmd_explain_info = {
     "explain", ag_cmd_explain,
-    "attograd explain softmax|attention [options]",
-    "backprop through softmax and the seed's attention, step by step",
+    "attograd explain softmax|attention|layernorm [options]",
+    "backprop through softmax, the seed's attention and layer norm, step by step",
 };
 
 /* The topics' own usage lines, for their --help and their usage errors. */
@@ -245,13 +245,23 @@ static int parse_softmax(const ag_command *cmd, int argc, char **argv, ag_explai
     return AG_CLI_GO;
 }
 
+int ag_cli_explain_list(const ag_command *cmd, const char *flag, const char *s, double *v)
+{
+    return parse_list(cmd, flag, s, v);
+}
+
+void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals)
+{
+    print_vec(label, v, n, decimals);
+}
+
 int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
 {
     const ag_command *cmd = &ag_cmd_explain_info;
     memset(o, 0, sizeof(*o));
     o->decimals = 4;
     if (argc < 2)
-        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention)");
+        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention, layernorm)");
     if (ag_cli_is_help(argv[1]))
         return AG_CLI_HELP;
     if (strcmp(argv[1], "softmax") == 0) {
@@ -260,13 +270,17 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
     }
     if (strcmp(argv[1], "attention") == 0)
         return ag_cli_explain_attention_parse(argc - 1, argv + 1, o);
-    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention)", argv[1]);
+    if (strcmp(argv[1], "layernorm") == 0)
+        return ag_cli_explain_layernorm_parse(argc - 1, argv + 1, o);
+    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention, layernorm)", argv[1]);
 }
 
 int ag_cli_explain_run(const ag_explain_opts *o)
 {
     if (o->topic == AG_EXPLAIN_ATTENTION)
         return ag_cli_explain_attention_run(o);
+    if (o->topic == AG_EXPLAIN_LAYERNORM)
+        return ag_cli_explain_layernorm_run(o);
     return explain_softmax(o->z, o->g, o->n, o->decimals);
 }
 
@@ -280,11 +294,14 @@ int ag_cmd_explain(int argc, char **argv)
             print_softmax_help(&explain_softmax_info);
         else if (argc >= 2 && strcmp(argv[1], "attention") == 0)
             ag_cli_explain_attention_help();
+        else if (argc >= 2 && strcmp(argv[1], "layernorm") == 0)
+            ag_cli_explain_layernorm_help();
         else
             printf("usage: %s\n\n"
                    "topics:\n"
                    "  softmax    backprop through softmax with your numbers\n"
-                   "  attention  one training step of the seed's attention, entry by entry\n\n"
+                   "  attention  one training step of the seed's attention, entry by entry\n"
+                   "  layernorm  backprop through layer normalisation with your numbers\n\n"
                    "attograd explain TOPIC --help shows a topic's options.\n",
                    cmd->usage);
         return AG_EXIT_OK;

@@ -44,10 +44,12 @@ int ag_cli_grad_run(const ag_grad_opts *o);
 
 /* ---- attograd explain ---- */
 #define AG_EXPLAIN_MAX_LOGITS 16
-typedef enum ag_explain_topic { AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION } ag_explain_topic;
+typedef enum ag_explain_topic {
+    AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION, AG_EXPLAIN_LAYERNORM
+} ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
-    /* softmax */
+    /* softmax (layernorm: z is the row x, g is dL/dy) */
     double z[AG_EXPLAIN_MAX_LOGITS];   /* (n) the logits */
     double g[AG_EXPLAIN_MAX_LOGITS];   /* (n) the upstream gradient dL/ds */
     int n;
@@ -56,6 +58,9 @@ typedef struct ag_explain_opts {
     double lr;                         /* SGD learning rate */
     const char *dot;                   /* write the tape as Graphviz here, or NULL */
     int bug;                           /* AG_BUG_NONE or AG_BUG_SOFTMAX */
+    /* layernorm */
+    double weight[AG_EXPLAIN_MAX_LOGITS], bias[AG_EXPLAIN_MAX_LOGITS];   /* (n) when given */
+    int n_weight, n_bias;              /* n, or 0 when not given */
 } ag_explain_opts;
 
 /* argv[0] is "explain", argv[1] the topic (softmax or attention). */
@@ -65,6 +70,14 @@ int ag_cli_explain_run(const ag_explain_opts *o);
 int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o);
 void ag_cli_explain_attention_help(void);
 int ag_cli_explain_attention_run(const ag_explain_opts *o);
+/* The layer-norm topic (explain_layernorm.c): argv[0] is "layernorm". */
+int ag_cli_explain_layernorm_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_layernorm_help(void);
+int ag_cli_explain_layernorm_run(const ag_explain_opts *o);
+/* For the topics' files: explain softmax's list parser ("1,2.5,-3" into v:
+ * the count, or 0 after a usage message) and its row printer. */
+int ag_cli_explain_list(const ag_command *cmd, const char *flag, const char *s, double *v);
+void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals);
 
 /* ---- attograd demo ---- */
 typedef struct ag_demo_opts {
