@@ -236,24 +236,11 @@ static void wrong_backward(ag_tape *tape, const ag_entry *e)
 }
 static const ag_op wrong_op = {"gelu", wrong_backward, 0};
 
-static ag_tensor *build_wrong(ag_tape *tape, ag_tensor *const *in, void *ctx)
-{
-    ag_tensor *y = ag_gelu(tape, in[0]);
-    if (y && *(const int *)ctx)
-        tape->entries[tape->n_entries - 1].op = &wrong_op;
-    return y;
-}
-
 START_TEST(test_wrong_backward_is_caught)
 {
     ag_rng rng = ag_rng_new(92);
     ag_tensor *x = test_param(&rng, 2, (int[]){3, 6});
-    ag_gradcheck_result r;
-    int wrong = 1, right = 0;
-    ck_assert_int_eq(ag_gradcheck(build_wrong, &wrong, &x, 1, NULL, &r, NULL, 0), AG_OK);
-    ck_assert(!r.passed);
-    ck_assert_int_eq(ag_gradcheck(build_wrong, &right, &x, 1, NULL, &r, NULL, 0), AG_OK);
-    ck_assert(r.passed);
+    test_wrong_backward_caught(build_gelu, NULL, &wrong_op, x);
     ag_param_free(x);
 }
 END_TEST
@@ -263,27 +250,7 @@ START_TEST(test_threads_same_bits)
     /* the GPT's MLP width: (B*T, 4C) = (768, 512), split over 2 threads */
     ag_rng rng = ag_rng_new(8);
     ag_tensor *x = test_param(&rng, 2, (int[]){768, 512});
-    ag_real *keep[2];
-    for (int t = 1; t <= 2; t++) {
-        ag_set_threads(t);
-        ag_tape *tape = ag_tape_new();
-        ag_tensor *g = ag_tensor_new(tape, 2, (int[]){768, 512});
-        ag_rng gr = ag_rng_new(9);
-        ag_fill_normal(g, &gr, 0, 1);
-        ag_zero_grad(&x, 1);
-        ag_tensor *y = ag_gelu(tape, x);
-        ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_mul(tape, y, g))), AG_OK);
-        keep[t - 1] = malloc(2 * x->size * sizeof(ag_real));
-        ck_assert_ptr_nonnull(keep[t - 1]);
-        memcpy(keep[t - 1], y->data, x->size * sizeof(ag_real));
-        memcpy(keep[t - 1] + x->size, x->grad, x->size * sizeof(ag_real));
-        ag_tape_free(tape);
-    }
-    ag_set_threads(1);
-    ck_assert_msg(memcmp(keep[0], keep[1], 2 * x->size * sizeof(ag_real)) == 0,
-                  "1 and 2 threads differ");
-    free(keep[0]);
-    free(keep[1]);
+    test_same_bits_any_threads(build_gelu, NULL, &x, 1);
     ag_param_free(x);
 }
 END_TEST
