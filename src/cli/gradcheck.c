@@ -48,7 +48,7 @@ static void describe_inputs(const ag_case_setup *p, char *buf, size_t len)
 /* "b[2][3]" for flat index i of t. */
 static void describe_element(const char *name, const ag_tensor *t, size_t i, char *buf, size_t len)
 {
-    size_t idx[AG_MAX_DIMS];
+    size_t idx[AG_MAX_DIMS] = {0};
     for (int d = t->ndim - 1; d >= 0; d--) {
         idx[d] = i % (size_t)t->shape[d];
         i /= (size_t)t->shape[d];

@@ -174,8 +174,8 @@ ag_tensor *ag_param_new(int ndim, const int *shape)
     memset(mem, 0, head + 2 * buf);
     ag_tensor *t = (ag_tensor *)mem;
     set_shape(t, ndim, shape, size);
-    t->data = (ag_real *)(mem + head);
-    t->grad = (ag_real *)(mem + head + buf);
+    t->data = (ag_real *)(void *)(mem + head);   /* AG_ALIGN-aligned, sized for ag_real */
+    t->grad = (ag_real *)(void *)(mem + head + buf);
     return t;
 }
 
