@@ -149,8 +149,8 @@ static const bad_line bad_lines[] = {
      "--out /tmp/: is a directory"},
 
     /* explain */
-    {{"explain"}, 2, "what should I explain? (softmax, attention, posenc)"},
-    {{"explain", "bogus"}, 2, "unknown topic 'bogus' (softmax, attention, posenc)"},
+    {{"explain"}, 2, "what should I explain? (softmax, attention, posenc, layernorm)"},
+    {{"explain", "bogus"}, 2, "unknown topic 'bogus' (softmax, attention, posenc, layernorm)"},
     {{"explain", "softmax"}, 2, "softmax needs --logits"},
     {{"explain", "softmax", "--logits"}, 2, "--logits needs a value"},
     {{"explain", "softmax", "--logits", ""}, 2, "--logits: the list is empty"},

@@ -14,8 +14,8 @@
 
 const ag_command ag_cmd_explain_info = {
     "explain", ag_cmd_explain,
-    "attograd explain softmax|attention|posenc [options]",
-    "backprop through softmax and the seed's attention, and positions, step by step",
+    "attograd explain softmax|attention|posenc|layernorm [options]",
+    "backprop through softmax, the seed's attention and layer norm, and positions, step by step",
 };
 
 /* The topics' own usage lines, for their --help and their usage errors. */
@@ -288,13 +288,23 @@ static int parse_softmax(const ag_command *cmd, int argc, char **argv, ag_explai
     return AG_CLI_GO;
 }
 
+int ag_cli_explain_list(const ag_command *cmd, const char *flag, const char *s, double *v)
+{
+    return parse_list(cmd, flag, s, v, 0);
+}
+
+void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals)
+{
+    print_vec(label, v, n, decimals);
+}
+
 int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
 {
     const ag_command *cmd = &ag_cmd_explain_info;
     memset(o, 0, sizeof(*o));
     o->decimals = 4;
     if (argc < 2)
-        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention, posenc)");
+        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention, posenc, layernorm)");
     if (ag_cli_is_help(argv[1]))
         return AG_CLI_HELP;
     if (strcmp(argv[1], "softmax") == 0) {
@@ -305,7 +315,10 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
         return ag_cli_explain_attention_parse(argc - 1, argv + 1, o);
     if (strcmp(argv[1], "posenc") == 0)
         return ag_cli_explain_posenc_parse(argc - 1, argv + 1, o);
-    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention, posenc)", argv[1]);
+    if (strcmp(argv[1], "layernorm") == 0)
+        return ag_cli_explain_layernorm_parse(argc - 1, argv + 1, o);
+    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention, posenc, layernorm)",
+                              argv[1]);
 }
 
 int ag_cli_explain_run(const ag_explain_opts *o)
@@ -314,6 +327,8 @@ int ag_cli_explain_run(const ag_explain_opts *o)
         return ag_cli_explain_attention_run(o);
     if (o->topic == AG_EXPLAIN_POSENC)
         return ag_cli_explain_posenc_run(o);
+    if (o->topic == AG_EXPLAIN_LAYERNORM)
+        return ag_cli_explain_layernorm_run(o);
     return explain_softmax(o->z, o->g, o->n, o->decimals);
 }
 
@@ -329,12 +344,15 @@ int ag_cmd_explain(int argc, char **argv)
             ag_cli_explain_attention_help();
         else if (argc >= 2 && strcmp(argv[1], "posenc") == 0)
             ag_cli_explain_posenc_help();
+        else if (argc >= 2 && strcmp(argv[1], "layernorm") == 0)
+            ag_cli_explain_layernorm_help();
         else
             printf("usage: %s\n\n"
                    "topics:\n"
                    "  softmax    backprop through softmax with your numbers\n"
                    "  attention  one training step of the seed's attention, entry by entry\n"
                    "  posenc     the sinusoidal positional encoding, or a learned one\n\n"
+                   "  layernorm  backprop through layer normalisation with your numbers\n\n"
                    "attograd explain TOPIC --help shows a topic's options.\n",
                    cmd->usage);
         return AG_EXIT_OK;

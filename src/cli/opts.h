@@ -47,11 +47,11 @@ int ag_cli_grad_run(const ag_grad_opts *o);
 #define AG_EXPLAIN_MAX_LOGITS 16
 #define AG_EXPLAIN_MAX_SEQ 1024   /* posenc's --seq and --dim */
 typedef enum ag_explain_topic {
-    AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION, AG_EXPLAIN_POSENC
+    AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION, AG_EXPLAIN_POSENC, AG_EXPLAIN_LAYERNORM
 } ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
-    /* softmax */
+    /* softmax (layernorm: z is the row x, g is dL/dy) */
     double z[AG_EXPLAIN_MAX_LOGITS];   /* (n) the logits */
     double g[AG_EXPLAIN_MAX_LOGITS];   /* (n) the upstream gradient dL/ds */
     int n;
@@ -65,6 +65,9 @@ typedef struct ag_explain_opts {
     int seq, dim;                      /* the sinusoidal table's size */
     const char *plot;                  /* draw it here with gnuplot, or NULL */
     const char *load;                  /* show the learned table 'pos' of this file, or NULL */
+    /* layernorm */
+    double weight[AG_EXPLAIN_MAX_LOGITS], bias[AG_EXPLAIN_MAX_LOGITS];   /* (n) when given */
+    int n_weight, n_bias;              /* n, or 0 when not given */
 } ag_explain_opts;
 
 /* argv[0] is "explain", argv[1] the topic (softmax, attention or posenc). */
@@ -78,6 +81,14 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o);
 int ag_cli_explain_posenc_parse(int argc, char **argv, ag_explain_opts *o);
 void ag_cli_explain_posenc_help(void);
 int ag_cli_explain_posenc_run(const ag_explain_opts *o);
+/* The layer-norm topic (explain_layernorm.c): argv[0] is "layernorm". */
+int ag_cli_explain_layernorm_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_layernorm_help(void);
+int ag_cli_explain_layernorm_run(const ag_explain_opts *o);
+/* For the topics' files: explain softmax's list parser ("1,2.5,-3" into v:
+ * the count, or 0 after a usage message) and its row printer. */
+int ag_cli_explain_list(const ag_command *cmd, const char *flag, const char *s, double *v);
+void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals);
 
 /* ---- attograd demo ---- */
 typedef struct ag_demo_opts {
