@@ -41,23 +41,6 @@ static void task_defaults(ag_train_opts *o)
         c->lr = c->optimizer_adam ? 3e-3 : 0.1;
 }
 
-/* The signal that asked the run to stop (SIGINT: Ctrl-C; SIGTERM: kill,
- * timeout; SIGHUP: the terminal went away), or 0. The run finishes its
- * step, saves, and exits 128 + it. */
-static volatile sig_atomic_t interrupted;
-
-static void on_stop_signal(int sig)
-{
-    interrupted = sig;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int print_help(const ag_command *cmd)
 {
     printf("usage: %s\n\n"
@@ -607,8 +590,8 @@ int ag_cli_train_run(ag_train_opts *o)
     run r;
     memset(&r, 0, sizeof(r));
     r.o = o;
-    int status = AG_EXIT_FAIL, handlers = 0;
-    struct sigaction old_int, old_term, old_hup;
+    int status = AG_EXIT_FAIL;
+    ag_cli_stop stop_signals = {0};
     ag_rng init_rng = ag_rng_new(c->seed);
     r.data_rng = ag_rng_new(c->seed ^ 0xda7aULL);
     ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
@@ -647,15 +630,7 @@ int ag_cli_train_run(ag_train_opts *o)
 
     /* From here on a temporary file may exist: Ctrl-C and SIGTERM only ask
      * the loop to stop, so that it is always committed or removed. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
-    handlers = 1;
+    ag_cli_stop_begin(&stop_signals);
 
     if (o->log_path &&
         ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r.log, err, sizeof(err)) != AG_OK) {
@@ -673,9 +648,9 @@ int ag_cli_train_run(ag_train_opts *o)
     }
     if (!evaluate(&r, 0))
         goto done;
-    double start = now_seconds(), last_draw = 0;
+    double start = ag_cli_now(), last_draw = 0;
     long done_steps = 0;
-    while (done_steps < o->steps && !interrupted) {
+    while (done_steps < o->steps && !ag_cli_stop_requested()) {
         if (!train_step(&r))
             goto done;
         done_steps++;
@@ -689,7 +664,7 @@ int ag_cli_train_run(ag_train_opts *o)
                              eval_now ? r.accuracy : NAN};
             ag_csv_row(r.log, row, 4);   /* errors are sticky; ag_csv_close reports them */
         }
-        double t = now_seconds() - start;
+        double t = ag_cli_now() - start;
         if (tty && (t - last_draw > 0.1 || last)) {
             print_progress(&r, done_steps, o->steps, t, 1);
             last_draw = t;
@@ -697,15 +672,12 @@ int ag_cli_train_run(ag_train_opts *o)
             print_progress(&r, done_steps, o->steps, t, 0);
         }
     }
-    double seconds = now_seconds() - start;
+    double seconds = ag_cli_now() - start;
     if (tty)
         printf("\n");
-    int stop = interrupted;
-    if (stop) {
-        fprintf(stderr, "attograd train: %s after step %ld\n",
-                stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
-                r.step);
-    }
+    int stop = ag_cli_stop_requested();
+    if (stop)
+        fprintf(stderr, "attograd train: %s after step %ld\n", ag_cli_stop_reason(stop), r.step);
     if (!r.kept_attn && !evaluate(&r, 1))   /* interrupted before the last step */
         goto done;
     show_final(&r);
@@ -744,11 +716,7 @@ int ag_cli_train_run(ag_train_opts *o)
     status = stop ? 128 + stop : AG_EXIT_OK;
 done:
     ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
-    if (handlers) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        sigaction(SIGHUP, &old_hup, NULL);
-    }
+    ag_cli_stop_end(&stop_signals);
     ag_st_free(ckpt);
     ag_batch_free(r.train);
     ag_batch_free(r.eval);
