@@ -266,15 +266,18 @@ ag_status ag_io_read_file(const char *path, size_t max, unsigned char **out, siz
     cap = S_ISREG(sb.st_mode) && sb.st_size >= 0 && (uintmax_t)sb.st_size < SIZE_MAX
               ? (size_t)sb.st_size + 1
               : 4096;
+    buf = malloc(cap);
+    if (!buf) {
+        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", path, cap);
+        goto done;
+    }
     for (;;) {
-        if (n == cap || !buf) {
-            if (buf) {
-                if (cap > SIZE_MAX / 2) {
-                    st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: too large to read", path);
-                    goto done;
-                }
-                cap *= 2;
+        if (n == cap) {
+            if (cap > SIZE_MAX / 2) {
+                st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: too large to read", path);
+                goto done;
             }
+            cap *= 2;
             unsigned char *b = realloc(buf, cap);
             if (!b) {
                 st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", path,
