@@ -360,6 +360,39 @@ ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, i
 ag_tensor *ag_reshape(ag_tape *tape, const ag_tensor *a, int ndim, const int *shape);
 
 /* ------------------------------------------------------------------------
+ * Ops for transformer blocks: normalisation, nonlinearities, dropout. Same
+ * rules as the ops above.
+ * ------------------------------------------------------------------------ */
+
+#define AG_LAYERNORM_EPS 1e-5
+
+/* Layer normalisation over the last axis, PyTorch's LayerNorm(C) (eps 1e-5):
+ *   y = (x - mean) / sqrt(var + AG_LAYERNORM_EPS) * weight + bias
+ * with mean and var taken over each row of x (..., C), var biased (divided
+ * by C). weight and bias are (C); either may be NULL: no weight scales by 1
+ * (PyTorch's elementwise_affine=False), no bias adds 0 (a GPT's bias-free
+ * layer norm is ag_layernorm(tape, x, weight, NULL)). Out is x's shape.
+ * Backward works from each row's saved mean and 1/std. */
+ag_tensor *ag_layernorm(ag_tape *tape, const ag_tensor *x, const ag_tensor *weight,
+                        const ag_tensor *bias);
+
+/* GELU, exact (PyTorch's default): y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))),
+ * elementwise; out is x's shape. dy/dx = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi). */
+ag_tensor *ag_gelu(ag_tape *tape, const ag_tensor *x);
+/* ReLU: y = max(x, 0) elementwise (a NaN stays NaN); dy/dx is 1 where x > 0,
+ * else 0. */
+ag_tensor *ag_relu(ag_tape *tape, const ag_tensor *x);
+
+/* Inverted dropout for training: each element of x is kept with probability
+ * 1 - p and multiplied by 1 / (1 - p), or else set to 0, so the expected
+ * output is x; the gradient passes through the kept elements with the same
+ * factor. p in [0, 1] (p = 1 drops everything). The mask depends only on
+ * rng's state and x's size: one ag_rng_next per call, whatever the size or
+ * the thread count. Evaluation is p = 0: it returns x itself (no entry, no
+ * copy) and rng may be NULL. rng NULL with p > 0 is an error. */
+ag_tensor *ag_dropout(ag_tape *tape, const ag_tensor *x, double p, ag_rng *rng);
+
+/* ------------------------------------------------------------------------
  * The attention layer (multi-head self-attention), DESIGN.md's math exactly.
  * With d = d_model, H = n_heads, dh = d / H and x of shape (B,T,d):
  *
