@@ -311,7 +311,7 @@ typedef struct ag_case_setup {
     /* owned, released by ag_gradcheck_case_free */
     struct ag_attention *att;                 /* layer rows, else NULL */
     struct ag_posenc *pe;                     /* layer rows, else NULL */
-    ag_tensor *own[2];                        /* inputs made here (the rest are att's) */
+    ag_tensor *own[3];                        /* inputs made here (the rest are att's) */
 } ag_case_setup;
 /* Make row i's inputs from seed (the same seed gives the same inputs).
  * Returns AG_OK, or an error with a one-line message in err and s zeroed. */
