@@ -52,6 +52,8 @@ BUILD(b_reshape, ag_reshape(t, in[0], 2, (const int[]){6, 4}))
 BUILD(b_embedding, ag_embedding(t, in[0], ids23, 2, (const int[]){2, 3}))
 BUILD(b_cross_entropy, ag_cross_entropy(t, in[0], targets6, 6))
 BUILD(b_relu, ag_relu(t, in[0]))
+BUILD(b_gelu, ag_gelu(t, in[0]))
+BUILD(b_dropout, ag_dropout(t, in[0], 0.3, &(ag_rng){7}))   /* the same mask on every pass */
 BUILD(b_layernorm, ag_layernorm(t, in[0], NULL, NULL))
 BUILD(b_layernorm_w, ag_layernorm(t, in[0], in[1], NULL))
 BUILD(b_layernorm_wb, ag_layernorm(t, in[0], in[1], in[2]))
@@ -98,6 +100,8 @@ static const gc_row rows[] = {
     {"reshape", "reshape to [6x4]", b_reshape, IN1("a", 3, 2, 3, 4), 0, 0, 0, 0},
     {"embedding", "embedding (table)", b_embedding, IN1("table", 2, 5, 3), 0, 0, 0, 0},
     {"relu", "relu", b_relu, IN1_GAP(0.1, "x", 3, 2, 3, 4), 0, 0, 0, 0},
+    {"gelu", "gelu", b_gelu, IN1("x", 3, 2, 3, 4), 0, 0, 0, 0},
+    {"dropout", "dropout p=0.3", b_dropout, IN1("x", 2, 4, 5), 0, 0, 0, 0},
     {"layernorm", "layernorm", b_layernorm, IN1("x", 2, 4, 6), 0, 0, 0, 0},
     {"layernorm", "layernorm weight", b_layernorm_w, IN2("x", "w", 3, 1, S(2, 3, 5), S(5)), 0, 0, 0, 0},
     {"layernorm", "layernorm weight bias", b_layernorm_wb,

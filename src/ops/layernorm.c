@@ -33,7 +33,8 @@ enum { HAS_WEIGHT = 1, HAS_BIAS = 2 };
 #define LANES 16
 
 typedef struct ln_job {
-    const ag_real *x, *w, *b;   /* x (rows, C); w and b (C), or NULL */
+    const ag_real *x, *w, *b;   /* x (rows, C); w and b (C), or NULL (in backward, w is
+                                 * never NULL: ones stand for a missing weight) */
     ag_real *y;                 /* forward: (rows, C) */
     ag_real *stats;             /* (rows, 2): mean, 1/std */
     const ag_real *dy;          /* backward: (rows, C) */
@@ -167,12 +168,12 @@ AG_CLONES static void backward_block(const ln_job *j, size_t t)
             continue;
         /* g = dL/dxhat = dy * w; the sums for the two means of the formula */
         ag_real g_sum, gx_sum;
-        ROW_SUM(g_sum, C, i, dy[i] * (j->w ? j->w[i] : 1));
-        ROW_SUM(gx_sum, C, i, dy[i] * (j->w ? j->w[i] : 1) * ((x[i] - mean) * rstd));
+        ROW_SUM(g_sum, C, i, dy[i] * j->w[i]);
+        ROW_SUM(gx_sum, C, i, dy[i] * j->w[i] * ((x[i] - mean) * rstd));
         ag_real g_mean = g_sum * inv_c, gx_mean = gx_sum * inv_c;
         ag_real *dx = j->dx + r * C;
         for (size_t c = 0; c < C; c++) {
-            ag_real xhat = (x[c] - mean) * rstd, g = dy[c] * (j->w ? j->w[c] : 1);
+            ag_real xhat = (x[c] - mean) * rstd, g = dy[c] * j->w[c];
             dx[c] += rstd * (g - g_mean - xhat * gx_mean);
         }
     }
@@ -200,12 +201,20 @@ static void layernorm_backward(ag_tape *tape, const ag_entry *e)
     int dw = w && w->grad, db = b && b->grad;
     if (!x->grad && !dw && !db)
         return;
-    /* blocks * C <= rows * C reals, which fit */
-    ag_real *part = dw || db ? ag_arena_alloc(tape, (size_t)(dw + db) * blocks * C * sizeof(ag_real))
-                             : NULL;
-    if ((dw || db) && !part)
-        return;   /* the arena set the tape's error */
-    ln_job job = {x->data, w ? w->data : NULL, NULL, NULL, e->saved, e->out->grad, x->grad,
+    /* the per-block sums, and ones for a missing weight (so that the row
+     * loops have no branch in them and vectorise) */
+    size_t bytes;
+    ag_real *part = NULL;
+    if (ag_mul_size(((size_t)(dw + db) * blocks + 1) * C, sizeof(ag_real), &bytes))
+        part = ag_arena_alloc(tape, bytes);
+    else
+        ag_tape_fail(tape, AG_ERR_NOMEM, "layernorm: backward's buffers do not fit in memory");
+    if (!part)
+        return;   /* the tape's error is set */
+    ag_real *ones = part + (size_t)(dw + db) * blocks * C;
+    for (size_t c = 0; c < C; c++)
+        ones[c] = 1;
+    ln_job job = {x->data, w ? w->data : ones, NULL, NULL, e->saved, e->out->grad, x->grad,
                   dw ? part : NULL, db ? part + (dw ? blocks * C : 0) : NULL, rows, C};
     run_blocks(&job, backward_task);
     for (size_t t = 0; t < blocks; t++)
