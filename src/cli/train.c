@@ -20,8 +20,8 @@
 
 const ag_command ag_cmd_train_info = {
     "train", ag_cmd_train,
-    "attograd train [--task lookup|lookup2|reverse] [--steps N] [--seed S] [options]",
-    "train a toy attention model and watch it learn the lookup",
+    "attograd train [--task lookup|lookup2|reverse|text] [--steps N] [--seed S] [options]",
+    "train a toy attention model, or a GPT on a text file (--task text)",
 };
 
 /* Task defaults, chosen so that each task learns in seconds. */
@@ -50,6 +50,8 @@ static int print_help(const ag_command *cmd)
            cmd->usage);
     for (int k = 0; k < AG_TASK_COUNT; k++)
         printf("  %-8s %s\n", ag_task_name((ag_task_kind)k), ag_task_help((ag_task_kind)k));
+    printf("  %-8s a GPT that learns to write like a text file (attograd train --task text --help)\n",
+           "text");
     printf("\noptions:\n"
            "  --task NAME          the task (default lookup)\n"
            "  --steps N            training steps to run (default 600)\n"
@@ -116,7 +118,7 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0)
                 return AG_EXIT_USAGE;
             if (!ag_task_parse(v, &c->model.task))
-                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
+                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse, text)", v);
             o->set_task = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
@@ -734,6 +736,8 @@ done:
 
 int ag_cmd_train(int argc, char **argv)
 {
+    if (ag_cli_is_text_task(argc, argv))
+        return ag_cli_text_main(argc, argv);   /* train_text.c */
     ag_train_opts o;
     int r = ag_cli_train_parse(argc, argv, &o);
     if (r == AG_CLI_HELP)
