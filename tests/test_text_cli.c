@@ -178,18 +178,9 @@ START_TEST(test_ctrl_c_saves)
     cli_path(text, sizeof(text), dir, "play.txt");
     cli_path(ck, sizeof(ck), dir, "c.safetensors");
     write_play(text, 60, 4);
-    const char *argv[] = {cli_bin(), "train", "--task", "text", "--text", text, TINY,
-                          "--steps", "10000000", "--eval-every", "3", "--save", ck, NULL};
-    cli_proc p = cli_spawn(argv, NULL);
-    for (int polls = 0; !strstr(p.out, "\nstep 3 "); polls++) {
-        if (!cli_pump(&p, 100) || polls > 600) {   /* a safety net, never a measurement */
-            kill(p.pid, SIGKILL);
-            cli_wait(&p);
-            ck_abort_msg("the run did not print step 3:\n%s%s", p.out, p.err);
-        }
-    }
-    ck_assert_int_eq(kill(p.pid, SIGINT), 0);
-    cli_wait(&p);
+    const char *args[] = {"train", "--task", "text", "--text", text, TINY, "--steps", "10000000",
+                          "--eval-every", "3", "--save", ck, NULL};
+    cli_proc p = cli_interrupt(args, "\nstep 3 ", SIGINT);
     cli_assert_status(&p, 130);
     cli_assert_has(p.err, "attograd train: interrupted after step ");
     ag_gpt_file *f;

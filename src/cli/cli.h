@@ -85,7 +85,12 @@ int ag_cli_check_output(const char *path, char *err, size_t errlen);
  * temporary file is left behind. */
 void ag_cli_hold_signals(int hold, sigset_t *saved);
 
-/* Stopping a long run (stop.c): between ag_cli_stop_begin and
+/* Before any work (run.c): every file a run will write (paths[k], given by
+ * flags[k]; NULL when not asked for) can be written. Prints "attograd CMD:
+ * FLAG reason" on stderr and returns 0 otherwise. */
+int ag_cli_check_outputs(const char *cmd, const char *const *flags, const char *const *paths, int n);
+
+/* Stopping a long run (run.c): between ag_cli_stop_begin and
  * ag_cli_stop_end, SIGINT, SIGTERM and SIGHUP only record themselves;
  * ag_cli_stop_requested returns the signal (0 when none), which the run
  * checks between steps, then saves and exits 128 + it. */

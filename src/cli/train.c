@@ -539,19 +539,11 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
     return 1;
 }
 
-/* Before any work: every file the run will write can be written. */
 static int check_outputs(const ag_train_opts *o)
 {
-    const char *flag[3] = {"--log", "--plot", "--save"};
-    const char *path[3] = {o->log_path, o->plot_path, o->save_path};
-    char err[512];
-    for (int k = 0; k < 3; k++) {
-        if (path[k] && !ag_cli_check_output(path[k], err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s %s\n", flag[k], err);
-            return 0;
-        }
-    }
-    return 1;
+    const char *const flags[3] = {"--log", "--plot", "--save"};
+    const char *const paths[3] = {o->log_path, o->plot_path, o->save_path};
+    return ag_cli_check_outputs("train", flags, paths, 3);
 }
 
 int ag_cli_train_run(ag_train_opts *o)

@@ -512,20 +512,6 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
     return 1;
 }
 
-static int check_outputs(const ag_text_opts *o)
-{
-    const char *flag[3] = {"--log", "--plot", "--save"};
-    const char *path[3] = {o->log_path, o->plot_path, o->save_path};
-    char err[512];
-    for (int k = 0; k < 3; k++) {
-        if (path[k] && !ag_cli_check_output(path[k], err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s %s\n", flag[k], err);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 int ag_cli_text_run(ag_text_opts *o)
 {
     char err[512];
@@ -547,7 +533,9 @@ int ag_cli_text_run(ag_text_opts *o)
             return a;
         }
     }
-    if (!check_outputs(o) || !setup(&r, err, sizeof(err)))
+    const char *const out_flags[3] = {"--log", "--plot", "--save"};
+    const char *const out_paths[3] = {o->log_path, o->plot_path, o->save_path};
+    if (!ag_cli_check_outputs("train", out_flags, out_paths, 3) || !setup(&r, err, sizeof(err)))
         goto done;
     if (o->plot_path && !ag_cli_have_program("gnuplot")) {
         fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
