@@ -64,9 +64,11 @@ int main(int argc, char **argv)
     /* write 200 characters after a newline */
     ag_gpt_cache *cache = ag_gpt_cache_new(g, err, sizeof(err));
     int start = ag_vocab_id(text->vocab, '\n');
+    if (start < 0)
+        start = 0;   /* a text without newlines: start from its first character */
     ag_rng rng = ag_rng_new(1);
-    if (!cache || ag_gpt_generate(cache, &(int){start < 0 ? 0 : start}, 1, 200, 0.8, 0, &rng,
-                                  print_char, text->vocab, err, sizeof(err)) != AG_OK) {
+    if (!cache || ag_gpt_generate(cache, &start, 1, 200, 0.8, 0, &rng, print_char, text->vocab,
+                                  err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }

@@ -413,10 +413,11 @@ ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y
     double acc = 0;
     for (size_t r = 0; r < rows; r++) {
         const ag_real *z = logits->data + r * V;
-        double max = z[0], s = 0;
+        double max = z[0];
         for (size_t j = 1; j < V; j++)
             max = z[j] > max ? z[j] : max;
-        for (size_t j = 0; j < V; j++)
+        double s = exp((double)z[0] - max);
+        for (size_t j = 1; j < V; j++)
             s += exp((double)z[j] - max);
         acc += log(s) + max - (double)z[y[r]];
     }

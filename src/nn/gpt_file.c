@@ -48,8 +48,9 @@ static long find_param(const ag_gpt *g, const char *name)
     return -1;
 }
 
-/* Add file tensor `name` made of the parameters named in parts (NULL-ended,
- * formatted with the layer number), when the model has them. */
+/* Add file tensor `name` made of the parameters named in parts (NULL-ended)
+ * when the model has them; in block `layer` (or -1 for none), both names are
+ * the block's: "transformer.h.{layer}.<name>" made of "h.{layer}.<part>". */
 static void map_add(file_map *m, const ag_gpt *g, int layer, const char *name,
                     const char *const *parts, int transpose)
 {
@@ -57,14 +58,20 @@ static void map_add(file_map *m, const ag_gpt *g, int layer, const char *name,
     memset(t, 0, sizeof(*t));
     for (int k = 0; parts[k]; k++) {
         char pname[AG_GPT_NAME_MAX];
-        snprintf(pname, sizeof(pname), parts[k], layer);
+        if (layer >= 0)
+            snprintf(pname, sizeof(pname), "h.%d.%s", layer, parts[k]);
+        else
+            snprintf(pname, sizeof(pname), "%s", parts[k]);
         long i = find_param(g, pname);
         if (i < 0)
             return;   /* not in this model (no bias, an ablation) */
         t->param[t->n++] = (size_t)i;
     }
     const ag_tensor *p = g->params[t->param[0]];
-    snprintf(t->name, sizeof(t->name), name, layer);
+    if (layer >= 0)
+        snprintf(t->name, sizeof(t->name), "transformer.h.%d.%s", layer, name);
+    else
+        snprintf(t->name, sizeof(t->name), "%s", name);
     t->transpose = transpose;
     t->ndim = p->ndim;
     t->shape[0] = (transpose ? p->shape[1] : p->shape[0]) * t->n;
@@ -81,26 +88,26 @@ static int map_make(file_map *m, const ag_gpt *g)
     m->t = malloc((4 + 12 * (size_t)g->cfg.layers) * sizeof(*m->t));
     if (!m->t)
         return 0;
-#define ADD(name, transpose, ...) map_add(m, g, i, name, (const char *const[]){__VA_ARGS__, NULL}, transpose)
-    int i = 0;
-    ADD("transformer.wte.weight", 0, "wte");
-    ADD("transformer.wpe.weight", 0, "wpe");
-    for (i = 0; i < g->cfg.layers; i++) {
-        ADD("transformer.h.%d.ln_1.weight", 0, "h.%d.ln_1.weight");
-        ADD("transformer.h.%d.ln_1.bias", 0, "h.%d.ln_1.bias");
-        ADD("transformer.h.%d.attn.c_attn.weight", 1, "h.%d.attn.wq", "h.%d.attn.wk", "h.%d.attn.wv");
-        ADD("transformer.h.%d.attn.c_attn.bias", 0, "h.%d.attn.bq", "h.%d.attn.bk", "h.%d.attn.bv");
-        ADD("transformer.h.%d.attn.c_proj.weight", 1, "h.%d.attn.wo");
-        ADD("transformer.h.%d.attn.c_proj.bias", 0, "h.%d.attn.bo");
-        ADD("transformer.h.%d.ln_2.weight", 0, "h.%d.ln_2.weight");
-        ADD("transformer.h.%d.ln_2.bias", 0, "h.%d.ln_2.bias");
-        ADD("transformer.h.%d.mlp.c_fc.weight", 1, "h.%d.mlp.w_fc");
-        ADD("transformer.h.%d.mlp.c_fc.bias", 0, "h.%d.mlp.b_fc");
-        ADD("transformer.h.%d.mlp.c_proj.weight", 1, "h.%d.mlp.w_proj");
-        ADD("transformer.h.%d.mlp.c_proj.bias", 0, "h.%d.mlp.b_proj");
+#define ADD(layer, name, transpose, ...) \
+    map_add(m, g, layer, name, (const char *const[]){__VA_ARGS__, NULL}, transpose)
+    ADD(-1, "transformer.wte.weight", 0, "wte");
+    ADD(-1, "transformer.wpe.weight", 0, "wpe");
+    for (int i = 0; i < g->cfg.layers; i++) {
+        ADD(i, "ln_1.weight", 0, "ln_1.weight");
+        ADD(i, "ln_1.bias", 0, "ln_1.bias");
+        ADD(i, "attn.c_attn.weight", 1, "attn.wq", "attn.wk", "attn.wv");
+        ADD(i, "attn.c_attn.bias", 0, "attn.bq", "attn.bk", "attn.bv");
+        ADD(i, "attn.c_proj.weight", 1, "attn.wo");
+        ADD(i, "attn.c_proj.bias", 0, "attn.bo");
+        ADD(i, "ln_2.weight", 0, "ln_2.weight");
+        ADD(i, "ln_2.bias", 0, "ln_2.bias");
+        ADD(i, "mlp.c_fc.weight", 1, "mlp.w_fc");
+        ADD(i, "mlp.c_fc.bias", 0, "mlp.b_fc");
+        ADD(i, "mlp.c_proj.weight", 1, "mlp.w_proj");
+        ADD(i, "mlp.c_proj.bias", 0, "mlp.b_proj");
     }
-    ADD("transformer.ln_f.weight", 0, "ln_f.weight");
-    ADD("transformer.ln_f.bias", 0, "ln_f.bias");
+    ADD(-1, "transformer.ln_f.weight", 0, "ln_f.weight");
+    ADD(-1, "transformer.ln_f.bias", 0, "ln_f.bias");
 #undef ADD
     m->wte = 0;
     return 1;
