@@ -297,22 +297,39 @@ static int adopt_checkpoint(ag_text_opts *o, const ag_gpt_file *f)
                 "saved by a training run)\n", o->load_path);
         return AG_EXIT_FAIL;
     }
-#define CONFLICT(set, flag, mine, theirs)                                                         \
-    if ((set) && (mine) != (theirs))                                                             \
-        return ag_cli_usage_error(cmd, flag " %lld conflicts with %s, made with %lld (--load "   \
-                                  "fixes the model)", (long long)(mine), o->load_path,           \
-                                  (long long)(theirs));
-    CONFLICT(o->set_layers, "--layers", m->layers, c->layers)
-    CONFLICT(o->set_heads, "--heads", m->heads, c->heads)
-    CONFLICT(o->set_dim, "--dim", m->dim, c->dim)
-    CONFLICT(o->set_seq, "--seq", m->seq, c->seq)
-    CONFLICT(o->set_bias, "--bias", m->bias, c->bias)
-    CONFLICT(o->set_no_residual, "--no-residual", m->no_residual, c->no_residual)
-    CONFLICT(o->set_no_layernorm, "--no-layernorm", m->no_layernorm, c->no_layernorm)
-    CONFLICT(o->set_no_mlp, "--no-mlp", m->no_mlp, c->no_mlp)
-    CONFLICT(o->set_posenc, "--posenc (1: none)", m->no_posenc, c->no_posenc)
-    CONFLICT(o->set_seed, "--seed", o->train.seed, saved.seed)
-#undef CONFLICT
+    struct {
+        int set;
+        const char *flag;
+        long mine, theirs;
+    } fixed[] = {
+        {o->set_layers, "--layers", m->layers, c->layers},
+        {o->set_heads, "--heads", m->heads, c->heads},
+        {o->set_dim, "--dim", m->dim, c->dim},
+        {o->set_seq, "--seq", m->seq, c->seq},
+        {o->set_bias, "--bias", m->bias, c->bias},
+        {o->set_no_residual, "--no-residual", m->no_residual, c->no_residual},
+        {o->set_no_layernorm, "--no-layernorm", m->no_layernorm, c->no_layernorm},
+        {o->set_no_mlp, "--no-mlp", m->no_mlp, c->no_mlp},
+        {o->set_posenc, "--posenc", m->no_posenc, c->no_posenc},
+    };
+    for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
+        if (!fixed[k].set || fixed[k].mine == fixed[k].theirs)
+            continue;
+        if (strncmp(fixed[k].flag, "--no-", 5) == 0 || strcmp(fixed[k].flag, "--bias") == 0)
+            return ag_cli_usage_error(cmd, "%s conflicts with %s, made without it (--load fixes "
+                                      "the model)", fixed[k].flag, o->load_path);
+        if (strcmp(fixed[k].flag, "--posenc") == 0)
+            return ag_cli_usage_error(cmd, "--posenc %s conflicts with %s, made with %s positions "
+                                      "(--load fixes the model)", m->no_posenc ? "none" : "learned",
+                                      o->load_path, c->no_posenc ? "no" : "learned");
+        return ag_cli_usage_error(cmd, "%s %ld conflicts with %s, made with %ld (--load fixes the "
+                                  "model)", fixed[k].flag, fixed[k].mine, o->load_path,
+                                  fixed[k].theirs);
+    }
+    if (o->set_seed && o->train.seed != saved.seed)
+        return ag_cli_usage_error(cmd, "--seed %llu conflicts with %s, made with %llu (--load "
+                                  "fixes the seed)", (unsigned long long)o->train.seed,
+                                  o->load_path, (unsigned long long)saved.seed);
     const ag_gpt_train_config given = o->train;
     double dropout = m->dropout;
     o->model = *c;
@@ -399,9 +416,11 @@ static void progress(const text_run *r, long done, double elapsed, int tty)
     if (tty) {
         int width = 24, filled = (int)((double)width * (double)done / (double)r->o->steps);
         double left = rate > 0 ? (double)(r->o->steps - done) / rate : 0;
-        printf("\r[%.*s%*s] step %ld loss %.4f val_loss %.4f %.0f steps/s %.1fs left ", filled,
-               "########################", width - filled, "", step, r->loss, r->val_est, rate,
-               left);
+        char val[32] = "-";
+        if (!isnan(r->val_est))
+            snprintf(val, sizeof(val), "%.4f", r->val_est);
+        printf("\r[%.*s%*s] step %ld loss %.4f val_loss %s %.0f steps/s %.1fs left ", filled,
+               "########################", width - filled, "", step, r->loss, val, rate, left);
     } else {
         printf("step %ld train_loss %.4f val_loss %.4f lr %.6f steps/s %.0f\n", step, r->train_est,
                r->val_est, ag_gpt_lr_at(ag_gpt_trainer_config(r->t), step - 1), rate);
