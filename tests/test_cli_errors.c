@@ -86,7 +86,7 @@ static const bad_line bad_lines[] = {
     {{"train", "--seed", "18446744073709551616"}, 2, "--seed: 18446744073709551616 is out of range"},
 
     /* train: names and ranges that depend on each other */
-    {{"train", "--task", "nope"}, 2, "--task: unknown task 'nope' (lookup, lookup2, reverse)"},
+    {{"train", "--task", "nope"}, 2, "--task: unknown task 'nope' (lookup, lookup2, reverse, text)"},
     {{"train", "--task", "LOOKUP"}, 2, "--task: unknown task 'LOOKUP'"},
     {{"train", "--task", ""}, 2, "--task: unknown task ''"},
     {{"train", "--posenc", "fourier"}, 2, "--posenc: unknown kind 'fourier'"},

@@ -85,6 +85,27 @@ int ag_cli_check_output(const char *path, char *err, size_t errlen);
  * temporary file is left behind. */
 void ag_cli_hold_signals(int hold, sigset_t *saved);
 
+/* Before any work (run.c): every file a run will write (paths[k], given by
+ * flags[k]; NULL when not asked for) can be written. Prints "attograd CMD:
+ * FLAG reason" on stderr and returns 0 otherwise. */
+int ag_cli_check_outputs(const char *cmd, const char *const *flags, const char *const *paths, int n);
+
+/* Stopping a long run (run.c): between ag_cli_stop_begin and
+ * ag_cli_stop_end, SIGINT, SIGTERM and SIGHUP only record themselves;
+ * ag_cli_stop_requested returns the signal (0 when none), which the run
+ * checks between steps, then saves and exits 128 + it. */
+typedef struct ag_cli_stop {
+    struct sigaction old_int, old_term, old_hup;   /* restored by ag_cli_stop_end */
+    int active;
+} ag_cli_stop;
+void ag_cli_stop_begin(ag_cli_stop *s);
+void ag_cli_stop_end(ag_cli_stop *s);   /* does nothing unless begun */
+int ag_cli_stop_requested(void);
+/* "interrupted", "stopped by SIGTERM" or "stopped by SIGHUP". */
+const char *ag_cli_stop_reason(int sig);
+/* Seconds on a monotonic clock. */
+double ag_cli_now(void);
+
 /* The most values one tensor of a step may hold (128 MB of floats): the
  * attention weights (B, H, T, T) grow with T squared, so a modest --seq or a
  * file's long x could otherwise ask for more memory than the machine has.
@@ -208,5 +229,9 @@ int ag_cmd_grad(int argc, char **argv);
 extern const ag_command ag_cmd_grad_info;
 int ag_cmd_bench(int argc, char **argv);
 extern const ag_command ag_cmd_bench_info;
+int ag_cmd_sample(int argc, char **argv);
+extern const ag_command ag_cmd_sample_info;
+int ag_cmd_eval(int argc, char **argv);
+extern const ag_command ag_cmd_eval_info;
 
 #endif /* AG_CLI_H */

@@ -35,6 +35,51 @@ int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o);
 int ag_cli_train_check(const ag_train_opts *o);
 int ag_cli_train_run(ag_train_opts *o);
 
+/* ---- attograd train --task text (train_text.c) ---- */
+typedef struct ag_text_opts {
+    ag_gpt_config model;           /* vocab is the text's; with --load, the checkpoint's */
+    ag_gpt_train_config train;     /* decay_steps 0 until known: --steps by default */
+    int steps, eval_every, eval_iters, quiet, threads;
+    const char *text_path, *log_path, *plot_path, *save_path, *load_path;   /* NULL: not given */
+    /* which flags were given: with --load, a model flag must agree with the
+     * checkpoint and a training flag replaces its setting */
+    int set_layers, set_heads, set_dim, set_seq, set_bias, set_posenc, set_no_residual,
+        set_no_layernorm, set_no_mlp, set_seed;
+    int set_batch, set_lr, set_min_lr, set_warmup, set_decay_steps, set_weight_decay, set_clip,
+        set_dropout;
+} ag_text_opts;
+
+/* Whether train's argv asks for the text task (--task text, or --text). */
+int ag_cli_is_text_task(int argc, char **argv);
+/* Fill o from argv (argv[0] is "train"); without --load every size is
+ * checked here. */
+int ag_cli_text_parse(int argc, char **argv, ag_text_opts *o);
+int ag_cli_text_run(ag_text_opts *o);
+/* `attograd train` for the text task: parse, help or run. */
+int ag_cli_text_main(int argc, char **argv);
+
+/* ---- attograd sample ---- */
+typedef struct ag_sample_opts {
+    const char *load_path;
+    const char *prompt;            /* NULL: start from a newline, not printed */
+    long tokens;
+    double temperature;
+    int top_k;                     /* 0: all */
+    uint64_t seed;
+} ag_sample_opts;
+
+int ag_cli_sample_parse(int argc, char **argv, ag_sample_opts *o);
+int ag_cli_sample_run(const ag_sample_opts *o);
+
+/* ---- attograd eval ---- */
+typedef struct ag_eval_opts {
+    const char *load_path, *text_path;
+    int threads;
+} ag_eval_opts;
+
+int ag_cli_eval_parse(int argc, char **argv, ag_eval_opts *o);
+int ag_cli_eval_run(const ag_eval_opts *o);
+
 /* ---- attograd grad ---- */
 typedef struct ag_grad_opts {
     const char *model_path, *batch_path, *out_path;

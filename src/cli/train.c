@@ -20,8 +20,8 @@
 
 const ag_command ag_cmd_train_info = {
     "train", ag_cmd_train,
-    "attograd train [--task lookup|lookup2|reverse] [--steps N] [--seed S] [options]",
-    "train a toy attention model and watch it learn the lookup",
+    "attograd train [--task lookup|lookup2|reverse|text] [--steps N] [--seed S] [options]",
+    "train a toy attention model, or a GPT on a text file (--task text)",
 };
 
 /* Task defaults, chosen so that each task learns in seconds. */
@@ -41,23 +41,6 @@ static void task_defaults(ag_train_opts *o)
         c->lr = c->optimizer_adam ? 3e-3 : 0.1;
 }
 
-/* The signal that asked the run to stop (SIGINT: Ctrl-C; SIGTERM: kill,
- * timeout; SIGHUP: the terminal went away), or 0. The run finishes its
- * step, saves, and exits 128 + it. */
-static volatile sig_atomic_t interrupted;
-
-static void on_stop_signal(int sig)
-{
-    interrupted = sig;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int print_help(const ag_command *cmd)
 {
     printf("usage: %s\n\n"
@@ -67,6 +50,8 @@ static int print_help(const ag_command *cmd)
            cmd->usage);
     for (int k = 0; k < AG_TASK_COUNT; k++)
         printf("  %-8s %s\n", ag_task_name((ag_task_kind)k), ag_task_help((ag_task_kind)k));
+    printf("  %-8s a GPT that learns to write like a text file (attograd train --task text --help)\n",
+           "text");
     printf("\noptions:\n"
            "  --task NAME          the task (default lookup)\n"
            "  --steps N            training steps to run (default 600)\n"
@@ -135,7 +120,7 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0)
                 return AG_EXIT_USAGE;
             if (!ag_task_parse(v, &c->model.task))
-                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
+                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse, text)", v);
             o->set_task = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
@@ -590,19 +575,11 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
     return 1;
 }
 
-/* Before any work: every file the run will write can be written. */
 static int check_outputs(const ag_train_opts *o)
 {
-    const char *flag[4] = {"--log", "--plot", "--save", "--plot-heads"};
-    const char *path[4] = {o->log_path, o->plot_path, o->save_path, o->heads_path};
-    char err[512];
-    for (int k = 0; k < 4; k++) {
-        if (path[k] && !ag_cli_check_output(path[k], err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s %s\n", flag[k], err);
-            return 0;
-        }
-    }
-    return 1;
+    const char *const flags[4] = {"--log", "--plot", "--save", "--plot-heads"};
+    const char *const paths[4] = {o->log_path, o->plot_path, o->save_path, o->heads_path};
+    return ag_cli_check_outputs("train", flags, paths, 4);
 }
 
 int ag_cli_train_run(ag_train_opts *o)
@@ -643,8 +620,8 @@ int ag_cli_train_run(ag_train_opts *o)
     run r;
     memset(&r, 0, sizeof(r));
     r.o = o;
-    int status = AG_EXIT_FAIL, handlers = 0;
-    struct sigaction old_int, old_term, old_hup;
+    int status = AG_EXIT_FAIL;
+    ag_cli_stop stop_signals = {0};
     ag_rng init_rng = ag_rng_new(c->seed);
     r.data_rng = ag_rng_new(c->seed ^ 0xda7aULL);
     ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
@@ -686,15 +663,7 @@ int ag_cli_train_run(ag_train_opts *o)
 
     /* From here on a temporary file may exist: Ctrl-C and SIGTERM only ask
      * the loop to stop, so that it is always committed or removed. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
-    handlers = 1;
+    ag_cli_stop_begin(&stop_signals);
 
     if (o->log_path &&
         ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r.log, err, sizeof(err)) != AG_OK) {
@@ -712,9 +681,9 @@ int ag_cli_train_run(ag_train_opts *o)
     }
     if (!evaluate(&r, 0))
         goto done;
-    double start = now_seconds(), last_draw = 0;
+    double start = ag_cli_now(), last_draw = 0;
     long done_steps = 0;
-    while (done_steps < o->steps && !interrupted) {
+    while (done_steps < o->steps && !ag_cli_stop_requested()) {
         if (!train_step(&r))
             goto done;
         done_steps++;
@@ -728,7 +697,7 @@ int ag_cli_train_run(ag_train_opts *o)
                              eval_now ? r.accuracy : NAN};
             ag_csv_row(r.log, row, 4);   /* errors are sticky; ag_csv_close reports them */
         }
-        double t = now_seconds() - start;
+        double t = ag_cli_now() - start;
         if (tty && (t - last_draw > 0.1 || last)) {
             print_progress(&r, done_steps, o->steps, t, 1);
             last_draw = t;
@@ -736,15 +705,12 @@ int ag_cli_train_run(ag_train_opts *o)
             print_progress(&r, done_steps, o->steps, t, 0);
         }
     }
-    double seconds = now_seconds() - start;
+    double seconds = ag_cli_now() - start;
     if (tty)
         printf("\n");
-    int stop = interrupted;
-    if (stop) {
-        fprintf(stderr, "attograd train: %s after step %ld\n",
-                stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
-                r.step);
-    }
+    int stop = ag_cli_stop_requested();
+    if (stop)
+        fprintf(stderr, "attograd train: %s after step %ld\n", ag_cli_stop_reason(stop), r.step);
     if (!r.kept_attn && !evaluate(&r, 1))   /* interrupted before the last step */
         goto done;
     show_final(&r);
@@ -785,11 +751,7 @@ int ag_cli_train_run(ag_train_opts *o)
     status = stop ? 128 + stop : AG_EXIT_OK;
 done:
     ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
-    if (handlers) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        sigaction(SIGHUP, &old_hup, NULL);
-    }
+    ag_cli_stop_end(&stop_signals);
     ag_st_free(ckpt);
     ag_batch_free(r.train);
     ag_batch_free(r.eval);
@@ -808,6 +770,8 @@ done:
 
 int ag_cmd_train(int argc, char **argv)
 {
+    if (ag_cli_is_text_task(argc, argv))
+        return ag_cli_text_main(argc, argv);   /* train_text.c */
     ag_train_opts o;
     int r = ag_cli_train_parse(argc, argv, &o);
     if (r == AG_CLI_HELP)
