@@ -192,6 +192,35 @@ static inline cli_proc cli_run(const char *first, ...)
     return cli_run_argv(argv, NULL);
 }
 
+/* Start `attograd ARGS...` (args NULL-terminated), wait until its stdout
+ * shows `until` (a fragment), then send sig; returns the finished child. A
+ * child that never gets there is killed rather than left running (and dies
+ * with the test if the test dies). */
+static inline cli_proc cli_interrupt(const char *const *args, const char *until, int sig)
+{
+    const char *argv[CLI_MAX_ARGS + 2];
+    int n = 0;
+    argv[n++] = cli_bin();
+    for (int k = 0; args[k]; k++) {
+        ck_assert_int_lt(n, CLI_MAX_ARGS);
+        argv[n++] = args[k];
+    }
+    argv[n] = NULL;
+    cli_proc p = cli_spawn(argv, NULL);
+    int polls = 0;
+    while (!strstr(p.out, until)) {
+        /* a safety net only: 600 polls of 100 ms, never a measurement */
+        if (!cli_pump(&p, 100) || ++polls > 600) {
+            kill(p.pid, SIGKILL);
+            cli_wait(&p);
+            ck_abort_msg("the run did not print '%s':\n%s%s", until, p.out, p.err);
+        }
+    }
+    ck_assert_int_eq(kill(p.pid, sig), 0);
+    cli_wait(&p);
+    return p;
+}
+
 /* Fail with the child's output shown, so a failure explains itself. */
 #define cli_assert_status(p, want)                                                               \
     ck_assert_msg((p)->status == (want) && (p)->signal == 0,                                     \

@@ -86,7 +86,7 @@ static const bad_line bad_lines[] = {
     {{"train", "--seed", "18446744073709551616"}, 2, "--seed: 18446744073709551616 is out of range"},
 
     /* train: names and ranges that depend on each other */
-    {{"train", "--task", "nope"}, 2, "--task: unknown task 'nope' (lookup, lookup2, reverse)"},
+    {{"train", "--task", "nope"}, 2, "--task: unknown task 'nope' (lookup, lookup2, reverse, text)"},
     {{"train", "--task", "LOOKUP"}, 2, "--task: unknown task 'LOOKUP'"},
     {{"train", "--task", ""}, 2, "--task: unknown task ''"},
     {{"train", "--posenc", "fourier"}, 2, "--posenc: unknown kind 'fourier'"},
@@ -149,8 +149,8 @@ static const bad_line bad_lines[] = {
      "--out /tmp/: is a directory"},
 
     /* explain */
-    {{"explain"}, 2, "what should I explain? (softmax, attention, posenc)"},
-    {{"explain", "bogus"}, 2, "unknown topic 'bogus' (softmax, attention, posenc)"},
+    {{"explain"}, 2, "what should I explain? (softmax, attention, posenc, layernorm)"},
+    {{"explain", "bogus"}, 2, "unknown topic 'bogus' (softmax, attention, posenc, layernorm)"},
     {{"explain", "softmax"}, 2, "softmax needs --logits"},
     {{"explain", "softmax", "--logits"}, 2, "--logits needs a value"},
     {{"explain", "softmax", "--logits", ""}, 2, "--logits: the list is empty"},
@@ -173,7 +173,7 @@ static const bad_line bad_lines[] = {
      "--inject-bug: unknown bug 'relu' (softmax)"},
     {{"explain", "attention", "--lr", "0"}, 2, "--lr: 0 is out of range (1e-06..100)"},
     {{"explain", "attention", "--dot", ""}, 2, "--dot: the file name is empty"},
-    {{"gradcheck", "--op", "relu"}, 2, "--op: unknown op 'relu' (all, matmul, matmul_bt,"},
+    {{"gradcheck", "--op", "nosuch"}, 2, "--op: unknown op 'nosuch' (all, matmul, matmul_bt,"},
     {{"gradcheck", "--eps", "2"}, 2, "--eps: 2 is out of range (1e-15..1)"},
     {{"gradcheck", "--plot", "p.png"}, 2, "--plot draws the sweep: add --sweep"},
     {{"gradcheck", "softmax"}, 2,

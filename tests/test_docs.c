@@ -6,7 +6,8 @@
  *   line starts with `$ attograd` is a doc test. Every line that starts with
  *   `$ ` is a command; the lines after it, up to the next `$ ` line or the
  *   end of the block, are its expected output.
- * - A command runs with /bin/sh in a new empty directory, with the attograd
+ * - A command runs with /bin/sh in a new directory, empty but for a link
+ *   `examples` to the repository's examples/ (its texts), with the attograd
  *   under test (AG_BIN) first on PATH, stdout and stderr together. The shell
  *   must exit 0: show a failure as `attograd ... ; echo "exit status $?"`.
  * - A line that is exactly `...` matches any number of lines (an excerpt).
@@ -330,6 +331,14 @@ static char *run_doc_cmd(const char *cmd, int *status)
     *slash = '\0';
     char tmp[256];
     cli_tmpdir(tmp, sizeof(tmp));
+    /* the shipped example texts, as from the repository's root:
+     * `attograd train --task text --text examples/mill.txt` */
+    char cwd[PATH_MAX], examples[PATH_MAX + 16], link[PATH_MAX];
+    if (access("examples", F_OK) == 0 && getcwd(cwd, sizeof(cwd))) {
+        snprintf(examples, sizeof(examples), "%s/examples", cwd);
+        snprintf(link, sizeof(link), "%s/examples", tmp);
+        ck_assert_int_eq(symlink(examples, link), 0);
+    }
     ck_assert_msg(!strchr(real, '\''), "AG_BIN's path has a quote: %s", real);
     size_t len = strlen(cmd) + strlen(real) + strlen(tmp) + 64;
     char *sh = malloc(len);

@@ -276,7 +276,7 @@ START_TEST(test_attention_errors)
     assert_usage_errors("attention", bad, sizeof(bad) / sizeof(bad[0]));
     out = cmd_run(&status, "'%s' explain nothing 2>&1", cmd_bin());
     ck_assert_int_eq(status, 2);
-    assert_has(out, "unknown topic 'nothing' (softmax, attention, posenc)", "topics");
+    assert_has(out, "unknown topic 'nothing' (softmax, attention, posenc, layernorm)", "topics");
     free(out);
     out = cmd_run(&status, "'%s' explain attention --help", cmd_bin());
     ck_assert_int_eq(status, 0);

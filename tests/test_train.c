@@ -252,32 +252,6 @@ END_TEST
 
 /* ---- Ctrl-C and resuming ---- */
 
-/* Start a long run, wait until stdout shows `until` (a fragment), then send
- * sig; returns the finished child. A child that never gets there is killed
- * rather than left running (and dies with this test if the test dies). */
-static cli_proc interrupt_run(const char *const *args, const char *until, int sig)
-{
-    const char *argv[CLI_MAX_ARGS + 2];
-    int n = 0;
-    argv[n++] = cli_bin();
-    for (int k = 0; args[k]; k++)
-        argv[n++] = args[k];
-    argv[n] = NULL;
-    cli_proc p = cli_spawn(argv, NULL);
-    int polls = 0;
-    while (!strstr(p.out, until)) {
-        /* a safety net only: 600 polls of 100 ms, never a measurement */
-        if (!cli_pump(&p, 100) || ++polls > 600) {
-            kill(p.pid, SIGKILL);
-            cli_wait(&p);
-            ck_abort_msg("the run did not print '%s':\n%s%s", until, p.out, p.err);
-        }
-    }
-    ck_assert_int_eq(kill(p.pid, sig), 0);
-    cli_wait(&p);
-    return p;
-}
-
 START_TEST(test_ctrl_c_saves)
 {
     char dir[256], ck[512], log[512], listing[1024], want[600];
@@ -285,7 +259,7 @@ START_TEST(test_ctrl_c_saves)
     cli_path(ck, sizeof(ck), dir, "c.safetensors");
     cli_path(log, sizeof(log), dir, "l.csv");
     const char *args[] = {"train", "--steps", "1000000", "--save", ck, "--log", log, NULL};
-    cli_proc p = interrupt_run(args, "\n", SIGINT);   /* its first line */
+    cli_proc p = cli_interrupt(args, "\n", SIGINT);   /* its first line */
     cli_assert_status(&p, 130);
     long step = checkpoint_step(ck);
     snprintf(want, sizeof(want), "attograd train: interrupted after step %ld\n", step);
@@ -318,7 +292,7 @@ START_TEST(test_sigterm_saves)
     cli_tmpdir(dir, sizeof(dir));
     cli_path(ck, sizeof(ck), dir, "c.safetensors");
     const char *args[] = {"train", "--steps", "1000000", "--eval-every", "5", "--save", ck, NULL};
-    cli_proc p = interrupt_run(args, "\nstep 5 ", sigs[_i]);
+    cli_proc p = cli_interrupt(args, "\nstep 5 ", sigs[_i]);
     cli_assert_status(&p, 128 + sigs[_i]);
     cli_assert_has(p.err, names[_i]);
     long step = checkpoint_step(ck);
@@ -378,7 +352,7 @@ START_TEST(test_resume_after_ctrl_c)
     cli_path(ck, sizeof(ck), dir, "c.safetensors");
     const char *args[] = {"train", "--task", "reverse", "--seed", "4", "--eval-every", "5",
                           "--steps", "1000000", "--save", ck, "--log", b1, NULL};
-    cli_proc p = interrupt_run(args, "\nstep 5 ", SIGINT);
+    cli_proc p = cli_interrupt(args, "\nstep 5 ", SIGINT);
     cli_assert_status(&p, 130);
     cli_proc_free(&p);
     long k = checkpoint_step(ck);

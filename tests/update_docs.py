@@ -13,7 +13,8 @@ alone and reported when it no longer matches, for you to edit by hand.
 The doc-test convention itself is in docs/README.md and tests/test_docs.c,
 which `make check` runs.
 
-Commands run as in the test: /bin/sh in an empty temporary directory, the
+Commands run as in the test: /bin/sh in a temporary directory that holds
+only a link `examples` to the repository's examples/, the
 float build's attograd first on PATH, stdout and stderr together.
 """
 import glob
@@ -31,6 +32,7 @@ def run(cmd):
     bindir = os.path.dirname(os.path.abspath(BIN))
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     with tempfile.TemporaryDirectory(prefix="ag_doc_") as tmp:
+        os.symlink(os.path.abspath("examples"), os.path.join(tmp, "examples"))
         p = subprocess.run(["/bin/sh", "-c", "{ %s\n} 2>&1" % cmd], cwd=tmp, env=env,
                            stdout=subprocess.PIPE, check=False)
     out = p.stdout.decode()

@@ -130,6 +130,8 @@ static int find_row(const ag_command *cmd, int argc, char **argv, int *i, const 
 {
     for (int k = 0; k < cmd->n_options; k++) {
         const ag_option *o = &cmd->options[k];
+        if (!o->name)
+            continue;   /* a heading */
         if (o->kind == AG_OPT_SWITCH ? strcmp(argv[*i], o->name) == 0
                                      : opt_matches(argc, argv, i, o->name, value))
             return k;
@@ -145,6 +147,8 @@ static void *field_of(const ag_option *o, void *opts)
 static size_t field_size(const ag_option *o)
 {
     switch (o->kind) {
+    case AG_OPT_LONG:
+        return sizeof(long);
     case AG_OPT_U64:
         return sizeof(uint64_t);
     case AG_OPT_DOUBLE:
@@ -161,9 +165,13 @@ static size_t field_size(const ag_option *o)
 
 static void set_default(const ag_option *o, void *field)
 {
+    if (!o->name)
+        return;   /* a heading sets nothing */
     memset(field, 0, field_size(o));   /* SWITCH, STRING, PATH, LIST */
     if (o->kind == AG_OPT_INT || o->kind == AG_OPT_CHOICE)
         *(int *)field = (int)o->def;
+    else if (o->kind == AG_OPT_LONG)
+        *(long *)field = (long)o->def;
     else if (o->kind == AG_OPT_U64)
         *(uint64_t *)field = (uint64_t)o->def;
     else if (o->kind == AG_OPT_DOUBLE)
@@ -245,6 +253,8 @@ static int set_value(const ag_command *cmd, const ag_option *o, const char *v, v
         return 1;
     case AG_OPT_INT:
         return parse_int(cmd, o->name, v, (int)o->lo, (int)o->hi, field);
+    case AG_OPT_LONG:
+        return parse_long(cmd, o->name, v, (long)o->lo, (long)o->hi, field);
     case AG_OPT_U64:
         return parse_u64(cmd, o->name, v, field);
     case AG_OPT_DOUBLE:
@@ -298,7 +308,7 @@ int ag_cli_parse(const ag_command *cmd, int argc, char **argv, void *opts, uint6
 static const ag_option *row_named(const ag_command *cmd, const char *name, int *k)
 {
     for (*k = 0; *k < cmd->n_options; ++*k)
-        if (strcmp(cmd->options[*k].name, name) == 0)
+        if (cmd->options[*k].name && strcmp(cmd->options[*k].name, name) == 0)
             return &cmd->options[*k];
     return NULL;
 }
@@ -329,6 +339,9 @@ static const char *show(const ag_option *o, const void *field, char *buf, size_t
         break;
     case AG_OPT_INT:
         snprintf(buf, len, "%d", field ? *(const int *)field : (int)o->def);
+        break;
+    case AG_OPT_LONG:
+        snprintf(buf, len, "%ld", field ? *(const long *)field : (long)o->def);
         break;
     case AG_OPT_U64:
         snprintf(buf, len, "%llu",
@@ -363,6 +376,21 @@ const char *ag_cli_format(const ag_command *cmd, const char *name, const void *o
     return show(o, (const char *)opts + o->field, buf, len);
 }
 
+int ag_cli_check_fixed(const ag_command *cmd, uint64_t given, const void *mine, const void *saved,
+                       const char *const *names, int n, const char *path)
+{
+    for (int k = 0; k < n; k++) {
+        char a[64], b[64];
+        ag_cli_format(cmd, names[k], mine, a, sizeof(a));
+        ag_cli_format(cmd, names[k], saved, b, sizeof(b));
+        if (ag_cli_given(cmd, given, names[k]) && strcmp(a, b) != 0)
+            return !ag_cli_usage_error(cmd, "%s %s conflicts with %s, made with %s (--load fixes "
+                                       "the %s)", names[k], a, path, b,
+                                       strcmp(names[k], "--seed") == 0 ? "seed" : "model");
+    }
+    return 1;
+}
+
 /* One % token of a help text. */
 static void print_token(const ag_option *o, char t)
 {
@@ -389,6 +417,12 @@ void ag_cli_print_options(const ag_command *cmd)
     int width = cmd->help_width;
     for (int k = 0; k < cmd->n_options; k++) {
         const ag_option *o = &cmd->options[k];
+        if (!o->help)
+            continue;   /* a row not shown */
+        if (!o->name) {
+            printf("%s\n", o->help);   /* a heading */
+            continue;
+        }
         int n = printf("  %s%s%s", o->name, o->value ? " " : "", o->value ? o->value : "");
         if (n < width)
             printf("%*s", width - n, "");

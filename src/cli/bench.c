@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 const ag_command ag_cmd_bench_info = {
     .name = "bench",
@@ -24,13 +23,6 @@ const ag_command ag_cmd_bench_info = {
     .usage = "attograd bench <matmul|attention> [options]",
     .summary = "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
 };
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int compare_double(const void *a, const void *b)
 {
@@ -91,9 +83,9 @@ static int run_matmul(const matmul_opts *o)
 
     /* Warm up (pool, packing buffers, caches), then size each repetition to
      * last about 50 ms so small n is not lost in the clock's resolution. */
-    double t0 = now_seconds();
+    double t0 = ag_cli_now();
     ag_gemm(0, 0, (size_t)n, (size_t)n, (size_t)n, 1, a, (size_t)n, b, (size_t)n, 0, c, (size_t)n);
-    double once = now_seconds() - t0;
+    double once = ag_cli_now() - t0;
     long calls = once > 0 ? (long)(0.05 / once) : 1000;
     if (calls < 1)
         calls = 1;
@@ -101,11 +93,11 @@ static int run_matmul(const matmul_opts *o)
         calls = 100000;
     double flops = 2.0 * n * n * n;
     for (int r = 0; r < reps; r++) {
-        t0 = now_seconds();
+        t0 = ag_cli_now();
         for (long k = 0; k < calls; k++)
             ag_gemm(0, 0, (size_t)n, (size_t)n, (size_t)n, 1, a, (size_t)n, b, (size_t)n, 0, c,
                     (size_t)n);
-        double dt = now_seconds() - t0;
+        double dt = ag_cli_now() - t0;
         rates[r] = dt > 0 ? flops * (double)calls / dt / 1e9 : 0;
     }
     double median = median_of(rates, (size_t)reps);
@@ -257,11 +249,11 @@ static int att_step(att_bench *b)
  * each step into b->times. *allocs gets the heap allocations per timed step. */
 static int att_time(att_bench *b, int *steps, double *allocs)
 {
-    double t0 = now_seconds();
+    double t0 = ag_cli_now();
     for (int k = 0; k < 3; k++)
         if (!att_step(b))
             goto step_failed;
-    double once = (now_seconds() - t0) / 3;
+    double once = (ag_cli_now() - t0) / 3;
     if (*steps == 0) {
         double want = once > 0 ? 1.0 / once : 2000;
         *steps = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
@@ -273,10 +265,10 @@ static int att_time(att_bench *b, int *steps, double *allocs)
     }
     size_t count = ag_alloc_count();
     for (int k = 0; k < *steps; k++) {
-        t0 = now_seconds();
+        t0 = ag_cli_now();
         if (!att_step(b))
             goto step_failed;
-        b->times[k] = now_seconds() - t0;
+        b->times[k] = ag_cli_now() - t0;
     }
     *allocs = (double)(ag_alloc_count() - count) / *steps;
     return 1;

@@ -27,6 +27,7 @@ enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
  * The kind fixes the field's type:
  *   AG_OPT_SWITCH   int, set to 1; the flag takes no value (--quiet)
  *   AG_OPT_INT      int within lo..hi (a whole number, strictly)
+ *   AG_OPT_LONG     long within lo..hi
  *   AG_OPT_U64      uint64_t, any (--seed)
  *   AG_OPT_DOUBLE   double within lo..hi, finite
  *   AG_OPT_STRING   const char *, the argument itself
@@ -39,6 +40,7 @@ enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
 typedef enum ag_opt_kind {
     AG_OPT_SWITCH,
     AG_OPT_INT,
+    AG_OPT_LONG,
     AG_OPT_U64,
     AG_OPT_DOUBLE,
     AG_OPT_STRING,
@@ -56,7 +58,7 @@ typedef struct ag_option {
     double def;                     /* the default (INT, U64, DOUBLE; CHOICE: the word's number);
                                      * every other kind starts at 0 or NULL */
     const char *value;              /* --help's name for the value: "N", "FILE" */
-    const char *help;               /* --help's text; see ag_cli_print_options */
+    const char *help;               /* --help's text (see ag_cli_print_options); NULL: not shown */
     const char *(*word)(int k);     /* CHOICE: word number k, NULL when there is none */
     const char *noun;               /* CHOICE: "task" in "unknown task 'x'" */
     unsigned flags;                 /* AG_OPT_MASKS */
@@ -73,6 +75,8 @@ typedef struct ag_option {
     AG_ROW(type, name, AG_OPT_SWITCH, member, 0, 0, 0, NULL, help, NULL, NULL, 0)
 #define AG_INT(type, name, member, lo, hi, def, value, help) \
     AG_ROW(type, name, AG_OPT_INT, member, lo, hi, def, value, help, NULL, NULL, 0)
+#define AG_LONG(type, name, member, lo, hi, def, value, help) \
+    AG_ROW(type, name, AG_OPT_LONG, member, lo, hi, def, value, help, NULL, NULL, 0)
 #define AG_U64(type, name, member, def, value, help) \
     AG_ROW(type, name, AG_OPT_U64, member, 0, 0, def, value, help, NULL, NULL, 0)
 #define AG_DOUBLE(type, name, member, lo, hi, def, value, help) \
@@ -87,6 +91,9 @@ typedef struct ag_option {
     AG_ROW(type, name, AG_OPT_LIST, member, lo, hi, 0, value, help, NULL, NULL, 0)
 #define AG_LIST_MASKS(type, name, member, lo, hi, value, help) \
     AG_ROW(type, name, AG_OPT_LIST, member, lo, hi, 0, value, help, NULL, NULL, AG_OPT_MASKS)
+
+/* A heading between a table's rows in --help ("model:"); parsing skips it. */
+#define AG_HEADING(text) {NULL, AG_OPT_SWITCH, 0, 0, 0, 0, NULL, text, NULL, NULL, 0}
 
 /* AG_OPT_LIST's field. */
 #define AG_CLI_LIST_MAX 16
@@ -125,6 +132,12 @@ int ag_cli_given(const ag_command *cmd, uint64_t given, const char *name);
  * switch as "on" or "off"), into buf; returns buf. */
 const char *ag_cli_format(const ag_command *cmd, const char *name, const void *opts, char *buf,
                           size_t len);
+/* With --load: each option of names[0..n) given (bits of given) must have
+ * in mine the value it has in saved, the checkpoint's; otherwise a usage
+ * error "--seq 8 conflicts with PATH, made with 5 (--load fixes the model)"
+ * and 0. Values are compared as ag_cli_format writes them. */
+int ag_cli_check_fixed(const ag_command *cmd, uint64_t given, const void *mine, const void *saved,
+                       const char *const *names, int n, const char *path);
 /* Copy the fields of the options given (bits of given) from src to dst. */
 void ag_cli_copy_given(const ag_command *cmd, uint64_t given, void *dst, const void *src);
 
@@ -154,6 +167,13 @@ const char *ag_cli_bug_word(int k);
  * writable, path is not a directory), checked before a long run rather than
  * after it. Returns 0 with a message naming the path in err. */
 int ag_cli_check_output(const char *path, char *err, size_t errlen);
+/* Before any work (run.c): every file a run will write (paths[k], given by
+ * flags[k]; NULL when not asked for) can be written. Prints "attograd CMD:
+ * FLAG reason" on stderr and returns 0 otherwise. */
+int ag_cli_check_outputs(const char *cmd, const char *const *flags, const char *const *paths,
+                         int n);
+/* Seconds on a monotonic clock (run.c). */
+double ag_cli_now(void);
 
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);
@@ -168,5 +188,9 @@ int ag_cmd_grad(int argc, char **argv);
 extern const ag_command ag_cmd_grad_info;
 int ag_cmd_bench(int argc, char **argv);
 extern const ag_command ag_cmd_bench_info;
+int ag_cmd_sample(int argc, char **argv);
+extern const ag_command ag_cmd_sample_info;
+int ag_cmd_eval(int argc, char **argv);
+extern const ag_command ag_cmd_eval_info;
 
 #endif /* AG_CLI_H */

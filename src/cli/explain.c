@@ -1,8 +1,9 @@
 /*
  * explain.c - `attograd explain softmax`: backprop through softmax told step
  * by step with real numbers, for a learner to follow with a pencil; and the
- * dispatch to `attograd explain attention` (explain_attention.c) and
- * `attograd explain posenc` (explain_posenc.c).
+ * dispatch to `attograd explain attention` (explain_attention.c),
+ * `attograd explain posenc` (explain_posenc.c) and `attograd explain
+ * layernorm` (explain_layernorm.c).
  */
 #include "opts.h"
 
@@ -16,11 +17,12 @@
 const ag_command ag_cmd_explain_info = {
     .name = "explain",
     .run = ag_cmd_explain,
-    .usage = "attograd explain softmax|attention|posenc [options]",
-    .summary = "backprop through softmax and the seed's attention, and positions, step by step",
+    .usage = "attograd explain softmax|attention|posenc|layernorm [options]",
+    .summary = "backprop through softmax, the seed's attention and layer norm, and positions, "
+               "step by step",
 };
 
-static void print_vec(const char *label, const double *v, int n, int dec)
+void ag_cli_explain_vec(const char *label, const double *v, int n, int dec)
 {
     printf("  %-12s [", label);
     for (int i = 0; i < n; i++)
@@ -101,7 +103,7 @@ static int explain_masked_row(const double *z, const double *g, int n, int dec)
 {
     double s[MAX_LOGITS] = {0}, dz[MAX_LOGITS] = {0};
     printf("Forward: s = softmax(z)\n");
-    print_vec("z", z, n, dec);
+    ag_cli_explain_vec("z", z, n, dec);
     printf("Every entry is -inf: the row is fully masked (a padding mask can do this).\n"
            "There is no finite max to subtract, and the textbook formula would compute\n"
            "exp(-inf - (-inf)) = exp(NaN): one NaN, and everything after it is NaN too.\n"
@@ -109,10 +111,10 @@ static int explain_masked_row(const double *z, const double *g, int n, int dec)
            "and so is its gradient dL/dz, whatever g is.\n");
     if (!library_softmax(z, g, n, s, dz))
         return AG_EXIT_FAIL;
-    print_vec("s", s, n, dec);
+    ag_cli_explain_vec("s", s, n, dec);
     printf("\nBackward: given the upstream gradient g = dL/ds, find dL/dz.\n");
-    print_vec("g", g, n, dec);
-    print_vec("attograd", dz, n, dec);
+    ag_cli_explain_vec("g", g, n, dec);
+    ag_cli_explain_vec("attograd", dz, n, dec);
     printf("   (ag_softmax's forward and backward in this build's precision, %s)\n", AG_REAL_NAME);
     return AG_EXIT_OK;
 }
@@ -137,19 +139,19 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
         s[i] = e[i] / sum;
 
     printf("Forward: s = softmax(z)\n");
-    print_vec("z", z, n, dec);
+    ag_cli_explain_vec("z", z, n, dec);
     printf("1. Subtract the max (%.*f) so that exp cannot overflow; s does not change.\n", dec, max);
-    print_vec("z - max", shifted, n, dec);
+    ag_cli_explain_vec("z - max", shifted, n, dec);
     printf("2. Exponentiate: every entry becomes positive, the largest becomes 1.\n");
-    print_vec("e", e, n, dec);
+    ag_cli_explain_vec("e", e, n, dec);
     if (masked)
         printf("   exp(-inf) = 0: a masked entry gets weight exactly 0, and the others are the\n"
                "   softmax of the unmasked scores alone.\n");
     printf("3. Normalise by the sum (%.*f): the probabilities s add up to 1.\n", dec, sum);
-    print_vec("s", s, n, dec);
+    ag_cli_explain_vec("s", s, n, dec);
 
     printf("\nBackward: given the upstream gradient g = dL/ds, find dL/dz.\n");
-    print_vec("g", g, n, dec);
+    ag_cli_explain_vec("g", g, n, dec);
     printf("4. The Jacobian ds_i/dz_j = s_i (delta_ij - s_j): s_i (1 - s_i) on the diagonal,\n"
            "   -s_i s_j off it. Row i says how s_i moves when each z_j moves.\n");
     for (int i = 0; i < n; i++) {
@@ -170,9 +172,9 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
     for (int j = 0; j < n; j++)
         fast[j] = s[j] * (g[j] - dot);
     printf("5. dL/dz_j = sum_i g_i ds_i/dz_j: the vector-Jacobian product g^T J.\n");
-    print_vec("g^T J", vjp, n, dec);
+    ag_cli_explain_vec("g^T J", vjp, n, dec);
     printf("6. The same without building J: <g, s> = %.*f, and dL/dz = s * (g - <g, s>).\n", dec, dot);
-    print_vec("s*(g-<g,s>)", fast, n, dec);
+    ag_cli_explain_vec("s*(g-<g,s>)", fast, n, dec);
     double agree = 0;
     for (int j = 0; j < n; j++)
         agree = fmax(agree, fabs(vjp[j] - fast[j]));
@@ -185,7 +187,7 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
     double lib_s[MAX_LOGITS] = {0}, lib_dz[MAX_LOGITS] = {0};
     if (!library_softmax(z, g, n, lib_s, lib_dz))
         return AG_EXIT_FAIL;
-    print_vec("attograd", lib_dz, n, dec);
+    ag_cli_explain_vec("attograd", lib_dz, n, dec);
     printf("   (ag_softmax's backward in this build's precision, %s)\n", AG_REAL_NAME);
 
     return check_components(z, g, n, dec, fast) ? AG_EXIT_OK : AG_EXIT_FAIL;
@@ -246,7 +248,8 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
     const ag_command *cmd = &ag_cmd_explain_info;
     memset(o, 0, sizeof(*o));
     if (argc < 2)
-        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention, posenc)");
+        return ag_cli_usage_error(cmd,
+                                  "what should I explain? (softmax, attention, posenc, layernorm)");
     if (ag_cli_is_help(argv[1]))
         return AG_CLI_HELP;
     if (strcmp(argv[1], "softmax") == 0) {
@@ -257,7 +260,10 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
         return ag_cli_explain_attention_parse(argc - 1, argv + 1, o);
     if (strcmp(argv[1], "posenc") == 0)
         return ag_cli_explain_posenc_parse(argc - 1, argv + 1, o);
-    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention, posenc)", argv[1]);
+    if (strcmp(argv[1], "layernorm") == 0)
+        return ag_cli_explain_layernorm_parse(argc - 1, argv + 1, o);
+    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention, posenc, layernorm)",
+                              argv[1]);
 }
 
 int ag_cli_explain_run(const ag_explain_opts *o)
@@ -266,6 +272,8 @@ int ag_cli_explain_run(const ag_explain_opts *o)
         return ag_cli_explain_attention_run(o);
     if (o->topic == AG_EXPLAIN_POSENC)
         return ag_cli_explain_posenc_run(o);
+    if (o->topic == AG_EXPLAIN_LAYERNORM)
+        return ag_cli_explain_layernorm_run(o);
     return explain_softmax(o->logits.v, o->upstream.v, o->logits.n, o->decimals);
 }
 
@@ -281,12 +289,15 @@ int ag_cmd_explain(int argc, char **argv)
             ag_cli_explain_attention_help();
         else if (argc >= 2 && strcmp(argv[1], "posenc") == 0)
             ag_cli_explain_posenc_help();
+        else if (argc >= 2 && strcmp(argv[1], "layernorm") == 0)
+            ag_cli_explain_layernorm_help();
         else
             printf("usage: %s\n\n"
                    "topics:\n"
                    "  softmax    backprop through softmax with your numbers\n"
                    "  attention  one training step of the seed's attention, entry by entry\n"
-                   "  posenc     the sinusoidal positional encoding, or a learned one\n\n"
+                   "  posenc     the sinusoidal positional encoding, or a learned one\n"
+                   "  layernorm  backprop through layer normalisation with your numbers\n\n"
                    "attograd explain TOPIC --help shows a topic's options.\n",
                    cmd->usage);
         return AG_EXIT_OK;

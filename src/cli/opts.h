@@ -32,6 +32,49 @@ int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o);
 int ag_cli_train_check(const ag_train_opts *o);
 int ag_cli_train_run(ag_train_opts *o);
 
+/* ---- attograd train --task text (train_text.c) ---- */
+typedef struct ag_text_opts {
+    ag_gpt_config model;           /* vocab is the text's; with --load, the checkpoint's */
+    ag_gpt_train_config train;     /* decay_steps 0 until known: --steps by default */
+    int steps, eval_every, eval_iters, quiet, threads;
+    const char *text_path, *log_path, *plot_path, *save_path, *load_path;   /* NULL: not given */
+    const char *task;              /* --task: "text" */
+    /* which flags were given, by ag_cli_given: with --load, a model flag must
+     * agree with the checkpoint and a training flag replaces its setting */
+    uint64_t given;
+} ag_text_opts;
+
+/* Whether train's argv asks for the text task (--task text, or --text). */
+int ag_cli_is_text_task(int argc, char **argv);
+/* Fill o from argv (argv[0] is "train"); without --load every size is
+ * checked here. */
+int ag_cli_text_parse(int argc, char **argv, ag_text_opts *o);
+int ag_cli_text_run(ag_text_opts *o);
+/* `attograd train` for the text task: parse, help or run. */
+int ag_cli_text_main(int argc, char **argv);
+
+/* ---- attograd sample ---- */
+typedef struct ag_sample_opts {
+    const char *load_path;
+    const char *prompt;            /* NULL: start from a newline, not printed */
+    long tokens;
+    double temperature;
+    int top_k;                     /* 0: all */
+    uint64_t seed;
+} ag_sample_opts;
+
+int ag_cli_sample_parse(int argc, char **argv, ag_sample_opts *o);
+int ag_cli_sample_run(const ag_sample_opts *o);
+
+/* ---- attograd eval ---- */
+typedef struct ag_eval_opts {
+    const char *load_path, *text_path;
+    int threads;
+} ag_eval_opts;
+
+int ag_cli_eval_parse(int argc, char **argv, ag_eval_opts *o);
+int ag_cli_eval_run(const ag_eval_opts *o);
+
 /* ---- attograd grad ---- */
 typedef struct ag_grad_opts {
     const char *model_path, *batch_path, *out_path;
@@ -44,13 +87,13 @@ int ag_cli_grad_run(const ag_grad_opts *o);
 #define AG_EXPLAIN_MAX_LOGITS AG_CLI_LIST_MAX
 #define AG_EXPLAIN_MAX_SEQ 1024   /* posenc's --seq and --dim */
 typedef enum ag_explain_topic {
-    AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION, AG_EXPLAIN_POSENC
+    AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION, AG_EXPLAIN_POSENC, AG_EXPLAIN_LAYERNORM
 } ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
     /* softmax */
     ag_cli_list logits;                /* z */
-    ag_cli_list upstream;              /* g = dL/ds, as many as the logits */
+    ag_cli_list upstream;              /* g = dL/ds (layernorm: dL/dy), one per value */
     int decimals;
     /* attention */
     double lr;                         /* SGD learning rate */
@@ -61,9 +104,13 @@ typedef struct ag_explain_opts {
     int seq, dim;                      /* the sinusoidal table's size */
     const char *plot;                  /* draw it here with gnuplot, or NULL */
     const char *load;                  /* show the learned table 'pos' of this file, or NULL */
+    /* layernorm */
+    ag_cli_list x;                     /* the row */
+    ag_cli_list weight, bias;          /* as many as x, or none (1s and 0s) */
 } ag_explain_opts;
 
-/* argv[0] is "explain", argv[1] the topic (softmax, attention or posenc). */
+/* argv[0] is "explain", argv[1] the topic (softmax, attention, posenc or
+ * layernorm). */
 int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o);
 int ag_cli_explain_run(const ag_explain_opts *o);
 /* The attention topic (explain_attention.c): argv[0] is "attention". */
@@ -74,6 +121,12 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o);
 int ag_cli_explain_posenc_parse(int argc, char **argv, ag_explain_opts *o);
 void ag_cli_explain_posenc_help(void);
 int ag_cli_explain_posenc_run(const ag_explain_opts *o);
+/* The layer-norm topic (explain_layernorm.c): argv[0] is "layernorm". */
+int ag_cli_explain_layernorm_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_layernorm_help(void);
+int ag_cli_explain_layernorm_run(const ag_explain_opts *o);
+/* For the topics' files: explain softmax's row printer. */
+void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals);
 
 /* ---- attograd demo ---- */
 typedef struct ag_demo_opts {

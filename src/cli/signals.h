@@ -14,15 +14,19 @@
  * comes during the write takes effect once the file is whole or gone. */
 void ag_cli_hold_signals(int hold, sigset_t *saved);
 
-/* Catch SIGINT (Ctrl-C), SIGTERM (kill, timeout) and SIGHUP (the terminal
- * went away) so that they only ask the run to stop: ag_cli_stop_signal
- * then returns the signal (0 until one comes). ag_cli_release_stop puts
- * back the handlers saved. */
+/* Stopping a long run (run.c): between ag_cli_stop_begin and
+ * ag_cli_stop_end, SIGINT (Ctrl-C), SIGTERM (kill, timeout) and SIGHUP (the
+ * terminal went away) only record themselves; ag_cli_stop_requested returns
+ * the signal (0 when none), which the run checks between steps, then saves
+ * and exits 128 + it. */
 typedef struct ag_cli_stop {
-    struct sigaction old_int, old_term, old_hup;
+    struct sigaction old_int, old_term, old_hup;   /* restored by ag_cli_stop_end */
+    int active;
 } ag_cli_stop;
-void ag_cli_catch_stop(ag_cli_stop *saved);
-void ag_cli_release_stop(const ag_cli_stop *saved);
-int ag_cli_stop_signal(void);
+void ag_cli_stop_begin(ag_cli_stop *s);
+void ag_cli_stop_end(ag_cli_stop *s);   /* does nothing unless begun */
+int ag_cli_stop_requested(void);
+/* "interrupted", "stopped by SIGTERM" or "stopped by SIGHUP". */
+const char *ag_cli_stop_reason(int sig);
 
 #endif /* AG_CLI_SIGNALS_H */

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define EVAL_EXAMPLES 512
@@ -24,6 +23,8 @@
 /* The choices' words: the library's names for tasks and positions. */
 static const char *task_word(int k)
 {
+    if (k == AG_TASK_COUNT)
+        return "text";   /* train_text.c's, which ag_cmd_train sends there first */
     return k >= 0 && k < AG_TASK_COUNT ? ag_task_name((ag_task_kind)k) : NULL;
 }
 
@@ -96,8 +97,8 @@ static const ag_option options[] = {
 const ag_command ag_cmd_train_info = {
     .name = "train",
     .run = ag_cmd_train,
-    .usage = "attograd train [--task lookup|lookup2|reverse] [--steps N] [--seed S] [options]",
-    .summary = "train a toy attention model and watch it learn the lookup",
+    .usage = "attograd train [--task lookup|lookup2|reverse|text] [--steps N] [--seed S] [options]",
+    .summary = "train a toy attention model, or a GPT on a text file (--task text)",
     .options = options,
     .n_options = AG_CLI_COUNT(options),
     .help_width = 23,
@@ -124,13 +125,6 @@ static void task_defaults(ag_train_opts *o)
         c->lr = c->optimizer_adam ? 3e-3 : 0.1;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int print_help(const ag_command *cmd)
 {
     printf("usage: %s\n\n"
@@ -140,6 +134,8 @@ static int print_help(const ag_command *cmd)
            cmd->usage);
     for (int k = 0; k < AG_TASK_COUNT; k++)
         printf("  %-8s %s\n", ag_task_name((ag_task_kind)k), ag_task_help((ag_task_kind)k));
+    printf("  %-8s a GPT that learns to write like a text file (attograd train --task text --help)\n",
+           "text");
     printf("\noptions:\n");
     ag_cli_print_options(cmd);
     printf("\n"
@@ -478,14 +474,8 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
                                         "--posenc", "--causal", "--optimizer", "--seed"};
     ag_train_opts saved = *o;
     saved.config = st->config;
-    for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
-        char mine[64], theirs[64];
-        ag_cli_format(cmd, fixed[k], o, mine, sizeof(mine));
-        ag_cli_format(cmd, fixed[k], &saved, theirs, sizeof(theirs));
-        if (given(o, fixed[k]) && strcmp(mine, theirs) != 0)
-            return !ag_cli_usage_error(cmd, "%s %s conflicts with %s, made with %s (--load fixes "
-                                       "the model)", fixed[k], mine, o->load_path, theirs);
-    }
+    if (!ag_cli_check_fixed(cmd, o->given, o, &saved, fixed, AG_CLI_COUNT(fixed), o->load_path))
+        return 0;
     /* The checkpoint's settings win over defaults; a flag given on purpose
      * wins over them (the fixed ones agree by now, so only --lr, --momentum,
      * --weight-decay, --clip and --batch can differ). */
@@ -497,16 +487,9 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
 /* Before any work: every file the run will write can be written. */
 static int check_outputs(const ag_train_opts *o)
 {
-    const char *flag[4] = {"--log", "--plot", "--save", "--plot-heads"};
-    const char *path[4] = {o->log_path, o->plot_path, o->save_path, o->heads_path};
-    char err[512];
-    for (int k = 0; k < 4; k++) {
-        if (path[k] && !ag_cli_check_output(path[k], err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s %s\n", flag[k], err);
-            return 0;
-        }
-    }
-    return 1;
+    const char *const flags[4] = {"--log", "--plot", "--save", "--plot-heads"};
+    const char *const paths[4] = {o->log_path, o->plot_path, o->save_path, o->heads_path};
+    return ag_cli_check_outputs("train", flags, paths, 4);
 }
 
 /* With --load: read the checkpoint into *ck and *st and adopt its settings
@@ -591,9 +574,9 @@ static int train_loop(run *r)
 {
     const ag_train_opts *o = r->o;
     int tty = !o->quiet && isatty(STDOUT_FILENO);
-    double start = now_seconds(), last_draw = 0;
+    double start = ag_cli_now(), last_draw = 0;
     long done_steps = 0;
-    while (done_steps < o->steps && !ag_cli_stop_signal()) {
+    while (done_steps < o->steps && !ag_cli_stop_requested()) {
         if (!train_step(r))
             return 0;
         done_steps++;
@@ -607,7 +590,7 @@ static int train_loop(run *r)
                              eval_now ? r->accuracy : NAN};
             ag_csv_row(r->log, row, 4);   /* errors are sticky; ag_csv_close reports them */
         }
-        double t = now_seconds() - start;
+        double t = ag_cli_now() - start;
         if (tty && (t - last_draw > 0.1 || last)) {
             print_progress(r, done_steps, o->steps, t, 1);
             last_draw = t;
@@ -615,7 +598,7 @@ static int train_loop(run *r)
             print_progress(r, done_steps, o->steps, t, 0);
         }
     }
-    r->seconds = now_seconds() - start;
+    r->seconds = ag_cli_now() - start;
     if (tty)
         printf("\n");
     return 1;
@@ -642,11 +625,9 @@ static int run_finish(run *r)
 {
     const ag_train_opts *o = r->o;
     char err[512];
-    int stop = ag_cli_stop_signal();
+    int stop = ag_cli_stop_requested();
     if (stop)
-        fprintf(stderr, "attograd train: %s after step %ld\n",
-                stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
-                r->step);
+        fprintf(stderr, "attograd train: %s after step %ld\n", ag_cli_stop_reason(stop), r->step);
     if (!r->kept_attn && !evaluate(r, 1))   /* interrupted before the last step */
         return AG_EXIT_FAIL;
     show_final(r);
@@ -688,8 +669,8 @@ static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
         return AG_EXIT_FAIL;
     /* From here on a temporary file may exist: Ctrl-C and SIGTERM only ask
      * the loop to stop, so that it is always committed or removed. */
-    ag_cli_stop saved;
-    ag_cli_catch_stop(&saved);
+    ag_cli_stop saved = {0};
+    ag_cli_stop_begin(&saved);
     int status = AG_EXIT_FAIL;
     if (o->log_path &&
         ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r->log, err, sizeof(err)) != AG_OK) {
@@ -708,7 +689,7 @@ static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
 done:
     ag_csv_free(r->log);   /* an unfinished log is discarded, never left half-written */
     r->log = NULL;
-    ag_cli_release_stop(&saved);
+    ag_cli_stop_end(&saved);
     return status;
 }
 
@@ -744,6 +725,8 @@ int ag_cli_train_run(ag_train_opts *o)
 
 int ag_cmd_train(int argc, char **argv)
 {
+    if (ag_cli_is_text_task(argc, argv))
+        return ag_cli_text_main(argc, argv);   /* train_text.c */
     ag_train_opts o;
     int r = ag_cli_train_parse(argc, argv, &o);
     if (r == AG_CLI_HELP)

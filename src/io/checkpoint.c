@@ -4,8 +4,8 @@
  * "optim.<param>.<slot>", and everything else a run needs to continue
  * exactly (configuration, step, the data stream's position) as metadata.
  * The one file of the file layer that knows the model and the optimizer; it
- * uses only their public API. Metadata is read as hostile input: every value
- * is parsed strictly and checked against the range the settings allow.
+ * uses only their public API. Metadata is read as hostile input through
+ * meta.c: every value parsed strictly, within the range the settings allow.
  */
 #include "io.h"
 
@@ -35,80 +35,6 @@ ag_optim *ag_train_optim_new(const ag_train_config *c, ag_tensor *const *params,
 
 /* ---- reading ---- */
 
-static const char *meta_str(const ag_checkpoint *ck, const char *key, char *err, size_t errlen)
-{
-    const char *s = ag_st_meta(ck->file, key);
-    if (!s)
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: checkpoint metadata '%s' is missing", ck->path,
-                  key);
-    return s;
-}
-
-static int meta_long(const ag_checkpoint *ck, const char *key, long lo, long hi, long *out,
-                     char *err, size_t errlen)
-{
-    const char *s = meta_str(ck, key, err, errlen);
-    char q[AG_QUOTE_LEN];
-    long v = 0;
-    if (!s)
-        return 0;
-    if (ag_parse_long(s, &v) != AG_PARSE_OK || v < lo || v > hi) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen,
-                  "%s: checkpoint metadata %s '%s' is not a whole number in %ld..%ld", ck->path,
-                  key, ag_quote(s, q, sizeof(q)), lo, hi);
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
-static int meta_int(const ag_checkpoint *ck, const char *key, int lo, int hi, int *out, char *err,
-                    size_t errlen)
-{
-    long v;
-    if (!meta_long(ck, key, lo, hi, &v, err, errlen))
-        return 0;
-    *out = (int)v;
-    return 1;
-}
-
-static int meta_u64(const ag_checkpoint *ck, const char *key, uint64_t *out, char *err,
-                    size_t errlen)
-{
-    const char *s = meta_str(ck, key, err, errlen);
-    char q[AG_QUOTE_LEN];
-    if (!s)
-        return 0;
-    if (ag_parse_u64(s, out) != AG_PARSE_OK) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen,
-                  "%s: checkpoint metadata %s '%s' is not an unsigned 64-bit number", ck->path,
-                  key, ag_quote(s, q, sizeof(q)));
-        return 0;
-    }
-    return 1;
-}
-
-static int meta_double(const ag_checkpoint *ck, const char *key, double lo, double hi,
-                       double *out, char *err, size_t errlen)
-{
-    const char *s = meta_str(ck, key, err, errlen);
-    char q[AG_QUOTE_LEN];
-    double v = 0;
-    if (!s)
-        return 0;
-    int r = ag_parse_double(s, &v);
-    if (r == AG_PARSE_TINY)
-        r = AG_PARSE_OK, v = 0;   /* %.17g never writes one, but it is a number */
-    if (r != AG_PARSE_OK || v < lo || v > hi) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen,
-                  "%s: checkpoint metadata %s '%s' is not a number in %g..%g", ck->path, key,
-                  ag_quote(s, q, sizeof(q)), lo, hi);
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
 /* A word in the metadata that is not one we know: "path: " and fmt with
  * the word quoted for %s. Returns 0. */
 static int bad_word(const ag_checkpoint *ck, const char *fmt, const char *word, char *err,
@@ -124,28 +50,28 @@ static int bad_word(const ag_checkpoint *ck, const char *fmt, const char *word, 
 static int read_words(const ag_checkpoint *ck, ag_train_config *c, char *err, size_t errlen)
 {
     const char *s;
-    if (!(s = meta_str(ck, "format", err, errlen)))
+    if (!ag_meta_str(ck->file, ck->path, "format", &s, err, errlen))
         return 0;
     if (strcmp(s, CHECKPOINT_FORMAT) != 0)
         return bad_word(ck, "not an attograd checkpoint (format '%s')", s, err, errlen);
-    if (!(s = meta_str(ck, "version", err, errlen)))
+    if (!ag_meta_str(ck->file, ck->path, "version", &s, err, errlen))
         return 0;
     if (strcmp(s, CHECKPOINT_VERSION) != 0)
         return bad_word(ck,
                         "checkpoint version '%s' is not supported (only " CHECKPOINT_VERSION ")", s,
                         err, errlen);
-    if (!(s = meta_str(ck, "task", err, errlen)))
+    if (!ag_meta_str(ck->file, ck->path, "task", &s, err, errlen))
         return 0;
     if (!ag_task_parse(s, &c->model.task))
-        return bad_word(ck, "checkpoint metadata task '%s' is unknown", s, err, errlen);
-    if (!(s = meta_str(ck, "posenc", err, errlen)))
+        return bad_word(ck, "metadata task '%s' is unknown", s, err, errlen);
+    if (!ag_meta_str(ck->file, ck->path, "posenc", &s, err, errlen))
         return 0;
     if (!ag_posenc_parse(s, &c->model.posenc))
-        return bad_word(ck, "checkpoint metadata posenc '%s' is unknown", s, err, errlen);
-    if (!(s = meta_str(ck, "optimizer", err, errlen)))
+        return bad_word(ck, "metadata posenc '%s' is unknown", s, err, errlen);
+    if (!ag_meta_str(ck->file, ck->path, "optimizer", &s, err, errlen))
         return 0;
     if (strcmp(s, "adam") != 0 && strcmp(s, "sgd") != 0)
-        return bad_word(ck, "checkpoint metadata optimizer '%s' is unknown", s, err, errlen);
+        return bad_word(ck, "metadata optimizer '%s' is unknown", s, err, errlen);
     c->optimizer_adam = strcmp(s, "adam") == 0;
     return 1;
 }
@@ -155,27 +81,29 @@ static int read_words(const ag_checkpoint *ck, ag_train_config *c, char *err, si
 static int read_numbers(ag_checkpoint *ck, ag_train_state *st, char *err, size_t errlen)
 {
     ag_train_config *c = &st->config;
+    const ag_st_file *f = ck->file;
+    const char *p = ck->path;
     long causal;
-    if (!meta_int(ck, "seq", 1, AG_TRAIN_MAX_SIZE, &c->model.seq, err, errlen) ||
-        !meta_int(ck, "dim", 1, AG_TRAIN_MAX_SIZE, &c->model.dim, err, errlen) ||
-        !meta_int(ck, "heads", 1, AG_TRAIN_MAX_SIZE, &c->model.heads, err, errlen) ||
-        !meta_long(ck, "causal", 0, 1, &causal, err, errlen) ||
-        !meta_int(ck, "batch", 1, AG_TRAIN_MAX_BATCH, &c->batch, err, errlen) ||
-        !meta_double(ck, "lr", AG_TRAIN_LR_MIN, AG_TRAIN_LR_MAX, &c->lr, err, errlen) ||
-        !meta_double(ck, "momentum", 0, AG_TRAIN_MOMENTUM_MAX, &c->momentum, err, errlen) ||
-        !meta_double(ck, "weight_decay", 0, AG_TRAIN_WEIGHT_DECAY_MAX, &c->weight_decay, err,
-                     errlen) ||
-        !meta_double(ck, "clip", 0, AG_TRAIN_CLIP_MAX, &c->clip, err, errlen) ||
-        !meta_u64(ck, "seed", &c->seed, err, errlen) ||
-        !meta_u64(ck, "data_rng", &st->data_rng, err, errlen) ||
-        !meta_long(ck, "step", 0, AG_TRAIN_MAX_STEP, &st->step, err, errlen) ||
-        !meta_long(ck, "optim_steps", 0, AG_TRAIN_MAX_STEP, &st->optim_steps, err, errlen))
+    if (!ag_meta_int(f, p, "seq", 1, AG_TRAIN_MAX_SIZE, &c->model.seq, err, errlen) ||
+        !ag_meta_int(f, p, "dim", 1, AG_TRAIN_MAX_SIZE, &c->model.dim, err, errlen) ||
+        !ag_meta_int(f, p, "heads", 1, AG_TRAIN_MAX_SIZE, &c->model.heads, err, errlen) ||
+        !ag_meta_long(f, p, "causal", 0, 1, &causal, err, errlen) ||
+        !ag_meta_int(f, p, "batch", 1, AG_TRAIN_MAX_BATCH, &c->batch, err, errlen) ||
+        !ag_meta_double(f, p, "lr", AG_TRAIN_LR_MIN, AG_TRAIN_LR_MAX, &c->lr, err, errlen) ||
+        !ag_meta_double(f, p, "momentum", 0, AG_TRAIN_MOMENTUM_MAX, &c->momentum, err, errlen) ||
+        !ag_meta_double(f, p, "weight_decay", 0, AG_TRAIN_WEIGHT_DECAY_MAX, &c->weight_decay, err,
+                        errlen) ||
+        !ag_meta_double(f, p, "clip", 0, AG_TRAIN_CLIP_MAX, &c->clip, err, errlen) ||
+        !ag_meta_u64(f, p, "seed", &c->seed, err, errlen) ||
+        !ag_meta_u64(f, p, "data_rng", &st->data_rng, err, errlen) ||
+        !ag_meta_long(f, p, "step", 0, AG_TRAIN_MAX_STEP, &st->step, err, errlen) ||
+        !ag_meta_long(f, p, "optim_steps", 0, AG_TRAIN_MAX_STEP, &st->optim_steps, err, errlen))
         return 0;
     c->model.causal = (int)causal;
     ck->optim_steps = st->optim_steps;
     char why[160];
     if (ag_model_config_check(&c->model, why, sizeof(why)) != AG_MODEL_OK) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: checkpoint metadata %s", ck->path, why);
+        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata %s", ck->path, why);
         return 0;
     }
     return 1;

@@ -241,3 +241,70 @@ ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen)
     release(a);
     return st;
 }
+
+ag_status ag_io_read_file(const char *path, size_t max, unsigned char **out, size_t *len,
+                          char *err, size_t errlen)
+{
+    *out = NULL;
+    *len = 0;
+    ag_status st = AG_OK;
+    unsigned char *buf = NULL;
+    size_t n = 0, cap;
+    struct stat sb;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fileno(fp), &sb) != 0) {
+        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        goto done;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", path);
+        goto done;
+    }
+    /* A regular file's size is a good first guess; pipes grow as needed. */
+    cap = S_ISREG(sb.st_mode) && sb.st_size >= 0 && (uintmax_t)sb.st_size < SIZE_MAX
+              ? (size_t)sb.st_size + 1
+              : 4096;
+    buf = malloc(cap);
+    if (!buf) {
+        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", path, cap);
+        goto done;
+    }
+    for (;;) {
+        if (n == cap) {
+            if (cap > SIZE_MAX / 2) {
+                st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: too large to read", path);
+                goto done;
+            }
+            cap *= 2;
+            unsigned char *b = realloc(buf, cap);
+            if (!b) {
+                st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", path,
+                               cap);
+                goto done;
+            }
+            buf = b;
+        }
+        size_t got = fread(buf + n, 1, cap - n, fp);
+        n += got;
+        if (n > max) {
+            st = ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: larger than %zu bytes", path, max);
+            goto done;
+        }
+        if (got == 0)
+            break;
+    }
+    if (ferror(fp)) {
+        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        goto done;
+    }
+    fclose(fp);
+    *out = buf;
+    *len = n;
+    return AG_OK;
+done:
+    fclose(fp);
+    free(buf);
+    return st;
+}

@@ -55,6 +55,32 @@ ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen);
 /* Close and remove the temporary file; release a. Safe on a zeroed a. */
 void ag_atomic_abort(ag_atomic *a);
 
+/* Read the whole file at path (a pipe too) into a new malloc'd buffer
+ * (*out, *len; the caller frees it; one spare byte past the end). More than
+ * max bytes is AG_ERR_FORMAT; a directory or a read error AG_ERR_IO; the
+ * message names the file. */
+ag_status ag_io_read_file(const char *path, size_t max, unsigned char **out, size_t *len,
+                          char *err, size_t errlen);
+
+/* Settings from a file's metadata (src/io/meta.c), read as hostile input:
+ * the value of key must be there and be exactly what is asked, a decimal
+ * number within [lo, hi] with nothing around it (no NaN, no Inf), or "true"
+ * or "false". Return 1, or 0 with a message naming path, the key and the
+ * value: "m.safetensors: metadata n_head '0' is not a whole number in
+ * 1..4096". Strings are borrowed from f. */
+int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const char **out,
+                char *err, size_t errlen);
+int ag_meta_long(const ag_st_file *f, const char *path, const char *key, long lo, long hi,
+                 long *out, char *err, size_t errlen);
+int ag_meta_int(const ag_st_file *f, const char *path, const char *key, int lo, int hi, int *out,
+                char *err, size_t errlen);
+int ag_meta_u64(const ag_st_file *f, const char *path, const char *key, uint64_t *out,
+                char *err, size_t errlen);
+int ag_meta_double(const ag_st_file *f, const char *path, const char *key, double lo, double hi,
+                   double *out, char *err, size_t errlen);
+int ag_meta_bool(const ag_st_file *f, const char *path, const char *key, int *out, char *err,
+                 size_t errlen);
+
 /* Bytes per element and the header's name of a dtype, for the reader and
  * the writer alike. */
 static inline size_t ag_st_dtype_size(ag_st_type dtype)

@@ -679,60 +679,12 @@ ag_status ag_st_load(const char *path, ag_st_file **out, char *err, size_t errle
     *out = NULL;
     if (!path)
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_load: path is NULL");
-    ag_status st = AG_OK;
-    unsigned char *buf = NULL;
-    size_t len = 0, cap;
-    struct stat sb;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fileno(fp), &sb) != 0) {
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        goto done;
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", path);
-        goto done;
-    }
-    /* A regular file's size is a good first guess; pipes grow as needed. */
-    cap = S_ISREG(sb.st_mode) && sb.st_size >= 0 && (uintmax_t)sb.st_size < SIZE_MAX
-              ? (size_t)sb.st_size + 1
-              : 4096;
-    buf = malloc(cap);
-    if (!buf) {
-        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", path, cap);
-        goto done;
-    }
-    for (;;) {
-        if (len == cap) {
-            if (cap > SIZE_MAX / 2) {
-                st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: too large to read", path);
-                goto done;
-            }
-            cap *= 2;
-            unsigned char *b = realloc(buf, cap);
-            if (!b) {
-                st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", path,
-                               cap);
-                goto done;
-            }
-            buf = b;
-        }
-        size_t got = fread(buf + len, 1, cap - len, fp);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(fp)) {
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        goto done;
-    }
-    fclose(fp);
+    unsigned char *buf;
+    size_t len;
+    ag_status st = ag_io_read_file(path, SIZE_MAX, &buf, &len, err, errlen);
+    if (st != AG_OK)
+        return st;
     return parse_owned(buf, len, path, out, err, errlen);
-done:
-    fclose(fp);
-    free(buf);
-    return st;
 }
 
 void ag_st_free(ag_st_file *f)

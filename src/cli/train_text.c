@@ -1,0 +1,516 @@
+/*
+ * train_text.c - `attograd train --task text`: a GPT learns to write like a
+ * text file, one character at a time. The library does the work (ag_text,
+ * ag_gpt, ag_gpt_trainer, the checkpoint); this file reads the flags, runs
+ * the loop with its progress, log, plot and Ctrl-C, and ends with the
+ * result line, whose val_loss is the full validation loss: every window of
+ * the last 10% of the text, a number any implementation can reproduce.
+ */
+#include "limits.h"
+#include "opts.h"
+#include "plot.h"
+#include "signals.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_STEPS 100000000
+#define EVAL_WINDOWS 32      /* the full validation loss runs this many windows at once */
+#define PLOT_POINTS 10000
+
+static const char *posenc_word(int k)
+{
+    return k == 0 ? "learned" : k == 1 ? "none" : NULL;   /* ag_gpt_config.no_posenc */
+}
+
+#define INT(...) AG_INT(ag_text_opts, __VA_ARGS__)
+#define LONG(...) AG_LONG(ag_text_opts, __VA_ARGS__)
+#define DOUBLE(...) AG_DOUBLE(ag_text_opts, __VA_ARGS__)
+#define SWITCH(...) AG_SWITCH(ag_text_opts, __VA_ARGS__)
+#define PATH(...) AG_PATH(ag_text_opts, __VA_ARGS__)
+static const ag_option options[] = {
+    /* --task text chose this table (ag_cli_is_text_task); not shown */
+    AG_STRING(ag_text_opts, "--task", task, "text", NULL),
+    AG_HEADING("model:"),
+    INT("--layers", model.layers, 1, 256, AG_GPT_LAYERS, "N", "transformer blocks (default %D)"),
+    INT("--heads", model.heads, 1, AG_TRAIN_MAX_SIZE, AG_GPT_HEADS, "H",
+        "attention heads, dividing --dim (default %D)"),
+    INT("--dim", model.dim, 1, AG_TRAIN_MAX_SIZE, AG_GPT_DIM, "C",
+        "width of the residual stream (default %D)"),
+    INT("--seq", model.seq, 1, AG_TRAIN_MAX_SIZE, AG_GPT_SEQ, "T",
+        "context length in characters (default %D)"),
+    SWITCH("--bias", model.bias, "give linears and layer norms biases (default none)"),
+    DOUBLE("--dropout", model.dropout, 0, 0.9, 0, "P", "dropout while training, %R (default %D)"),
+    AG_HEADING("ablations (what each part of a block is for):"),
+    SWITCH("--no-residual", model.no_residual, "no skip connections: x = branch(x)"),
+    SWITCH("--no-layernorm", model.no_layernorm, "no layer norms"),
+    SWITCH("--no-mlp", model.no_mlp, "attention-only blocks"),
+    AG_CHOICE(ag_text_opts, "--posenc", model.no_posenc, 0, 0, posenc_word, "kind", "KIND",
+              "%C (default %D)"),
+    AG_HEADING("training:"),
+    INT("--steps", steps, 1, MAX_STEPS, 2000, "N", "steps to run (default %D)"),
+    INT("--batch", train.batch, 1, AG_TRAIN_MAX_BATCH, AG_GPT_BATCH, "B",
+        "windows per step (default %D)"),
+    DOUBLE("--lr", train.lr, AG_TRAIN_LR_MIN, AG_TRAIN_LR_MAX, AG_GPT_LR, "X",
+           "peak learning rate (default %D)"),
+    DOUBLE("--min-lr", train.min_lr, 0, AG_TRAIN_LR_MAX, AG_GPT_MIN_LR, "X",
+           "learning rate at the end of the decay (default %D)"),
+    LONG("--warmup", train.warmup, 0, MAX_STEPS, AG_GPT_WARMUP, "N",
+         "steps of linear warmup (default %D)"),
+    LONG("--decay-steps", train.decay_steps, 1, AG_TRAIN_MAX_STEP, 0, "N",
+         "the cosine decay reaches --min-lr at step N (default --steps)"),
+    DOUBLE("--weight-decay", train.weight_decay, 0, AG_TRAIN_WEIGHT_DECAY_MAX,
+           AG_GPT_WEIGHT_DECAY, "X", "AdamW weight decay on 2-D weights (default %D)"),
+    DOUBLE("--clip", train.clip, 0, AG_TRAIN_CLIP_MAX, AG_GPT_CLIP, "X",
+           "clip the global gradient norm; 0 turns it off (default %D)"),
+    AG_U64(ag_text_opts, "--seed", train.seed, 1, "S",
+           "seeds the weights, batches and dropout (default %D)"),
+    INT("--threads", threads, 1, 256, 1, "N",
+        "threads for the matmuls (default %D); same numbers for any N"),
+    AG_HEADING("progress and files:"),
+    PATH("--text", text_path, "FILE", "the UTF-8 text to learn from (required)"),
+    INT("--eval-every", eval_every, 1, MAX_STEPS, 250, "N",
+        "estimate the losses every N steps (default %D)"),
+    INT("--eval-iters", eval_iters, 1, 100000, 20, "N", "random batches per estimate (default %D)"),
+    PATH("--log", log_path, "FILE.csv", "write step,loss,train_loss,val_loss,lr"),
+    PATH("--plot", plot_path, "FILE.png", "draw the training and validation loss (needs gnuplot)"),
+    PATH("--save", save_path, "FILE", "write a checkpoint at the end (safetensors, PyTorch names)"),
+    PATH("--load", load_path, "FILE", "continue a checkpoint's run, bit for bit"),
+    SWITCH("--quiet", quiet, "print only the result line"),
+};
+#undef INT
+#undef LONG
+#undef DOUBLE
+#undef SWITCH
+#undef PATH
+
+static const ag_command text_cmd = {
+    .name = "train",
+    .run = ag_cmd_train,
+    .usage = "attograd train --task text --text FILE [--steps N] [--seed S] [options]",
+    .summary = "train a GPT on a text file",
+    .options = options,
+    .n_options = AG_CLI_COUNT(options),
+    .help_width = 23,
+};
+
+static int given(const ag_text_opts *o, const char *name)
+{
+    return ag_cli_given(&text_cmd, o->given, name);
+}
+
+static int print_help(void)
+{
+    printf("usage: %s\n\n"
+           "Train a GPT, a character-level language model, on a UTF-8 text file. The\n"
+           "vocabulary is the file's distinct characters; the first 90%% of the text\n"
+           "trains, the last 10%% validates.\n\n",
+           text_cmd.usage);
+    ag_cli_print_options(&text_cmd);
+    printf("\nAdamW uses betas 0.9 and 0.99. With --load the checkpoint fixes the model and\n"
+           "the seed (a model flag that differs is an error); --steps counts the steps to\n"
+           "add, and the other training flags replace the checkpoint's settings. Ctrl-C\n"
+           "(or SIGTERM, SIGHUP) stops after the current step and still saves; the exit\n"
+           "status is then 130 (143, 129).\n\n"
+           "The last line on stdout is the summary, with the full validation loss:\n"
+           "  result: task=text steps=N loss=L val_loss=V seconds=S\n");
+    return AG_EXIT_OK;
+}
+
+int ag_cli_is_text_task(int argc, char **argv)
+{
+    const char *task = NULL;
+    int text = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--task") == 0 && i + 1 < argc)
+            task = argv[++i];
+        else if (strncmp(argv[i], "--task=", 7) == 0)
+            task = argv[i] + 7;
+        else if (strcmp(argv[i], "--text") == 0 || strncmp(argv[i], "--text=", 7) == 0)
+            text = 1;
+    }
+    return task ? strcmp(task, "text") == 0 : text;
+}
+
+/* The flags into o: the library's defaults, then the table's rows. */
+static int parse_flags(int argc, char **argv, ag_text_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->model = ag_gpt_defaults(1);
+    o->train = ag_gpt_train_defaults();   /* what no flag sets: betas, eps */
+    int r = ag_cli_parse(&text_cmd, argc, argv, o, &o->given);
+    if (r == AG_CLI_GO && o->task && strcmp(o->task, "text") != 0)
+        return ag_cli_usage_error(&text_cmd, "--task: '%s' does not take --text (only text does)",
+                                  o->task);
+    return r;
+}
+
+/* The model and a step fit: --heads divides --dim, and no tensor of a step
+ * (or of a validation batch) holds more than AG_CLI_MAX_VALUES. */
+static int check_sizes(const ag_text_opts *o)
+{
+    const ag_command *cmd = &text_cmd;
+    const ag_gpt_config *m = &o->model;
+    if (m->heads > m->dim || m->dim % m->heads != 0)
+        return !ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
+    uint64_t b = (uint64_t)(o->train.batch > EVAL_WINDOWS ? o->train.batch : EVAL_WINDOWS);
+    uint64_t attn = ag_cli_attention_values(b, (uint64_t)m->heads, (uint64_t)m->seq);
+    uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, 4 * (uint64_t)m->dim);
+    if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
+        return !ag_cli_usage_error(
+            cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
+            "hold %llu values in one tensor (at most %llu)", m->seq, o->train.batch, m->dim,
+            m->heads, (unsigned long long)(attn > act ? attn : act),
+            (unsigned long long)AG_CLI_MAX_VALUES);
+    return 1;
+}
+
+/* Two outputs naming one file would overwrite each other; --save over
+ * --load is resuming in place; the text is only read. */
+static int check_paths(const ag_text_opts *o)
+{
+    const char *flag[5] = {"--log", "--plot", "--save", "--load", "--text"};
+    const char *path[5] = {o->log_path, o->plot_path, o->save_path, o->load_path, o->text_path};
+    for (int a = 0; a < 5; a++)
+        for (int b = a + 1; b < 5; b++)
+            if (path[a] && path[b] && strcmp(path[a], path[b]) == 0 && !(a == 2 && b == 3) &&
+                !(a == 3 && b == 4))
+                return !ag_cli_usage_error(&text_cmd, "%s and %s both name '%s'", flag[a], flag[b],
+                                           path[a]);
+    return 1;
+}
+
+int ag_cli_text_parse(int argc, char **argv, ag_text_opts *o)
+{
+    int r = parse_flags(argc, argv, o);
+    if (r != AG_CLI_GO)
+        return r;
+    if (!o->text_path)
+        return ag_cli_usage_error(&text_cmd, "--text FILE is required: the text to learn from");
+    if (!check_paths(o))
+        return AG_EXIT_USAGE;
+    if (!given(o, "--decay-steps") && !o->load_path)
+        o->train.decay_steps = o->steps;
+    if (!o->load_path && !check_sizes(o))
+        return AG_EXIT_USAGE;
+    return AG_CLI_GO;
+}
+
+/* ---- one run ---- */
+
+typedef struct text_run {
+    ag_text_opts *o;
+    ag_gpt_file *file;           /* --load's checkpoint, until restored */
+    ag_text *text;
+    ag_gpt *g;
+    ag_gpt_trainer *t;
+    ag_csv *log;
+    double loss;                 /* the last step's batch loss */
+    double train_est, val_est;   /* the last estimates; NAN before the first */
+    long est_step;               /* the step they were made at */
+    /* for --plot: the losses, thinned to PLOT_POINTS, and the estimates */
+    double *hist;                /* (3 * cap) step, loss; then the estimates' step, train, val */
+    size_t n_loss, n_est, cap;
+    long stride;
+} text_run;
+
+/* With --load, the checkpoint fixes the model and the seed: a flag that
+ * says otherwise is a usage error; the training flags given (and --dropout)
+ * replace its settings. */
+static int adopt_checkpoint(ag_text_opts *o, const ag_gpt_file *f)
+{
+    static const char *const fixed[] = {"--layers",      "--heads",  "--dim",
+                                        "--seq",         "--bias",   "--no-residual",
+                                        "--no-layernorm", "--no-mlp", "--posenc", "--seed"};
+    const ag_command *cmd = &text_cmd;
+    ag_text_opts saved = *o;
+    saved.model = *ag_gpt_file_config(f);
+    if (!ag_gpt_file_train(f, &saved.train, NULL)) {
+        fprintf(stderr, "attograd train: %s holds a model but no training state (it was not "
+                "saved by a training run)\n", o->load_path);
+        return AG_EXIT_FAIL;
+    }
+    if (!ag_cli_check_fixed(cmd, o->given, o, &saved, fixed, AG_CLI_COUNT(fixed), o->load_path))
+        return AG_EXIT_USAGE;
+    ag_cli_copy_given(cmd, o->given, &saved, o);
+    *o = saved;
+    return check_sizes(o) ? AG_CLI_GO : AG_EXIT_USAGE;
+}
+
+static int fail(const char *msg)
+{
+    fprintf(stderr, "attograd train: %s\n", msg);
+    return 0;
+}
+
+/* Read the text, make (or load) the model and its trainer. */
+static int setup(text_run *r, char *err, size_t errlen)
+{
+    ag_text_opts *o = r->o;
+    const ag_vocab *vocab = r->file ? ag_gpt_file_vocab(r->file) : NULL;
+    if (ag_text_load(o->text_path, vocab, &r->text, err, errlen) != AG_OK)
+        return fail(err);
+    o->model.vocab = ag_vocab_size(r->text->vocab);
+    uint64_t logits = ag_cli_activation_values((uint64_t)o->train.batch, (uint64_t)o->model.seq,
+                                               (uint64_t)o->model.vocab);
+    if (logits > AG_CLI_MAX_VALUES) {
+        snprintf(err, errlen, "%s has %d distinct characters: the logits of a batch would hold "
+                 "%llu values (at most %llu); try a smaller --batch or --seq", o->text_path,
+                 o->model.vocab, (unsigned long long)logits, (unsigned long long)AG_CLI_MAX_VALUES);
+        return fail(err);
+    }
+    if (ag_text_check_seq(r->text, o->model.seq, err, errlen) != AG_OK) {
+        fprintf(stderr, "attograd train: %s: %s\n", o->text_path, err);
+        return 0;
+    }
+    if (r->file) {
+        r->g = ag_gpt_file_model(r->file, err, errlen);
+        if (r->g)
+            ag_gpt_set_dropout(r->g, o->model.dropout);
+    } else {
+        ag_rng init = ag_rng_new(o->train.seed);
+        r->g = ag_gpt_new(&o->model, &init, err, errlen);
+    }
+    if (!r->g)
+        return fail(err);
+    r->t = ag_gpt_trainer_new(r->g, r->text, &o->train, err, errlen);
+    if (!r->t)
+        return fail(err);
+    if (r->file && ag_gpt_trainer_restore(r->t, r->file, err, errlen) != AG_OK)
+        return fail(err);
+    ag_gpt_file_free(r->file);
+    r->file = NULL;
+    return 1;
+}
+
+/* The estimates of both losses, for the progress line, the log and the plot. */
+static int estimate(text_run *r, char *err, size_t errlen)
+{
+    int iters = r->o->eval_iters;
+    if (ag_gpt_trainer_estimate(r->t, AG_SPLIT_TRAIN, iters, &r->train_est, err, errlen) != AG_OK ||
+        ag_gpt_trainer_estimate(r->t, AG_SPLIT_VAL, iters, &r->val_est, err, errlen) != AG_OK)
+        return fail(err);
+    r->est_step = ag_gpt_trainer_steps(r->t);
+    if (r->hist && r->n_est < r->cap) {
+        double *e = r->hist + 2 * r->cap + 3 * r->n_est++;
+        e[0] = (double)r->est_step, e[1] = r->train_est, e[2] = r->val_est;
+    }
+    return 1;
+}
+
+static void progress(const text_run *r, long done, double elapsed, int tty)
+{
+    double rate = elapsed > 0 ? (double)done / elapsed : 0;
+    long step = ag_gpt_trainer_steps(r->t);
+    if (tty) {
+        int width = 24, filled = (int)((double)width * (double)done / (double)r->o->steps);
+        double left = rate > 0 ? (double)(r->o->steps - done) / rate : 0;
+        char val[32] = "-";
+        if (!isnan(r->val_est))
+            snprintf(val, sizeof(val), "%.4f", r->val_est);
+        printf("\r[%.*s%*s] step %ld loss %.4f val_loss %s %.0f steps/s %.1fs left ", filled,
+               "########################", width - filled, "", step, r->loss, val, rate, left);
+    } else {
+        printf("step %ld train_loss %.4f val_loss %.4f lr %.6f steps/s %.0f\n", step, r->train_est,
+               r->val_est, ag_gpt_lr_at(ag_gpt_trainer_config(r->t), step - 1), rate);
+    }
+    fflush(stdout);
+}
+
+static int plot(const text_run *r, double val_loss, char *err, size_t errlen)
+{
+    char tmp[4096], title[256];
+    FILE *g = ag_cli_gnuplot_open(r->o->plot_path, 900, 500, tmp, sizeof(tmp), err, errlen);
+    if (!g)
+        return 0;
+    snprintf(title, sizeof(title), "attograd train --task text: %ld steps, full validation loss %.4f",
+             ag_gpt_trainer_steps(r->t), val_loss);
+    fprintf(g, "set title ");
+    ag_cli_gnuplot_quote(g, title);
+    fprintf(g, "\nset xlabel 'step'\nset ylabel 'loss (nats per character)'\nset grid\n"
+               "set key top right\nplot '-' using 1:2 with lines lc rgb '#bbbbbb' title 'batch loss', "
+               "'-' using 1:2 with linespoints title 'training (estimate)', "
+               "'-' using 1:3 with linespoints title 'validation (estimate)'\n");
+    for (size_t i = 0; i < r->n_loss; i++)
+        fprintf(g, "%.0f %.9g\n", r->hist[2 * i], r->hist[2 * i + 1]);
+    for (int k = 0; k < 2; k++) {
+        fprintf(g, "e\n");
+        for (size_t i = 0; i < r->n_est; i++) {
+            const double *e = r->hist + 2 * r->cap + 3 * i;
+            fprintf(g, "%.0f %.9g %.9g\n", e[0], e[1], e[2]);
+        }
+    }
+    fprintf(g, "e\n");
+    return ag_cli_gnuplot_close(g, tmp, r->o->plot_path, err, errlen);
+}
+
+/* One step and what follows it: the log row, an estimate, the progress. */
+static int step(text_run *r, long done, double start, double *last_draw, int tty, char *err,
+                size_t errlen)
+{
+    ag_text_opts *o = r->o;
+    ag_status st = ag_gpt_trainer_step(r->t, &r->loss, err, errlen);
+    if (st != AG_OK) {
+        fail(err);
+        if (st == AG_ERR_NUMERIC)
+            fail("stopped; try a smaller --lr or --clip (nothing was saved)");
+        return 0;
+    }
+    long s = ag_gpt_trainer_steps(r->t);
+    int last = done == o->steps, eval_now = s % o->eval_every == 0 || last;
+    if (r->hist && (s - 1) % r->stride == 0 && r->n_loss < r->cap) {
+        r->hist[2 * r->n_loss] = (double)s;
+        r->hist[2 * r->n_loss++ + 1] = r->loss;
+    }
+    if (eval_now && !estimate(r, err, errlen))
+        return 0;
+    if (r->log) {
+        double row[5] = {(double)s, r->loss, eval_now ? r->train_est : NAN,
+                         eval_now ? r->val_est : NAN, ag_gpt_lr_at(ag_gpt_trainer_config(r->t), s - 1)};
+        ag_csv_row(r->log, row, 5);   /* errors are sticky; ag_csv_close reports them */
+    }
+    double t = ag_cli_now() - start;
+    if (tty && (t - *last_draw > 0.1 || last)) {
+        progress(r, done, t, 1);
+        *last_draw = t;
+    } else if (!tty && !o->quiet && eval_now) {
+        progress(r, done, t, 0);
+    }
+    return 1;
+}
+
+/* After the loop: the full validation loss, the plot, the log, the
+ * checkpoint and the result line. */
+static int finish(text_run *r, double seconds, int stop, char *err, size_t errlen)
+{
+    ag_text_opts *o = r->o;
+    double val = 0;
+    size_t windows = 0;
+    if (r->est_step != ag_gpt_trainer_steps(r->t) && !estimate(r, err, errlen))
+        return 0;   /* stopped between estimates: the result's loss is this step's */
+    if (ag_gpt_val_loss(r->g, r->text, &val, &windows, err, errlen) != AG_OK)
+        return fail(err);
+    if (o->plot_path && r->hist) {
+        if (plot(r, val, err, errlen)) {
+            if (!o->quiet)
+                printf("plot: %s\n", o->plot_path);
+        } else {
+            fail(err);   /* training is unaffected */
+        }
+    }
+    if (r->log) {
+        ag_csv *log = r->log;
+        r->log = NULL;
+        if (ag_csv_close(log, err, errlen) != AG_OK)
+            return fail(err);
+    }
+    long steps = ag_gpt_trainer_steps(r->t);
+    if (o->save_path) {
+        if (ag_gpt_trainer_save(r->t, o->save_path, err, errlen) != AG_OK)
+            return fail(err);
+        if (!o->quiet)
+            printf("saved: %s (step %ld)\n", o->save_path, steps);
+    }
+    if (stop)
+        fprintf(stderr, "attograd train: %s after step %ld\n", ag_cli_stop_reason(stop), steps);
+    if (!o->quiet)
+        printf("validation: %zu windows of %d characters\n", windows, o->model.seq);
+    printf("result: task=text steps=%ld loss=%.6f val_loss=%.6f seconds=%.2f\n", steps,
+           r->train_est, val, seconds);
+    return 1;
+}
+
+int ag_cli_text_run(ag_text_opts *o)
+{
+    char err[512];
+    text_run r;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    r.train_est = r.val_est = NAN;
+    r.est_step = -1;
+    int status = AG_EXIT_FAIL;
+    ag_cli_stop stop_signals = {0};
+    if (o->load_path) {
+        if (ag_gpt_file_load(o->load_path, &r.file, err, sizeof(err)) != AG_OK) {
+            fail(err);
+            return AG_EXIT_FAIL;
+        }
+        int a = adopt_checkpoint(o, r.file);
+        if (a != AG_CLI_GO) {
+            ag_gpt_file_free(r.file);
+            return a;
+        }
+    }
+    const char *const out_flags[3] = {"--log", "--plot", "--save"};
+    const char *const out_paths[3] = {o->log_path, o->plot_path, o->save_path};
+    if (!ag_cli_check_outputs("train", out_flags, out_paths, 3) || !setup(&r, err, sizeof(err)))
+        goto done;
+    if (o->plot_path && !ag_cli_have_program("gnuplot")) {
+        fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
+    } else if (o->plot_path) {
+        r.cap = (size_t)(o->steps < PLOT_POINTS ? o->steps : PLOT_POINTS);
+        r.stride = (o->steps + (long)r.cap - 1) / (long)r.cap;
+        if (!(r.hist = malloc(5 * r.cap * sizeof(double)))) {
+            fail("out of memory");
+            goto done;
+        }
+    }
+    ag_set_threads(o->threads);
+    /* from here on a temporary file may exist: a signal only asks the loop to stop */
+    ag_cli_stop_begin(&stop_signals);
+    if (o->log_path &&
+        ag_csv_open(o->log_path, "step,loss,train_loss,val_loss,lr", &r.log, err, sizeof(err)) != AG_OK) {
+        fail(err);
+        goto done;
+    }
+    int tty = !o->quiet && isatty(STDOUT_FILENO);
+    const ag_gpt_config *m = &o->model;
+    if (!o->quiet) {
+        printf("training text: %s, %zu characters (%d distinct), %zu to train, %zu to validate\n"
+               "model: %d layer%s, %d head%s, dim %d, seq %d%s%s%s%s%s, %zu weights\n"
+               "adamw: lr %g to %g, warmup %ld, batch %d, %d steps from step %ld\n",
+               o->text_path, r.text->len, m->vocab, r.text->n_train, r.text->len - r.text->n_train,
+               m->layers, m->layers == 1 ? "" : "s", m->heads, m->heads == 1 ? "" : "s", m->dim, m->seq, m->bias ? ", bias" : "",
+               m->no_residual ? ", no residual" : "", m->no_layernorm ? ", no layernorm" : "",
+               m->no_mlp ? ", no mlp" : "", m->no_posenc ? ", no positions" : "",
+               ag_gpt_n_weights(r.g), o->train.lr, o->train.min_lr, o->train.warmup,
+               o->train.batch, o->steps, ag_gpt_trainer_steps(r.t));
+        fflush(stdout);
+    }
+    double start = ag_cli_now(), last_draw = 0;
+    long done_steps = 0;
+    while (done_steps < o->steps && !ag_cli_stop_requested()) {
+        if (!step(&r, ++done_steps, start, &last_draw, tty, err, sizeof(err)))
+            goto done;
+    }
+    double seconds = ag_cli_now() - start;
+    if (tty)
+        printf("\n");
+    int stop = ag_cli_stop_requested();
+    if (finish(&r, seconds, stop, err, sizeof(err)))
+        status = stop ? 128 + stop : AG_EXIT_OK;
+done:
+    ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
+    ag_cli_stop_end(&stop_signals);
+    ag_gpt_file_free(r.file);
+    ag_gpt_trainer_free(r.t);
+    ag_gpt_free(r.g);
+    ag_text_free(r.text);
+    free(r.hist);
+    ag_set_threads(1);
+    return status;
+}
+
+int ag_cli_text_main(int argc, char **argv)
+{
+    ag_text_opts o;
+    int r = ag_cli_text_parse(argc, argv, &o);
+    if (r == AG_CLI_HELP)
+        return print_help();
+    if (r != AG_CLI_GO)
+        return r;
+    return ag_cli_text_run(&o);
+}
