@@ -36,28 +36,14 @@ int ag_cli_eval_parse(int argc, char **argv, ag_eval_opts *o)
     const ag_command *cmd = &ag_cmd_eval_info;
     memset(o, 0, sizeof(*o));
     o->threads = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int r;
-        if (ag_cli_is_help(argv[i]))
-            return AG_CLI_HELP;
-        if ((r = ag_cli_path(cmd, argc, argv, &i, "--load", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->load_path = v;
-        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--text", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->text_path = v;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--threads", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--threads", v, 1, 256, &o->threads))
-                return AG_EXIT_USAGE;
-        } else if (argv[i][0] == '-') {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        } else {
-            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
-        }
-    }
+    const ag_cli_flag flags[] = {
+        {"--load", AG_FLAG_PATH, &o->load_path, 0, 0, NULL},
+        {"--text", AG_FLAG_PATH, &o->text_path, 0, 0, NULL},
+        {"--threads", AG_FLAG_INT, &o->threads, 1, 256, NULL},
+    };
+    int r = ag_cli_parse_flags(cmd, argc, argv, flags, sizeof(flags) / sizeof(flags[0]));
+    if (r != AG_CLI_GO)
+        return r;
     if (!o->load_path || !o->text_path)
         return ag_cli_usage_error(cmd, "%s is required", o->load_path ? "--text FILE" : "--load CKPT");
     return AG_CLI_GO;

@@ -13,6 +13,31 @@
  * AG_EXIT_USAGE (a usage error was printed). */
 enum { AG_CLI_GO = 0, AG_CLI_HELP = -1 };
 
+/* ---- a command's options as a table (flags.c) ---- */
+typedef enum ag_flag_kind {
+    AG_FLAG_SWITCH,   /* no value; out is an int set to 1 */
+    AG_FLAG_INT,      /* out: int, within [lo, hi] */
+    AG_FLAG_LONG,     /* out: long, within [lo, hi] */
+    AG_FLAG_DOUBLE,   /* out: double, finite, within [lo, hi] */
+    AG_FLAG_U64,      /* out: uint64_t */
+    AG_FLAG_PATH,     /* out: const char *, a non-empty file name */
+    AG_FLAG_STRING    /* out: const char *, any string (the caller checks it) */
+} ag_flag_kind;
+
+typedef struct ag_cli_flag {
+    const char *name;      /* "--steps" */
+    ag_flag_kind kind;
+    void *out;             /* where the value goes, of the kind's type */
+    double lo, hi;         /* a number's range */
+    int *given;            /* set to 1 when the flag is given, or NULL */
+} ag_cli_flag;
+
+/* Parse argv[1..argc) against n flags (a flag given twice counts the last
+ * time): AG_CLI_GO, AG_CLI_HELP at -h or --help, or AG_EXIT_USAGE after a
+ * usage error naming the flag (unknown, its value missing or bad). */
+int ag_cli_parse_flags(const ag_command *cmd, int argc, char **argv, const ag_cli_flag *flags,
+                       size_t n);
+
 /* ---- attograd train ---- */
 typedef struct ag_train_opts {
     ag_train_config config;  /* the run's settings; with --load, the checkpoint's but for flags given (set_*) */

@@ -42,37 +42,17 @@ int ag_cli_sample_parse(int argc, char **argv, ag_sample_opts *o)
     o->tokens = 500;
     o->temperature = 1;
     o->seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int r;
-        if (ag_cli_is_help(argv[i]))
-            return AG_CLI_HELP;
-        if ((r = ag_cli_path(cmd, argc, argv, &i, "--load", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->load_path = v;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--prompt", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            o->prompt = v;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--tokens", &v))) {
-            if (r < 0 || !ag_cli_long(cmd, "--tokens", v, 0, 1000000000L, &o->tokens))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--temperature", &v))) {
-            if (r < 0 || !ag_cli_double(cmd, "--temperature", v, 0, 100, &o->temperature))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--top-k", &v))) {
-            if (r < 0 || !ag_cli_int(cmd, "--top-k", v, 0, AG_VOCAB_MAX, &o->top_k))
-                return AG_EXIT_USAGE;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
-            if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &o->seed))
-                return AG_EXIT_USAGE;
-        } else if (argv[i][0] == '-') {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        } else {
-            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
-        }
-    }
+    const ag_cli_flag flags[] = {
+        {"--load", AG_FLAG_PATH, &o->load_path, 0, 0, NULL},
+        {"--prompt", AG_FLAG_STRING, &o->prompt, 0, 0, NULL},
+        {"--tokens", AG_FLAG_LONG, &o->tokens, 0, 1000000000, NULL},
+        {"--temperature", AG_FLAG_DOUBLE, &o->temperature, 0, 100, NULL},
+        {"--top-k", AG_FLAG_INT, &o->top_k, 0, AG_VOCAB_MAX, NULL},
+        {"--seed", AG_FLAG_U64, &o->seed, 0, 0, NULL},
+    };
+    int r = ag_cli_parse_flags(cmd, argc, argv, flags, sizeof(flags) / sizeof(flags[0]));
+    if (r != AG_CLI_GO)
+        return r;
     if (!o->load_path)
         return ag_cli_usage_error(cmd, "--load CKPT is required: the model to sample from");
     return AG_CLI_GO;

@@ -87,33 +87,6 @@ int ag_cli_is_text_task(int argc, char **argv)
     return task ? strcmp(task, "text") == 0 : text;
 }
 
-/* Options that take a number: flag, where it goes, its range, its set_ flag. */
-typedef struct num_flag {
-    const char *flag;
-    int *i;                  /* an int, or */
-    long *l;                 /* a long, or */
-    double *d;               /* a double */
-    double lo, hi;
-    int *set;
-} num_flag;
-
-static int parse_number(const num_flag *f, const char *v)
-{
-    const ag_command *cmd = &text_cmd;
-    if (f->set)
-        *f->set = 1;
-    if (f->d)
-        return ag_cli_double(cmd, f->flag, v, f->lo, f->hi, f->d);
-    long x;
-    if (!ag_cli_long(cmd, f->flag, v, (long)f->lo, (long)f->hi, &x))
-        return 0;
-    if (f->i)
-        *f->i = (int)x;
-    else
-        *f->l = x;
-    return 1;
-}
-
 static int parse_flags(int argc, char **argv, ag_text_opts *o)
 {
     const ag_command *cmd = &text_cmd;
@@ -127,91 +100,48 @@ static int parse_flags(int argc, char **argv, ag_text_opts *o)
     o->eval_every = 250;
     o->eval_iters = 20;
     o->threads = 1;
-    const num_flag nums[] = {
-        {"--layers", &m->layers, NULL, NULL, 1, 256, &o->set_layers},
-        {"--heads", &m->heads, NULL, NULL, 1, AG_CLI_MAX_SIZE, &o->set_heads},
-        {"--dim", &m->dim, NULL, NULL, 1, AG_CLI_MAX_SIZE, &o->set_dim},
-        {"--seq", &m->seq, NULL, NULL, 1, AG_CLI_MAX_SIZE, &o->set_seq},
-        {"--dropout", NULL, NULL, &m->dropout, 0, 0.9, &o->set_dropout},
-        {"--steps", &o->steps, NULL, NULL, 1, MAX_STEPS, NULL},
-        {"--batch", &t->batch, NULL, NULL, 1, AG_CLI_MAX_BATCH, &o->set_batch},
-        {"--lr", NULL, NULL, &t->lr, AG_CLI_LR_MIN, AG_CLI_LR_MAX, &o->set_lr},
-        {"--min-lr", NULL, NULL, &t->min_lr, 0, AG_CLI_LR_MAX, &o->set_min_lr},
-        {"--warmup", NULL, &t->warmup, NULL, 0, MAX_STEPS, &o->set_warmup},
-        {"--decay-steps", NULL, &t->decay_steps, NULL, 1, AG_CLI_MAX_STEP, &o->set_decay_steps},
-        {"--weight-decay", NULL, NULL, &t->weight_decay, 0, AG_CLI_WEIGHT_DECAY_MAX,
+    const char *task = "text", *posenc = NULL;
+    const ag_cli_flag flags[] = {
+        {"--task", AG_FLAG_STRING, &task, 0, 0, NULL},
+        {"--text", AG_FLAG_PATH, &o->text_path, 0, 0, NULL},
+        {"--layers", AG_FLAG_INT, &m->layers, 1, 256, &o->set_layers},
+        {"--heads", AG_FLAG_INT, &m->heads, 1, AG_CLI_MAX_SIZE, &o->set_heads},
+        {"--dim", AG_FLAG_INT, &m->dim, 1, AG_CLI_MAX_SIZE, &o->set_dim},
+        {"--seq", AG_FLAG_INT, &m->seq, 1, AG_CLI_MAX_SIZE, &o->set_seq},
+        {"--bias", AG_FLAG_SWITCH, &m->bias, 0, 0, &o->set_bias},
+        {"--dropout", AG_FLAG_DOUBLE, &m->dropout, 0, 0.9, &o->set_dropout},
+        {"--no-residual", AG_FLAG_SWITCH, &m->no_residual, 0, 0, &o->set_no_residual},
+        {"--no-layernorm", AG_FLAG_SWITCH, &m->no_layernorm, 0, 0, &o->set_no_layernorm},
+        {"--no-mlp", AG_FLAG_SWITCH, &m->no_mlp, 0, 0, &o->set_no_mlp},
+        {"--posenc", AG_FLAG_STRING, &posenc, 0, 0, &o->set_posenc},
+        {"--steps", AG_FLAG_INT, &o->steps, 1, MAX_STEPS, NULL},
+        {"--batch", AG_FLAG_INT, &t->batch, 1, AG_CLI_MAX_BATCH, &o->set_batch},
+        {"--lr", AG_FLAG_DOUBLE, &t->lr, AG_CLI_LR_MIN, AG_CLI_LR_MAX, &o->set_lr},
+        {"--min-lr", AG_FLAG_DOUBLE, &t->min_lr, 0, AG_CLI_LR_MAX, &o->set_min_lr},
+        {"--warmup", AG_FLAG_LONG, &t->warmup, 0, MAX_STEPS, &o->set_warmup},
+        {"--decay-steps", AG_FLAG_LONG, &t->decay_steps, 1, AG_CLI_MAX_STEP, &o->set_decay_steps},
+        {"--weight-decay", AG_FLAG_DOUBLE, &t->weight_decay, 0, AG_CLI_WEIGHT_DECAY_MAX,
          &o->set_weight_decay},
-        {"--clip", NULL, NULL, &t->clip, 0, AG_CLI_CLIP_MAX, &o->set_clip},
-        {"--threads", &o->threads, NULL, NULL, 1, 256, NULL},
-        {"--eval-every", &o->eval_every, NULL, NULL, 1, MAX_STEPS, NULL},
-        {"--eval-iters", &o->eval_iters, NULL, NULL, 1, 100000, NULL},
+        {"--clip", AG_FLAG_DOUBLE, &t->clip, 0, AG_CLI_CLIP_MAX, &o->set_clip},
+        {"--seed", AG_FLAG_U64, &t->seed, 0, 0, &o->set_seed},
+        {"--threads", AG_FLAG_INT, &o->threads, 1, 256, NULL},
+        {"--eval-every", AG_FLAG_INT, &o->eval_every, 1, MAX_STEPS, NULL},
+        {"--eval-iters", AG_FLAG_INT, &o->eval_iters, 1, 100000, NULL},
+        {"--log", AG_FLAG_PATH, &o->log_path, 0, 0, NULL},
+        {"--plot", AG_FLAG_PATH, &o->plot_path, 0, 0, NULL},
+        {"--save", AG_FLAG_PATH, &o->save_path, 0, 0, NULL},
+        {"--load", AG_FLAG_PATH, &o->load_path, 0, 0, NULL},
+        {"--quiet", AG_FLAG_SWITCH, &o->quiet, 0, 0, NULL},
     };
-    struct {
-        const char *flag;
-        const char **path;
-    } paths[] = {{"--text", &o->text_path}, {"--log", &o->log_path}, {"--plot", &o->plot_path},
-                 {"--save", &o->save_path}, {"--load", &o->load_path}};
-    struct {
-        const char *flag;
-        int *on, *set;
-    } switches[] = {{"--bias", &m->bias, &o->set_bias},
-                    {"--no-residual", &m->no_residual, &o->set_no_residual},
-                    {"--no-layernorm", &m->no_layernorm, &o->set_no_layernorm},
-                    {"--no-mlp", &m->no_mlp, &o->set_no_mlp},
-                    {"--quiet", &o->quiet, NULL}};
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int r = 0, done = 0;
-        if (ag_cli_is_help(argv[i]))
-            return AG_CLI_HELP;
-        for (size_t k = 0; !done && k < sizeof(switches) / sizeof(switches[0]); k++) {
-            if (ag_cli_switch(argv, i, switches[k].flag)) {
-                *switches[k].on = 1;
-                if (switches[k].set)
-                    *switches[k].set = 1;
-                done = 1;
-            }
-        }
-        for (size_t k = 0; !done && k < sizeof(nums) / sizeof(nums[0]); k++) {
-            if ((r = ag_cli_value(cmd, argc, argv, &i, nums[k].flag, &v))) {
-                if (r < 0 || !parse_number(&nums[k], v))
-                    return AG_EXIT_USAGE;
-                done = 1;
-            }
-        }
-        for (size_t k = 0; !done && k < sizeof(paths) / sizeof(paths[0]); k++) {
-            if ((r = ag_cli_path(cmd, argc, argv, &i, paths[k].flag, &v))) {
-                if (r < 0)
-                    return AG_EXIT_USAGE;
-                *paths[k].path = v;
-                done = 1;
-            }
-        }
-        if (done)
-            continue;
-        if ((r = ag_cli_value(cmd, argc, argv, &i, "--task", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            if (strcmp(v, "text") != 0)
-                return ag_cli_usage_error(cmd, "--task: '%s' does not take --text (only text does)", v);
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--posenc", &v))) {
-            if (r < 0)
-                return AG_EXIT_USAGE;
-            if (strcmp(v, "learned") != 0 && strcmp(v, "none") != 0)
-                return ag_cli_usage_error(cmd, "--posenc: '%s' is not learned or none (the text "
-                                          "task's positions)", v);
-            m->no_posenc = strcmp(v, "none") == 0;
-            o->set_posenc = 1;
-        } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--seed", &v))) {
-            if (r < 0 || !ag_cli_u64(cmd, "--seed", v, &t->seed))
-                return AG_EXIT_USAGE;
-            o->set_seed = 1;
-        } else if (argv[i][0] == '-') {
-            return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-        } else {
-            return ag_cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", argv[i]);
-        }
-    }
+    int r = ag_cli_parse_flags(cmd, argc, argv, flags, sizeof(flags) / sizeof(flags[0]));
+    if (r != AG_CLI_GO)
+        return r;
+    if (strcmp(task, "text") != 0)
+        return ag_cli_usage_error(cmd, "--task: '%s' does not take --text (only text does)", task);
+    if (posenc && strcmp(posenc, "learned") != 0 && strcmp(posenc, "none") != 0)
+        return ag_cli_usage_error(cmd, "--posenc: '%s' is not learned or none (the text task's "
+                                  "positions)", posenc);
+    m->no_posenc = posenc && strcmp(posenc, "none") == 0;
     return AG_CLI_GO;
 }
 
