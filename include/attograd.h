@@ -228,6 +228,25 @@ typedef struct ag_entry_info {
  * the tape is reset or freed. */
 ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info);
 
+/* A name to draw for a tensor (borrowed pointers). */
+typedef struct ag_tensor_name {
+    const ag_tensor *t;
+    const char *name;
+} ag_tensor_name;
+
+/* Write the step as a Graphviz digraph to f (borrowed; not closed), for
+ * `dot -Tpng FILE -o tape.png`. Each tensor is a box with its name (from
+ * names, else "tN"), its shape, its first values (up to 3 rows of 4) and its
+ * gradient, so that after ag_backward the drawing shows the backward pass
+ * too; tensors without a gradient say so and are grey, parameters (tensors
+ * no entry made) are yellow. Each entry but a leaf is an oval naming its op
+ * (with scale's factor), with edges from its inputs (labelled a, b, ... when
+ * there are several) and to its output. title may be NULL. The tape is only
+ * read. AG_ERR_ARG for a NULL tape or f (or names with n_names > 0),
+ * AG_ERR_NOMEM, AG_ERR_IO when f reports a write error. */
+ag_status ag_tape_dot(const ag_tape *tape, FILE *f, const ag_tensor_name *names, size_t n_names,
+                      const char *title);
+
 /* ------------------------------------------------------------------------
  * Threads. Large matrix products are split over a small pool of worker
  * threads (started by ag_set_threads, kept between calls; tiny products stay
@@ -393,7 +412,7 @@ ag_tensor *ag_relu(ag_tape *tape, const ag_tensor *x);
 ag_tensor *ag_dropout(ag_tape *tape, const ag_tensor *x, double p, ag_rng *rng);
 
 /* ------------------------------------------------------------------------
- * The attention layer (multi-head self-attention), DESIGN.md's math exactly.
+ * The attention layer (multi-head self-attention), as docs/attention-layer.md states it.
  * With d = d_model, H = n_heads, dh = d / H and x of shape (B,T,d):
  *
  *     Q = x wq,  K = x wk,  V = x wv        (B,T,d) @ (d,d) -> (B,T,d)
@@ -471,7 +490,8 @@ void ag_fill_glorot(ag_tensor *w, ag_rng *rng);
  * concatenated), broadcast over the batch. Adding keeps the width d, so the
  * attention weights stay (d, d) whatever the choice, and one dot product in
  * Q K^T can then compare content and position together. Without positions
- * attention is order-blind: permuting the tokens only permutes the outputs.
+ * (and without the causal mask) attention is permutation-equivariant:
+ * permuting the tokens only permutes the outputs.
  *
  *   AG_POSENC_NONE        x itself (nothing is recorded on the tape)
  *   AG_POSENC_SINUSOIDAL  fixed: PE[t,2i] = sin(t / 10000^(2i/d)),

@@ -334,4 +334,39 @@ static inline void cli_write_file(const char *path, const void *data, size_t len
     ck_assert_int_eq(fclose(f), 0);
 }
 
+/* ---- pictures drawn by optional programs (gnuplot, Graphviz's dot) ---- */
+
+/* A scratch directory (path in dir) holding one empty directory "bin" (its
+ * path in bin): run with PATH=bin, the command finds no optional program. */
+static inline void cli_tmpdir_nobin(char *dir, size_t dirlen, char *bin, size_t binlen)
+{
+    cli_tmpdir(dir, dirlen);
+    cli_path(bin, binlen, dir, "bin");
+    ck_assert_int_eq(mkdir(bin, 0700), 0);
+}
+
+/* Whether name is on PATH: what needs it is tested only where it is. */
+static inline int cli_have(const char *name)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1", name);
+    return system(cmd) == 0;
+}
+
+/* p succeeded and said `said` followed by png on stdout; png is a whole PNG
+ * image, and dir holds exactly the names in listing (no temporary file). */
+static inline void cli_assert_picture(const cli_proc *p, const char *said, const char *png,
+                                      const char *dir, const char *listing)
+{
+    cli_assert_status(p, 0);
+    char want[PATH_MAX + 64], names[1024];
+    snprintf(want, sizeof(want), "%s%s\n", said, png);
+    cli_assert_has(p->out, want);
+    size_t len;
+    char *img = cli_read_file(png, &len);
+    ck_assert_msg(img && len > 1000 && memcmp(img, "\x89PNG", 4) == 0, "%s is not a PNG", png);
+    free(img);
+    ck_assert_str_eq(cli_listing(dir, names, sizeof(names)), listing);
+}
+
 #endif /* AG_TEST_CLI_RUN_H */

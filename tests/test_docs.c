@@ -18,6 +18,9 @@
  *   a block whose info string has the word `float-only` is run but not
  *   compared. `masked` in the info string masks numbers in every build (for
  *   numbers that are rounding noise, such as a gradient check's errors).
+ * - `needs-PROGRAM` in the info string (`needs-dot`, `needs-gnuplot`): the
+ *   block draws a picture with an optional program; where it is not on PATH
+ *   the block's commands are not run.
  *
  * AG_DOCS names the directory of markdown files (default: docs).
  */
@@ -212,6 +215,7 @@ typedef struct doc_cmd {
     char *cmd;
     lines want;
     int float_only, masked;
+    char needs[64];    /* a program the command needs (needs-PROGRAM), or "" */
 } doc_cmd;
 
 static doc_cmd *cmds;
@@ -232,6 +236,9 @@ static doc_cmd *add_cmd(const char *file, int line, const char *cmd, const char 
     strcpy(c->cmd, cmd);
     c->float_only = strstr(info, "float-only") != NULL;
     c->masked = strstr(info, "masked") != NULL;
+    const char *needs = strstr(info, "needs-");
+    if (needs)
+        snprintf(c->needs, sizeof(c->needs), "%.*s", (int)strcspn(needs + 6, " \t"), needs + 6);
     return c;
 }
 
@@ -373,6 +380,8 @@ START_TEST(test_doc_command)
 {
     ck_assert_msg(n_cmds > 0, "no doc tests found: %s", docs_error[0] ? docs_error : "no blocks");
     const doc_cmd *c = &cmds[_i];
+    if (c->needs[0] && !cli_have(c->needs))
+        return;   /* an optional program this machine lacks */
     int status, skip;
     int how = compare_mode(c, &skip);
     char *out = run_doc_cmd(c->cmd, &status);

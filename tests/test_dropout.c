@@ -79,30 +79,21 @@ START_TEST(test_seeded)
 }
 END_TEST
 
+/* ctx: p; every pass draws the same mask from a fresh generator */
+static ag_tensor *build_dropout(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    ag_rng rng = ag_rng_new(12);
+    return ag_dropout(tape, in[0], *(const double *)ctx, &rng);
+}
+
 START_TEST(test_threads_same_bits)
 {
     /* (768, 512) is split over the threads; the mask is a function of the
      * index, so it cannot depend on who computes it */
     ag_rng fill = ag_rng_new(4);
     ag_tensor *x = test_param(&fill, 2, (int[]){768, 512});
-    ag_real *keep[2];
-    for (int t = 1; t <= 2; t++) {
-        ag_set_threads(t);
-        ag_tape *tape = ag_tape_new();
-        ag_rng rng = ag_rng_new(21);
-        ag_zero_grad(&x, 1);
-        ag_tensor *y = ag_dropout(tape, x, 0.1, &rng);
-        ck_assert_int_eq(ag_backward(tape, ag_sum(tape, y)), AG_OK);
-        keep[t - 1] = malloc(2 * x->size * sizeof(ag_real));
-        ck_assert_ptr_nonnull(keep[t - 1]);
-        memcpy(keep[t - 1], y->data, x->size * sizeof(ag_real));
-        memcpy(keep[t - 1] + x->size, x->grad, x->size * sizeof(ag_real));
-        ag_tape_free(tape);
-    }
-    ag_set_threads(1);
-    ck_assert(memcmp(keep[0], keep[1], 2 * x->size * sizeof(ag_real)) == 0);
-    free(keep[0]);
-    free(keep[1]);
+    double p = 0.1;
+    test_same_bits_any_threads(build_dropout, &p, &x, 1);
     ag_param_free(x);
 }
 END_TEST
@@ -126,13 +117,6 @@ START_TEST(test_backward_same_mask)
 }
 END_TEST
 
-/* ctx: p; every pass draws the same mask from a fresh generator */
-static ag_tensor *build_dropout(ag_tape *tape, ag_tensor *const *in, void *ctx)
-{
-    ag_rng rng = ag_rng_new(12);
-    return ag_dropout(tape, in[0], *(const double *)ctx, &rng);
-}
-
 START_TEST(test_dropout_gradcheck)
 {
     static const double ps[] = {0.1, 0.5, 0.9};
@@ -154,25 +138,12 @@ static void wrong_backward(ag_tape *tape, const ag_entry *e)
 }
 static const ag_op wrong_op = {"dropout", wrong_backward, 0};
 
-static ag_tensor *build_wrong(ag_tape *tape, ag_tensor *const *in, void *ctx)
-{
-    ag_rng rng = ag_rng_new(13);
-    ag_tensor *y = ag_dropout(tape, in[0], 0.3, &rng);
-    if (y && *(const int *)ctx)
-        tape->entries[tape->n_entries - 1].op = &wrong_op;
-    return y;
-}
-
 START_TEST(test_wrong_backward_is_caught)
 {
     ag_rng rng = ag_rng_new(93);
     ag_tensor *x = test_param(&rng, 2, (int[]){3, 6});
-    ag_gradcheck_result r;
-    int wrong = 1, right = 0;
-    ck_assert_int_eq(ag_gradcheck(build_wrong, &wrong, &x, 1, NULL, &r, NULL, 0), AG_OK);
-    ck_assert(!r.passed);
-    ck_assert_int_eq(ag_gradcheck(build_wrong, &right, &x, 1, NULL, &r, NULL, 0), AG_OK);
-    ck_assert(r.passed);
+    double p = 0.3;
+    test_wrong_backward_caught(build_dropout, &p, &wrong_op, x);
     ag_param_free(x);
 }
 END_TEST

@@ -154,9 +154,7 @@ END_TEST
 START_TEST(test_plot_without_gnuplot)
 {
     char dir[256], bin[512], png[512], listing[1024];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(bin, sizeof(bin), dir, "bin");   /* an empty directory: PATH has no gnuplot */
-    ck_assert_int_eq(mkdir(bin, 0700), 0);
+    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
     cli_path(png, sizeof(png), dir, "loss.png");
     const char *argv[] = {cli_bin(), "train", "--steps", "10", "--quiet", "--plot", png, NULL};
     cli_proc p = cli_run_argv(argv, bin);
@@ -166,6 +164,31 @@ START_TEST(test_plot_without_gnuplot)
     cli_assert_has(p.err, "gnuplot is not installed, so no plot");
     ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
     cli_proc_free(&p);
+    cli_rmdir(dir);
+}
+END_TEST
+
+/* --plot-heads: one heatmap per head with gnuplot; without gnuplot the same
+ * one line as --plot, and the run still succeeds. */
+START_TEST(test_plot_heads)
+{
+    char dir[256], bin[512], png[512], listing[1024];
+    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
+    cli_path(png, sizeof(png), dir, "heads.png");
+    const char *argv[] = {cli_bin(), "train", "--task", "lookup2", "--steps", "10", "--quiet",
+                          "--plot-heads", png, NULL};
+    cli_proc p = cli_run_argv(argv, bin);
+    cli_assert_status(&p, 0);
+    assert_result_line(p.out, "lookup2", 10);
+    cli_assert_has(p.err, "gnuplot is not installed, so no plot");
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
+    cli_proc_free(&p);
+    if (cli_have("gnuplot")) {
+        p = cli_run("train", "--task", "lookup2", "--steps", "10", "--plot-heads", png, NULL);
+        cli_assert_picture(&p, "\nplot: ", png, dir, "bin heads.png");
+        cli_assert_has(p.out, "head 2:");   /* the text heatmaps are there too */
+        cli_proc_free(&p);
+    }
     cli_rmdir(dir);
 }
 END_TEST
@@ -366,6 +389,7 @@ Suite *suite_train(void)
     tcase_add_test(tc, test_deterministic_logs);
     tcase_add_test(tc, test_result_line_last);
     tcase_add_test(tc, test_plot_without_gnuplot);
+    tcase_add_test(tc, test_plot_heads);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_set_timeout(tc, 300);

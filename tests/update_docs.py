@@ -20,6 +20,7 @@ float build's attograd first on PATH, stdout and stderr together.
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,10 @@ def update(path):
         i += 1
         if not line.startswith("```console") or i >= len(lines) or \
                 not lines[i].startswith("$ attograd"):
+            continue
+        needs = re.search(r"needs-(\S+)", line)
+        if needs and not shutil.which(needs.group(1)):
+            print("%s: skipped a block that needs %s (not installed)" % (path, needs.group(1)))
             continue
         while i < len(lines) and not lines[i].startswith("```"):
             cmd = lines[i][2:]

@@ -40,6 +40,9 @@ BUILD(b_matmul_bt, ag_matmul_bt(t, in[0], in[1]))
 BUILD(b_transpose, ag_transpose(t, in[0]))
 BUILD(b_scale, ag_scale(t, in[0], -0.7))
 BUILD(b_softmax, ag_softmax(t, in[0]))
+/* a plain sum instead of random weights: it tests only the upstream gradient
+ * g = (1, ..., 1), where the true dL/dz is 0 (see docs/softmax-backprop.md) */
+BUILD(b_softmax_sum, ag_sum(t, ag_softmax(t, in[0])))
 BUILD(b_causal_softmax, ag_softmax(t, ag_causal_mask(t, in[0])))
 BUILD(b_add, ag_add(t, in[0], in[1]))
 BUILD(b_mul, ag_mul(t, in[0], in[1]))
@@ -86,6 +89,7 @@ static const gc_row rows[] = {
     {"softmax", "softmax", b_softmax, IN1("z", 2, 4, 5), 0, 0, 0, 0},
     {"softmax", "softmax 3-D", b_softmax, IN1("z", 3, 2, 3, 4), 0, 0, 0, 0},
     {"softmax", "softmax large (sampled)", b_softmax, IN1("z", 2, 8, 40), 0, 0, 0, 0},
+    {"softmax", "softmax through a plain sum", b_softmax_sum, IN1("z", 2, 4, 5), 0, 0, 0, 0},
     {"causal_mask", "causal_mask + softmax", b_causal_softmax, IN1("s", 3, 2, 4, 4), 0, 0, 0, 0},
     {"add", "add", b_add, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 3, 4)), 0, 0, 0, 0},
     {"add", "add broadcast", b_add, IN2("a", "b", 3, 1, S(2, 3, 4), S(4)), 0, 0, 0, 0},

@@ -134,6 +134,16 @@ typedef struct ag_plot_data {
  * (gnuplot missing or failing); never stops the caller. */
 int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen);
 
+/* Held-out example's attention, one heatmap per head with every weight
+ * written in its cell: attn is (heads, T, T), labels the T positions' names.
+ * Returns 1, or 0 with the reason in err (gnuplot missing or failing). */
+int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, const double *attn,
+                      const char *const *labels, char *err, size_t errlen);
+/* A positional encoding pe (T, d) beside the cosine similarity sim (T, T)
+ * of its rows. Returns 1, or 0 with the reason in err. */
+int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const double *pe,
+                       const double *sim, char *err, size_t errlen);
+
 /* Start gnuplot drawing a width x height PNG into a temporary file beside
  * png (its name in tmp); write the plot commands to the returned pipe, then
  * ag_cli_gnuplot_close renames the image into place when gnuplot succeeded
@@ -151,17 +161,16 @@ void ag_cli_gnuplot_quote(FILE *g, const char *s);
 int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
 int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen);
 
-/* A name to show for a tensor (borrowed pointers). */
-typedef struct ag_cli_name {
-    const ag_tensor *t;
-    const char *name;
-} ag_cli_name;
-
-/* Write the tape as a Graphviz digraph to path, atomically: nodes are
- * tensors (named from names, else "tN", with their shapes; parameters
- * highlighted), edges are ops. Returns 1, or 0 with err set. */
-int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *names,
+/* Write the tape as a Graphviz digraph (ag_tape_dot: tensors with their
+ * shapes, values and gradients, ops between them) to path, atomically.
+ * Returns 1, or 0 with err set. */
+int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_tensor_name *names,
                      size_t n_names, const char *title, char *err, size_t errlen);
+/* The same drawing rendered to a PNG at png by Graphviz's dot, when it is
+ * installed (written beside png and renamed into place once dot has
+ * succeeded). Returns 1, or 0 with err set: dot missing or failing. */
+int ag_cli_render_dot(const char *png, const ag_tape *tape, const ag_tensor_name *names,
+                      size_t n_names, const char *title, char *err, size_t errlen);
 
 /* The settings that define a training run: what `attograd train`'s flags
  * choose (ag_train_opts) and a checkpoint records (ag_train_state), one

@@ -44,6 +44,7 @@ typedef struct ag_train_opts {
     int steps, eval_every, quiet, detect_anomaly;
     int threads;             /* for ag_set_threads; results do not depend on it */
     const char *log_path, *plot_path, *save_path, *load_path;   /* NULL when not given */
+    const char *heads_path;  /* --plot-heads, or NULL */
     /* which flags were given (a checkpoint's settings win over defaults only) */
     int set_task, set_seq, set_dim, set_heads, set_posenc, set_causal, set_lr, set_optimizer;
     int set_seed, set_momentum, set_weight_decay, set_clip, set_batch;
@@ -114,10 +115,13 @@ int ag_cli_grad_run(const ag_grad_opts *o);
 
 /* ---- attograd explain ---- */
 #define AG_EXPLAIN_MAX_LOGITS 16
-typedef enum ag_explain_topic { AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION } ag_explain_topic;
+#define AG_EXPLAIN_MAX_SEQ 1024   /* posenc's --seq and --dim */
+typedef enum ag_explain_topic {
+    AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION, AG_EXPLAIN_POSENC, AG_EXPLAIN_LAYERNORM
+} ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
-    /* softmax */
+    /* softmax (layernorm: z is the row x, g is dL/dy) */
     double z[AG_EXPLAIN_MAX_LOGITS];   /* (n) the logits */
     double g[AG_EXPLAIN_MAX_LOGITS];   /* (n) the upstream gradient dL/ds */
     int n;
@@ -125,16 +129,36 @@ typedef struct ag_explain_opts {
     /* attention */
     double lr;                         /* SGD learning rate */
     const char *dot;                   /* write the tape as Graphviz here, or NULL */
+    const char *png;                   /* draw it here with Graphviz's dot, or NULL */
     int bug;                           /* AG_BUG_NONE or AG_BUG_SOFTMAX */
+    /* posenc */
+    int seq, dim;                      /* the sinusoidal table's size */
+    const char *plot;                  /* draw it here with gnuplot, or NULL */
+    const char *load;                  /* show the learned table 'pos' of this file, or NULL */
+    /* layernorm */
+    double weight[AG_EXPLAIN_MAX_LOGITS], bias[AG_EXPLAIN_MAX_LOGITS];   /* (n) when given */
+    int n_weight, n_bias;              /* n, or 0 when not given */
 } ag_explain_opts;
 
-/* argv[0] is "explain", argv[1] the topic (softmax or attention). */
+/* argv[0] is "explain", argv[1] the topic (softmax, attention or posenc). */
 int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o);
 int ag_cli_explain_run(const ag_explain_opts *o);
 /* The attention topic (explain_attention.c): argv[0] is "attention". */
 int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o);
 void ag_cli_explain_attention_help(void);
 int ag_cli_explain_attention_run(const ag_explain_opts *o);
+/* The positional-encoding topic (explain_posenc.c): argv[0] is "posenc". */
+int ag_cli_explain_posenc_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_posenc_help(void);
+int ag_cli_explain_posenc_run(const ag_explain_opts *o);
+/* The layer-norm topic (explain_layernorm.c): argv[0] is "layernorm". */
+int ag_cli_explain_layernorm_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_layernorm_help(void);
+int ag_cli_explain_layernorm_run(const ag_explain_opts *o);
+/* For the topics' files: explain softmax's list parser ("1,2.5,-3" into v:
+ * the count, or 0 after a usage message) and its row printer. */
+int ag_cli_explain_list(const ag_command *cmd, const char *flag, const char *s, double *v);
+void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals);
 
 /* ---- attograd demo ---- */
 typedef struct ag_demo_opts {

@@ -71,6 +71,8 @@ static int print_help(const ag_command *cmd)
            "  --log FILE.csv       write step,loss,eval_loss,accuracy per step\n"
            "  --plot FILE.png      draw the loss curve, the held-out accuracy and one\n"
            "                       example's attention with gnuplot, when installed\n"
+           "  --plot-heads FILE.png\n"
+           "                       draw that example's attention, one heatmap per head\n"
            "  --save FILE          write a checkpoint (safetensors) at the end\n"
            "  --load FILE          continue from a checkpoint\n"
            "  --detect-anomaly     check every op for NaN/Inf and name the first\n"
@@ -190,6 +192,10 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0)
                 return AG_EXIT_USAGE;
             o->plot_path = v;
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--plot-heads", &v))) {
+            if (r < 0)
+                return AG_EXIT_USAGE;
+            o->heads_path = v;
         } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--save", &v))) {
             if (r < 0)
                 return AG_EXIT_USAGE;
@@ -212,10 +218,10 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
  * fine: that is resuming in place. */
 static int check_paths(const ag_command *cmd, const ag_train_opts *o)
 {
-    const char *flag[4] = {"--log", "--plot", "--save", "--load"};
-    const char *path[4] = {o->log_path, o->plot_path, o->save_path, o->load_path};
-    for (int a = 0; a < 4; a++)
-        for (int b = a + 1; b < 4; b++)
+    const char *flag[5] = {"--log", "--plot", "--save", "--load", "--plot-heads"};
+    const char *path[5] = {o->log_path, o->plot_path, o->save_path, o->load_path, o->heads_path};
+    for (int a = 0; a < 5; a++)
+        for (int b = a + 1; b < 5; b++)
             if (path[a] && path[b] && strcmp(path[a], path[b]) == 0 && !(a == 2 && b == 3))
                 return !ag_cli_usage_error(cmd, "%s and %s both name '%s'", flag[a], flag[b], path[a]);
     return 1;
@@ -281,6 +287,7 @@ typedef struct run {
      * and the last heatmap's weights (head 1 of held-out example 0) */
     long *loss_step, *acc_step;
     double *loss_hist, *acc_hist, *attn0;
+    double *heads0;           /* for --plot-heads: (H, T, T), every head of held-out example 0 */
     size_t n_loss, n_acc, cap_loss, cap_acc;
     long loss_stride;
 } run;
@@ -393,8 +400,37 @@ static void show_final(run *r)
         for (int i = 0; i < T * T; i++)
             r->attn0[i] = r->kept_attn->data[i];
     }
+    if (r->heads0) {
+        size_t n = (size_t)r->kept_attn->shape[1] * (size_t)r->eval->seq * (size_t)r->eval->seq;
+        for (size_t i = 0; i < n; i++)
+            r->heads0[i] = r->kept_attn->data[i];
+    }
     r->kept_attn = r->kept_logits = NULL;
     ag_tape_reset(r->tape);
+}
+
+/* --plot-heads: held-out example 0's attention, a heatmap per head, its
+ * positions named as on the terminal. Says why on stderr when it cannot. */
+static void plot_heads(const run *r, const char *png)
+{
+    int T = r->eval->seq, H = r->o->config.model.heads;
+    char (*names)[32] = malloc((size_t)T * sizeof(*names));
+    const char **labels = malloc((size_t)T * sizeof(*labels));
+    char err[512] = "out of memory", title[160];
+    int ok = 0;
+    if (names && labels) {
+        for (int t = 0; t < T; t++)
+            labels[t] = token_label(r->eval, 0, t, names[t], sizeof(names[t]));
+        snprintf(title, sizeof(title), "attention of one held-out example (%s, %ld steps)",
+                 ag_task_name(r->o->config.model.task), r->step);
+        ok = ag_cli_plot_heads(png, title, H, T, r->heads0, labels, err, sizeof(err));
+    }
+    if (ok && !r->o->quiet)
+        printf("plot: %s\n", png);
+    else if (!ok)
+        fprintf(stderr, "attograd train: %s\n", err);   /* training is unaffected */
+    free(names);
+    free(labels);
 }
 
 /* History for --plot, allocated before training: at most PLOT_POINTS
@@ -541,9 +577,9 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
 
 static int check_outputs(const ag_train_opts *o)
 {
-    const char *const flags[3] = {"--log", "--plot", "--save"};
-    const char *const paths[3] = {o->log_path, o->plot_path, o->save_path};
-    return ag_cli_check_outputs("train", flags, paths, 3);
+    const char *const flags[4] = {"--log", "--plot", "--save", "--plot-heads"};
+    const char *const paths[4] = {o->log_path, o->plot_path, o->save_path, o->heads_path};
+    return ag_cli_check_outputs("train", flags, paths, 4);
 }
 
 int ag_cli_train_run(ag_train_opts *o)
@@ -573,12 +609,12 @@ int ag_cli_train_run(ag_train_opts *o)
         ag_st_free(ckpt);
         return AG_EXIT_FAIL;
     }
-    int plot = o->plot_path != NULL;
-    if (plot && !ag_cli_have_program("gnuplot")) {
+    int plot = o->plot_path != NULL, plot_h = o->heads_path != NULL;
+    if ((plot || plot_h) && !ag_cli_have_program("gnuplot")) {
         /* said once, before the run; training goes on without the plot */
         fprintf(stderr, "attograd train: gnuplot is not installed, so no plot "
                         "(apt-get install gnuplot-nox)\n");
-        plot = 0;
+        plot = plot_h = 0;
     }
 
     run r;
@@ -616,7 +652,10 @@ int ag_cli_train_run(ag_train_opts *o)
         ckpt = NULL;
     }
     ag_task_sample(r.eval, &eval_rng);
-    if (plot && !alloc_history(&r)) {
+    if (plot_h)
+        r.heads0 = malloc((size_t)c->model.heads * (size_t)c->model.seq * (size_t)c->model.seq *
+                          sizeof(double));
+    if ((plot && !alloc_history(&r)) || (plot_h && !r.heads0)) {
         fprintf(stderr, "attograd train: out of memory\n");
         goto done;
     }
@@ -688,6 +727,8 @@ int ag_cli_train_run(ag_train_opts *o)
             fprintf(stderr, "attograd train: %s\n", err);   /* training is unaffected */
         }
     }
+    if (plot_h)
+        plot_heads(&r, o->heads_path);
     if (r.log) {
         ag_csv *log = r.log;
         r.log = NULL;
@@ -719,6 +760,7 @@ done:
     free(r.acc_step);
     free(r.acc_hist);
     free(r.attn0);
+    free(r.heads0);
     ag_tape_free(r.tape);
     ag_optim_free(r.opt);
     ag_model_free(r.model);

@@ -6,9 +6,10 @@
  * The mask is never stored. The call draws one 64-bit key from the caller's
  * generator, and element i is kept when a hash of (key, i) clears a
  * threshold: a pure function of its index, so backward recomputes it, any
- * split over threads gives the same mask, and the caller's generator moves
- * by one draw whatever the size.
+ * split over threads gives the same mask, the caller's generator moves by
+ * one draw whatever the size, and the hash vectorises.
  */
+#include "../core/clones.h"
 #include "../core/internal.h"
 #include "../core/threads.h"
 
@@ -25,7 +26,7 @@ static const ag_op dropout_op = {"dropout", dropout_backward, AG_OP_SHOWS_ARG};
 /* What backward needs to redraw the mask, in the arena. */
 typedef struct dropout_saved {
     uint64_t key;
-    uint64_t threshold;   /* keep when the element's 32 bits are >= this; 2^32 drops all */
+    uint32_t threshold;   /* keep when the element's 32 bits are >= this (p = 1: scale is 0) */
 } dropout_saved;
 
 typedef struct dropout_job {
@@ -37,26 +38,43 @@ typedef struct dropout_job {
     dropout_saved sv;
 } dropout_job;
 
-/* Whether element i survives: 32 bits from splitmix64's mix of the pair
- * i / 2 (both halves of one 64-bit hash are used). */
-static inline int kept(const dropout_saved *sv, size_t i)
+/* MurmurHash3's 32-bit finaliser: a bijection whose every output bit
+ * depends on every input bit. */
+static inline uint32_t fmix32(uint32_t h)
 {
-    uint64_t z = sv->key + ((uint64_t)(i / 2) + 1) * 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (i & 1 ? z >> 32 : z & 0xffffffffu) >= sv->threshold;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    return h ^ (h >> 16);
+}
+
+/* Elements [i0, i0 + n) of one chunk: out = in * (kept ? scale : 0), or
+ * out += that. Element i's 32 bits are fmix32(fmix32(i + k0) ^ k1), two
+ * rounds keyed by the key's halves; past 2^32 elements the high half of i
+ * changes k1. All in 32-bit lanes, so the AG_CLONES versions vectorise it.
+ * x * 0 rather than 0 where dropped: a NaN stays visible, as in PyTorch. */
+AG_CLONES static void mask_chunk(const dropout_job *j, size_t i0, size_t n)
+{
+    const ag_real *in = j->in + i0;
+    ag_real *out = j->out + i0, scale = j->scale;
+    uint32_t base = (uint32_t)i0, k0 = (uint32_t)j->sv.key;
+    uint32_t k1 = (uint32_t)(j->sv.key >> 32) ^ fmix32((uint32_t)((uint64_t)i0 >> 32));
+    uint32_t thr = j->sv.threshold;
+    if (j->add) {
+        for (size_t c = 0; c < n; c++)
+            out[c] += in[c] * (fmix32(fmix32(base + (uint32_t)c + k0) ^ k1) >= thr ? scale : 0);
+    } else {
+        for (size_t c = 0; c < n; c++)
+            out[c] = in[c] * (fmix32(fmix32(base + (uint32_t)c + k0) ^ k1) >= thr ? scale : 0);
+    }
 }
 
 static void mask_task(void *ctx, size_t t)
 {
     const dropout_job *j = ctx;
-    size_t i1 = (t + 1) * CHUNK < j->n ? (t + 1) * CHUNK : j->n;
-    for (size_t i = t * CHUNK; i < i1; i++) {
-        /* x * 0 rather than 0 where dropped: a NaN stays visible, as in PyTorch */
-        ag_real v = j->in[i] * (kept(&j->sv, i) ? j->scale : 0);
-        j->out[i] = j->add ? j->out[i] + v : v;
-    }
+    size_t i0 = t * CHUNK;
+    mask_chunk(j, i0, j->n - i0 < CHUNK ? j->n - i0 : CHUNK);
 }
 
 static void run_mask(const dropout_job *j)
@@ -91,7 +109,8 @@ ag_tensor *ag_dropout(ag_tape *tape, const ag_tensor *x, double p, ag_rng *rng)
     if (!e)
         return NULL;
     /* p 2^32 rounded up: P(keep) = 1 - p to within 2^-32 */
-    sv->threshold = (uint64_t)ceil(p * 4294967296.0);
+    double thr = ceil(p * 4294967296.0);
+    sv->threshold = thr < 4294967295.0 ? (uint32_t)thr : 0xffffffffu;
     sv->key = ag_rng_next(rng);
     e->arg = p;
     e->saved = sv;

@@ -9,7 +9,7 @@
  *   SET1 LOAD STORE ADD MUL DIV MIN MAX ABS    the usual
  *   FMA(a,b,c)    a b + c, one rounding; FNMA(a,b,c) c - a b; FMS(a,b,c) a b - c
  *   ROUND(x)      to the nearest integer
- *   POW2(n)       2^n for integral n in [-126, 127]
+ *   SCALE2(p, n)  p 2^n for integral n in [-126, 0]
  *   LT(a,b,x,y)   per lane: a < b ? x : y;   UNORD(a,x,y): a is NaN ? x : y
  *
  * Every lane goes through the same operations whatever the set, so both
@@ -30,7 +30,7 @@ TARGET static inline V NAME(exp)(V x)
     p = FMA(p, r, SET1(1.6666665459e-1f));
     p = FMA(p, r, SET1(5.0000001201e-1f));
     p = FMA(p, MUL(r, r), ADD(r, SET1(1.0f)));
-    return MUL(p, POW2(n));
+    return SCALE2(p, n);
 }
 
 /* The pieces of erf(z), given t + t_lo = z^2 (t_lo the rounding error of

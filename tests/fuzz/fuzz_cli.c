@@ -148,11 +148,23 @@ static void parse_command(int argc, char **argv)
         ag_explain_opts o;
         int r = ag_cli_explain_parse(argc, argv, &o);
         CHECK(answered(r));
-        if (r == AG_CLI_GO) {
+        if (r == AG_CLI_GO && o.topic == AG_EXPLAIN_SOFTMAX) {
             CHECK(o.n >= 1 && o.n <= AG_EXPLAIN_MAX_LOGITS);
             CHECK(o.decimals >= 4 && o.decimals <= 10);
-            for (int i = 0; i < o.n; i++)
-                CHECK(isfinite(o.z[i]) && isfinite(o.g[i]));
+            for (int i = 0; i < o.n; i++)   /* -inf is a masked logit */
+                CHECK((isfinite(o.z[i]) || o.z[i] == -INFINITY) && isfinite(o.g[i]));
+        } else if (r == AG_CLI_GO && o.topic == AG_EXPLAIN_POSENC) {
+            CHECK(o.seq >= 1 && o.seq <= AG_EXPLAIN_MAX_SEQ && o.dim >= 1 && o.dim <= AG_EXPLAIN_MAX_SEQ);
+            if (o.plot)
+                check_path(o.plot);
+            if (o.load)
+                check_path(o.load);
+        } else if (r == AG_CLI_GO) {
+            CHECK(o.topic == AG_EXPLAIN_ATTENTION && o.lr > 0);
+            if (o.dot)
+                check_path(o.dot);
+            if (o.png)
+                check_path(o.png);
         }
     } else if (strcmp(cmd, "demo") == 0) {
         ag_demo_opts o;
