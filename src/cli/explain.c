@@ -351,7 +351,7 @@ int ag_cmd_explain(int argc, char **argv)
                    "topics:\n"
                    "  softmax    backprop through softmax with your numbers\n"
                    "  attention  one training step of the seed's attention, entry by entry\n"
-                   "  posenc     the sinusoidal positional encoding, or a learned one\n\n"
+                   "  posenc     the sinusoidal positional encoding, or a learned one\n"
                    "  layernorm  backprop through layer normalisation with your numbers\n\n"
                    "attograd explain TOPIC --help shows a topic's options.\n",
                    cmd->usage);
