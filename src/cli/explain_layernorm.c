@@ -135,50 +135,61 @@ static int library_layernorm(const double *x, const double *g, const double *w, 
     return ok;
 }
 
-int ag_cli_explain_layernorm_run(const ag_explain_opts *o)
-{
-    const double *x = o->x.v, *g = o->upstream.v;
-    int n = o->x.n, dec = o->decimals;
-    double w[MAX_N], b[MAX_N], xc[MAX_N], xhat[MAX_N], y[MAX_N], mean, var;
-    for (int i = 0; i < n; i++) {
-        w[i] = o->weight.n ? o->weight.v[i] : 1;
-        b[i] = o->bias.n ? o->bias.v[i] : 0;
-    }
-    double rstd = normalise(x, n, xhat, &mean, &var);
-    for (int i = 0; i < n; i++) {
-        xc[i] = x[i] - mean;
-        y[i] = xhat[i] * w[i] + b[i];
-    }
+/* One row being explained: the numbers given and what the steps find. */
+typedef struct ln_row {
+    const double *x, *g;          /* (n) the row and dL/dy */
+    double w[MAX_N], b[MAX_N];    /* (n) the scale and shift (1s and 0s when not given) */
+    double xhat[MAX_N];           /* (n) the normalised row */
+    double fast[MAX_N];           /* (n) dL/dx by the formula backward uses */
+    double rstd;                  /* 1 / sqrt(var + eps) */
+    int n, dec, scaled;           /* scaled: --weight or --bias given */
+} ln_row;
 
+/* Steps 1 to 5: mean, variance, 1/std, xhat, scale and shift. */
+static void tell_forward(ln_row *r)
+{
+    int n = r->n, dec = r->dec;
+    double xc[MAX_N], y[MAX_N], mean, var;
+    r->rstd = normalise(r->x, n, r->xhat, &mean, &var);
+    for (int i = 0; i < n; i++) {
+        xc[i] = r->x[i] - mean;
+        y[i] = r->xhat[i] * r->w[i] + r->b[i];
+    }
     printf("Forward: y = (x - mean) / sqrt(var + eps) * w + b over the row's %d value%s, "
            "eps = %g\n", n, n == 1 ? "" : "s", AG_LAYERNORM_EPS);
-    ag_cli_explain_vec("x", x, n, dec);
+    ag_cli_explain_vec("x", r->x, n, dec);
     printf("1. The mean, %.*f. Subtract it: the row is centred, its values add up to 0.\n", dec,
            mean);
     ag_cli_explain_vec("x - mean", xc, n, dec);
     printf("2. The variance: the mean of the squares of x - mean (divided by %d, not %d), "
            "%.*f.\n", n, n - 1, dec, var);
     printf("3. 1/std = 1 / sqrt(var + eps) = %.*f. eps keeps it finite when every value is\n"
-           "   the same (var = 0).\n", dec, rstd);
+           "   the same (var = 0).\n", dec, r->rstd);
     printf("4. Normalise: xhat = (x - mean) / std, mean 0 and variance 1 (a hair under, by eps).\n");
-    ag_cli_explain_vec("xhat", xhat, n, dec);
-    if (o->weight.n || o->bias.n) {
+    ag_cli_explain_vec("xhat", r->xhat, n, dec);
+    if (r->scaled) {
         printf("5. Scale and shift: y = xhat * w + b. w and b are learned: the layer can undo\n"
                "   the normalisation wherever that helps.\n");
-        ag_cli_explain_vec("w", w, n, dec);
-        ag_cli_explain_vec("b", b, n, dec);
+        ag_cli_explain_vec("w", r->w, n, dec);
+        ag_cli_explain_vec("b", r->b, n, dec);
     } else {
         printf("5. Scale and shift, y = xhat * w + b: here w = 1 and b = 0 (--weight, --bias).\n");
     }
     ag_cli_explain_vec("y", y, n, dec);
+}
 
+/* Steps 6 to 9: through the scale and shift, the Jacobian, dL/dx two ways. */
+static void tell_backward(ln_row *r)
+{
+    int n = r->n, dec = r->dec;
+    const double *xhat = r->xhat, rstd = r->rstd;
     double gw[MAX_N], dw[MAX_N];
     for (int i = 0; i < n; i++) {
-        gw[i] = g[i] * w[i];
-        dw[i] = g[i] * xhat[i];
+        gw[i] = r->g[i] * r->w[i];
+        dw[i] = r->g[i] * xhat[i];
     }
     printf("\nBackward: given the upstream gradient g = dL/dy, find dL/dx.\n");
-    ag_cli_explain_vec("g", g, n, dec);
+    ag_cli_explain_vec("g", r->g, n, dec);
     printf("6. Through the scale and shift: dL/dxhat = g * w; for the parameters,\n"
            "   dL/dw = g * xhat and dL/db = g.\n");
     ag_cli_explain_vec("g * w", gw, n, dec);
@@ -194,7 +205,7 @@ int ag_cli_explain_layernorm_run(const ag_explain_opts *o)
                    rstd * ((i == j) - 1.0 / n - xhat[i] * xhat[j] / n) + 0.0);
         printf("]%s\n", i == n - 1 ? "]" : "");
     }
-    double vjp[MAX_N], fast[MAX_N], g_mean = 0, gx_mean = 0;
+    double vjp[MAX_N], g_mean = 0, gx_mean = 0;
     for (int j = 0; j < n; j++) {
         vjp[j] = 0;
         for (int i = 0; i < n; i++)
@@ -205,42 +216,60 @@ int ag_cli_explain_layernorm_run(const ag_explain_opts *o)
         gx_mean += gw[i] * xhat[i] / n;
     }
     for (int j = 0; j < n; j++)
-        fast[j] = rstd * (gw[j] - g_mean - xhat[j] * gx_mean);
+        r->fast[j] = rstd * (gw[j] - g_mean - xhat[j] * gx_mean);
     printf("8. dL/dx_j = sum_i (g w)_i dxhat_i/dx_j: the vector-Jacobian product (g w)^T J.\n");
     ag_cli_explain_vec("(g w)^T J", vjp, n, dec);
     printf("9. The same without building J: with mean(g w) = %.*f and mean(g w xhat) = %.*f,\n"
            "   dL/dx = (1/std) (g w - mean(g w) - xhat mean(g w xhat)).\n", dec, g_mean + 0.0,
            dec, gx_mean + 0.0);
-    ag_cli_explain_vec("formula", fast, n, dec);
+    ag_cli_explain_vec("formula", r->fast, n, dec);
     double agree = 0;
     for (int j = 0; j < n; j++)
-        agree = fmax(agree, fabs(vjp[j] - fast[j]));
+        agree = fmax(agree, fabs(vjp[j] - r->fast[j]));
     printf("   The two agree%s: this is the formula backward uses,\n"
            "   from the saved mean and 1/std alone (xhat is recomputed, not kept).\n",
            agree < 1e-12 ? " (to within 1e-12)" : "");
+}
 
-    double lib[MAX_N];
-    if (!library_layernorm(x, g, w, b, n, lib))
-        return AG_EXIT_FAIL;
-    ag_cli_explain_vec("attograd", lib, n, dec);
-    printf("   (ag_layernorm's backward in this build's precision, %s)\n", AG_REAL_NAME);
-
+/* Step 10: each component of dL/dx against a central difference. */
+static int check_components(const ln_row *r)
+{
+    int n = r->n, dec = r->dec, all_ok = 1;
     /* the step follows the row's spread, the scale on which y bends */
-    const double h = 1e-4 / rstd;
+    const double h = 1e-4 / r->rstd;
     printf("10. Check each component with a central difference, (L(x + h e_j) - L(x - h e_j)) / 2h,\n"
            "    where L = <g, y> and h = std / 10^4 = %.1e:\n", h);
-    int all_ok = 1;
     for (int j = 0; j < n; j++) {
         double xp[MAX_N];
-        memcpy(xp, x, (size_t)n * sizeof(double));
-        xp[j] = x[j] + h;
-        double lp = loss(xp, g, w, b, n);
-        xp[j] = x[j] - h;
-        double numeric = (lp - loss(xp, g, w, b, n)) / (2 * h);
-        int ok = fabs(numeric - fast[j]) <= 1e-6 * fmax(1, fabs(fast[j]));
+        memcpy(xp, r->x, (size_t)n * sizeof(double));
+        xp[j] = r->x[j] + h;
+        double lp = loss(xp, r->g, r->w, r->b, n);
+        xp[j] = r->x[j] - h;
+        double numeric = (lp - loss(xp, r->g, r->w, r->b, n)) / (2 * h);
+        int ok = fabs(numeric - r->fast[j]) <= 1e-6 * fmax(1, fabs(r->fast[j]));
         all_ok &= ok;
         printf("  dL/dx_%d: finite difference %.*f, backward %.*f  %s\n", j, dec, numeric + 0.0,
-               dec, fast[j] + 0.0, ok ? "agree" : "DISAGREE");
+               dec, r->fast[j] + 0.0, ok ? "agree" : "DISAGREE");
     }
-    return all_ok ? AG_EXIT_OK : AG_EXIT_FAIL;
+    return all_ok;
+}
+
+int ag_cli_explain_layernorm_run(const ag_explain_opts *o)
+{
+    ln_row r;
+    memset(&r, 0, sizeof(r));
+    r.x = o->x.v, r.g = o->upstream.v, r.n = o->x.n, r.dec = o->decimals;
+    r.scaled = o->weight.n || o->bias.n;
+    for (int i = 0; i < r.n; i++) {
+        r.w[i] = o->weight.n ? o->weight.v[i] : 1;
+        r.b[i] = o->bias.n ? o->bias.v[i] : 0;
+    }
+    tell_forward(&r);
+    tell_backward(&r);
+    double lib[MAX_N];
+    if (!library_layernorm(r.x, r.g, r.w, r.b, r.n, lib))
+        return AG_EXIT_FAIL;
+    ag_cli_explain_vec("attograd", lib, r.n, r.dec);
+    printf("   (ag_layernorm's backward in this build's precision, %s)\n", AG_REAL_NAME);
+    return check_components(&r) ? AG_EXIT_OK : AG_EXIT_FAIL;
 }

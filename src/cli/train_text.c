@@ -423,6 +423,23 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
     return 1;
 }
 
+/* What is about to be trained: the text, the model, the schedule. */
+static void print_header(const text_run *r)
+{
+    const ag_text_opts *o = r->o;
+    const ag_gpt_config *m = &o->model;
+    printf("training text: %s, %zu characters (%d distinct), %zu to train, %zu to validate\n",
+           o->text_path, r->text->len, m->vocab, r->text->n_train, r->text->len - r->text->n_train);
+    printf("model: %d layer%s, %d head%s, dim %d, seq %d%s%s%s%s%s, %zu weights\n", m->layers,
+           m->layers == 1 ? "" : "s", m->heads, m->heads == 1 ? "" : "s", m->dim, m->seq,
+           m->bias ? ", bias" : "", m->no_residual ? ", no residual" : "",
+           m->no_layernorm ? ", no layernorm" : "", m->no_mlp ? ", no mlp" : "",
+           m->no_posenc ? ", no positions" : "", ag_gpt_n_weights(r->g));
+    printf("adamw: lr %g to %g, warmup %ld, batch %d, %d steps from step %ld\n", o->train.lr,
+           o->train.min_lr, o->train.warmup, o->train.batch, o->steps, ag_gpt_trainer_steps(r->t));
+    fflush(stdout);
+}
+
 int ag_cli_text_run(ag_text_opts *o)
 {
     char err[512];
@@ -467,19 +484,8 @@ int ag_cli_text_run(ag_text_opts *o)
         goto done;
     }
     int tty = !o->quiet && isatty(STDOUT_FILENO);
-    const ag_gpt_config *m = &o->model;
-    if (!o->quiet) {
-        printf("training text: %s, %zu characters (%d distinct), %zu to train, %zu to validate\n"
-               "model: %d layer%s, %d head%s, dim %d, seq %d%s%s%s%s%s, %zu weights\n"
-               "adamw: lr %g to %g, warmup %ld, batch %d, %d steps from step %ld\n",
-               o->text_path, r.text->len, m->vocab, r.text->n_train, r.text->len - r.text->n_train,
-               m->layers, m->layers == 1 ? "" : "s", m->heads, m->heads == 1 ? "" : "s", m->dim, m->seq, m->bias ? ", bias" : "",
-               m->no_residual ? ", no residual" : "", m->no_layernorm ? ", no layernorm" : "",
-               m->no_mlp ? ", no mlp" : "", m->no_posenc ? ", no positions" : "",
-               ag_gpt_n_weights(r.g), o->train.lr, o->train.min_lr, o->train.warmup,
-               o->train.batch, o->steps, ag_gpt_trainer_steps(r.t));
-        fflush(stdout);
-    }
+    if (!o->quiet)
+        print_header(&r);
     double start = ag_cli_now(), last_draw = 0;
     long done_steps = 0;
     while (done_steps < o->steps && !ag_cli_stop_requested()) {
