@@ -206,6 +206,10 @@ ag_status ag_tape_find_anomaly(ag_tape *tape);
  * finite (also when v is NULL): for checking weights or inputs before
  * trusting them, and saying where the bad one is. */
 size_t ag_first_nonfinite(const ag_real *v, size_t n);
+/* The same over parameters (each's data): the index of the first one that
+ * holds a NaN or Inf, with *elem its element, or -1 when all are finite. For
+ * checking the weights after an update. */
+long ag_first_nonfinite_param(ag_tensor *const *params, size_t n, size_t *elem);
 
 /* ------------------------------------------------------------------------
  * Reading the tape, to print or draw a step (read-only). Entry 0 is the

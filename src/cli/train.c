@@ -386,18 +386,6 @@ static int alloc_history(run *r)
     return r->loss_step && r->loss_hist && r->acc_step && r->acc_hist && r->attn0;
 }
 
-/* The first non-finite value among the parameters, after an update: its
- * parameter's index and *elem, or -1. */
-static long first_bad_param(const run *r, size_t *elem)
-{
-    for (size_t p = 0; p < r->n_params; p++) {
-        *elem = ag_first_nonfinite(r->params[p]->data, r->params[p]->size);
-        if (*elem < r->params[p]->size)
-            return (long)p;
-    }
-    return -1;
-}
-
 /* One step: a fresh batch, forward, backward, clip, update. A NaN or Inf
  * stops the run at the step that made it: in the loss or a gradient (the
  * tape names the first op), or in a weight after the update. */
@@ -424,7 +412,7 @@ static int train_step(run *r)
     }
     ag_optim_step(r->opt);
     size_t elem;
-    long bad = first_bad_param(r, &elem);
+    long bad = ag_first_nonfinite_param(r->params, r->n_params, &elem);
     if (bad >= 0) {
         double v = r->params[bad]->data[elem];
         fprintf(stderr, "attograd train: step %ld: the %s update (lr %g) made parameter '%s' %s "

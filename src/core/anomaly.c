@@ -19,6 +19,16 @@ size_t ag_first_nonfinite(const ag_real *v, size_t n)
     return n;
 }
 
+long ag_first_nonfinite_param(ag_tensor *const *params, size_t n, size_t *elem)
+{
+    for (size_t p = 0; p < n; p++) {
+        *elem = ag_first_nonfinite(params[p]->data, params[p]->size);
+        if (*elem < params[p]->size)
+            return (long)p;
+    }
+    return -1;
+}
+
 /* The first bad element of a buffer, or -1. A causal mask's -inf entries
  * are intended, so for that op only NaN counts. */
 static long first_bad(const ag_real *v, size_t n, int allow_inf)

@@ -10,7 +10,6 @@
 #include "io.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,31 +141,14 @@ void ag_checkpoint_free(ag_checkpoint *ck)
     free(ck);
 }
 
-/* A weight or an optimizer state that is NaN or Inf (or negative, where it
- * cannot be) would only make the first step fail: say where it is now. */
-static ag_status check_values(const ag_checkpoint *ck, const char *name, const ag_real *v,
-                              size_t n, int nonneg, char *err, size_t errlen)
-{
-    size_t i = ag_first_nonfinite(v, n);
-    for (size_t j = 0; nonneg && j < i; j++) {
-        if (v[j] < 0) {
-            i = j;
-            break;
-        }
-    }
-    if (i == n)
-        return AG_OK;
-    const char *what = isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value";
-    return ag_io_err(AG_ERR_NUMERIC, err, errlen, "%s: tensor '%s' holds %s at element %zu",
-                     ck->path, name, what, i);
-}
-
 /* Read tensor name of shape like's into dst and check its values. */
 static ag_status read_tensor(const ag_checkpoint *ck, const char *name, const ag_tensor *like,
                              ag_real *dst, int nonneg, char *err, size_t errlen)
 {
     ag_status st = ag_st_get(ck->file, name, like->ndim, like->shape, dst, err, errlen);
-    return st != AG_OK ? st : check_values(ck, name, dst, like->size, nonneg, err, errlen);
+    if (st != AG_OK)
+        return st;
+    return ag_io_check_values(ck->path, name, dst, like->size, nonneg, err, errlen);
 }
 
 ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_optim *opt,

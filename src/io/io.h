@@ -81,6 +81,13 @@ int ag_meta_double(const ag_st_file *f, const char *path, const char *key, doubl
 int ag_meta_bool(const ag_st_file *f, const char *path, const char *key, int *out, char *err,
                  size_t errlen);
 
+/* Values read from path's tensor name (n of them) before they are trusted:
+ * every one finite, and with nonneg none negative (Adam's v, a mean of
+ * squares). AG_OK, or AG_ERR_NUMERIC with "PATH: tensor 'NAME' holds NaN
+ * at element I" (Inf, a negative value). */
+ag_status ag_io_check_values(const char *path, const char *name, const ag_real *v, size_t n,
+                             int nonneg, char *err, size_t errlen);
+
 /* Bytes per element and the header's name of a dtype, for the reader and
  * the writer alike. */
 static inline size_t ag_st_dtype_size(ag_st_type dtype)

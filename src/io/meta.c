@@ -3,10 +3,12 @@
  * hostile input like the rest of the file: a value must be exactly a number
  * in its range (the strict ag_parse_* of text.c: strtol and friends would
  * skip white space, accept "0x10", "nan" or a trailing word), and a message
- * names the file, the key and the value, quoted safely (ag_quote).
+ * names the file, the key and the value, quoted safely (ag_quote). Also
+ * the check of the tensors' values a checkpoint reader trusts.
  */
 #include "io.h"
 
+#include <math.h>
 #include <string.h>
 
 int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const char **out,
@@ -94,4 +96,21 @@ int ag_meta_bool(const ag_st_file *f, const char *path, const char *key, int *ou
         return bad_value(path, key, s, "true or false", err, errlen);
     *out = strcmp(s, "true") == 0;
     return 1;
+}
+
+ag_status ag_io_check_values(const char *path, const char *name, const ag_real *v, size_t n,
+                             int nonneg, char *err, size_t errlen)
+{
+    size_t i = ag_first_nonfinite(v, n);
+    for (size_t j = 0; nonneg && j < i; j++) {
+        if (v[j] < 0) {
+            i = j;
+            break;
+        }
+    }
+    if (i == n)
+        return AG_OK;
+    const char *what = isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value";
+    return ag_io_err(AG_ERR_NUMERIC, err, errlen, "%s: tensor '%s' holds %s at element %zu", path,
+                     name, what, i);
 }

@@ -424,16 +424,9 @@ static int read_tensor(const ag_gpt_file *f, const ag_gpt *g, const file_tensor 
                        const char *name, ag_real *tmp, ag_real *const *dst, int nonneg, char *err,
                        size_t errlen)
 {
-    if (ag_st_get(f->st, name, t->ndim, t->shape, tmp, err, errlen) != AG_OK)
+    if (ag_st_get(f->st, name, t->ndim, t->shape, tmp, err, errlen) != AG_OK ||
+        ag_io_check_values(f->path, name, tmp, t->size, nonneg, err, errlen) != AG_OK)
         return 0;
-    for (size_t i = 0; i < t->size; i++) {
-        if (!isfinite(tmp[i]) || (nonneg && tmp[i] < 0)) {
-            ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: tensor '%s' holds %s at element %zu",
-                      f->path, name, isnan(tmp[i]) ? "NaN" : isinf(tmp[i]) ? "Inf"
-                      : "a negative value", i);
-            return 0;
-        }
-    }
     unpack(g, t, tmp, dst);
     return 1;
 }

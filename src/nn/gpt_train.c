@@ -160,18 +160,6 @@ const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t)
     return t ? &t->cfg : NULL;
 }
 
-/* The first parameter holding NaN or Inf after an update: its index, or -1. */
-static long first_bad(const ag_gpt *g, size_t *elem)
-{
-    for (size_t p = 0; p < g->n_params; p++)
-        for (size_t i = 0; i < g->params[p]->size; i++)
-            if (!isfinite(g->params[p]->data[i])) {
-                *elem = i;
-                return (long)p;
-            }
-    return -1;
-}
-
 ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen)
 {
     if (!t) {
@@ -208,7 +196,7 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
         if (t->opt[k])
             ag_optim_step(t->opt[k]);
     size_t elem;
-    long bad = first_bad(g, &elem);
+    long bad = ag_first_nonfinite_param(g->params, g->n_params, &elem);
     if (bad >= 0) {
         ag_real v = g->params[bad]->data[elem];
         ag_nn_set_err(err, errlen, "step %ld: the AdamW update (lr %g) made parameter '%s' %s at "
