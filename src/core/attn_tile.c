@@ -22,15 +22,25 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-void ag_attn_pack_t(const ag_real *src, size_t lds, size_t n, size_t npad, size_t dh,
-                    ag_real scale, ag_real *dst, size_t ldd)
+/* dst (dh, br) = scale src^T for n rows src (n, dh), zeros past n */
+static void ref_pack(const ag_real *src, size_t n, size_t dh, ag_real scale, ag_real *dst)
 {
-    for (size_t r = 0; r < n; r++)
-        for (size_t p = 0; p < dh; p++)
-            dst[p * ldd + r] = scale * src[r * lds + p];
     for (size_t p = 0; p < dh; p++)
-        for (size_t r = n; r < npad; r++)
-            dst[p * ldd + r] = 0;
+        for (size_t r = 0; r < REF_BR; r++)
+            dst[p * REF_BR + r] = r < n ? scale * src[r * dh + p] : 0;
+}
+
+static void ref_prep(const ag_real *q, const ag_real *d_o, const ag_real *o, size_t ldo, size_t n,
+                     size_t dh, ag_real qscale, ag_real *qt, ag_real *d_ot, ag_real *dsum)
+{
+    ref_pack(q, n, dh, qscale, qt);
+    ref_pack(d_o, n, dh, 1, d_ot);
+    for (size_t r = 0; r < REF_BR; r++) {
+        ag_real sum = 0;
+        for (size_t p = 0; r < n && p < dh; p++)
+            sum += d_o[r * dh + p] * o[r * ldo + p];
+        dsum[r] = sum;
+    }
 }
 
 /* How many keys c0 .. c0+nc-1 query t sees: all of them, or when causal
@@ -50,22 +60,21 @@ static size_t ref_fwd_scratch(size_t dh)
 
 static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
 {
-    size_t dh = f->dh, ld = f->ld, br = REF_BR, nr = min_size(br, f->T - r0);
+    size_t dh = f->dh, ldo = f->ldo, br = REF_BR, nr = min_size(br, f->T - r0);
     ag_real *qt = scratch;              /* (dh, br): scale Q_i^T */
     ag_real *s = qt + dh * br;          /* (bc, br): scores, then weights */
     ag_real *acc = s + REF_BC * br;     /* (br, dh): O_i before dividing by l */
     ag_real *m = acc + br * dh, *l = m + br;
-    ag_attn_pack_t(f->q + r0 * ld, ld, nr, nr, dh, f->scale, qt, br);
+    ref_pack(f->q + r0 * dh, nr, dh, f->scale, qt);
     for (size_t r = 0; r < nr; r++) {
         m[r] = -INFINITY;
         l[r] = 0;
     }
-    memset(acc, 0, nr * dh * sizeof(ag_real));
     size_t keys = f->causal ? r0 + nr : f->T;   /* keys past the block's last query: never seen */
     for (size_t c0 = 0; c0 < keys; c0 += REF_BC) {
         size_t nc = min_size(REF_BC, keys - c0);
         /* S_ij^T = K_j (scale Q_i)^T */
-        ag_gemm(0, 0, nc, nr, dh, 1, f->k + c0 * ld, ld, qt, br, 0, s, br);
+        ag_gemm(0, 0, nc, nr, dh, 1, f->k + c0 * dh, dh, qt, br, 0, s, br);
         for (size_t r = 0; r < nr; r++) {
             size_t n = keys_seen(f->causal, c0, nc, r0 + r);
             ag_real mx = m[r];
@@ -83,40 +92,41 @@ static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
                 s[c * br + r] = 0;
             l[r] = a * l[r] + sum;
             m[r] = mx;
-            for (size_t p = 0; p < dh; p++)
+            for (size_t p = 0; c0 && p < dh; p++)   /* (c0 = 0: acc is not set yet) */
                 acc[r * dh + p] *= a;
         }
         /* O_i += P_ij V_j, P_ij being the tile read transposed */
-        ag_gemm(1, 0, nr, dh, nc, 1, s, br, f->v + c0 * ld, ld, 1, acc, dh);
+        ag_gemm(1, 0, nr, dh, nc, 1, s, br, f->v + c0 * dh, dh, c0 ? 1 : 0, acc, dh);
     }
     for (size_t r = 0; r < nr; r++) {
         ag_real inv = l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
         for (size_t p = 0; p < dh; p++)
-            f->o[(r0 + r) * ld + p] = acc[r * dh + p] * inv;
+            f->o[(r0 + r) * ldo + p] = acc[r * dh + p] * inv;
         f->lse[r0 + r] = l[r] > 0 ? m[r] + AG_LOG(l[r]) : INFINITY;
     }
 }
 
 static size_t ref_bwd_scratch(size_t dh)
 {
-    /* P and dS tiles (bc, br), dK_j and dV_j sums (bc, dh) */
-    return 2 * REF_BC * REF_BR + 2 * REF_BC * dh;
+    (void)dh;
+    return 2 * REF_BC * REF_BR;   /* the P and dS tiles (bc, br) */
 }
 
 static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
 {
-    size_t dh = b->dh, ld = b->ld, br = REF_BR, nc = min_size(REF_BC, b->T - c0);
+    size_t dh = b->dh, ldo = b->ldo, br = REF_BR, nc = min_size(REF_BC, b->T - c0);
     ag_real *p = scratch, *ds = p + REF_BC * br;   /* (bc, br) */
-    ag_real *dk = ds + REF_BC * br, *dv = dk + REF_BC * dh;   /* (bc, dh) */
-    const ag_real *kj = b->k + c0 * ld, *vj = b->v + c0 * ld;
-    memset(dk, 0, 2 * REF_BC * dh * sizeof(ag_real));
+    ag_real *dk = b->dk + c0 * ldo, *dv = b->dv + c0 * ldo;   /* the block's rows */
+    const ag_real *kj = b->k + c0 * dh, *vj = b->v + c0 * dh;
     /* causal: query blocks ending before c0 see none of these keys */
-    for (size_t r0 = b->causal ? c0 / br * br : 0; r0 < b->T; r0 += br) {
+    size_t r_first = b->causal ? c0 / br * br : 0;
+    for (size_t r0 = r_first; r0 < b->T; r0 += br) {
         size_t nr = min_size(br, b->T - r0);
+        ag_real beta = r0 == r_first ? 0 : 1;
         /* P_ij^T = exp(K_j (scale Q_i)^T - L_i), the forward's weights again;
          * dP_ij^T = V_j dO_i^T */
-        ag_gemm(0, 0, nc, nr, dh, 1, kj, ld, b->qt + r0, b->tpad, 0, p, br);
-        ag_gemm(0, 0, nc, nr, dh, 1, vj, ld, b->d_ot + r0, b->tpad, 0, ds, br);
+        ag_gemm(0, 0, nc, nr, dh, 1, kj, dh, b->qt + r0 * dh, br, 0, p, br);
+        ag_gemm(0, 0, nc, nr, dh, 1, vj, dh, b->d_ot + r0 * dh, br, 0, ds, br);
         for (size_t c = 0; c < nc; c++)
             for (size_t r = 0; r < nr; r++) {
                 size_t i = c * br + r;
@@ -129,18 +139,15 @@ static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
                 ds[i] = p[i] * (ds[i] - (b->wrong ? 0 : b->dsum[r0 + r]));
             }
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
-        ag_gemm(0, 0, nc, dh, nr, 1, p, br, b->d_o + r0 * ld, ld, 1, dv, dh);
-        ag_gemm(0, 0, nc, dh, nr, 1, ds, br, b->q + r0 * ld, ld, 1, dk, dh);
-        ag_gemm(1, 0, nr, dh, nc, 1, ds, br, kj, ld, 1, b->dq + r0 * ld, ld);
-    }
-    for (size_t c = 0; c < nc; c++) {
-        memcpy(b->dk + (c0 + c) * ld, dk + c * dh, dh * sizeof(ag_real));
-        memcpy(b->dv + (c0 + c) * ld, dv + c * dh, dh * sizeof(ag_real));
+        ag_gemm(0, 0, nc, dh, nr, 1, p, br, b->d_o + r0 * dh, dh, beta, dv, ldo);
+        ag_gemm(0, 0, nc, dh, nr, 1, ds, br, b->q + r0 * dh, dh, beta, dk, ldo);
+        ag_gemm(1, 0, nr, dh, nc, 1, ds, br, kj, dh, b->first ? 0 : 1, b->dq + r0 * dh, dh);
     }
 }
 
 static const ag_attn_kernel kernel_ref = {
-    "portable", REF_BR, REF_BC, ref_fwd_block, ref_bwd_block, ref_fwd_scratch, ref_bwd_scratch,
+    "portable",      REF_BR,          REF_BC,   1, ref_fwd_block, ref_bwd_block,
+    ref_fwd_scratch, ref_bwd_scratch, ref_prep,
 };
 
 const ag_attn_kernel *ag_attn_kernel_for(size_t T)

@@ -27,35 +27,44 @@
 
 #include <stddef.h>
 
-/* One head of the forward pass. Row t of Q, K, V, O is at q + t * ld (head
- * h of a (B,T,d) buffer is its columns h*dh .., so ld = d). */
+/* One head of the forward pass. Its Q, K and V are contiguous (T, dh)
+ * blocks (rows a head's width apart, so a tile's rows never compete for the
+ * same cache sets); row t of O is at o + t * ldo (head h of a (B,T,d)
+ * buffer is its columns h*dh .., so ldo = d). */
 typedef struct ag_attn_fwd {
-    size_t T, dh, ld;
+    size_t T, dh, ldo;
     int causal;                  /* key c is hidden from query r when c > r */
     ag_real scale;               /* 1 / sqrt(dh) */
-    const ag_real *q, *k, *v;    /* (T, ld) */
-    ag_real *o;                  /* (T, ld): written */
-    ag_real *lse;                /* (T): L, written; +inf for a query that sees no key */
+    const ag_real *q, *k, *v;    /* (T, dh) */
+    ag_real *o;                  /* (T, ldo): written */
+    ag_real *lse;                /* (T): L in the kernel's score_unit, written; +inf for a
+                                    query that sees no key */
 } ag_attn_fwd;
 
-/* One head of the backward pass. tpad is T rounded up to the kernel's br:
- * the per-query vectors below are read a whole block at a time. */
+/* One head of the backward pass, laid out as forward's. tpad is T rounded
+ * up to the kernel's br: the per-query vectors below are read a whole block
+ * at a time. */
 typedef struct ag_attn_bwd {
-    size_t T, dh, ld, tpad;
+    size_t T, dh, ldo, tpad;
     int causal;
     int wrong;                   /* AG_BUG_SOFTMAX: D taken as 0 (the - P P^T term dropped) */
     ag_real scale;
-    const ag_real *q, *k, *v, *d_o;   /* (T, ld) */
-    const ag_real *qt, *d_ot;    /* (dh, tpad): scale Q^T and dO^T, zero past T */
-    const ag_real *lse;          /* (tpad): L from forward, +inf past T */
+    const ag_real *q, *k, *v, *d_o;   /* (T, dh) */
+    const ag_real *qt, *d_ot;    /* (tpad / br, dh, br): scale score_unit Q^T and dO^T a
+                                    query block at a time (block i at i dh br), zero past T */
+    const ag_real *lse;          /* (tpad): L from forward (in score_unit), +inf past T */
     const ag_real *dsum;         /* (tpad): D = rowsum(dO * O), 0 past T */
-    ag_real *dq;                 /* (T, ld): dS K added */
-    ag_real *dk, *dv;            /* (T, ld): dS^T Q and P^T dO, the key block's rows written */
+    ag_real *dq;                 /* (T, dh): dS K added, or written when first */
+    int first;                   /* this key block is the first to reach dq's rows */
+    ag_real *dk, *dv;            /* (T, ldo): dS^T Q and P^T dO, the key block's rows written */
 } ag_attn_bwd;
 
 typedef struct ag_attn_kernel {
     const char *name;
     size_t br, bc;               /* queries and keys per tile */
+    /* The tiles' scores are S times this, and L is in the same unit: 1, or
+     * log2 e for tiles that work with 2^x instead of e^x. */
+    ag_real score_unit;
     /* Forward of queries r0 .. r0+br-1 (fewer at the end): their rows of O
      * and entries of L. scratch holds fwd_scratch(dh) reals. */
     void (*fwd_block)(const ag_attn_fwd *f, size_t r0, ag_real *scratch);
@@ -66,17 +75,16 @@ typedef struct ag_attn_kernel {
     void (*bwd_block)(const ag_attn_bwd *b, size_t c0, ag_real *scratch);
     size_t (*fwd_scratch)(size_t dh);
     size_t (*bwd_scratch)(size_t dh);
+    /* A block of n <= br queries as backward's tiles read it: qt (dh, br) =
+     * qscale q^T and d_ot (dh, br) = d_o^T, from q and d_o (n, dh), and
+     * dsum[r] = <d_o row r, o row r> (o's rows ldo apart); zeros past n. */
+    void (*prep)(const ag_real *q, const ag_real *d_o, const ag_real *o, size_t ldo, size_t n,
+                 size_t dh, ag_real qscale, ag_real *qt, ag_real *d_ot, ag_real *dsum);
 } ag_attn_kernel;
 
 /* The kernel for sequences of T positions: the SIMD one of the gemm kernel
  * in use (ag_gemm_use, AG_GEMM), in a float build, else the portable one. */
 const ag_attn_kernel *ag_attn_kernel_for(size_t T);
-
-/* dst[p * ldd + r] = scale * src[r * lds + p] for r < n, p < dh, and zeros
- * for r in [n, npad): a head's Q or dO as the (dh, npad) tile rows the
- * kernels read. */
-void ag_attn_pack_t(const ag_real *src, size_t lds, size_t n, size_t npad, size_t dh,
-                    ag_real scale, ag_real *dst, size_t ldd);
 
 /* The SIMD kernels for T positions (float builds on x86), or NULL. They do
  * not check the CPU: ag_attn_kernel_for does, through the gemm kernel. */

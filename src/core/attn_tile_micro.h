@@ -9,10 +9,13 @@
  *   VLOAD VSTORE VSET1 VFMA(a, b, c) = a*b + c, VMUL, VSUB, VADD, VMAX, VZERO
  *   VLOAD_M(p, m), VSTORE_M(p, m, v)   masked load (zeros elsewhere) / store
  *   VMASK(n)       a mask of the first n lanes (0 < n <= W)
- *   VEXP(x)        exp, lane by lane (src/core/vexp.h)
+ *   VEXP2(x)       2^x, lane by lane (src/core/vexp.h)
  *   VFILL_BELOW(x, k, fill)   x with its lanes below k (k may be <= 0 or
  *                  >= W) replaced by fill
  *   VPOS_OR_ZERO(x)   x where x > -inf, 0 elsewhere
+ *   VTRANSPOSE(src, lds, rows, cols, col)   col[j] (j < W) = column j of the
+ *                  (rows x cols) block at src (rows lds apart), zeros past
+ *                  rows and cols (rows, cols <= W)
  *   QK_ACC, PV_ACC    accumulators per micro-tile of each kind below
  *   PV_NV          vectors per row of a product's micro-tile, at most
  * and the includer's enums MODE_* (what a keys x queries tile stores) and
@@ -78,7 +81,7 @@ UNROLL
                 if (masked)
                     x = VFILL_BELOW(x, k, VSET1(-INFINITY));
             } else if (mode == MODE_P) {
-                x = VEXP(VSUB(x, c));
+                x = VEXP2(VSUB(x, c));
                 if (masked)
                     x = VFILL_BELOW(x, k, VZERO());
             } else {
@@ -89,7 +92,7 @@ UNROLL
     }
 }
 
-/* Rows c < nc of a tile: micro-tiles of QK_ACC / NV rows, then 4, then 1.
+/* Rows c < nc of a tile: micro-tiles of QK_ACC / NV rows, then 8, 4, 1.
  * diag is the block's first key minus its first query. */
 TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t lda, const float *b,
                                  size_t ldb, float *t, int mode, const float *vec, const float *pt,
@@ -103,6 +106,8 @@ TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t ld
                       pt ? pt + c * br : NULL, causal && diag + (long)(c + (R)-1) > 0,          \
                       diag + (long)c, (R), NV);
     QK_ROWS(QK_ACC / NV)
+    if (QK_ACC / NV > 8)
+        QK_ROWS(8)
     if (QK_ACC / NV > 4)
         QK_ROWS(4)
     QK_ROWS(1)
@@ -156,9 +161,9 @@ UNROLL
 
 /* c (M x n) = beta c + op(a) b over K, op(a)(i, p) = a[i*rsa + p*csa]; n is
  * dh, taken PV_NV vectors at a time. */
-TARGET static void NAME(pv)(size_t M, size_t n, size_t K, const float *a, size_t rsa, size_t csa,
-                            const float *b, size_t ldb, float *c, size_t ldc, int beta_mode,
-                            const float *beta)
+TARGET INLINE void NAME(pv_any)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
+                                size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
+                                const int beta_mode, const float *beta)
 {
     for (size_t j = 0; j < n; j += PV_NV * W) {
         size_t nj = n - j < PV_NV * W ? n - j : PV_NV * W;
@@ -172,6 +177,8 @@ TARGET static void NAME(pv)(size_t M, size_t n, size_t K, const float *a, size_t
 #define PV_CASE(NVD)                                                                            \
     case NVD:                                                                                   \
         PV_ROWS(PV_ACC / (NVD), NVD)                                                            \
+        if (PV_ACC / (NVD) > 8)                                                                 \
+            PV_ROWS(8, NVD)                                                                     \
         if (PV_ACC / (NVD) > 4)                                                                 \
             PV_ROWS(4, NVD)                                                                     \
         PV_ROWS(1, NVD)                                                                         \
@@ -193,28 +200,90 @@ TARGET static void NAME(pv)(size_t M, size_t n, size_t K, const float *a, size_t
     }
 }
 
+/* c = op(a) b, or c += op(a) b when add */
+TARGET static void NAME(pv)(size_t M, size_t n, size_t K, const float *a, size_t rsa, size_t csa,
+                            const float *b, size_t ldb, float *c, size_t ldc, int add)
+{
+    if (add)
+        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL);
+    else
+        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL);
+}
+
+/* c_i = beta_i c_i + op(a) b, row by row */
+TARGET static void NAME(pv_scaled)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
+                                   size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
+                                   const float *beta)
+{
+    NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta);
+}
+
 /* ---- the blocks ---- */
+
+/* dst (dh, br) = scale src^T, src a block of n rows (n, dh), zeros past n */
+TARGET INLINE void NAME(pack)(const float *src, size_t n, size_t dh, float scale, float *dst,
+                              const int NV)
+{
+    const size_t br = (size_t)NV * W;
+    VEC vs = VSET1(scale), col[W];
+    for (size_t r0 = 0; r0 < br; r0 += W) {
+        int rows = n <= r0 ? 0 : n - r0 >= W ? W : (int)(n - r0);
+        for (size_t p0 = 0; p0 < dh; p0 += W) {
+            int cols = dh - p0 >= W ? W : (int)(dh - p0);
+            VTRANSPOSE(src + r0 * dh + p0, dh, rows, cols, col);
+            for (int j = 0; j < cols; j++)
+                VSTORE(dst + (p0 + j) * br + r0, VMUL(vs, col[j]));
+        }
+    }
+}
+
+/* attn_tile.h's prep: Q, dO and O transposed a W x W block at a time in
+ * registers (one block at a time, so as not to run out of them), D summed
+ * from the columns of O and of dO^T as just stored. */
+TARGET INLINE void NAME(prep)(const float *q, const float *d_o, const float *o, size_t ldo,
+                              size_t n, size_t dh, float qscale, float *qt, float *d_ot,
+                              float *dsum, const int NV)
+{
+    const size_t br = (size_t)NV * W;
+    VEC vs = VSET1(qscale), col[W];
+    for (size_t r0 = 0; r0 < br; r0 += W) {
+        int rows = n <= r0 ? 0 : n - r0 >= W ? W : (int)(n - r0);
+        VEC sum = VZERO();
+        for (size_t p0 = 0; p0 < dh; p0 += W) {
+            int cols = dh - p0 >= W ? W : (int)(dh - p0);
+            VTRANSPOSE(q + r0 * dh + p0, dh, rows, cols, col);
+            for (int j = 0; j < cols; j++)
+                VSTORE(qt + (p0 + j) * br + r0, VMUL(vs, col[j]));
+            VTRANSPOSE(d_o + r0 * dh + p0, dh, rows, cols, col);
+            for (int j = 0; j < cols; j++)
+                VSTORE(d_ot + (p0 + j) * br + r0, col[j]);
+            VTRANSPOSE(o + r0 * ldo + p0, ldo, rows, cols, col);
+            for (int j = 0; j < cols; j++)
+                sum = VFMA(VLOAD(d_ot + (p0 + j) * br + r0), col[j], sum);
+        }
+        VSTORE(dsum + r0, sum);
+    }
+}
 
 /* Forward of one query block, br = bc = NV W (attn_tile.h). */
 TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, const int NV)
 {
     const size_t br = (size_t)NV * W, bc = br;
-    size_t dh = f->dh, ld = f->ld, nr = min_of(br, f->T - r0);
+    size_t dh = f->dh, ldo = f->ldo, nr = min_of(br, f->T - r0);
     float *qt = scratch;            /* (dh, br): scale Q_i^T */
     float *s = qt + dh * br;        /* (bc, br): scores, then weights */
     float *acc = s + bc * br;       /* (br, dh): O_i before dividing by l */
     float *m = acc + br * dh, *l = m + br, *alpha = l + br;   /* (br) each */
-    ag_attn_pack_t(f->q + r0 * ld, ld, nr, br, dh, f->scale, qt, br);
+    NAME(pack)(f->q + r0 * dh, nr, dh, f->scale * LOG2E, qt, NV);
     for (size_t v = 0; v < br; v += W) {
         VSTORE(m + v, VSET1(-INFINITY));
         VSTORE(l + v, VZERO());
     }
-    memset(acc, 0, nr * dh * sizeof(float));
     size_t keys = f->causal ? r0 + nr : f->T;
     for (size_t c0 = 0; c0 < keys; c0 += bc) {
         size_t nc = min_of(bc, keys - c0);
         /* S_ij^T = K_j (scale Q_i)^T, -inf where the mask hides a key */
-        NAME(qk_tile)(nc, dh, f->k + c0 * ld, ld, qt, br, s, MODE_S, NULL, NULL, f->causal,
+        NAME(qk_tile)(nc, dh, f->k + c0 * dh, dh, qt, br, s, MODE_S, NULL, NULL, f->causal,
                       (long)c0 - (long)r0, NV);
         /* the online softmax, a vector of queries at a time: the new max,
          * the weights relative to it, the sums so far rescaled to it (while
@@ -225,23 +294,26 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
                 mx = VMAX(mx, VLOAD(s + c * br + v));
             VEC mu = VPOS_OR_ZERO(mx);
             for (size_t c = 0; c < nc; c++) {
-                VEC e = VEXP(VSUB(VLOAD(s + c * br + v), mu));
+                VEC e = VEXP2(VSUB(VLOAD(s + c * br + v), mu));
                 VSTORE(s + c * br + v, e);
                 sum = VADD(sum, e);
             }
-            VEC a = VEXP(VSUB(mold, mu));
+            VEC a = VEXP2(VSUB(mold, mu));
             VSTORE(l + v, VFMA(a, VLOAD(l + v), sum));
             VSTORE(m + v, mx);
             VSTORE(alpha + v, a);
         }
         /* O_i = alpha O_i + P_ij V_j */
-        NAME(pv)(nr, dh, nc, s, 1, br, f->v + c0 * ld, ld, acc, dh, BETA_ROWS, alpha);
+        if (c0)
+            NAME(pv_scaled)(nr, dh, nc, s, 1, br, f->v + c0 * dh, dh, acc, dh, alpha);
+        else
+            NAME(pv)(nr, dh, nc, s, 1, br, f->v, dh, acc, dh, 0);
     }
     for (size_t r = 0; r < nr; r++) {
         float inv = l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
         for (size_t p = 0; p < dh; p++)
-            f->o[(r0 + r) * ld + p] = acc[r * dh + p] * inv;
-        f->lse[r0 + r] = l[r] > 0 ? m[r] + logf(l[r]) : INFINITY;
+            f->o[(r0 + r) * ldo + p] = acc[r * dh + p] * inv;
+        f->lse[r0 + r] = l[r] > 0 ? m[r] + log2f(l[r]) : INFINITY;
     }
 }
 
@@ -249,27 +321,24 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
 TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, const int NV)
 {
     const size_t br = (size_t)NV * W, bc = br;
-    size_t dh = b->dh, ld = b->ld, nc = min_of(bc, b->T - c0);
+    size_t dh = b->dh, ldo = b->ldo, nc = min_of(bc, b->T - c0);
     float *p = scratch, *ds = p + bc * br;                     /* (bc, br) */
-    float *dk = ds + bc * br, *dv = dk + bc * dh;              /* (bc, dh) */
-    const float *kj = b->k + c0 * ld, *vj = b->v + c0 * ld;
-    memset(dk, 0, 2 * bc * dh * sizeof(float));
-    for (size_t r0 = b->causal ? c0 / br * br : 0; r0 < b->T; r0 += br) {
+    float *dk = b->dk + c0 * ldo, *dv = b->dv + c0 * ldo;      /* the block's rows */
+    const float *kj = b->k + c0 * dh, *vj = b->v + c0 * dh;
+    size_t r_first = b->causal ? c0 / br * br : 0;   /* causal: earlier queries see none */
+    for (size_t r0 = r_first; r0 < b->T; r0 += br) {
         size_t nr = min_of(br, b->T - r0);
+        int add = r0 != r_first;
         long diag = (long)c0 - (long)r0;
         /* P_ij^T = exp(K_j (scale Q_i)^T - L_i); dS_ij^T = P (V_j dO_i^T - D_i) */
-        NAME(qk_tile)(nc, dh, kj, ld, b->qt + r0, b->tpad, p, MODE_P, b->lse + r0, NULL, b->causal,
+        NAME(qk_tile)(nc, dh, kj, dh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, b->causal,
                       diag, NV);
-        NAME(qk_tile)(nc, dh, vj, ld, b->d_ot + r0, b->tpad, ds, MODE_DS,
+        NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
                       b->wrong ? NULL : b->dsum + r0, p, 0, diag, NV);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
-        NAME(pv)(nc, dh, nr, p, br, 1, b->d_o + r0 * ld, ld, dv, dh, BETA_ONE, NULL);
-        NAME(pv)(nc, dh, nr, ds, br, 1, b->q + r0 * ld, ld, dk, dh, BETA_ONE, NULL);
-        NAME(pv)(nr, dh, nc, ds, 1, br, kj, ld, b->dq + r0 * ld, ld, BETA_ONE, NULL);
-    }
-    for (size_t c = 0; c < nc; c++) {
-        memcpy(b->dk + (c0 + c) * ld, dk + c * dh, dh * sizeof(float));
-        memcpy(b->dv + (c0 + c) * ld, dv + c * dh, dh * sizeof(float));
+        NAME(pv)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldo, add);
+        NAME(pv)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldo, add);
+        NAME(pv)(nr, dh, nc, ds, 1, br, kj, dh, b->dq + r0 * dh, dh, !b->first);
     }
 }
 
@@ -289,11 +358,18 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     }                                                                                           \
     static size_t NAME(bwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
-        return 2 * (NVV) * W * (NVV) * W + 2 * (NVV) * W * dh;                                  \
+        (void)dh;                                                                               \
+        return 2 * (NVV) * W * (NVV) * W;                                                       \
+    }                                                                                           \
+    TARGET static void NAME(prep##NVV)(const ag_real *q, const ag_real *d_o, const ag_real *o,     \
+                                       size_t ldo, size_t n, size_t dh, ag_real qscale,         \
+                                       ag_real *qt, ag_real *d_ot, ag_real *dsum)               \
+    {                                                                                           \
+        NAME(prep)(q, d_o, o, ldo, n, dh, qscale, qt, d_ot, dsum, NVV);                         \
     }                                                                                           \
     static const ag_attn_kernel NAME(kernel##NVV) = {                                           \
-        KERNEL_NAME,       (NVV) * W,             (NVV) * W,             NAME(fwd##NVV),        \
-        NAME(bwd##NVV),    NAME(fwd_scratch##NVV), NAME(bwd_scratch##NVV),                      \
+        KERNEL_NAME,        (NVV) * W,      (NVV) * W,        LOG2E, NAME(fwd##NVV),             \
+        NAME(bwd##NVV),     NAME(fwd_scratch##NVV), NAME(bwd_scratch##NVV), NAME(prep##NVV),     \
     };
 KERNELS(1)
 KERNELS(2)

@@ -25,6 +25,10 @@ static size_t min_of(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+/* Scores are kept in base 2 (times log2 e), so that weights are 2^(S - L):
+ * exp2 costs half of exp. */
+#define LOG2E 1.44269504088896341f
+
 /* What a keys x queries tile stores: the scores S, the weights P, or dS. */
 enum { MODE_S, MODE_P, MODE_DS };
 /* What a product does with C: overwrites it, adds to it, or scales each row first. */
@@ -41,6 +45,39 @@ AG_VEXP_AVX512 static inline __m512 fill_below_avx512(__m512 x, long k, __m512 f
 AG_VEXP_AVX512 static inline __m512 pos_or_zero_avx512(__m512 x)
 {
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_GT_OQ), x);
+}
+
+/* col[j] = column j of the (rows x cols) block at src, rows lds apart,
+ * zeros past rows and cols: sixteen rows, unpacked pairwise, then 4 x 4
+ * blocks within 128-bit lanes, then the lanes gathered across rows. */
+AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds, int rows,
+                                                   int cols, __m512 col[16])
+{
+    __mmask16 m = (__mmask16)((1u << cols) - 1);
+    __m512 r[16], t[16], c[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_maskz_loadu_ps(m, src + i * lds) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* c[4g + k]: in 128-bit lane l, column 4l + k of rows 4g .. 4g+3 */
+    for (int g = 0; g < 4; g++) {
+        c[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        c[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        c[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        c[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int k = 0; k < 4; k++) {
+        __m512 lo01 = _mm512_shuffle_f32x4(c[k], c[4 + k], 0x44);    /* lanes 0, 1 */
+        __m512 lo23 = _mm512_shuffle_f32x4(c[8 + k], c[12 + k], 0x44);
+        __m512 hi01 = _mm512_shuffle_f32x4(c[k], c[4 + k], 0xEE);    /* lanes 2, 3 */
+        __m512 hi23 = _mm512_shuffle_f32x4(c[8 + k], c[12 + k], 0xEE);
+        col[k] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
+        col[4 + k] = _mm512_shuffle_f32x4(lo01, lo23, 0xDD);
+        col[8 + k] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
+        col[12 + k] = _mm512_shuffle_f32x4(hi01, hi23, 0xDD);
+    }
 }
 
 #define NAME(x) x##_avx512
@@ -61,9 +98,10 @@ AG_VEXP_AVX512 static inline __m512 pos_or_zero_avx512(__m512 x)
 #define VADD _mm512_add_ps
 #define VMAX _mm512_max_ps
 #define VZERO _mm512_setzero_ps
-#define VEXP exp_avx512
+#define VEXP2 exp2_avx512
 #define VFILL_BELOW fill_below_avx512
 #define VPOS_OR_ZERO pos_or_zero_avx512
+#define VTRANSPOSE transpose_avx512
 #define QK_ACC 16
 #define PV_ACC 16
 #define PV_NV 4
@@ -86,9 +124,10 @@ AG_VEXP_AVX512 static inline __m512 pos_or_zero_avx512(__m512 x)
 #undef VADD
 #undef VMAX
 #undef VZERO
-#undef VEXP
+#undef VEXP2
 #undef VFILL_BELOW
 #undef VPOS_OR_ZERO
+#undef VTRANSPOSE
 #undef QK_ACC
 #undef PV_ACC
 #undef PV_NV
@@ -105,6 +144,31 @@ AG_VEXP_AVX2 static inline __m256 fill_below_avx2(__m256 x, long k, __m256 fill)
 AG_VEXP_AVX2 static inline __m256 pos_or_zero_avx2(__m256 x)
 {
     return _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_GT_OQ), x);
+}
+
+/* col[j] = column j of the (rows x cols) block at src, as transpose_avx512
+ * does it with eight rows. */
+AG_VEXP_AVX2 static inline void transpose_avx2(const float *src, size_t lds, int rows, int cols,
+                                               __m256 col[8])
+{
+    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 r[8], t[8], c[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = i < rows ? _mm256_maskload_ps(src + i * lds, m) : _mm256_setzero_ps();
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 2; g++) {
+        c[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        c[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        c[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        c[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int k = 0; k < 4; k++) {
+        col[k] = _mm256_permute2f128_ps(c[k], c[4 + k], 0x20);
+        col[4 + k] = _mm256_permute2f128_ps(c[k], c[4 + k], 0x31);
+    }
 }
 
 #define NAME(x) x##_avx2
@@ -125,9 +189,10 @@ AG_VEXP_AVX2 static inline __m256 pos_or_zero_avx2(__m256 x)
 #define VADD _mm256_add_ps
 #define VMAX _mm256_max_ps
 #define VZERO _mm256_setzero_ps
-#define VEXP exp_avx2
+#define VEXP2 exp2_avx2
 #define VFILL_BELOW fill_below_avx2
 #define VPOS_OR_ZERO pos_or_zero_avx2
+#define VTRANSPOSE transpose_avx2
 #define QK_ACC 8
 #define PV_ACC 8
 #define PV_NV 2

@@ -69,4 +69,51 @@ AG_VEXP_AVX512 static inline __m512 exp_avx512(__m512 x)
     return _mm512_mask_blend_ps(under, y, _mm512_setzero_ps());
 }
 
+/* 2^x, for kernels that can keep their exponents in base 2 (scores scaled
+ * by log2 e): x = n + f with n an integer and |f| <= 1/2, a degree-6
+ * polynomial in f fitted to 2^f (within 2 ulp in float), times 2^n. About
+ * half the work of exp above. Below -126 (where 2^x would leave the normal
+ * floats), -inf included, it gives exactly 0; a NaN stays NaN. */
+#define EXP2_LO (-126.0f)
+#define EXP2_C0 1.0f
+#define EXP2_C1 0.6931471824645996f
+#define EXP2_C2 0.24022646248340607f
+#define EXP2_C3 0.05550328642129898f
+#define EXP2_C4 0.009618489071726799f
+#define EXP2_C5 0.0013399930903688073f
+#define EXP2_C6 0.0001534581242594868f
+
+AG_VEXP_AVX2 static inline __m256 exp2_avx2(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(EXP2_LO);
+    __m256 live = _mm256_cmp_ps(x, lo, _CMP_NLT_UQ);   /* x >= lo, or NaN */
+    __m256 xc = _mm256_max_ps(lo, x);                   /* a NaN x stays NaN */
+    __m256 n = _mm256_round_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 f = _mm256_sub_ps(xc, n);
+    __m256 p = _mm256_set1_ps(EXP2_C6);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(EXP2_C5));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(EXP2_C4));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(EXP2_C3));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(EXP2_C2));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(EXP2_C1));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(EXP2_C0));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(live, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+AG_VEXP_AVX512 static inline __m512 exp2_avx512(__m512 x)
+{
+    __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP2_LO), _CMP_NLT_UQ);
+    __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_sub_ps(x, n);
+    __m512 p = _mm512_set1_ps(EXP2_C6);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(EXP2_C5));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(EXP2_C4));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(EXP2_C3));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(EXP2_C2));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(EXP2_C1));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(EXP2_C0));
+    return _mm512_maskz_scalef_ps(live, p, n);   /* p 2^n; 0 below lo */
+}
+
 #endif /* AG_VEXP_H */

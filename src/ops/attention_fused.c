@@ -6,18 +6,18 @@
  *   P_h = softmax(Q_h K_h^T / sqrt(dh)) over keys        (B,H,T,T), masked if causal
  *   O = [P_1 V_1 | ... | P_H V_H],  out = O wo           (B,T,d)
  *
- * What fusing changes is the bookkeeping, not the arithmetic. Head h of Q is
- * columns h*dh .. h*dh+dh-1 of Q, read in place with row stride d, so no
- * copies split or merge heads. The heads are computed tile by tile
- * (src/core/attn_tile.h): a block of queries against a block of keys with
- * an online softmax, so no (T,T) matrix is ever made, and a causal layer
- * never computes the tiles the mask hides. Forward keeps Q, K, V, O and,
- * per query, L = the log-sum-exp of its scores; backward recomputes each
- * tile's weights as exp(S - L). Memory grows with T, not T^2. The weights
- * P are made only when the caller asks for them (p_out), for showing.
+ * What fusing changes is the bookkeeping, not the arithmetic. The heads are
+ * computed tile by tile (src/core/attn_tile.h): a block of queries against
+ * a block of keys with an online softmax, so no (T,T) matrix is ever made,
+ * and a causal layer never computes the tiles the mask hides. Forward keeps
+ * Q, K, V and O and, per query, L = the log-sum-exp of its scores; backward
+ * recomputes each tile's weights as exp(S - L). Memory grows with T, not
+ * T^2. The weights P are made only when the caller asks for them (p_out),
+ * for showing. Q, K and V are kept head by head, (B,H,T,dh), so that a
+ * tile reads contiguous rows; O stays (B,T,d) for out = O wo.
  *
- * Threads: forward shares out (batch, head, query block) work, backward
- * (batch, head, group of key blocks) work, and each block is computed the
+ * Threads: forward shares out (batch, head, query block) items, backward
+ * (batch, head, group of key blocks) items, and each block is computed the
  * same way whichever thread takes it. Backward's dQ gets one partial sum
  * per group of key blocks, added in a fixed order; how many groups depends
  * on the shapes, never on the thread count. So results are bit-identical
@@ -44,7 +44,8 @@
 
 typedef struct fused_saved {
     const ag_attn_kernel *kern;   /* the tiles forward ran; backward runs the same */
-    ag_real *q, *k, *v, *o;       /* (B,T,d) each */
+    ag_real *q, *k, *v;           /* (B,H,T,dh) each */
+    ag_real *o;                   /* (B,T,d) */
     ag_real *lse;                 /* (B,H,tpad): L per query, +inf past T */
     size_t tpad;                  /* T rounded up to kern->br */
     int causal;
@@ -53,6 +54,40 @@ typedef struct fused_saved {
 static size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
+}
+
+/* ---- the layouts ---- */
+
+/* Head rows (T, dh) from a (T, ld) buffer's columns at row; nothing when
+ * they are the same storage (one head). */
+static void relayout_head(const ag_real *row, size_t ld, ag_real *head, size_t T, size_t dh)
+{
+    for (size_t r = 0; row != head && r < T; r++, row += ld, head += dh)
+        for (size_t p = 0; p < dh; p++)   /* a loop: a head is often only 8 or 16 wide */
+            head[p] = row[p];
+}
+
+/* The heads of a (B,T,d) buffer one after the other, (B,H,T,dh). */
+typedef struct layout_job {
+    size_t H, T, d, dh;
+    const ag_real *rows;          /* (B,T,d) */
+    ag_real *heads;               /* (B,H,T,dh) */
+} layout_job;
+
+static void layout_head(void *ctx, size_t t)
+{
+    const layout_job *j = ctx;
+    size_t T = j->T, d = j->d, dh = j->dh;
+    relayout_head(j->rows + t / j->H * T * d + t % j->H * dh, d, j->heads + t * T * dh, T, dh);
+}
+
+/* Rows (B,T,d) to heads (B,H,T,dh). With one head they are the same
+ * layout: heads is then rows itself and nothing moves. */
+static void relayout(size_t B, size_t H, size_t T, size_t d, const ag_real *rows, ag_real *heads)
+{
+    layout_job j = {H, T, d, d / H, rows, heads};
+    if (rows != heads)
+        ag_parallel_for(B * H, layout_head, &j);
 }
 
 /* ---- work shared out over the threads ----
@@ -70,14 +105,16 @@ typedef struct head_job {
     atomic_size_t next;
     ag_real *scratch;             /* (lanes, per_lane) */
     size_t per_lane;
-    const ag_real *q, *k, *v;     /* (B,T,d); backward: the chunk's first batch */
-    ag_real *o, *lse;             /* forward: (B,T,d), (B,H,tpad) */
-    /* backward, for the chunk: */
-    const ag_real *d_o, *lse_c;
-    ag_real *qt, *d_ot;           /* (heads, dh, tpad): scale Q^T, dO^T */
+    const ag_real *q, *k, *v;     /* (B,H,T,dh); backward: from the chunk's first batch */
+    ag_real *o, *lse;             /* (B,T,d), (B,H,tpad); backward: the chunk's */
+    /* backward, for the chunk of heads (B H) heads: */
+    size_t heads, n;              /* n = rows d */
+    ag_real *d_o;                 /* (rows, d): dO, then dQ (sum_head) */
+    ag_real *d_oh;                /* (heads, T, dh): dO head by head */
+    ag_real *qt, *d_ot;           /* (heads, dh, tpad): scale Q^T, dO^T in blocks (attn_tile.h) */
     ag_real *dsum;                /* (heads, tpad): D */
-    ag_real *dq, *dk, *dv;        /* (rows, d); dq: groups partials, n apart */
-    size_t n;
+    ag_real *dq;                  /* (groups, heads, T, dh): partial sums of dS K */
+    ag_real *dk, *dv;             /* (rows, d) */
 } head_job;
 
 /* The next item, or SIZE_MAX when all are taken. */
@@ -91,13 +128,13 @@ static void fwd_lane(void *ctx, size_t lane)
 {
     head_job *j = ctx;
     ag_real *scratch = j->scratch + lane * j->per_lane;
+    size_t T = j->T, dh = j->dh;
     for (size_t it; (it = take_item(j)) != SIZE_MAX;) {
         /* a head's longest blocks (the last, when causal) first */
-        size_t head = it / j->blocks, qb = j->blocks - 1 - it % j->blocks;
-        size_t off = head / j->H * j->T * j->d + head % j->H * j->dh;   /* batch b, head h */
+        size_t t = it / j->blocks, qb = j->blocks - 1 - it % j->blocks;   /* t = b H + h */
         ag_attn_fwd f = {
-            j->T, j->dh, j->d, j->causal, j->scale, j->q + off, j->k + off, j->v + off,
-            j->o + off, j->lse + head * j->tpad,
+            T, dh, j->d, j->causal, j->scale, j->q + t * T * dh, j->k + t * T * dh,
+            j->v + t * T * dh, j->o + t / j->H * T * j->d + t % j->H * dh, j->lse + t * j->tpad,
         };
         j->kern->fwd_block(&f, qb * j->kern->br, scratch);
     }
@@ -125,21 +162,20 @@ static void run_lanes(head_job *job, size_t lanes, ag_task_fn lane)
 /* ---- the weights, for showing ---- */
 
 typedef struct weights_job {
-    size_t H, T, d, dh;
+    size_t T, dh;
     ag_real scale;
     int causal, simd;
-    const ag_real *q, *k;         /* (B,T,d) */
+    const ag_real *q, *k;         /* (B,H,T,dh) */
     ag_real *p;                   /* (B,H,T,T) */
 } weights_job;
 
-/* P of head i = b H + h: the scores into its tile, softmaxed in place. */
-static void weights_head(void *ctx, size_t i)
+/* P of head t = b H + h: the scores into its tile, softmaxed in place. */
+static void weights_head(void *ctx, size_t t)
 {
     const weights_job *j = ctx;
-    size_t T = j->T, d = j->d;
-    size_t off = i / j->H * T * d + i % j->H * j->dh;
-    ag_real *p = j->p + i * T * T;
-    ag_gemm(0, 1, T, T, j->dh, j->scale, j->q + off, d, j->k + off, d, 0, p, T);
+    size_t T = j->T, dh = j->dh;
+    ag_real *p = j->p + t * T * T;
+    ag_gemm(0, 1, T, T, dh, j->scale, j->q + t * T * dh, dh, j->k + t * T * dh, dh, 0, p, T);
     for (size_t r = 0; r < T; r++) {
         /* causal: query r sees keys 0..r, the rest get weight exactly 0 */
         size_t n = j->causal ? r + 1 : T;
@@ -183,12 +219,13 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     const ag_tensor *in[5] = {x, wq, wk, wv, wo};
     if (!ag_op_begin(tape, "attention", 5, in) || !check_shapes(tape, in, heads))
         return NULL;
-    int B = x->shape[0], T = x->shape[1], d = x->shape[2];
-    size_t H = (size_t)heads, Ts = (size_t)T, dd = (size_t)d, rows = (size_t)B * Ts;
+    int T = x->shape[1], d = x->shape[2];
+    size_t B = (size_t)x->shape[0], H = (size_t)heads, Ts = (size_t)T, dd = (size_t)d;
+    size_t rows = B * Ts, dh = dd / H;
     const ag_attn_kernel *kern = ag_attn_kernel_for(Ts);
     size_t tpad = (Ts + kern->br - 1) / kern->br * kern->br, n_lse;
-    if (!ag_mul_size((size_t)B * H, tpad * sizeof(ag_real), &n_lse)) {
-        ag_tape_fail(tape, AG_ERR_NOMEM, "attention: x is [%dx%dx%d]: too large", B, T, d);
+    if (!ag_mul_size(B * H, tpad * sizeof(ag_real), &n_lse)) {
+        ag_tape_fail(tape, AG_ERR_NOMEM, "attention: x is [%zux%dx%d]: too large", B, T, d);
         return NULL;
     }
     ag_tensor *out = ag_tensor_make(tape, 3, x->shape, 0, ag_any_grad(5, in));
@@ -210,16 +247,21 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     e->iarg = heads;
     e->saved = sv;
 
-    ag_gemm(0, 0, rows, dd, dd, 1, x->data, dd, wq->data, dd, 0, sv->q, dd);
-    ag_gemm(0, 0, rows, dd, dd, 1, x->data, dd, wk->data, dd, 0, sv->k, dd);
-    ag_gemm(0, 0, rows, dd, dd, 1, x->data, dd, wv->data, dd, 0, sv->v, dd);
+    /* Q = x wq etc., each made in O's storage (not yet in use) and kept head by head */
+    const ag_tensor *w[3] = {wq, wk, wv};
+    ag_real *qkv[3] = {sv->q, sv->k, sv->v};
+    for (int i = 0; i < 3; i++) {
+        ag_real *rows_i = H == 1 ? qkv[i] : sv->o;
+        ag_gemm(0, 0, rows, dd, dd, 1, x->data, dd, w[i]->data, dd, 0, rows_i, dd);
+        relayout(B, H, Ts, dd, rows_i, qkv[i]);
+    }
     for (size_t i = 0; i < n_lse / sizeof(ag_real); i++)
         sv->lse[i] = INFINITY;   /* past T: no weight in backward's recomputed tiles */
     size_t blocks = (Ts + kern->br - 1) / kern->br;
     head_job job = {
-        .kern = kern, .H = H, .T = Ts, .d = dd, .dh = dd / H, .tpad = tpad,
-        .scale = (ag_real)(1.0 / sqrt((double)(d / heads))), .causal = sv->causal,
-        .items = (size_t)B * H * blocks, .blocks = blocks, .per_lane = kern->fwd_scratch(dd / H),
+        .kern = kern, .H = H, .T = Ts, .d = dd, .dh = dh, .tpad = tpad,
+        .scale = (ag_real)(1.0 / sqrt((double)dh)), .causal = sv->causal,
+        .items = B * H * blocks, .blocks = blocks, .per_lane = kern->fwd_scratch(dh),
         .q = sv->q, .k = sv->k, .v = sv->v, .o = sv->o, .lse = sv->lse,
     };
     size_t lanes = lanes_alloc(tape, &job, job.items);
@@ -228,12 +270,11 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     run_lanes(&job, lanes, fwd_lane);
     ag_gemm(0, 0, rows, dd, dd, 1, sv->o, dd, wo->data, dd, 0, out->data, dd);
     if (p_out) {
-        ag_tensor *p = ag_tensor_make(tape, 4, (int[]){B, heads, T, T}, 0, 0);
+        ag_tensor *p = ag_tensor_make(tape, 4, (int[]){(int)B, heads, T, T}, 0, 0);
         if (!p)
             return NULL;
-        weights_job w = {H, Ts, dd, dd / H, job.scale, sv->causal, ag_softmax_simd(),
-                         sv->q, sv->k, p->data};
-        ag_parallel_for((size_t)B * H, weights_head, &w);
+        weights_job wj = {Ts, dh, job.scale, sv->causal, ag_softmax_simd(), sv->q, sv->k, p->data};
+        ag_parallel_for(B * H, weights_head, &wj);
         *p_out = p;
     }
     return out;
@@ -241,23 +282,20 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
 
 /* ---- backward ---- */
 
-/* Head t of the chunk: Q^T (scaled) and dO^T as the tiles read them, and
- * D = rowsum(dO * O) per query. */
+/* Head t of the chunk: dO head by head, then per query block Q^T (scaled)
+ * and dO^T as the tiles read them, and D = rowsum(dO * O) per query. */
 static void prep_head(void *ctx, size_t t)
 {
     const head_job *j = ctx;
-    size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad;
-    size_t off = t / j->H * T * d + t % j->H * dh;
-    ag_real *qt = j->qt + t * dh * tpad, *d_ot = j->d_ot + t * dh * tpad;
-    ag_real *dsum = j->dsum + t * tpad;
-    ag_attn_pack_t(j->q + off, d, T, tpad, dh, j->scale, qt, tpad);
-    ag_attn_pack_t(j->d_o + off, d, T, tpad, dh, 1, d_ot, tpad);
-    for (size_t r = 0; r < tpad; r++) {
-        ag_real sum = 0;
-        for (size_t p = 0; r < T && p < dh; p++)
-            sum += j->d_o[off + r * d + p] * j->o[off + r * d + p];
-        dsum[r] = sum;
-    }
+    size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad, br = j->kern->br;
+    size_t off = t / j->H * T * d + t % j->H * dh;   /* head h of batch b in (rows, d) */
+    const ag_real *q = j->q + t * T * dh;
+    ag_real *d_oh = j->d_oh + t * T * dh, *qt = j->qt + t * dh * tpad;
+    ag_real *d_ot = j->d_ot + t * dh * tpad, *dsum = j->dsum + t * tpad;
+    relayout_head(j->d_o + off, d, d_oh, T, dh);
+    for (size_t r0 = 0; r0 < T; r0 += br)
+        j->kern->prep(q + r0 * dh, d_oh + r0 * dh, j->o + off + r0 * d, d, min_size(br, T - r0),
+                      dh, j->scale * j->kern->score_unit, qt + r0 * dh, d_ot + r0 * dh, dsum + r0);
 }
 
 static void bwd_lane(void *ctx, size_t lane)
@@ -266,36 +304,42 @@ static void bwd_lane(void *ctx, size_t lane)
     ag_real *scratch = j->scratch + lane * j->per_lane;
     size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad;
     for (size_t it; (it = take_item(j)) != SIZE_MAX;) {
-        size_t t = it / j->groups, g = it % j->groups;
-        size_t off = t / j->H * T * d + t % j->H * dh;
+        size_t t = it / j->groups, g = it % j->groups;   /* head t = b H + h of the chunk */
+        size_t off = t / j->H * T * d + t % j->H * dh, hoff = t * T * dh;
         ag_attn_bwd b = {
-            T, dh, d, tpad, j->causal, j->wrong, j->scale,
-            j->q + off, j->k + off, j->v + off, j->d_o + off,
-            j->qt + t * dh * tpad, j->d_ot + t * dh * tpad, j->lse_c + t * tpad,
-            j->dsum + t * tpad, j->dq + g * j->n + off, j->dk + off, j->dv + off,
+            .T = T, .dh = dh, .ldo = d, .tpad = tpad, .causal = j->causal, .wrong = j->wrong,
+            .scale = j->scale, .q = j->q + hoff, .k = j->k + hoff, .v = j->v + hoff,
+            .d_o = j->d_oh + hoff, .qt = j->qt + t * dh * tpad, .d_ot = j->d_ot + t * dh * tpad,
+            .lse = j->lse + t * tpad, .dsum = j->dsum + t * tpad,
+            .dq = j->dq + (g * j->heads + t) * T * dh, .dk = j->dk + off, .dv = j->dv + off,
         };
         /* group g: key blocks g, g + groups, ... (with a causal mask, early
-         * key blocks cost the most; interleaving evens the groups out) */
-        for (size_t kb = g; kb < j->blocks; kb += j->groups)
+         * key blocks cost the most; interleaving evens the groups out); the
+         * first writes the group's dQ rows, the others add to them */
+        for (size_t kb = g; kb < j->blocks; kb += j->groups) {
+            b.first = kb == g;
             j->kern->bwd_block(&b, kb * j->kern->bc, scratch);
+        }
     }
 }
 
-typedef struct sum_job {
-    ag_real *dq;                  /* groups partials, n apart */
-    size_t n, groups, per_task;
-} sum_job;
-
-/* dQ = the groups' partial sums, added in order. */
-static void sum_task(void *ctx, size_t t)
+/* dQ of head t as rows, into d_o (dO is no longer needed): its groups'
+ * partial sums, added in order. When causal, group g's first key block,
+ * g, reaches only queries from its own block on: its rows before that are
+ * not set, and count as 0. */
+static void sum_head(void *ctx, size_t t)
 {
-    const sum_job *s = ctx;
-    size_t i1 = min_size(s->n, (t + 1) * s->per_task);
-    for (size_t i = t * s->per_task; i < i1; i++) {
-        ag_real sum = s->dq[i];
-        for (size_t g = 1; g < s->groups; g++)
-            sum += s->dq[g * s->n + i];
-        s->dq[i] = sum;
+    const head_job *j = ctx;
+    size_t T = j->T, d = j->d, dh = j->dh, part = j->heads * T * dh;   /* one group's size */
+    size_t br = j->kern->br, bc = j->kern->bc;
+    const ag_real *dq = j->dq + t * T * dh;
+    ag_real *row = j->d_o + t / j->H * T * d + t % j->H * dh;
+    for (size_t r = 0; r < T; r++, row += d, dq += dh) {
+        for (size_t p = 0; p < dh; p++)
+            row[p] = dq[p];
+        for (size_t g = 1; g < j->groups; g++)
+            for (size_t p = 0; (!j->causal || r >= g * bc / br * br) && p < dh; p++)
+                row[p] += dq[g * part + p];
     }
 }
 
@@ -327,8 +371,8 @@ void ag_attention_fused_backward(ag_tape *tape, const ag_entry *e)
     size_t groups_max = min_size(MAX_GROUPS, blocks);
     size_t n = chunk * T * d;   /* <= x's size */
     size_t n_t = chunk * H * dh * tpad, n_bytes, t_bytes;
-    /* d_o, dk, dv, dq's partials; Q^T, dO^T, D */
-    if (!ag_mul_size(3 + groups_max, n * sizeof(ag_real), &n_bytes) ||
+    /* dO as rows and as heads, dK, dV, dQ's partials; Q^T, dO^T, D */
+    if (!ag_mul_size(4 + groups_max, n * sizeof(ag_real), &n_bytes) ||
         !ag_mul_size(2 * n_t + chunk * H * tpad, sizeof(ag_real), &t_bytes)) {
         ag_tape_fail(tape, AG_ERR_NOMEM, "attention: backward of %zu positions is too large", T);
         return;
@@ -337,12 +381,14 @@ void ag_attention_fused_backward(ag_tape *tape, const ag_entry *e)
     ag_real *tiles = grads ? ag_arena_alloc(tape, t_bytes) : NULL;
     if (!tiles)
         return;   /* the arena set the tape's error */
-    ag_real *d_o = grads, *dk = grads + n, *dv = grads + 2 * n, *dq = grads + 3 * n;
+    ag_real *d_o = grads;   /* dO as rows; once the tiles have run, dQ as rows */
     head_job job = {
         .kern = kern, .H = H, .T = T, .d = d, .dh = dh, .tpad = tpad, .scale = scale,
         .causal = sv->causal, .wrong = tape->bug == AG_BUG_SOFTMAX, .blocks = blocks,
-        .per_lane = kern->bwd_scratch(dh), .d_o = d_o, .qt = tiles, .d_ot = tiles + n_t,
-        .dsum = tiles + 2 * n_t, .dq = dq, .dk = dk, .dv = dv,
+        .per_lane = kern->bwd_scratch(dh), .d_o = d_o, .d_oh = H == 1 ? d_o : grads + n,
+        .dk = grads + 2 * n,
+        .dv = grads + 3 * n, .dq = grads + 4 * n, .qt = tiles, .d_ot = tiles + n_t,
+        .dsum = tiles + 2 * n_t,
     };
     size_t lanes = lanes_alloc(tape, &job, chunk * H * groups_max);
     if (!lanes)
@@ -354,21 +400,23 @@ void ag_attention_fused_backward(ag_tape *tape, const ag_entry *e)
         job.k = sv->k + b0 * T * d;
         job.v = sv->v + b0 * T * d;
         job.o = sv->o + b0 * T * d;
-        job.lse_c = sv->lse + b0 * H * tpad;
+        job.lse = sv->lse + b0 * H * tpad;
+        job.n = rows * d;
+        job.heads = heads;
         ag_parallel_for(heads, prep_head, &job);
         /* enough (head, group) items to share out, the same for any thread count */
         job.groups = min_size(groups_max, (BWD_ITEMS + heads - 1) / heads);
         job.items = heads * job.groups;
-        job.n = rows * d;
-        memset(dq, 0, job.groups * job.n * sizeof(ag_real));
         run_lanes(&job, lanes, bwd_lane);
-        if (job.groups > 1) {
-            sum_job s = {dq, job.n, job.groups, (job.n + 63) / 64};
-            ag_parallel_for((job.n + s.per_task - 1) / s.per_task, sum_task, &s);
+        /* dQ as rows: one group's with one head already is */
+        const ag_real *dq = job.dq;
+        if (job.groups > 1 || H > 1) {
+            ag_parallel_for(heads, sum_head, &job);
+            dq = d_o;
         }
         /* Q = x wq: dwq += x^T dQ and dx += dQ wq^T; the same for K and V.
          * dQ and dK still lack the scale: it goes in as alpha. */
-        const ag_real *xc = x->data + b0 * T * d, *dqkv[3] = {dq, dk, dv};
+        const ag_real *xc = x->data + b0 * T * d, *dqkv[3] = {dq, job.dk, job.dv};
         ag_real alpha[3] = {scale, scale, 1};
         for (int i = 0; i < 3; i++) {
             if (w[i]->grad)
