@@ -24,7 +24,9 @@ raised so freed blocks are reused. `--torch installed` uses PyTorch as installed
 (much slower; the ratios then flatter attograd).
 
 Also runs attograd at (8,256,256,8) with --threads 2 and prints the speedup
-over one thread, measured in the same rounds.
+over one thread, measured in the same rounds; with --also BIN, a second
+attograd binary (an older build, say) at every shape in the same rounds,
+and the ratio of its time to --bin's.
 
 Usage (from the repository root, after `make`):
     bench/compare_attention.py                    # the four shapes, 3 rounds
@@ -135,6 +137,8 @@ def main():
     ap.add_argument("--torch", choices=["best", "installed"], default="best")
     ap.add_argument("--openblas-dir", default=os.environ.get("AG_OPENBLAS_DIR"))
     ap.add_argument("--no-threads", action="store_true", help="skip the --threads 2 run")
+    ap.add_argument("--also", help="a second attograd binary to time in the same rounds")
+    ap.add_argument("--no-torch", action="store_true", help="time attograd only")
     args = ap.parse_args()
     if not os.path.exists(args.bin):
         sys.exit("%s not found: run make first" % args.bin)
@@ -146,6 +150,7 @@ def main():
                                         " ".join(open("/proc/loadavg").read().split()[:3])))
     print("torch: %s configuration%s" % (args.torch, ", OpenBLAS from " + openblas if openblas else ""))
     ours = {c: [] for c, _ in picks}
+    also = {c: [] for c, _ in picks}
     theirs = {c: [] for c, _ in picks}
     ratios = {c: [] for c, _ in picks}
     fields = {}
@@ -154,19 +159,29 @@ def main():
     speedups, t2s = [], []
     for r in range(args.rounds):
         for i, (shape, _) in enumerate(picks):
-            if (r + i) % 2 == 0:
-                f = run_attograd(args.bin, shape)
-                t, blas = run_torch(args.python, shape, env)
-            else:
-                t, blas = run_torch(args.python, shape, env)
-                f = run_attograd(args.bin, shape)
+            sides = [lambda: run_attograd(args.bin, shape)]
+            if not args.no_torch:
+                sides.append(lambda: run_torch(args.python, shape, env))
+            if args.also:
+                sides.append(lambda: run_attograd(args.also, shape))
+            if (r + i) % 2:
+                sides.reverse()
+            got = [side() for side in sides]
+            if (r + i) % 2:
+                got.reverse()
+            f = got[0]
+            t, blas = got[1] if not args.no_torch else (float("nan"), blas)
             a = float(f["us_per_step"])
+            if args.also:
+                also[shape].append(float(got[-1]["us_per_step"]) / a)
             fields[shape] = f
             ours[shape].append(a)
             theirs[shape].append(t)
             ratios[shape].append(t / a)
             line = "round %d  %-16s attograd %10.1f us  torch %10.1f us  ratio %7.2f" % (
                 r + 1, "(%d,%d,%d,%d)" % shape, a, t, t / a)
+            if args.also:
+                line += "  also %10.1f us (x%.3f)" % (float(got[-1]["us_per_step"]), also[shape][-1])
             if shape == big and not args.no_threads:
                 f2 = run_attograd(args.bin, shape, threads=2)
                 t2 = float(f2["us_per_step"])
@@ -194,6 +209,9 @@ def main():
         f = fields[shape]
         print("attograd (%d,%d,%d,%d): allocs_per_step=%s peak_bytes=%s model_bytes=%s" % (
             shape + (f.get("allocs_per_step", "?"), f["peak_bytes"], f["model_bytes"])))
+        if also[shape]:
+            print("  --also / --bin time: median x%.3f, per round %s" % (
+                statistics.median(also[shape]), " ".join("%.3f" % v for v in also[shape])))
 
 
 if __name__ == "__main__":
