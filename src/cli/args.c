@@ -105,7 +105,7 @@ const char *ag_cli_quote(const char *s, char *buf, size_t len)
             buf[0] = '\0';
         return buf;
     }
-    for (; s[i] && i < AG_CLI_QUOTE_MAX && n + 5 < len; i++) {
+    for (; i < AG_CLI_QUOTE_MAX && s[i] && n + 5 < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '\n' || c == '\t')
             n += (size_t)snprintf(buf + n, len - n, "\\%c", c == '\n' ? 'n' : 't');

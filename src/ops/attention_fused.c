@@ -32,6 +32,9 @@
 #include <stdatomic.h>
 #include <string.h>
 
+static void attention_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op attention_op = {"attention", attention_backward, 0};
+
 /* Backward works through the batch in chunks of about this many rows (B T
  * positions): enough for the weight-gradient products to run at full speed,
  * few enough that a chunk's gradients stay small. */
@@ -241,7 +244,7 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     sv->kern = kern;
     sv->tpad = tpad;
     sv->causal = causal != 0;
-    ag_entry *e = sv->lse ? ag_tape_push(tape, AG_OP_ATTENTION, out, 5, in) : NULL;
+    ag_entry *e = sv->lse ? ag_tape_push(tape, &attention_op, out, 5, in) : NULL;
     if (!e)
         return NULL;
     e->iarg = heads;
@@ -343,7 +346,7 @@ static void sum_head(void *ctx, size_t t)
     }
 }
 
-void ag_attention_fused_backward(ag_tape *tape, const ag_entry *e)
+static void attention_backward(ag_tape *tape, const ag_entry *e)
 {
     /*
      * Per head, with S = scale Q K^T, P = softmax(S), O = P V:
