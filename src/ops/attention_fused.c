@@ -106,6 +106,7 @@ typedef struct head_job {
     /* forward: items are (head, query block); backward: (head, group) */
     size_t items, blocks, groups;
     atomic_size_t next;
+    int shared;                   /* more than one lane takes items */
     ag_real *scratch;             /* (lanes, per_lane) */
     size_t per_lane;
     const ag_real *q, *k, *v;     /* (B,H,T,dh); backward: from the chunk's first batch */
@@ -123,7 +124,13 @@ typedef struct head_job {
 /* The next item, or SIZE_MAX when all are taken. */
 static size_t take_item(head_job *j)
 {
-    size_t it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+    size_t it;
+    if (j->shared) {
+        it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+    } else {   /* one lane: no locked instruction, which would wait for the tiles' stores */
+        it = atomic_load_explicit(&j->next, memory_order_relaxed);
+        atomic_store_explicit(&j->next, it + 1, memory_order_relaxed);
+    }
     return it < j->items ? it : SIZE_MAX;
 }
 
@@ -159,7 +166,9 @@ static size_t lanes_alloc(ag_tape *tape, head_job *job, size_t max_items)
 static void run_lanes(head_job *job, size_t lanes, ag_task_fn lane)
 {
     atomic_init(&job->next, 0);
-    ag_parallel_for(min_size(lanes, job->items), lane, job);
+    lanes = min_size(lanes, job->items);
+    job->shared = lanes > 1;
+    ag_parallel_for(lanes, lane, job);
 }
 
 /* ---- the weights, for showing ---- */
