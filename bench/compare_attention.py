@@ -57,12 +57,17 @@ CONFIGS = [
 THREADS_TARGET = 1.6
 
 
+# The step in PyTorch; argv: B T d H [causal [steps]] (causal 1: keys after
+# the query masked with -inf; steps > 0: one warm-up step and that many
+# timed, for steps too long to time a second's worth of).
 TORCH_CODE = LOADED_BLAS_CODE + r"""
 import math, statistics, sys, time
 import torch
 
 torch.set_num_threads(1)
 B, T, d, H = (int(a) for a in sys.argv[1:5])
+causal = len(sys.argv) > 5 and sys.argv[5] == "1"
+fixed_steps = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 dh = d // H
 g = torch.Generator().manual_seed(1)
 lim = math.sqrt(6.0 / (d + d))   # Glorot uniform, as ag_fill_glorot
@@ -70,6 +75,7 @@ w = [((torch.rand(d, d, generator=g) * 2 - 1) * lim).requires_grad_() for _ in r
 x = torch.randn(B, T, d, generator=g)
 y = torch.randn(B, T, d, generator=g)
 opt = torch.optim.Adam(w, lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
+hidden = torch.triu(torch.ones(T, T, dtype=torch.bool), 1) if causal else None   # key j > query i
 
 def heads(t):   # (B,T,d) -> (B,H,T,dh): head h takes columns h*dh .. h*dh+dh-1
     return t.view(B, T, H, dh).transpose(1, 2)
@@ -77,17 +83,20 @@ def heads(t):   # (B,T,d) -> (B,H,T,dh): head h takes columns h*dh .. h*dh+dh-1
 def step():
     opt.zero_grad()
     q, k, v = heads(x @ w[0]), heads(x @ w[1]), heads(x @ w[2])
-    p = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(dh), dim=-1)
+    s = q @ k.transpose(-1, -2) / math.sqrt(dh)
+    if causal:
+        s = s.masked_fill(hidden, float("-inf"))
+    p = torch.softmax(s, dim=-1)
     o = (p @ v).transpose(1, 2).reshape(B, T, d)
     loss = torch.nn.functional.mse_loss(o @ w[3], y)
     loss.backward()
     opt.step()
 
 t0 = time.perf_counter()
-for _ in range(3):
+for _ in range(1 if fixed_steps else 3):
     step()
-once = (time.perf_counter() - t0) / 3
-steps = max(5, min(2000, int(1.0 / once))) if once > 0 else 2000
+once = (time.perf_counter() - t0) / (1 if fixed_steps else 3)
+steps = fixed_steps or (max(5, min(2000, int(1.0 / once))) if once > 0 else 2000)
 times = []
 for _ in range(steps):
     t0 = time.perf_counter()

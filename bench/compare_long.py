@@ -4,9 +4,9 @@ attention layer at B=1, d=256, H=8 for T = 256 .. 16384, attograd against
 PyTorch where PyTorch fits in memory, one thread each, interleaved.
 
 For every T, each round runs `attograd bench attention --batch 1 --seq T
---dim 256 --heads 8 --causal` and the same step in PyTorch (the code of
-compare_attention.py with the causal mask: scores above the diagonal set to
--inf before the softmax), the side that goes first alternating. Each side
+--dim 256 --heads 8 --causal` and the same step in PyTorch (compare_attention.py's
+code, with scores above the diagonal set to -inf before the softmax), the
+side that goes first alternating. Each side
 reports its median step time; the script also takes each process's peak
 resident memory from the kernel (wait4), so both sides' memory is measured
 the same way, and prints attograd's own peak_bytes (the tape's high-water
@@ -39,7 +39,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from blas import LOADED_BLAS_CODE, OPENBLAS_TUNING, find_openblas, openblas_env  # noqa: E402
+from blas import find_openblas  # noqa: E402
+from compare_attention import TORCH_CODE, torch_env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -47,44 +48,6 @@ ROOT = os.path.dirname(HERE)
 B, D, H = 1, 256, 8
 SEQS = [256, 512, 1024, 2048, 4096, 8192, 16384]
 THREADS_AT = 4096
-
-TORCH_CODE = LOADED_BLAS_CODE + r"""
-import math, statistics, sys, time
-import torch
-
-torch.set_num_threads(1)
-B, T, d, H, steps = (int(a) for a in sys.argv[1:6])
-dh = d // H
-g = torch.Generator().manual_seed(1)
-lim = math.sqrt(6.0 / (d + d))   # Glorot uniform, as ag_fill_glorot
-w = [((torch.rand(d, d, generator=g) * 2 - 1) * lim).requires_grad_() for _ in range(4)]
-x = torch.randn(B, T, d, generator=g)
-y = torch.randn(B, T, d, generator=g)
-opt = torch.optim.Adam(w, lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
-hidden = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)   # key j > query i
-
-def heads(t):   # (B,T,d) -> (B,H,T,dh): head h takes columns h*dh .. h*dh+dh-1
-    return t.view(B, T, H, dh).transpose(1, 2)
-
-def step():
-    opt.zero_grad()
-    q, k, v = heads(x @ w[0]), heads(x @ w[1]), heads(x @ w[2])
-    s = (q @ k.transpose(-1, -2) / math.sqrt(dh)).masked_fill(hidden, float("-inf"))
-    p = torch.softmax(s, dim=-1)
-    o = (p @ v).transpose(1, 2).reshape(B, T, d)
-    loss = torch.nn.functional.mse_loss(o @ w[3], y)
-    loss.backward()
-    opt.step()
-
-step()   # warm-up
-times = []
-for _ in range(steps):
-    t0 = time.perf_counter()
-    step()
-    times.append(time.perf_counter() - t0)
-print("us_per_step=%.2f steps=%d blas=%s" % (statistics.median(times) * 1e6, steps, loaded_blas()))
-"""
-
 
 def run_measured(cmd, env=None):
     """Run cmd, return (stdout, peak resident bytes) or exit on failure."""
@@ -114,7 +77,7 @@ def run_attograd(binary, T, threads=1):
 
 
 def run_torch(python, T, env):
-    out, rss = run_measured([python, "-c", TORCH_CODE, str(B), str(T), str(D), str(H),
+    out, rss = run_measured([python, "-c", TORCH_CODE, str(B), str(T), str(D), str(H), "1",
                              str(steps_for(T) or 5)], env)
     m = re.search(r"us_per_step=([0-9.]+) steps=(\d+) blas=(\S+)", out)
     return {"us_per_step": float(m.group(1)), "rss_bytes": rss, "blas": m.group(3)}
@@ -150,9 +113,7 @@ def main():
     if not os.path.exists(args.bin):
         sys.exit("%s not found: run make first" % args.bin)
     openblas = find_openblas(args.openblas_dir)
-    env = openblas_env(dict(os.environ, MKL_NUM_THREADS="1"), openblas, OPENBLAS_TUNING)
-    env["MALLOC_MMAP_THRESHOLD_"] = str(1 << 32)
-    env["MALLOC_TRIM_THRESHOLD_"] = str(1 << 36)
+    env = torch_env("best", openblas)
 
     print("date %s, load average %s, B=%d d=%d H=%d causal, one thread" % (
         datetime.datetime.now().isoformat(timespec="minutes"), load(), B, D, H))
