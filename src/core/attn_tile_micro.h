@@ -32,11 +32,19 @@
  * A block is NV vectors of queries wide (br = NV W) and as many keys long.
  */
 
+/* Micro-tile loops have constant bounds once inlined and must unroll fully,
+ * so the accumulators stay in registers. Clang 14 does that only when the
+ * pragma's count is the trip count, up to 4 (see gemm_micro.h): with it,
+ * a micro-tile is at most 4 rows tall (MAX_ROWS). */
 #if defined(__clang__)
 #define UNROLL _Pragma("GCC unroll 4")
+#define MAX_ROWS 4
 #else
 #define UNROLL _Pragma("GCC unroll 16")
+#define MAX_ROWS 16
 #endif
+/* rows per micro-tile with acc accumulators of nv vectors a row */
+#define TILE_ROWS(acc, nv) ((acc) / (nv) < MAX_ROWS ? (acc) / (nv) : MAX_ROWS)
 #define INLINE static inline __attribute__((always_inline))
 
 /* ---- keys x queries tiles ---- */
@@ -55,8 +63,10 @@ TARGET INLINE void NAME(qk_rows)(size_t dh, const float *a, size_t lda, const fl
 {
     VEC acc[QK_ACC];
 UNROLL
-    for (int i = 0; i < R * NV; i++)
-        acc[i] = VZERO();
+    for (int i = 0; i < R; i++)
+UNROLL
+        for (int v = 0; v < NV; v++)
+            acc[i * NV + v] = VZERO();
     for (size_t p = 0; p < dh; p++) {
         VEC bv[4];
 UNROLL
@@ -92,7 +102,7 @@ UNROLL
     }
 }
 
-/* Rows c < nc of a tile: micro-tiles of QK_ACC / NV rows, then 8, 4, 1.
+/* Rows c < nc of a tile: micro-tiles of TILE_ROWS rows, then 8, 4, 1.
  * diag is the block's first key minus its first query. */
 TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t lda, const float *b,
                                  size_t ldb, float *t, int mode, const float *vec, const float *pt,
@@ -105,10 +115,10 @@ TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t ld
         NAME(qk_rows)(dh, a + c * lda, lda, b, ldb, t + c * br, br, mode, vec,                  \
                       pt ? pt + c * br : NULL, causal && diag + (long)(c + (R)-1) > 0,          \
                       diag + (long)c, (R), NV);
-    QK_ROWS(QK_ACC / NV)
-    if (QK_ACC / NV > 8)
+    QK_ROWS(TILE_ROWS(QK_ACC, NV))
+    if (TILE_ROWS(QK_ACC, NV) > 8)
         QK_ROWS(8)
-    if (QK_ACC / NV > 4)
+    if (TILE_ROWS(QK_ACC, NV) > 4)
         QK_ROWS(4)
     QK_ROWS(1)
 #undef QK_ROWS
@@ -176,10 +186,10 @@ TARGET INLINE void NAME(pv_any)(size_t M, size_t n, size_t K, const float *a, si
                       beta ? beta + i : NULL, last, (R), (NVD));
 #define PV_CASE(NVD)                                                                            \
     case NVD:                                                                                   \
-        PV_ROWS(PV_ACC / (NVD), NVD)                                                            \
-        if (PV_ACC / (NVD) > 8)                                                                 \
+        PV_ROWS(TILE_ROWS(PV_ACC, NVD), NVD)                                                    \
+        if (TILE_ROWS(PV_ACC, NVD) > 8)                                                         \
             PV_ROWS(8, NVD)                                                                     \
-        if (PV_ACC / (NVD) > 4)                                                                 \
+        if (TILE_ROWS(PV_ACC, NVD) > 4)                                                         \
             PV_ROWS(4, NVD)                                                                     \
         PV_ROWS(1, NVD)                                                                         \
         break;
@@ -383,4 +393,6 @@ static const ag_attn_kernel *NAME(kernel_for)(size_t T)
 }
 
 #undef UNROLL
+#undef MAX_ROWS
+#undef TILE_ROWS
 #undef INLINE
