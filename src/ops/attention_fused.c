@@ -6,7 +6,7 @@
  *   P_h = softmax(Q_h K_h^T / sqrt(dh)) over keys        (B,H,T,T), masked if causal
  *   O = [P_1 V_1 | ... | P_H V_H],  out = O wo           (B,T,d)
  *
- * What fusing changes is the bookkeeping, not the arithmetic. The heads are
+ * What fusing changes is the bookkeeping, not the math. The heads are
  * computed tile by tile (src/core/attn_tile.h): a block of queries against
  * a block of keys with an online softmax, so no (T,T) matrix is ever made,
  * and a causal layer never computes the tiles the mask hides. Forward keeps
@@ -110,12 +110,12 @@ typedef struct head_job {
     ag_real *scratch;             /* (lanes, per_lane) */
     size_t per_lane;
     const ag_real *q, *k, *v;     /* (B,H,T,dh); backward: from the chunk's first batch */
-    ag_real *o, *lse;             /* (B,T,d), (B,H,tpad); backward: the chunk's */
-    /* backward, for the chunk of heads (B H) heads: */
+    ag_real *o, *lse;             /* (B,T,d), (B,H,tpad); backward: from the chunk's */
+    /* backward, for a chunk of the batch, its heads = nb H heads and rows = nb T rows: */
     size_t heads, n;              /* n = rows d */
     ag_real *d_o;                 /* (rows, d): dO, then dQ (sum_head) */
     ag_real *d_oh;                /* (heads, T, dh): dO head by head */
-    ag_real *qt, *d_ot;           /* (heads, dh, tpad): scale Q^T, dO^T in blocks (attn_tile.h) */
+    ag_real *qt, *d_ot;           /* (heads, dh, tpad): Q^T (scaled), dO^T in blocks (attn_tile.h) */
     ag_real *dsum;                /* (heads, tpad): D */
     ag_real *dq;                  /* (groups, heads, T, dh): partial sums of dS K */
     ag_real *dk, *dv;             /* (rows, d) */
@@ -383,8 +383,9 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     size_t groups_max = min_size(MAX_GROUPS, blocks);
     size_t n = chunk * T * d;   /* <= x's size */
     size_t n_t = chunk * H * dh * tpad, n_bytes, t_bytes;
-    /* dO as rows and as heads, dK, dV, dQ's partials; Q^T, dO^T, D */
-    if (!ag_mul_size(4 + groups_max, n * sizeof(ag_real), &n_bytes) ||
+    /* dO as rows and as heads (with one head, the same), dK, dV, dQ's partials; Q^T, dO^T, D */
+    size_t n_heads = H == 1 ? 0 : 1;
+    if (!ag_mul_size(3 + n_heads + groups_max, n * sizeof(ag_real), &n_bytes) ||
         !ag_mul_size(2 * n_t + chunk * H * tpad, sizeof(ag_real), &t_bytes)) {
         ag_tape_fail(tape, AG_ERR_NOMEM, "attention: backward of %zu positions is too large", T);
         return;
@@ -394,13 +395,13 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     if (!tiles)
         return;   /* the arena set the tape's error */
     ag_real *d_o = grads;   /* dO as rows; once the tiles have run, dQ as rows */
+    ag_real *rest = grads + (1 + n_heads) * n;
     head_job job = {
         .kern = kern, .H = H, .T = T, .d = d, .dh = dh, .tpad = tpad, .scale = scale,
         .causal = sv->causal, .wrong = tape->bug == AG_BUG_SOFTMAX, .blocks = blocks,
-        .per_lane = kern->bwd_scratch(dh), .d_o = d_o, .d_oh = H == 1 ? d_o : grads + n,
-        .dk = grads + 2 * n,
-        .dv = grads + 3 * n, .dq = grads + 4 * n, .qt = tiles, .d_ot = tiles + n_t,
-        .dsum = tiles + 2 * n_t,
+        .per_lane = kern->bwd_scratch(dh), .d_o = d_o, .d_oh = grads + n_heads * n,
+        .dk = rest, .dv = rest + n, .dq = rest + 2 * n,
+        .qt = tiles, .d_ot = tiles + n_t, .dsum = tiles + 2 * n_t,
     };
     size_t lanes = lanes_alloc(tape, &job, chunk * H * groups_max);
     if (!lanes)
