@@ -4,8 +4,11 @@
  * instruction set. A tile's products run in registers as micro-tiles (a
  * vector of queries or of a head's features wide, a few rows tall), the
  * softmax's exps and the masking happen as each micro-tile is stored, and
- * nothing of a tile leaves L1/L2. ag_attn_kernel_for checks the CPU, through
- * the gemm kernel in use, before it hands these out.
+ * nothing of a tile leaves L1/L2: with AVX-512 a block is 64 queries by 64
+ * keys, whose two tiles (S or P, and dS) take 16 KB each and whose rows of
+ * Q, K, V and dO 8 KB each at dh = 32. Shorter sequences get blocks of 16
+ * or 32 queries, so few lanes are padding. ag_attn_kernel_for checks the
+ * CPU, through the gemm kernel in use, before it hands these out.
  */
 #include "attn_tile.h"
 
