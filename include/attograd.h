@@ -452,14 +452,15 @@ void ag_attention_free(ag_attention *layer);   /* frees the weights too; NULL do
  * dL/dx). Returns out (B,T,d_model), a tape tensor, or NULL with the tape's
  * error set. When attn_out is not NULL it receives the softmax weights P
  * (B,H,T,T), also a tape tensor (NULL on error); P[b][h][i][j] is how much
- * query i of head h takes from key j. In the fused form (the default) P has
- * no gradient and backward reads it: look, do not change it. */
+ * query i of head h takes from key j. In the fused form (the default) P is
+ * made only because it was asked for (backward recomputes what it needs)
+ * and has no gradient. */
 ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_tensor *x,
                                 ag_tensor **attn_out);
 
 /* How the forward is recorded. Fused (the default): one tape entry, "attention",
- * that keeps only P among the (B,H,T,T) tensors and splits no heads into
- * copies; the fast form, for training. Op by op (fused = 0): matmul,
+ * computed tile by tile, that keeps no (B,H,T,T) tensor (memory grows with T,
+ * not T^2) and skips the tiles a causal mask hides; the fast form, for training. Op by op (fused = 0): matmul,
  * split_heads, matmul_bt, scale, causal_mask, softmax, matmul, merge_heads,
  * matmul, each a tape tensor with its own gradient, for a learner or a
  * debugger who wants to see every step. Same math, same results to

@@ -179,15 +179,19 @@ static int bench_attention(int argc, char **argv)
                    "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
                    "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A form=F\n"
                    "US is the median step time in microseconds; G counts the matmuls of\n"
-                   "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient);\n"
+                   "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient),\n"
+                   "with T (T + 1) / 2 for T^2 when causal (the pairs the mask leaves);\n"
                    "P is the step's memory: the tape's high-water bytes plus parameters,\n"
                    "gradients and Adam's state; M is what a step cannot do without:\n"
                    "parameters, gradients and Adam's state (16 d^2 reals) plus the\n"
-                   "activations backward needs (x, Q, K, V, O, out: 6 B T d; P: B H T^2);\n"
+                   "activations backward needs (x, Q, K, V, O, out: 6 B T d; the\n"
+                   "softmax's log-sum-exp per query: B H T);\n"
                    "A is the library's heap allocations per timed step (ag_alloc_count);\n"
-                   "F is how the layer was recorded, fused (one op, the default) or ops.\n\n"
+                   "F is how the layer was recorded, fused (one op, the default) or ops.\n"
+                   "A step may hold at most %llu values in one tensor: B T d, and op by\n"
+                   "op also B H T^2 (the fused op keeps no (T,T) tensor).\n\n"
                    "  --batch B     sequences per step (default 8, 1..4096)\n"
-                   "  --seq T       positions per sequence (default 64, 1..4096)\n"
+                   "  --seq T       positions per sequence (default 64, 1..1048576)\n"
                    "  --dim d       model width (default 64, 1..4096)\n"
                    "  --heads H     attention heads, dividing d (default 4)\n"
                    "  --steps N     timed steps, 1..100000 (default: about a second's worth,\n"
@@ -196,7 +200,7 @@ static int bench_attention(int argc, char **argv)
                    "  --causal      mask keys after the query\n"
                    "  --op-by-op    record the layer op by op instead of as the fused op,\n"
                    "                to see what fusing saves\n",
-                   cmd->usage);
+                   cmd->usage, (unsigned long long)AG_CLI_MAX_VALUES);
             return AG_EXIT_OK;
         } else if (ag_cli_switch(argv, i, "--causal")) {
             causal = 1;
@@ -206,7 +210,7 @@ static int bench_attention(int argc, char **argv)
             if (got < 0 || !ag_cli_int(cmd, "--batch", v, 1, 4096, &B))
                 return AG_EXIT_USAGE;
         } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--seq", &v)) != 0) {
-            if (got < 0 || !ag_cli_int(cmd, "--seq", v, 1, 4096, &T))
+            if (got < 0 || !ag_cli_int(cmd, "--seq", v, 1, 1 << 20, &T))
                 return AG_EXIT_USAGE;
         } else if ((got = ag_cli_value(cmd, argc, argv, &i, "--dim", &v)) != 0) {
             if (got < 0 || !ag_cli_int(cmd, "--dim", v, 1, 4096, &d))
@@ -226,6 +230,15 @@ static int bench_attention(int argc, char **argv)
     }
     if (d % H != 0)
         return ag_cli_usage_error(cmd, "--heads %d does not divide --dim %d", H, d);
+    /* what would not fit: refused here, not deep in the arena */
+    uint64_t act = ag_cli_activation_values((uint64_t)B, (uint64_t)T, (uint64_t)d);
+    uint64_t attn = op_by_op ? ag_cli_attention_values((uint64_t)B, (uint64_t)H, (uint64_t)T) : 0;
+    if (act > AG_CLI_MAX_VALUES || attn > AG_CLI_MAX_VALUES)
+        return ag_cli_usage_error(cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too "
+                                  "large%s: a step would hold %llu values in one tensor (at most %llu)",
+                                  T, B, d, H, op_by_op ? " op by op" : "",
+                                  (unsigned long long)(act > attn ? act : attn),
+                                  (unsigned long long)AG_CLI_MAX_VALUES);
 
     int status = AG_EXIT_FAIL;
     double *times = NULL;
@@ -281,10 +294,11 @@ static int bench_attention(int argc, char **argv)
     allocs = ag_alloc_count() - allocs;
     double sec = median_of(times, (size_t)steps);
     double Bd = B, Td = T, dd = d, Hd = H, real = sizeof(ag_real);
-    double flops = 18 * Bd * Td * dd * dd + 12 * Bd * Td * Td * dd;
+    double pairs = causal ? Td * (Td + 1) / 2 : Td * Td;   /* (query, key) pairs computed */
+    double flops = 18 * Bd * Td * dd * dd + 12 * Bd * pairs * dd;
     double state = 16 * dd * dd * real;   /* wq..wo, their gradients, Adam's m and v */
     double peak = (double)ag_tape_peak_bytes(b.tape) + state;
-    double model = state + (6 * Bd * Td * dd + Bd * Hd * Td * Td) * real;
+    double model = state + (6 * Bd * Td * dd + Bd * Hd * Td) * real;
     printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f gflops=%.2f "
            "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g form=%s\n",
            B, T, d, H, threads, sec * 1e6, sec > 0 ? flops / sec / 1e9 : 0, peak, model,

@@ -106,10 +106,12 @@ const char *ag_cli_stop_reason(int sig);
 /* Seconds on a monotonic clock. */
 double ag_cli_now(void);
 
-/* The most values one tensor of a step may hold (128 MB of floats): the
- * attention weights (B, H, T, T) grow with T squared, so a modest --seq or a
- * file's long x could otherwise ask for more memory than the machine has.
- * The two counts saturate instead of overflowing. */
+/* The most values one tensor of a step may hold (128 MB of floats). The
+ * fused attention op keeps no (B, H, T, T) tensor, but the weights are made
+ * where they are shown or written (train's heatmap, grad's attn) and by the
+ * op-by-op form, and they grow with T squared: a modest --seq or a file's
+ * long x could otherwise ask for more memory than the machine has. The two
+ * counts saturate instead of overflowing. */
 #define AG_CLI_MAX_VALUES ((uint64_t)1 << 25)
 uint64_t ag_cli_attention_values(uint64_t batch, uint64_t heads, uint64_t seq);
 uint64_t ag_cli_activation_values(uint64_t batch, uint64_t seq, uint64_t dim);

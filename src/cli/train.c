@@ -237,9 +237,10 @@ int ag_cli_train_check(const ag_train_opts *o)
                                    ag_task_name(m->task), lo, hi);
     if (m->heads > m->dim || m->dim % m->heads != 0)
         return !ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
-    /* the held-out set is evaluated in one batch too */
+    /* the held-out set is evaluated in one batch too; the attention weights
+     * (T^2 per head) are made only for the one example the heatmap shows */
     uint64_t b = (uint64_t)(o->config.batch > EVAL_EXAMPLES ? o->config.batch : EVAL_EXAMPLES);
-    uint64_t attn = ag_cli_attention_values(b, (uint64_t)m->heads, (uint64_t)m->seq);
+    uint64_t attn = ag_cli_attention_values(1, (uint64_t)m->heads, (uint64_t)m->seq);
     uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, (uint64_t)m->dim);
     if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
         return !ag_cli_usage_error(
@@ -359,11 +360,13 @@ static void report_failure(const run *r, ag_status st, const char *where)
 }
 
 /* Loss and accuracy on the held-out set. With keep, the tape is left as it
- * is, holding the logits and weights for show_final; otherwise it is reset. */
+ * is, holding the logits and weights of held-out example 0, run once more
+ * alone, for show_final (so the attention weights, which grow with T^2, are
+ * made for the one example shown); otherwise it is reset. */
 static int evaluate(run *r, int keep)
 {
-    ag_tensor *logits, *attn;
-    ag_tensor *loss = ag_model_forward(r->tape, r->model, r->eval, &logits, &attn);
+    ag_tensor *logits, *attn = NULL;
+    ag_tensor *loss = ag_model_forward(r->tape, r->model, r->eval, &logits, NULL);
     ag_status st = ag_tape_status(r->tape);
     if (st == AG_OK && !isfinite(loss->data[0]))
         st = ag_tape_find_anomaly(r->tape);
@@ -380,12 +383,20 @@ static int evaluate(run *r, int keep)
         r->acc_step[r->n_acc] = r->step;
         r->acc_hist[r->n_acc++] = r->accuracy;
     }
-    if (keep) {
-        r->kept_logits = logits;
-        r->kept_attn = attn;
-    } else {
+    if (!keep) {
         ag_tape_reset(r->tape);
+        return 1;
     }
+    ag_batch first = *r->eval;
+    first.batch = 1;
+    ag_model_forward(r->tape, r->model, &first, &logits, &attn);
+    if ((st = ag_tape_status(r->tape)) != AG_OK) {
+        report_failure(r, st, " (held-out evaluation)");
+        ag_tape_reset(r->tape);
+        return 0;
+    }
+    r->kept_logits = logits;
+    r->kept_attn = attn;
     return 1;
 }
 
