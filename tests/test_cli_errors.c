@@ -116,7 +116,7 @@ static const bad_line bad_lines[] = {
     {{"train", "--log"}, 2, "--log needs a value"},
     {{"train", "--log", "a.csv", "--save", "a.csv"}, 2, "--log and --save both name 'a.csv'"},
     {{"train", "--plot", "a", "--log", "a"}, 2, "--log and --plot both name 'a'"},
-    {{"train", "--load", "c", "--log", "c"}, 2, "--log and --load both name 'c'"},
+    {{"train", "--load", "c", "--log", "c"}, 2, "--log 'c' would overwrite the --load file"},
 
     /* train: failures at run time, found before any training */
     {{"train", "--load", "/nonexistent/c.safetensors"}, 1, "/nonexistent/c.safetensors: cannot open"},

@@ -97,7 +97,9 @@ static int print_help(const ag_command *cmd)
            "Ctrl-C (or SIGTERM, SIGHUP) stops after the current step and still saves\n"
            "the log and the checkpoint; the exit status is then 130 (143, 129). A loss\n"
            "or a weight that turns NaN or Inf stops the run naming the step and the op,\n"
-           "exit 1, and nothing is saved.\n\n"
+           "exit 1, and nothing is saved. A plot gnuplot does not make (it fails, takes\n"
+           "longer than AG_GNUPLOT_SECONDS, default 60, or writes no PNG) is said on\n"
+           "stderr; the log and the checkpoint are still saved, and the exit status is 1.\n\n"
            "The last line on stdout is the summary:\n"
            "  result: task=lookup steps=N loss=L accuracy=A seconds=S\n");
     return AG_EXIT_OK;
@@ -222,20 +224,6 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
     return AG_CLI_GO;
 }
 
-/* Two outputs naming the same file would overwrite each other (and a log
- * written over --load's checkpoint would destroy it); --save over --load is
- * fine: that is resuming in place. */
-static int check_paths(const ag_command *cmd, const ag_train_opts *o)
-{
-    const char *flag[4] = {"--log", "--plot", "--save", "--load"};
-    const char *path[4] = {o->log_path, o->plot_path, o->save_path, o->load_path};
-    for (int a = 0; a < 4; a++)
-        for (int b = a + 1; b < 4; b++)
-            if (path[a] && path[b] && strcmp(path[a], path[b]) == 0 && !(a == 2 && b == 3))
-                return !ag_cli_usage_error(cmd, "%s and %s both name '%s'", flag[a], flag[b], path[a]);
-    return 1;
-}
-
 int ag_cli_train_check(const ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
@@ -265,8 +253,6 @@ int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o)
     int r = parse_flags(cmd, argc, argv, o);
     if (r != AG_CLI_GO)
         return r;
-    if (!check_paths(cmd, o))
-        return AG_EXIT_USAGE;
     if (!o->load_path) {
         task_defaults(o);
         if (!ag_cli_train_check(o))
@@ -360,10 +346,10 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
  * for NaN or Inf names the first op that made one. */
 static void report_failure(const run *r, ag_status st, const char *where)
 {
-    fprintf(stderr, "attograd train: step %ld%s: %s\n", r->step + (where[0] ? 0 : 1), where,
+    ag_cli_error(&ag_cmd_train_info, "step %ld%s: %s", r->step + (where[0] ? 0 : 1), where,
             ag_tape_error(r->tape));
     if (st == AG_ERR_NUMERIC)
-        fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+        ag_cli_error(&ag_cmd_train_info, "stopped; try a smaller --lr or --clip (nothing was saved)");
 }
 
 /* Loss and accuracy on the held-out set. With keep, the tape is left as it
@@ -475,10 +461,10 @@ static int train_step(run *r)
     long bad = first_bad_param(r, &elem);
     if (bad >= 0) {
         double v = r->params[bad]->data[elem];
-        fprintf(stderr, "attograd train: step %ld: the %s update (lr %g) made parameter '%s' %s "
-                "at element %zu (the gradient norm was %g)\n", r->step + 1, ag_optim_name(r->opt),
+        ag_cli_error(&ag_cmd_train_info, "step %ld: the %s update (lr %g) made parameter '%s' %s "
+                "at element %zu (the gradient norm was %g)", r->step + 1, ag_optim_name(r->opt),
                 r->o->config.lr, r->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
-        fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+        ag_cli_error(&ag_cmd_train_info, "stopped; try a smaller --lr or --clip (nothing was saved)");
         return 0;
     }
     r->step++;
@@ -554,53 +540,56 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
     return 1;
 }
 
-/* Before any work: every file the run will write can be written. */
-static int check_outputs(const ag_train_opts *o)
+/* Before any work: the files the run names (ag_cli_check_files). Two
+ * outputs naming one file would overwrite each other, and a log written
+ * over --load's checkpoint would destroy it; --save over --load is fine:
+ * that is resuming in place. */
+static int check_files(const ag_train_opts *o)
 {
-    const char *flag[3] = {"--log", "--plot", "--save"};
-    const char *path[3] = {o->log_path, o->plot_path, o->save_path};
-    char err[512];
-    for (int k = 0; k < 3; k++) {
-        if (path[k] && !ag_cli_check_output(path[k], err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s %s\n", flag[k], err);
-            return 0;
-        }
-    }
-    return 1;
+    const ag_cli_file files[] = {
+        {"--log", o->log_path, 1, NULL},
+        {"--plot", o->plot_path, 1, NULL},
+        {"--save", o->save_path, 1, "--load"},
+        {"--load", o->load_path, 0, NULL},
+    };
+    return ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
 }
 
 int ag_cli_train_run(ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
-    char err[512];
+    char err[AG_CLI_ERR_LEN];
     ag_st_file *ckpt = NULL;
     const ag_train_config *c = &o->config;   /* with --load, set from the checkpoint below */
     ag_train_state loaded;
     memset(&loaded, 0, sizeof(loaded));
+    int checked = check_files(o);
+    if (checked != AG_EXIT_OK)
+        return checked;
     if (o->load_path) {
         if (!ag_cli_checkpoint_open(o->load_path, &ckpt, &loaded, err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s\n", err);
+            ag_cli_error(&ag_cmd_train_info, "%s", err);
             return AG_EXIT_FAIL;
         }
         if (!adopt_checkpoint(cmd, o, &loaded) || !ag_cli_train_check(o)) {
             ag_st_free(ckpt);
             return AG_EXIT_USAGE;
         }
-        if (loaded.step > AG_CLI_MAX_STEP - o->steps) {
+        /* the checkpoint this run saves must load: its counts stay in range */
+        if (loaded.step > AG_CLI_MAX_STEP - o->steps ||
+            loaded.optim_steps > AG_CLI_MAX_STEP - o->steps) {
             ag_st_free(ckpt);
-            return ag_cli_usage_error(cmd, "--steps %d: %s is at step %ld, and a run stops at step %ld",
-                                      o->steps, o->load_path, loaded.step, AG_CLI_MAX_STEP);
+            int opt = loaded.optim_steps > loaded.step;
+            return ag_cli_usage_error(cmd, "--steps %d: %s is at %s %ld, and a run stops at %ld",
+                                      o->steps, o->load_path, opt ? "optimizer step" : "step",
+                                      opt ? loaded.optim_steps : loaded.step, AG_CLI_MAX_STEP);
         }
-    }
-    if (!check_outputs(o)) {
-        ag_st_free(ckpt);
-        return AG_EXIT_FAIL;
     }
     int plot = o->plot_path != NULL;
     if (plot && !ag_cli_have_program("gnuplot")) {
         /* said once, before the run; training goes on without the plot */
-        fprintf(stderr, "attograd train: gnuplot is not installed, so no plot "
-                        "(apt-get install gnuplot-nox)\n");
+        ag_cli_error(&ag_cmd_train_info, "gnuplot is not installed, so no plot "
+                        "(apt-get install gnuplot-nox)");
         plot = 0;
     }
 
@@ -614,7 +603,7 @@ int ag_cli_train_run(ag_train_opts *o)
     ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
     r.model = ag_model_new(&c->model, ckpt ? NULL : &init_rng, err, sizeof(err));
     if (!r.model) {
-        fprintf(stderr, "attograd train: %s\n", err);
+        ag_cli_error(&ag_cmd_train_info, "%s", err);
         goto done;
     }
     r.n_params = ag_model_params(r.model, r.params, r.names, MAX_PARAMS);
@@ -625,12 +614,13 @@ int ag_cli_train_run(ag_train_opts *o)
     r.train = ag_batch_new(c->model.task, c->batch, c->model.seq);
     r.eval = ag_batch_new(c->model.task, EVAL_EXAMPLES, c->model.seq);
     if (!r.opt || !r.tape || !r.train || !r.eval) {
-        fprintf(stderr, "attograd train: out of memory\n");
+        ag_cli_error(&ag_cmd_train_info, "out of memory");
         goto done;
     }
     if (ckpt) {
-        if (!ag_cli_checkpoint_restore(ckpt, o->load_path, r.model, r.opt, &loaded, err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s\n", err);
+        if (!ag_cli_checkpoint_restore(cmd, ckpt, o->load_path, r.model, r.opt, &loaded, err,
+                                       sizeof(err))) {
+            ag_cli_error(&ag_cmd_train_info, "%s", err);
             goto done;
         }
         r.data_rng.state = loaded.data_rng;
@@ -640,7 +630,7 @@ int ag_cli_train_run(ag_train_opts *o)
     }
     ag_task_sample(r.eval, &eval_rng);
     if (plot && !alloc_history(&r)) {
-        fprintf(stderr, "attograd train: out of memory\n");
+        ag_cli_error(&ag_cmd_train_info, "out of memory");
         goto done;
     }
     ag_tape_detect_anomaly(r.tape, o->detect_anomaly);
@@ -659,7 +649,7 @@ int ag_cli_train_run(ag_train_opts *o)
 
     if (o->log_path &&
         ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r.log, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd train: %s\n", err);
+        ag_cli_error(&ag_cmd_train_info, "%s", err);
         goto done;
     }
 
@@ -700,9 +690,9 @@ int ag_cli_train_run(ag_train_opts *o)
     double seconds = now_seconds() - start;
     if (tty)
         printf("\n");
-    int stop = interrupted;
+    int stop = interrupted, plot_failed = 0;
     if (stop) {
-        fprintf(stderr, "attograd train: %s after step %ld\n",
+        ag_cli_error(&ag_cmd_train_info, "%s after step %ld",
                 stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
                 r.step);
     }
@@ -715,33 +705,40 @@ int ag_cli_train_run(ag_train_opts *o)
                  ag_task_name(c->model.task), r.step, r.accuracy);
         ag_plot_data pd = {title, r.loss_step, r.loss_hist, r.n_loss, r.acc_step, r.acc_hist,
                            r.n_acc, r.attn0, c->model.seq};
-        if (ag_cli_plot_run(o->plot_path, &pd, err, sizeof(err))) {
+        char shown[AG_IO_SHOW_LEN];
+        int sig = 0;
+        if (ag_cli_plot_run(o->plot_path, &pd, &sig, err, sizeof(err))) {
             if (!o->quiet)
-                printf("plot: %s\n", o->plot_path);
+                printf("plot: %s\n", ag_io_show(o->plot_path, shown, sizeof(shown)));
         } else {
-            fprintf(stderr, "attograd train: %s\n", err);   /* training is unaffected */
+            /* the log and the checkpoint are still written; the status says it */
+            ag_cli_error(cmd, "%s", err);
+            plot_failed = 1;
+            if (sig && !stop)
+                stop = sig;
         }
     }
     if (r.log) {
         ag_csv *log = r.log;
         r.log = NULL;
         if (ag_csv_close(log, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd train: %s\n", err);
+            ag_cli_error(&ag_cmd_train_info, "%s", err);
             goto done;
         }
     }
     if (o->save_path) {
         ag_train_state st = state_of(o, &r);
         if (!ag_cli_checkpoint_save(o->save_path, r.model, r.opt, &st, err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s\n", err);
+            ag_cli_error(&ag_cmd_train_info, "%s", err);
             goto done;
         }
+        char shown[AG_IO_SHOW_LEN];
         if (!o->quiet)
-            printf("saved: %s (step %ld)\n", o->save_path, r.step);
+            printf("saved: %s (step %ld)\n", ag_io_show(o->save_path, shown, sizeof(shown)), r.step);
     }
     printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
            ag_task_name(c->model.task), r.step, r.eval_loss, r.accuracy, seconds);
-    status = stop ? 128 + stop : AG_EXIT_OK;
+    status = stop ? 128 + stop : plot_failed ? AG_EXIT_FAIL : AG_EXIT_OK;
 done:
     ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
     if (handlers) {
