@@ -289,6 +289,37 @@ ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, i
                        const ag_gradcheck_opts *opts, ag_gradcheck_result *result,
                        char *err, size_t errlen);
 
+/* The library's own checks (src/check/cases.c): one row per check of an
+ * op's backward, a loss or the attention layer, as `attograd gradcheck`
+ * prints them. Rows are numbered 0 .. ag_gradcheck_case_count() - 1. */
+size_t ag_gradcheck_case_count(void);
+/* Row i's op (the name its tape entries carry, what `gradcheck --op`
+ * selects) and its label; NULL when i is out of range. */
+const char *ag_gradcheck_case_op(size_t i);
+const char *ag_gradcheck_case_name(size_t i);
+
+#define AG_CASE_MAX_INPUTS 6
+/* A row made ready to check: call build(tape, inputs, ctx) and hand
+ * inputs to ag_gradcheck. The setup owns its inputs (and, for layer rows,
+ * the layer); ctx points at the setup itself, so do not copy or move it. */
+typedef struct ag_case_setup {
+    int n_inputs;
+    ag_tensor *inputs[AG_CASE_MAX_INPUTS];    /* parameters, drawn from N(0, 1) */
+    const char *names[AG_CASE_MAX_INPUTS];    /* "a", "b", "x", "wq", ... (static) */
+    ag_build_fn build;
+    void *ctx;
+    /* owned, released by ag_gradcheck_case_free */
+    struct ag_attention *att;                 /* layer rows, else NULL */
+    struct ag_posenc *pe;                     /* layer rows, else NULL */
+    ag_tensor *own[2];                        /* inputs made here (the rest are att's) */
+} ag_case_setup;
+/* Make row i's inputs from seed (the same seed gives the same inputs).
+ * Returns AG_OK, or an error with a one-line message in err and s zeroed. */
+ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, char *err,
+                                  size_t errlen);
+/* Release what the setup owns; s is zeroed. NULL does nothing. */
+void ag_gradcheck_case_free(ag_case_setup *s);
+
 /* ------------------------------------------------------------------------
  * Ops for models: attention heads, token lookup and classification loss.
  * Same rules as the ops above (one tape entry, NULL with the tape's error

@@ -1,24 +1,96 @@
 /*
- * test_gradcheck_cmd.c - `attograd gradcheck` as a program: every op of the
- * op table has a row and passes; --inject-bug softmax fails the rows through
+ * test_gradcheck_cmd.c - `attograd gradcheck` as a program: every op defined
+ * in src/ops has a row and passes; --inject-bug softmax fails the rows through
  * softmax (and only those) with exit status 1; --op, --sweep and --plot; bad
  * usage exits 2.
  */
 #include "test_util.h"
 #include "cmd_run.h"
 
+#include <dirent.h>
 #include <unistd.h>
+
+/* The op names defined in src/ops: each op file declares its descriptor
+ * as `static const ag_op NAME_op = {"name", ...}`. Returns how many. */
+static size_t ops_in_sources(char names[][32], size_t max)
+{
+    DIR *d = opendir("src/ops");
+    ck_assert_msg(d, "cannot open src/ops (run from the repository root)");
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0)
+            continue;
+        char path[300], line[512];
+        snprintf(path, sizeof(path), "src/ops/%s", e->d_name);
+        FILE *f = fopen(path, "r");
+        ck_assert_msg(f, "cannot read %s", path);
+        while (fgets(line, sizeof(line), f)) {
+            const char *q = strstr(line, "static const ag_op ");
+            q = q ? strstr(q, "= {\"") : NULL;
+            if (!q)
+                continue;
+            ck_assert_uint_lt(n, max);
+            q += 4;
+            size_t k = 0;
+            while (q[k] && q[k] != '"' && k < 31) {
+                names[n][k] = q[k];
+                k++;
+            }
+            names[n++][k] = '\0';
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Whether case row i's build puts an entry of op on the tape. */
+static int row_records(size_t i, const char *op)
+{
+    ag_case_setup s;
+    char err[256] = "";
+    ck_assert_msg(ag_gradcheck_case_setup(i, 1, &s, err, sizeof(err)) == AG_OK, "%s", err);
+    ag_tape *tape = ag_tape_new();
+    ck_assert_ptr_nonnull(s.build(tape, s.inputs, s.ctx));
+    int seen = 0;
+    for (size_t k = 0; k < ag_tape_size(tape) && !seen; k++) {
+        ag_entry_info info;
+        ck_assert_int_eq(ag_tape_entry_info(tape, k, &info), AG_OK);
+        seen = strcmp(info.op, op) == 0;
+    }
+    ag_tape_free(tape);
+    ag_gradcheck_case_free(&s);
+    return seen;
+}
+
+START_TEST(test_every_op_has_a_case)
+{
+    /* adding an op means its file, its prototype, its row in
+     * src/check/cases.c and its tests: this catches a missing row */
+    char names[64][32];
+    size_t n = ops_in_sources(names, 64);
+    ck_assert_uint_ge(n, 17);
+    for (size_t k = 0; k < n; k++) {
+        int found = 0;
+        for (size_t i = 0; i < ag_gradcheck_case_count() && !found; i++)
+            found = strcmp(ag_gradcheck_case_op(i), names[k]) == 0 && row_records(i, names[k]);
+        ck_assert_msg(found, "op %s (src/ops) has no row in src/check/cases.c that records it",
+                      names[k]);
+    }
+}
+END_TEST
 
 START_TEST(test_all_rows_pass)
 {
     int status;
     char *out = cmd_run(&status, "'%s' gradcheck", cmd_bin());
     ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
-    /* every op in the table (but the data leaf) is checked on a row of its own name */
-    for (int op = AG_OP_LEAF + 1; op < AG_OP_COUNT; op++) {
+    /* every op of the library's case table is checked on a row of its own name */
+    for (size_t i = 0; i < ag_gradcheck_case_count(); i++) {
         char prefix[64];
-        snprintf(prefix, sizeof(prefix), "%s ", ag_ops[op].name);
-        ck_assert_msg(cmd_line(out, prefix), "no row for op %s:\n%s", ag_ops[op].name, out);
+        snprintf(prefix, sizeof(prefix), "%s ", ag_gradcheck_case_op(i));
+        ck_assert_msg(cmd_line(out, prefix), "no row for op %s:\n%s", prefix, out);
     }
     static const char *const rows[] = {
         "matmul 2-D ", "matmul shared b ", "matmul batched ", "scale by ", "softmax ",
@@ -187,6 +259,7 @@ Suite *suite_gradcheck_cmd(void)
     Suite *s = suite_create("gradcheck_cmd");
     TCase *tc = tcase_create("table");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_every_op_has_a_case);
     tcase_add_test(tc, test_all_rows_pass);
     tcase_add_test(tc, test_injected_bug_fails);
     tcase_add_test(tc, test_one_op);

@@ -27,17 +27,17 @@ static ag_status report(ag_tape *tape, size_t k, const char *what, const ag_real
     const ag_entry *e = &tape->entries[k];
     char shape[64];
     return ag_tape_fail(tape, AG_ERR_NUMERIC, "anomaly: %s of op %s (tape entry %zu, %s) is %s at element %ld",
-                        what, ag_ops[e->op].name, k, ag_shape_str(e->out, shape, sizeof(shape)),
+                        what, e->op->name, k, ag_shape_str(e->out, shape, sizeof(shape)),
                         isnan(v[i]) ? "NaN" : "Inf", i);
 }
 
 int ag_anomaly_check_entry(ag_tape *tape, size_t k)
 {
     const ag_entry *e = &tape->entries[k];
-    long i = first_bad(e->out->data, e->out->size, e->op == AG_OP_CAUSAL_MASK);
+    long i = first_bad(e->out->data, e->out->size, e->op->flags & AG_OP_MASKS);
     if (i < 0)
         return 1;
-    report(tape, k, e->op == AG_OP_LEAF ? "the input" : "the output", e->out->data, i);
+    report(tape, k, e->op == &ag_op_leaf ? "the input" : "the output", e->out->data, i);
     return 0;
 }
 

@@ -15,11 +15,11 @@ ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info)
         return AG_ERR_ARG;
     const ag_entry *e = &tape->entries[k];
     memset(info, 0, sizeof(*info));
-    info->op = ag_ops[e->op].name;
+    info->op = e->op->name;
     info->n_in = e->n_in;
     for (int i = 0; i < e->n_in; i++)
         info->in[i] = e->in[i];
     info->out = e->out;
-    info->arg = e->op == AG_OP_SCALE ? e->arg : 0;
+    info->arg = e->op->flags & AG_OP_SHOWS_ARG ? e->arg : 0;
     return AG_OK;
 }

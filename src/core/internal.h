@@ -1,6 +1,6 @@
 /*
  * internal.h - the library's private structures: the arena, the tape and its
- * entries, the op table, and helpers shared by the op files. Not installed.
+ * entries, the op descriptor, and helpers shared by the op files. Not installed.
  */
 #ifndef AG_INTERNAL_H
 #define AG_INTERNAL_H
@@ -24,16 +24,36 @@
 #endif
 #define AG_ALIGN 64            /* arena allocations start on a cache line */
 
+/* ---- ops ---- */
+typedef struct ag_entry ag_entry;
+typedef void (*ag_backward_fn)(ag_tape *tape, const ag_entry *e);
+
+/* What an op is, for the tape: each op file defines its own descriptor
+ * (static const, beside its forward and backward) and its entries point at
+ * it, so adding an op touches no central list. */
+enum {
+    AG_OP_MASKS = 1 << 0,      /* its output may hold -inf on purpose (the anomaly check allows it) */
+    AG_OP_SHOWS_ARG = 1 << 1,  /* its entry's arg is worth showing (ag_tape_entry) */
+};
+typedef struct ag_op {
+    const char *name;
+    ag_backward_fn backward;   /* NULL for entries without inputs */
+    unsigned flags;            /* AG_OP_* */
+} ag_op;
+
+/* Tensors made from data (ag_tensor_from and friends): no backward. */
+extern const ag_op ag_op_leaf;
+
 /* One tape entry: an op with its inputs, output and saved arguments. */
-typedef struct ag_entry {
-    int op;                          /* an ag_op value */
+struct ag_entry {
+    const ag_op *op;                 /* what made the output */
     int n_in;
     ag_tensor *in[AG_MAX_INPUTS];    /* borrowed; may be tape tensors or parameters */
     ag_tensor *out;                  /* a tape tensor */
     double arg;                      /* the op's scalar argument (scale's c, ...) */
     int iarg;                        /* the op's integer argument (heads, ...) */
     void *saved;                     /* op-specific data in the arena, or NULL */
-} ag_entry;
+};
 
 /* One block of the arena. */
 typedef struct ag_block {
@@ -86,7 +106,7 @@ char *ag_dims_str(int ndim, const int *shape, char *buf, size_t len);
 ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_data,
                           int needs_grad);
 /* Append an entry; returns it, or NULL (error set) when out of memory. */
-ag_entry *ag_tape_push(ag_tape *tape, int op, ag_tensor *out, int n_in,
+ag_entry *ag_tape_push(ag_tape *tape, const ag_op *op, ag_tensor *out, int n_in,
                        const ag_tensor *const *in);
 /* Shared argument checks for an op: the tape is usable, no input is NULL
  * and, with anomaly detection on, the previous entry's output is finite.
@@ -112,57 +132,6 @@ int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_
                     int b_transposed, ag_matmul_plan *plan, int *out_shape);
 /* Check that b broadcasts against a (b's shape is a's trailing dims). */
 int ag_broadcast_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b);
-
-/* ---- ops ---- */
-typedef enum ag_op {
-    AG_OP_LEAF = 0,        /* tensors made from data: no backward */
-    AG_OP_MATMUL,
-    AG_OP_MATMUL_BT,
-    AG_OP_TRANSPOSE,
-    AG_OP_SCALE,
-    AG_OP_SOFTMAX,
-    AG_OP_CAUSAL_MASK,
-    AG_OP_ADD,
-    AG_OP_MUL,
-    AG_OP_SUM,
-    AG_OP_MEAN,
-    AG_OP_MSE,
-    AG_OP_SPLIT_HEADS,
-    AG_OP_MERGE_HEADS,
-    AG_OP_CROSS_ENTROPY,
-    AG_OP_EMBEDDING,
-    AG_OP_RESHAPE,
-    AG_OP_ATTENTION,       /* the fused attention layer, src/ops/attention_fused.c */
-    AG_OP_COUNT
-} ag_op;
-
-typedef void (*ag_backward_fn)(ag_tape *tape, const ag_entry *e);
-
-typedef struct ag_op_info {
-    const char *name;
-    ag_backward_fn backward;         /* NULL for ops without inputs */
-} ag_op_info;
-
-extern const ag_op_info ag_ops[];
-
-/* Each op file defines its backward; ops.c collects them into ag_ops. */
-void ag_matmul_backward(ag_tape *tape, const ag_entry *e);
-void ag_matmul_bt_backward(ag_tape *tape, const ag_entry *e);
-void ag_transpose_backward(ag_tape *tape, const ag_entry *e);
-void ag_scale_backward(ag_tape *tape, const ag_entry *e);
-void ag_softmax_backward(ag_tape *tape, const ag_entry *e);
-void ag_causal_mask_backward(ag_tape *tape, const ag_entry *e);
-void ag_add_backward(ag_tape *tape, const ag_entry *e);
-void ag_mul_backward(ag_tape *tape, const ag_entry *e);
-void ag_sum_backward(ag_tape *tape, const ag_entry *e);
-void ag_mean_backward(ag_tape *tape, const ag_entry *e);
-void ag_mse_backward(ag_tape *tape, const ag_entry *e);
-void ag_split_heads_backward(ag_tape *tape, const ag_entry *e);
-void ag_merge_heads_backward(ag_tape *tape, const ag_entry *e);
-void ag_cross_entropy_backward(ag_tape *tape, const ag_entry *e);
-void ag_embedding_backward(ag_tape *tape, const ag_entry *e);
-void ag_reshape_backward(ag_tape *tape, const ag_entry *e);
-void ag_attention_fused_backward(ag_tape *tape, const ag_entry *e);
 
 /* ---- shared by ops ---- */
 /* Which vector kernel ag_softmax_row may use on this CPU, 0 for none (ask

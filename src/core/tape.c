@@ -162,7 +162,7 @@ ag_status ag_tape_fail(ag_tape *tape, ag_status status, const char *fmt, ...)
     return tape->status;
 }
 
-ag_entry *ag_tape_push(ag_tape *tape, int op, ag_tensor *out, int n_in,
+ag_entry *ag_tape_push(ag_tape *tape, const ag_op *op, ag_tensor *out, int n_in,
                        const ag_tensor *const *in)
 {
     if (tape->n_entries == tape->cap_entries) {
@@ -170,7 +170,7 @@ ag_entry *ag_tape_push(ag_tape *tape, int op, ag_tensor *out, int n_in,
         ag_entry *grown = cap > SIZE_MAX / sizeof(*grown) ? NULL
                                                           : ag_realloc(tape->entries, cap * sizeof(*grown));
         if (!grown) {
-            ag_tape_fail(tape, AG_ERR_NOMEM, "%s: out of memory growing the tape", ag_ops[op].name);
+            ag_tape_fail(tape, AG_ERR_NOMEM, "%s: out of memory growing the tape", op->name);
             return NULL;
         }
         tape->entries = grown;
@@ -241,7 +241,7 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     if (tape->backward_ran) {
         for (size_t k = 0; k < tape->n_entries; k++) {
             const ag_entry *e = &tape->entries[k];
-            if (e->op != AG_OP_LEAF && e->out->grad)
+            if (e->op != &ag_op_leaf && e->out->grad)
                 memset(e->out->grad, 0, e->out->size * sizeof(ag_real));
         }
     }
@@ -252,8 +252,8 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
      * arrived by the time its entry is reached. */
     for (size_t k = tape->n_entries; k-- > 0;) {
         const ag_entry *e = &tape->entries[k];
-        if (e->out->grad && ag_ops[e->op].backward)
-            ag_ops[e->op].backward(tape, e);
+        if (e->out->grad && e->op->backward)
+            e->op->backward(tape, e);
     }
     if (tape->detect_anomaly)
         return ag_tape_find_anomaly(tape);

@@ -109,6 +109,8 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
     return t;
 }
 
+const ag_op ag_op_leaf = {"leaf", NULL, 0};
+
 /* A leaf entry's tensor, zeroed or (when its data is about to be copied in) not. */
 static ag_tensor *leaf_new(ag_tape *tape, int ndim, const int *shape, int zero_data)
 {
@@ -116,7 +118,7 @@ static ag_tensor *leaf_new(ag_tape *tape, int ndim, const int *shape, int zero_d
         return NULL;
     ag_tensor *t = ag_tensor_make(tape, ndim, shape, zero_data, 0);
     if (t)
-        ag_tape_push(tape, AG_OP_LEAF, t, 0, NULL);
+        ag_tape_push(tape, &ag_op_leaf, t, 0, NULL);
     return tape->status == AG_OK ? t : NULL;
 }
 
@@ -172,8 +174,8 @@ ag_tensor *ag_param_new(int ndim, const int *shape)
     memset(mem, 0, head + 2 * buf);
     ag_tensor *t = (ag_tensor *)mem;
     set_shape(t, ndim, shape, size);
-    t->data = (ag_real *)(mem + head);
-    t->grad = (ag_real *)(mem + head + buf);
+    t->data = (ag_real *)(void *)(mem + head);   /* AG_ALIGN-aligned, sized for ag_real */
+    t->grad = (ag_real *)(void *)(mem + head + buf);
     return t;
 }
 

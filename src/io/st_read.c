@@ -190,17 +190,23 @@ static int parse_string(parser *p, char **out)
 {
     *out = NULL;
     skip_ws(p);
-    if (p->pos >= p->len || p->s[p->pos] != '"')
-        return expected(p, "a string");
+    if (p->pos >= p->len || p->s[p->pos] != '"') {
+        expected(p, "a string");
+        return 0;
+    }
     size_t start = ++p->pos, end = start;
     while (end < p->len && p->s[end] != '"')
         end += p->s[end] == '\\' ? 2 : 1;
-    if (end >= p->len)
-        return syntax(p, "unterminated string");
+    if (end >= p->len) {
+        syntax(p, "unterminated string");
+        return 0;
+    }
     /* decoding never makes a string longer: end - start + 1 bytes suffice */
     char *o = malloc(end - start + 1);
-    if (!o)
-        return fail(p, AG_ERR_NOMEM, "out of memory reading the header");
+    if (!o) {
+        fail(p, AG_ERR_NOMEM, "out of memory reading the header");
+        return 0;
+    }
     size_t n = 0;
     while (p->pos < end) {
         unsigned char c = p->s[p->pos];
@@ -335,6 +341,7 @@ static int next_member(parser *p, int *more)
 /* '{' and, when the object is empty, '}': *empty tells which. */
 static int open_object(parser *p, const char *what, int *empty)
 {
+    *empty = 0;
     skip_ws(p);
     if (p->pos >= p->len || p->s[p->pos] != '{')
         return expected(p, what);
@@ -422,8 +429,9 @@ static int parse_tensor(parser *p, char *name)
         if (k == 0) {
             if (!parse_string(p, &dtype))
                 goto fail;
-            if (strcmp(dtype, "F32") == 0 || strcmp(dtype, "F64") == 0) {
-                t.dtype = dtype[1] == '3' ? AG_ST_F32 : AG_ST_F64;
+            int f32 = strcmp(dtype, "F32") == 0;
+            if (f32 || strcmp(dtype, "F64") == 0) {
+                t.dtype = f32 ? AG_ST_F32 : AG_ST_F64;
             } else {
                 fail(p, AG_ERR_FORMAT, "unsupported dtype %s (attograd reads F32 and F64)",
                      ag_io_quote(dtype, q, sizeof(q)));

@@ -4,6 +4,9 @@
  */
 #include "../core/internal.h"
 
+static void add_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op add_op = {"add", add_backward, 0};
+
 int ag_broadcast_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b)
 {
     int ok = b->ndim <= a->ndim;
@@ -23,14 +26,14 @@ ag_tensor *ag_add(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
     if (!ag_op_begin(tape, "add", 2, in) || !ag_broadcast_check(tape, "add", a, b))
         return NULL;
     ag_tensor *out = ag_tensor_make(tape, a->ndim, a->shape, 0, ag_any_grad(2, in));
-    if (!out || !ag_tape_push(tape, AG_OP_ADD, out, 2, in))
+    if (!out || !ag_tape_push(tape, &add_op, out, 2, in))
         return NULL;
     for (size_t i = 0; i < a->size; i++)
         out->data[i] = a->data[i] + b->data[i % b->size];
     return out;
 }
 
-void ag_add_backward(ag_tape *tape, const ag_entry *e)
+static void add_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: y = a + b (b repeated), so da += dy and db += dy summed over repeats */
     (void)tape;

@@ -22,6 +22,9 @@
 
 #include <math.h>
 
+static void attention_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op attention_op = {"attention", attention_backward, 0};
+
 /* Backward works through the batch in chunks of about this many rows (B T
  * positions): enough for the weight-gradient products to run at full speed,
  * few enough that a chunk's four (rows, d) gradients stay small. */
@@ -168,7 +171,7 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     sv->o = sv->v ? ag_arena_alloc(tape, bytes) : NULL;
     sv->p = p;
     sv->causal = causal != 0;
-    ag_entry *e = sv->o ? ag_tape_push(tape, AG_OP_ATTENTION, out, 5, in) : NULL;
+    ag_entry *e = sv->o ? ag_tape_push(tape, &attention_op, out, 5, in) : NULL;
     if (!e)
         return NULL;
     e->iarg = heads;
@@ -190,7 +193,7 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     return out;
 }
 
-void ag_attention_fused_backward(ag_tape *tape, const ag_entry *e)
+static void attention_backward(ag_tape *tape, const ag_entry *e)
 {
     ag_tensor *x = e->in[0], *wo = e->in[4], *w[3] = {e->in[1], e->in[2], e->in[3]};
     const fused_saved *sv = e->saved;

@@ -7,6 +7,9 @@
 
 #include <math.h>
 
+static void causal_mask_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op causal_mask_op = {"causal_mask", causal_mask_backward, AG_OP_MASKS};
+
 ag_tensor *ag_causal_mask(ag_tape *tape, const ag_tensor *a)
 {
     const ag_tensor *in[1] = {a};
@@ -19,7 +22,7 @@ ag_tensor *ag_causal_mask(ag_tape *tape, const ag_tensor *a)
         return NULL;
     }
     ag_tensor *out = ag_tensor_make(tape, a->ndim, a->shape, 0, ag_any_grad(1, in));
-    if (!out || !ag_tape_push(tape, AG_OP_CAUSAL_MASK, out, 1, in))
+    if (!out || !ag_tape_push(tape, &causal_mask_op, out, 1, in))
         return NULL;
     size_t tq = (size_t)a->shape[a->ndim - 2], tk = (size_t)a->shape[a->ndim - 1];
     size_t rows = ag_rows(a);
@@ -31,7 +34,7 @@ ag_tensor *ag_causal_mask(ag_tape *tape, const ag_tensor *a)
     return out;
 }
 
-void ag_causal_mask_backward(ag_tape *tape, const ag_entry *e)
+static void causal_mask_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: y = x where j <= i, -inf (a constant) elsewhere; so dx = dy or 0 */
     (void)tape;

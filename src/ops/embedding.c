@@ -8,6 +8,9 @@
 
 #include <string.h>
 
+static void embedding_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op embedding_op = {"embedding", embedding_backward, 0};
+
 ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, int ndim,
                         const int *shape)
 {
@@ -44,7 +47,7 @@ ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, i
     oshape[ndim] = d;
     ag_tensor *out = ag_tensor_make(tape, ndim + 1, oshape, 0, ag_any_grad(1, in));
     int *saved = out ? ag_arena_alloc(tape, n * sizeof(int)) : NULL;
-    ag_entry *e = saved ? ag_tape_push(tape, AG_OP_EMBEDDING, out, 1, in) : NULL;
+    ag_entry *e = saved ? ag_tape_push(tape, &embedding_op, out, 1, in) : NULL;
     if (!e)
         return NULL;
     memcpy(saved, ids, n * sizeof(int));
@@ -54,7 +57,7 @@ ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, i
     return out;
 }
 
-void ag_embedding_backward(ag_tape *tape, const ag_entry *e)
+static void embedding_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: y[i,:] = W[ids[i],:], so dW[ids[i],:] += dy[i,:] (scatter-add) */
     (void)tape;

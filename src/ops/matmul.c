@@ -1,9 +1,17 @@
 /*
- * matmul.c - C = A B, plain and batched: (m,k)@(k,n), (B,T,d)@(d,e) with the
- * weight shared over the batch, and (B,H,T,dh)@(B,H,dh,T) batch by batch.
+ * matmul.c - C = A B and C = A B^T, plain and batched: (m,k)@(k,n),
+ * (B,T,d)@(d,e) with the weight shared over the batch, and
+ * (B,H,T,dh)@(B,H,dh,T) batch by batch. A B^T reads B as stored, without
+ * materialising the transpose: attention's scores Q K^T are this form.
+ * One implementation; the two entry points differ only in a flag, kept in
+ * the entry's iarg and in which descriptor the entry points at.
  */
 #include "../core/gemm.h"
 #include "../core/internal.h"
+
+static void matmul_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op matmul_op = {"matmul", matmul_backward, 0};
+static const ag_op matmul_bt_op = {"matmul_bt", matmul_backward, 0};
 
 /* "op: a is [..], b is [..]: why". Shapes are formatted only here, on
  * failure: the check runs on every matmul, forward and backward, and two
@@ -53,35 +61,59 @@ int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_
     return 1;
 }
 
-ag_tensor *ag_matmul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
+/* a @ b, or a @ b^T when bt. */
+static ag_tensor *matmul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b, int bt)
 {
+    const ag_op *op = bt ? &matmul_bt_op : &matmul_op;
     const ag_tensor *in[2] = {a, b};
-    if (!ag_op_begin(tape, "matmul", 2, in))
+    if (!ag_op_begin(tape, op->name, 2, in))
         return NULL;
     ag_matmul_plan p;
     int shape[AG_MAX_DIMS];
-    if (!ag_matmul_check(tape, "matmul", a, b, 0, &p, shape))
+    if (!ag_matmul_check(tape, op->name, a, b, bt, &p, shape))
         return NULL;
     ag_tensor *out = ag_tensor_make(tape, a->ndim, shape, 0, ag_any_grad(2, in));
-    if (!out || !ag_tape_push(tape, AG_OP_MATMUL, out, 2, in))
+    ag_entry *e = out ? ag_tape_push(tape, op, out, 2, in) : NULL;
+    if (!e)
         return NULL;
-    ag_gemm_batched(0, 0, p.batch, p.m, p.n, p.k, 1, a->data, p.k, p.m * p.k, b->data, p.n,
+    e->iarg = bt;
+    /* b is (k x n) with row stride n, or, transposed, (n x k) with stride k */
+    size_t ldb = bt ? p.k : p.n;
+    ag_gemm_batched(0, bt, p.batch, p.m, p.n, p.k, 1, a->data, p.k, p.m * p.k, b->data, ldb,
                     p.k * p.n, 0, out->data, p.n, p.m * p.n);
     return out;
 }
 
-void ag_matmul_backward(ag_tape *tape, const ag_entry *e)
+ag_tensor *ag_matmul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
 {
-    /* forward: C = A B, so dA += dC B^T and dB += A^T dC */
+    return matmul(tape, a, b, 0);
+}
+
+ag_tensor *ag_matmul_bt(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
+{
+    return matmul(tape, a, b, 1);
+}
+
+static void matmul_backward(ag_tape *tape, const ag_entry *e)
+{
     ag_tensor *a = e->in[0], *b = e->in[1], *c = e->out;
+    int bt = e->iarg;
     ag_matmul_plan p = {0};
     int shape[AG_MAX_DIMS];
-    if (!ag_matmul_check(tape, "matmul", a, b, 0, &p, shape))
+    if (!ag_matmul_check(tape, e->op->name, a, b, bt, &p, shape))
         return;   /* cannot happen: forward checked these shapes */
+    size_t ldb = bt ? p.k : p.n, mk = p.m * p.k, mn = p.m * p.n, kn = p.k * p.n;
+    /* forward: C = A B, so dA += dC B^T;  C = A B^T (B is n x k), so dA += dC B */
     if (a->grad)
-        ag_gemm_batched(0, 1, p.batch, p.m, p.k, p.n, 1, c->grad, p.n, p.m * p.n, b->data, p.n,
-                        p.k * p.n, 1, a->grad, p.k, p.m * p.k);
-    if (b->grad)
-        ag_gemm_batched(1, 0, p.batch, p.k, p.n, p.m, 1, a->data, p.k, p.m * p.k, c->grad, p.n,
-                        p.m * p.n, 1, b->grad, p.n, p.k * p.n);
+        ag_gemm_batched(0, !bt, p.batch, p.m, p.k, p.n, 1, c->grad, p.n, mn, b->data, ldb, kn, 1,
+                        a->grad, p.k, mk);
+    if (!b->grad)
+        return;
+    /* C = A B: dB += A^T dC (k x n);  C = A B^T: dB += dC^T A (n x k) */
+    if (bt)
+        ag_gemm_batched(1, 0, p.batch, p.n, p.k, p.m, 1, c->grad, p.n, mn, a->data, p.k, mk, 1,
+                        b->grad, p.k, kn);
+    else
+        ag_gemm_batched(1, 0, p.batch, p.k, p.n, p.m, 1, a->data, p.k, mk, c->grad, p.n, mn, 1,
+                        b->grad, p.n, kn);
 }

@@ -9,6 +9,9 @@
 
 #include <limits.h>
 
+static void merge_heads_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op merge_heads_op = {"merge_heads", merge_heads_backward, 0};
+
 ag_tensor *ag_merge_heads(ag_tape *tape, const ag_tensor *x)
 {
     const ag_tensor *in[1] = {x};
@@ -27,7 +30,7 @@ ag_tensor *ag_merge_heads(ag_tape *tape, const ag_tensor *x)
     }
     size_t d = (size_t)H * (size_t)dh;
     ag_tensor *out = ag_tensor_make(tape, 3, (int[]){B, T, H * dh}, 0, ag_any_grad(1, in));
-    if (!out || !ag_tape_push(tape, AG_OP_MERGE_HEADS, out, 1, in))
+    if (!out || !ag_tape_push(tape, &merge_heads_op, out, 1, in))
         return NULL;
     for (size_t b = 0; b < (size_t)B; b++)
         for (size_t h = 0; h < (size_t)H; h++)
@@ -39,7 +42,7 @@ ag_tensor *ag_merge_heads(ag_tape *tape, const ag_tensor *x)
     return out;
 }
 
-void ag_merge_heads_backward(ag_tape *tape, const ag_entry *e)
+static void merge_heads_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: y[b,t,h*dh+k] = x[b,h,t,k], a permutation, so
      * dx[b,h,t,k] += dy[b,t,h*dh+k] */

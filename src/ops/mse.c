@@ -4,6 +4,9 @@
 #include "../core/clones.h"
 #include "../core/internal.h"
 
+static void mse_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op mse_op = {"mse", mse_backward, 0};
+
 /* Independent partial sums in the forward: enough to fill vector registers
  * and to hide the latency of their adds. */
 #define MSE_LANES 16
@@ -49,7 +52,7 @@ ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)
         return NULL;
     }
     ag_tensor *out = ag_tensor_make(tape, 1, (int[]){1}, 0, ag_any_grad(2, in));
-    if (!out || !ag_tape_push(tape, AG_OP_MSE, out, 2, in))
+    if (!out || !ag_tape_push(tape, &mse_op, out, 2, in))
         return NULL;
     out->data[0] = (ag_real)(sq_diff_sum(pred->size, pred->data, target->data) / (double)pred->size);
     return out;
@@ -63,7 +66,7 @@ AG_CLONES static void mse_grad(size_t n, ag_real *restrict dx, const ag_real *re
         dx[i] += s * (p[i] - t[i]);
 }
 
-void ag_mse_backward(ag_tape *tape, const ag_entry *e)
+static void mse_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: L = sum_i (p_i - t_i)^2 / n, so dp_i += 2 (p_i - t_i) / n dL, dt_i -= the same */
     (void)tape;

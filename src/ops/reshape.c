@@ -8,6 +8,9 @@
 
 #include <string.h>
 
+static void reshape_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op reshape_op = {"reshape", reshape_backward, 0};
+
 ag_tensor *ag_reshape(ag_tape *tape, const ag_tensor *a, int ndim, const int *shape)
 {
     const ag_tensor *in[1] = {a};
@@ -25,13 +28,13 @@ ag_tensor *ag_reshape(ag_tape *tape, const ag_tensor *a, int ndim, const int *sh
         return NULL;
     }
     ag_tensor *out = ag_tensor_make(tape, ndim, shape, 0, ag_any_grad(1, in));
-    if (!out || !ag_tape_push(tape, AG_OP_RESHAPE, out, 1, in))
+    if (!out || !ag_tape_push(tape, &reshape_op, out, 1, in))
         return NULL;
     memcpy(out->data, a->data, a->size * sizeof(ag_real));
     return out;
 }
 
-void ag_reshape_backward(ag_tape *tape, const ag_entry *e)
+static void reshape_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: y[i] = x[i] in flat order (only the shape changed), so the
      * Jacobian is the identity: dx[i] += dy[i] */

@@ -5,6 +5,9 @@
 
 #include <math.h>
 
+static void scale_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op scale_op = {"scale", scale_backward, AG_OP_SHOWS_ARG};
+
 ag_tensor *ag_scale(ag_tape *tape, const ag_tensor *a, double c)
 {
     const ag_tensor *in[1] = {a};
@@ -19,7 +22,7 @@ ag_tensor *ag_scale(ag_tape *tape, const ag_tensor *a, double c)
         return NULL;
     }
     ag_tensor *out = ag_tensor_make(tape, a->ndim, a->shape, 0, ag_any_grad(1, in));
-    ag_entry *e = out ? ag_tape_push(tape, AG_OP_SCALE, out, 1, in) : NULL;
+    ag_entry *e = out ? ag_tape_push(tape, &scale_op, out, 1, in) : NULL;
     if (!e)
         return NULL;
     e->arg = c;
@@ -29,7 +32,7 @@ ag_tensor *ag_scale(ag_tape *tape, const ag_tensor *a, double c)
     return out;
 }
 
-void ag_scale_backward(ag_tape *tape, const ag_entry *e)
+static void scale_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: y = c x, so dx += c dy */
     (void)tape;

@@ -9,6 +9,9 @@
 
 #include <math.h>
 
+static void softmax_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op softmax_op = {"softmax", softmax_backward, 0};
+
 /* Rows [r0, r1) of a softmax, forward or backward: each row is computed
  * the same way wherever it falls, so splitting rows over threads changes no
  * bit of the result. */
@@ -274,7 +277,7 @@ ag_tensor *ag_softmax(ag_tape *tape, const ag_tensor *a)
     if (!ag_op_begin(tape, "softmax", 1, in))
         return NULL;
     ag_tensor *out = ag_tensor_make(tape, a->ndim, a->shape, 0, ag_any_grad(1, in));
-    if (!out || !ag_tape_push(tape, AG_OP_SOFTMAX, out, 1, in))
+    if (!out || !ag_tape_push(tape, &softmax_op, out, 1, in))
         return NULL;
     softmax_job job = {a, out, (size_t)a->shape[a->ndim - 1], ag_rows(a), 0, 0, 0};
     job.simd = ag_softmax_simd();
@@ -302,7 +305,7 @@ static void backward_task(void *ctx, size_t t)
     }
 }
 
-void ag_softmax_backward(ag_tape *tape, const ag_entry *e)
+static void softmax_backward(ag_tape *tape, const ag_entry *e)
 {
     /*
      * forward: s = softmax(z). The Jacobian is ds_i/dz_j = s_i (delta_ij - s_j),

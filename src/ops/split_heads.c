@@ -8,6 +8,9 @@
 
 #include <string.h>
 
+static void split_heads_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op split_heads_op = {"split_heads", split_heads_backward, 0};
+
 ag_tensor *ag_split_heads(ag_tape *tape, const ag_tensor *x, int n_heads)
 {
     const ag_tensor *in[1] = {x};
@@ -27,7 +30,7 @@ ag_tensor *ag_split_heads(ag_tape *tape, const ag_tensor *x, int n_heads)
     }
     int B = x->shape[0], T = x->shape[1], dh = d / n_heads;
     ag_tensor *out = ag_tensor_make(tape, 4, (int[]){B, n_heads, T, dh}, 0, ag_any_grad(1, in));
-    ag_entry *e = out ? ag_tape_push(tape, AG_OP_SPLIT_HEADS, out, 1, in) : NULL;
+    ag_entry *e = out ? ag_tape_push(tape, &split_heads_op, out, 1, in) : NULL;
     if (!e)
         return NULL;
     e->iarg = n_heads;
@@ -41,7 +44,7 @@ ag_tensor *ag_split_heads(ag_tape *tape, const ag_tensor *x, int n_heads)
     return out;
 }
 
-void ag_split_heads_backward(ag_tape *tape, const ag_entry *e)
+static void split_heads_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: y[b,h,t,k] = x[b,t,h*dh+k], a permutation of the elements,
      * so its Jacobian is a permutation matrix: dx[b,t,h*dh+k] += dy[b,h,t,k] */

@@ -3,13 +3,16 @@
  */
 #include "../core/internal.h"
 
+static void sum_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op sum_op = {"sum", sum_backward, 0};
+
 ag_tensor *ag_sum(ag_tape *tape, const ag_tensor *a)
 {
     const ag_tensor *in[1] = {a};
     if (!ag_op_begin(tape, "sum", 1, in))
         return NULL;
     ag_tensor *out = ag_tensor_make(tape, 1, (int[]){1}, 0, ag_any_grad(1, in));
-    if (!out || !ag_tape_push(tape, AG_OP_SUM, out, 1, in))
+    if (!out || !ag_tape_push(tape, &sum_op, out, 1, in))
         return NULL;
     double acc = 0;   /* double: a long sum in float loses digits */
     for (size_t i = 0; i < a->size; i++)
@@ -18,7 +21,7 @@ ag_tensor *ag_sum(ag_tape *tape, const ag_tensor *a)
     return out;
 }
 
-void ag_sum_backward(ag_tape *tape, const ag_entry *e)
+static void sum_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: y = sum_i x_i, so dx_i += dy */
     (void)tape;

@@ -3,6 +3,9 @@
  */
 #include "../core/internal.h"
 
+static void transpose_backward(ag_tape *tape, const ag_entry *e);
+static const ag_op transpose_op = {"transpose", transpose_backward, 0};
+
 ag_tensor *ag_transpose(ag_tape *tape, const ag_tensor *a)
 {
     const ag_tensor *in[1] = {a};
@@ -21,7 +24,7 @@ ag_tensor *ag_transpose(ag_tape *tape, const ag_tensor *a)
     shape[a->ndim - 2] = n;
     shape[a->ndim - 1] = m;
     ag_tensor *out = ag_tensor_make(tape, a->ndim, shape, 0, ag_any_grad(1, in));
-    if (!out || !ag_tape_push(tape, AG_OP_TRANSPOSE, out, 1, in))
+    if (!out || !ag_tape_push(tape, &transpose_op, out, 1, in))
         return NULL;
     size_t mn = (size_t)m * (size_t)n, batch = a->size / mn;
     for (size_t b = 0; b < batch; b++) {
@@ -34,7 +37,7 @@ ag_tensor *ag_transpose(ag_tape *tape, const ag_tensor *a)
     return out;
 }
 
-void ag_transpose_backward(ag_tape *tape, const ag_entry *e)
+static void transpose_backward(ag_tape *tape, const ag_entry *e)
 {
     /* forward: y[j][i] = x[i][j], so dx[i][j] += dy[j][i] */
     (void)tape;

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""compare_gpt.py - a training step of attograd's character GPT against the same
+step in PyTorch, single-threaded, measured side by side (issue 10).
+
+The step, at the text task's defaults (layers 4, dim 128, heads 4, seq 64,
+batch 12, vocabulary 65): token + position embeddings; per block
+x = x + attn(ln_1(x)), x = x + mlp(ln_2(x)) with causal multi-head attention
+and mlp = gelu(x W_fc) W_proj (exact erf GELU, 4x width); final layer norm;
+logits through the tied token embedding; mean cross-entropy; backward;
+global-norm clip at 1; AdamW (betas 0.9/0.99, weight decay 0.1 on 2-D
+weights). Layer norms without bias, linears without bias (nanoGPT's
+bias=False). Random token ids: the data does not change the time.
+
+attograd runs it with `attograd bench gpt`; PyTorch with TORCH_CODE below
+(torch.set_num_threads(1)). Each side reports the median time of a step after
+warming up. Rounds are interleaved (the side that goes first alternates) and
+the ratio is the median over rounds of torch / attograd within a round. The
+PyTorch side is the fastest configuration compare_attention.py found:
+OpenBLAS with its AVX-512 kernels (OPENBLAS_CORETYPE unset), one BLAS thread,
+glibc told to reuse freed blocks. Also runs attograd with --threads 2 and
+prints the speedup over one thread, measured in the same rounds.
+
+Usage (from the repository root, after `make`):
+    bench/compare_gpt.py                  # 3 rounds
+    bench/compare_gpt.py --rounds 5
+    bench/compare_gpt.py --torch-only     # PyTorch's step alone
+Only the standard library is needed here; torch runs under --python (default
+/usr/bin/python3, Debian's python3-torch). Not part of the build or of make check.
+"""
+import argparse
+import datetime
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blas import LOADED_BLAS_CODE, OPENBLAS_TUNING, find_openblas, openblas_env  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPEEDUP_TARGET = 1.5
+THREADS_TARGET = 1.7
+
+TORCH_CODE = LOADED_BLAS_CODE + r"""
+import math, statistics, sys, time
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(1)
+L, C, H, T, B, V = (int(a) for a in sys.argv[1:7])
+g = torch.Generator().manual_seed(1)
+
+def normal(*shape, std=0.02):
+    return (torch.randn(*shape, generator=g) * std).requires_grad_()
+
+wte, wpe = normal(V, C), normal(T, C)
+blocks = [dict(ln_1=torch.ones(C, requires_grad=True), ln_2=torch.ones(C, requires_grad=True),
+               c_attn=normal(3 * C, C), c_proj=normal(C, C, std=0.02 / math.sqrt(2 * L)),
+               c_fc=normal(4 * C, C), m_proj=normal(C, 4 * C, std=0.02 / math.sqrt(2 * L)))
+          for _ in range(L)]
+ln_f = torch.ones(C, requires_grad=True)
+params = [wte, wpe, ln_f] + [p for b in blocks for p in b.values()]
+decay = [p for p in params if p.dim() >= 2]
+no_decay = [p for p in params if p.dim() < 2]
+opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                         {"params": no_decay, "weight_decay": 0.0}], lr=1e-3, betas=(0.9, 0.99))
+mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+idx = torch.randint(0, V, (B, T), generator=g)
+tgt = torch.randint(0, V, (B, T), generator=g)
+
+def attn(x, b):
+    q, k, v = F.linear(x, b["c_attn"]).split(C, dim=2)
+    q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))
+    a = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
+    a = torch.softmax(a.masked_fill(~mask, float("-inf")), dim=-1)
+    return F.linear((a @ v).transpose(1, 2).reshape(B, T, C), b["c_proj"])
+
+def step():
+    opt.zero_grad(set_to_none=True)
+    x = wte[idx] + wpe
+    for b in blocks:
+        x = x + attn(F.layer_norm(x, (C,), b["ln_1"], None, 1e-5), b)
+        h = F.gelu(F.linear(F.layer_norm(x, (C,), b["ln_2"], None, 1e-5), b["c_fc"]))
+        x = x + F.linear(h, b["m_proj"])
+    logits = F.layer_norm(x, (C,), ln_f, None, 1e-5) @ wte.t()
+    loss = F.cross_entropy(logits.view(-1, V), tgt.view(-1))
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+
+t0 = time.perf_counter()
+for _ in range(3):
+    step()
+once = (time.perf_counter() - t0) / 3
+steps = max(10, min(300, int(3.0 / once))) if once > 0 else 300
+times = []
+for _ in range(steps):
+    t0 = time.perf_counter()
+    step()
+    times.append(time.perf_counter() - t0)
+print("us_per_step=%.2f steps=%d blas=%s" % (statistics.median(times) * 1e6, steps, loaded_blas()))
+"""
+
+SHAPE = (4, 128, 4, 64, 12, 65)   # layers, dim, heads, seq, batch, vocabulary
+
+
+def torch_env(openblas):
+    env = openblas_env(dict(os.environ, MKL_NUM_THREADS="1"), openblas, OPENBLAS_TUNING)
+    env["MALLOC_MMAP_THRESHOLD_"] = str(1 << 32)
+    env["MALLOC_TRIM_THRESHOLD_"] = str(1 << 36)
+    return env
+
+
+def run_torch(python, env):
+    out = subprocess.run([python, "-c", TORCH_CODE] + [str(v) for v in SHAPE], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False, text=True)
+    if out.returncode != 0:
+        sys.exit("torch failed:\n%s" % out.stderr)
+    m = re.search(r"us_per_step=([0-9.]+) steps=(\d+) blas=(\S+)", out.stdout)
+    return float(m.group(1)), m.group(3)
+
+
+def run_attograd(binary, threads):
+    L, C, H, T, B, _ = SHAPE
+    cmd = [binary, "bench", "gpt", "--layers", str(L), "--dim", str(C), "--heads", str(H),
+           "--seq", str(T), "--batch", str(B), "--threads", str(threads)]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False, text=True)
+    if out.returncode != 0:
+        sys.exit("%s failed:\n%s" % (" ".join(cmd), out.stderr))
+    line = [l for l in out.stdout.splitlines() if l.startswith("bench:")][-1]
+    fields = dict(kv.split("=", 1) for kv in line.split()[1:])
+    return float(fields["us_per_step"]), fields
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "float", "attograd"))
+    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--openblas-dir", default=os.environ.get("AG_OPENBLAS_DIR"))
+    ap.add_argument("--torch-only", action="store_true")
+    args = ap.parse_args()
+    openblas = find_openblas(args.openblas_dir)
+    env = torch_env(openblas)
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print("# %s, load average %s, shape layers,dim,heads,seq,batch,vocab = %s" %
+          (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), load,
+           ",".join(map(str, SHAPE))))
+    ratios, speedups = [], []
+    for r in range(args.rounds):
+        sides = ["torch", "ag"] if r % 2 == 0 else ["ag", "torch"]
+        got = {}
+        for side in sides:
+            if side == "torch":
+                got["torch"], blas = run_torch(args.python, env)
+            elif not args.torch_only:
+                got["ag"], fields = run_attograd(args.bin, 1)
+                got["ag2"], _ = run_attograd(args.bin, 2)
+        line = "round %d: torch %.0f us (%s)" % (r + 1, got["torch"], blas)
+        if not args.torch_only:
+            ratios.append(got["torch"] / got["ag"])
+            speedups.append(got["ag"] / got["ag2"])
+            line += ", attograd %.0f us (gflops %s, peak_bytes %s, allocs_per_step %s), " \
+                    "2 threads %.0f us: x%.2f faster than torch, threads x%.2f" % (
+                        got["ag"], fields.get("gflops"), fields.get("peak_bytes"),
+                        fields.get("allocs_per_step"), got["ag2"], ratios[-1], speedups[-1])
+        print(line, flush=True)
+    if ratios:
+        print("median: attograd x%.2f faster than torch (target %.1f), 2 threads x%.2f (target %.1f)"
+              % (statistics.median(ratios), SPEEDUP_TARGET, statistics.median(speedups),
+                 THREADS_TARGET))
+
+
+if __name__ == "__main__":
+    main()
