@@ -224,5 +224,5 @@ fuzz-run-cli: $(FUZZ_CLI_BIN)
 fuzz-run-paths: $(FUZZ_PATHS_BIN)
 	@mkdir -p $(FUZZ_DIR)/corpus_paths
 	$(FUZZ_PATHS_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=600 -timeout=10 -close_fd_mask=2 \
-	  -dict=tests/fuzz/paths.dict -artifact_prefix=$(FUZZ_DIR)/paths- -print_final_stats=1 \
+	  -dict=tests/fuzz/paths.dict -artifact_prefix=$(abspath $(FUZZ_DIR))/paths- -print_final_stats=1 \
 	  $(FUZZ_DIR)/corpus_paths tests/fuzz/corpus_paths

@@ -175,21 +175,37 @@ static inline cli_proc cli_run_argv(const char *const *argv, const char *path_en
 
 #define CLI_MAX_ARGS 48
 
-/* Run `attograd ARGS...` (a NULL-terminated list of strings). */
-static inline cli_proc cli_run(const char *first, ...)
+/* Start `attograd ARGS...`: args is NULL-terminated, without the program;
+ * path_env as for cli_spawn. */
+static inline cli_proc cli_spawn_args(const char *const *args, const char *path_env)
 {
     const char *argv[CLI_MAX_ARGS + 2];
     int n = 0;
     argv[n++] = cli_bin();
+    for (int k = 0; args[k]; k++) {
+        ck_assert_int_lt(n, CLI_MAX_ARGS);
+        argv[n++] = args[k];
+    }
+    argv[n] = NULL;
+    return cli_spawn(argv, path_env);
+}
+
+/* Run `attograd ARGS...` (a NULL-terminated list of strings). */
+static inline cli_proc cli_run(const char *first, ...)
+{
+    const char *args[CLI_MAX_ARGS + 1];
+    int n = 0;
     va_list ap;
     va_start(ap, first);
     for (const char *a = first; a; a = va_arg(ap, const char *)) {
         ck_assert_int_lt(n, CLI_MAX_ARGS);
-        argv[n++] = a;
+        args[n++] = a;
     }
     va_end(ap);
-    argv[n] = NULL;
-    return cli_run_argv(argv, NULL);
+    args[n] = NULL;
+    cli_proc p = cli_spawn_args(args, NULL);
+    cli_wait(&p);
+    return p;
 }
 
 /* Fail with the child's output shown, so a failure explains itself. */

@@ -144,15 +144,9 @@ static void fake_gnuplot_ok(const scratch *s)
 /* Run the command with argv (after "attograd", NULL-terminated) and PATH. */
 static cli_proc run_in(const scratch *s, const char *const *args)
 {
-    const char *argv[CLI_MAX_ARGS + 2];
-    int n = 0;
-    argv[n++] = cli_bin();
-    for (int k = 0; args[k]; k++) {
-        ck_assert_int_lt(n, CLI_MAX_ARGS);
-        argv[n++] = args[k];
-    }
-    argv[n] = NULL;
-    return cli_run_argv(argv, s->path);
+    cli_proc p = cli_spawn_args(args, s->path);
+    cli_wait(&p);
+    return p;
 }
 
 /* stderr is one line per message: no control byte but '\n', no C1 control. */
@@ -533,13 +527,8 @@ START_TEST(test_messages_escaped)
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const msg_case *c = &cases[k];
-        const char *argv[12];
-        int n = 0;
-        argv[n++] = cli_bin();
-        for (int j = 0; c->args[j]; j++)
-            argv[n++] = c->args[j];
-        argv[n] = NULL;
-        cli_proc p = cli_run_argv(argv, NULL);
+        cli_proc p = cli_spawn_args(c->args, NULL);
+        cli_wait(&p);
         ck_assert_msg(p.status == c->status, "case %zu: status %d\n%s", k, p.status, p.err);
         ck_assert_msg(strstr(p.err, c->fragment) != NULL, "case %zu: '%s' not in:\n%s", k,
                       c->fragment, p.err);
@@ -867,13 +856,7 @@ static void fake_gnuplot_hangs(const scratch *s)
  * finished child and gnuplot's pid in *gp. */
 static cli_proc interrupt_gnuplot(scratch *s, const char *const *args, int sig, pid_t *gp)
 {
-    const char *argv[CLI_MAX_ARGS + 2];
-    int n = 0;
-    argv[n++] = cli_bin();
-    for (int k = 0; args[k]; k++)
-        argv[n++] = args[k];
-    argv[n] = NULL;
-    cli_proc p = cli_spawn(argv, s->path);
+    cli_proc p = cli_spawn_args(args, s->path);
     const char *marker = at(s, "gp.pid");
     char *pid = NULL;
     for (int polls = 0; !(pid = cli_read_file(marker, NULL)); polls++) {
@@ -1015,13 +998,7 @@ START_TEST(test_sigkill_during_save_heals)
     /* a model with a big enough checkpoint that the save takes a while */
     const char *args[] = {"train", "--steps", "1", "--dim", "512", "--seq", "2", "--batch", "1",
                           "--save", ck, NULL};
-    const char *argv[16];
-    int n = 0;
-    argv[n++] = cli_bin();
-    for (int k = 0; args[k]; k++)
-        argv[n++] = args[k];
-    argv[n] = NULL;
-    cli_proc p = cli_spawn(argv, s.path);
+    cli_proc p = cli_spawn_args(args, s.path);
     /* kill it once its temporary file exists (or it has finished) */
     for (int polls = 0; polls < 20000 && !tmp_left(s.dir) && access(ck, F_OK) != 0; polls++)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
@@ -1081,13 +1058,8 @@ START_TEST(test_hex_floats)
         {"explain", "attention", "--lr", "0x1"},
     };
     for (size_t k = 0; k < sizeof(lines) / sizeof(lines[0]); k++) {
-        const char *argv[10];
-        int n = 0;
-        argv[n++] = cli_bin();
-        for (int j = 0; lines[k][j]; j++)
-            argv[n++] = lines[k][j];
-        argv[n] = NULL;
-        cli_proc p = cli_run_argv(argv, NULL);
+        cli_proc p = cli_spawn_args(lines[k], NULL);
+        cli_wait(&p);
         ck_assert_msg(p.status == 2, "%s %s: status %d", lines[k][0], lines[k][1], p.status);
         cli_assert_has(p.err, "is not a number");
         cli_proc_free(&p);

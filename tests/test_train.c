@@ -234,13 +234,7 @@ END_TEST
  * rather than left running (and dies with this test if the test dies). */
 static cli_proc interrupt_run(const char *const *args, const char *until, int sig)
 {
-    const char *argv[CLI_MAX_ARGS + 2];
-    int n = 0;
-    argv[n++] = cli_bin();
-    for (int k = 0; args[k]; k++)
-        argv[n++] = args[k];
-    argv[n] = NULL;
-    cli_proc p = cli_spawn(argv, NULL);
+    cli_proc p = cli_spawn_args(args, NULL);
     int polls = 0;
     while (!strstr(p.out, until)) {
         /* a safety net only: 600 polls of 100 ms, never a measurement */

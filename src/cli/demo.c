@@ -61,9 +61,9 @@ int ag_cli_demo_run(const ag_demo_opts *o)
         ag_cli_error(&ag_cmd_demo_info, "out of memory");
         return AG_EXIT_FAIL;
     }
-    const ag_real words[] = {1, 0,    /* cat */
-                             0, 1,    /* sat */
-                             1, 1};   /* mat */
+    const ag_real words[] = {1, 0,  /* cat */
+                             0, 1,  /* sat */
+                             1, 1}; /* mat */
     ag_tensor *x = ag_tensor_from(tape, 2, (int[]){3, 2}, words);
     ag_tensor *scores = ag_scale(tape, ag_matmul_bt(tape, x, x), 1 / sqrt(2.0));
     ag_tensor *weights = ag_softmax(tape, scores);

@@ -49,8 +49,8 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
     }
     long v = 0;
     if (ag_cli_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
-        ag_cli_error(cmd, "%s: metadata n_heads '%s' must be a whole number dividing d = %d",
-                path, ag_cli_quote(h, q, sizeof(q)), d);
+        ag_cli_error(cmd, "%s: metadata n_heads '%s' must be a whole number dividing d = %d", path,
+                     ag_cli_quote(h, q, sizeof(q)), d);
         return 0;
     }
     *heads = (int)v;
@@ -60,7 +60,7 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
         *causal = 1;
     } else {
         ag_cli_error(cmd, "%s: metadata causal '%s' must be \"true\" or \"false\"", path,
-                ag_cli_quote(c, q, sizeof(q)));
+                     ag_cli_quote(c, q, sizeof(q)));
         return 0;
     }
     return 1;
@@ -159,11 +159,10 @@ int ag_cli_grad_run(const ag_grad_opts *o)
     }
     if (nd != 2 || wshape[0] != wshape[1] || wshape[0] < 1) {
         if (nd == 2)
-            ag_cli_error(cmd, "%s: tensor 'wq' is [%dx%d], must be square (d, d)",
-                    model_path, wshape[0], wshape[1]);
+            ag_cli_error(cmd, "%s: tensor 'wq' is [%dx%d], must be square (d, d)", model_path,
+                         wshape[0], wshape[1]);
         else
-            ag_cli_error(cmd, "%s: tensor 'wq' has %d dims, must be square (d, d)",
-                    model_path, nd);
+            ag_cli_error(cmd, "%s: tensor 'wq' has %d dims, must be square (d, d)", model_path, nd);
         goto done;
     }
     int d = wshape[0], heads, causal;
@@ -175,17 +174,17 @@ int ag_cli_grad_run(const ag_grad_opts *o)
         goto done;
     }
     if (nd != 3 || xshape[2] != d || xshape[0] < 1 || xshape[1] < 1) {
-        ag_cli_error(cmd, "%s: tensor 'x' must be (B, T, %d) to fit the model",
-                batch_path, d);
+        ag_cli_error(cmd, "%s: tensor 'x' must be (B, T, %d) to fit the model", batch_path, d);
         goto done;
     }
     uint64_t attn_values = ag_cli_attention_values((uint64_t)xshape[0], (uint64_t)heads,
                                                    (uint64_t)xshape[1]);
     if (attn_values > AG_CLI_MAX_VALUES) {
-        ag_cli_error(cmd, "%s: tensor 'x' is [%dx%dx%d]: with %d head(s) its attention "
-                "weights would hold %llu values, more than %llu", batch_path, xshape[0],
-                xshape[1], xshape[2], heads, (unsigned long long)attn_values,
-                (unsigned long long)AG_CLI_MAX_VALUES);
+        ag_cli_error(cmd,
+                     "%s: tensor 'x' is [%dx%dx%d]: with %d head(s) its attention "
+                     "weights would hold %llu values, more than %llu",
+                     batch_path, xshape[0], xshape[1], xshape[2], heads,
+                     (unsigned long long)attn_values, (unsigned long long)AG_CLI_MAX_VALUES);
         goto done;
     }
     layer = ag_attention_new(d, heads, causal, NULL, err, sizeof(err));
@@ -238,7 +237,8 @@ int ag_cli_grad_run(const ag_grad_opts *o)
     int bad = first_nonfinite(results, sizes, 8, &elem);
     if (bad >= 0) {
         double v = results[bad][elem];
-        ag_cli_error(cmd, "the result is not finite: '%s' holds %s at element %zu, from finite "
+        ag_cli_error(cmd,
+                     "the result is not finite: '%s' holds %s at element %zu, from finite "
                      "inputs too large for %s arithmetic (scale them down%s); nothing was written",
                      result_names[bad], isnan(v) ? "NaN" : "Inf", elem, AG_REAL_NAME,
 #ifdef AG_REAL_DOUBLE

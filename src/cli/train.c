@@ -347,9 +347,10 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
 static void report_failure(const run *r, ag_status st, const char *where)
 {
     ag_cli_error(&ag_cmd_train_info, "step %ld%s: %s", r->step + (where[0] ? 0 : 1), where,
-            ag_tape_error(r->tape));
+                 ag_tape_error(r->tape));
     if (st == AG_ERR_NUMERIC)
-        ag_cli_error(&ag_cmd_train_info, "stopped; try a smaller --lr or --clip (nothing was saved)");
+        ag_cli_error(&ag_cmd_train_info,
+                     "stopped; try a smaller --lr or --clip (nothing was saved)");
 }
 
 /* Loss and accuracy on the held-out set. With keep, the tape is left as it
@@ -461,10 +462,13 @@ static int train_step(run *r)
     long bad = first_bad_param(r, &elem);
     if (bad >= 0) {
         double v = r->params[bad]->data[elem];
-        ag_cli_error(&ag_cmd_train_info, "step %ld: the %s update (lr %g) made parameter '%s' %s "
-                "at element %zu (the gradient norm was %g)", r->step + 1, ag_optim_name(r->opt),
-                r->o->config.lr, r->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
-        ag_cli_error(&ag_cmd_train_info, "stopped; try a smaller --lr or --clip (nothing was saved)");
+        ag_cli_error(&ag_cmd_train_info,
+                     "step %ld: the %s update (lr %g) made parameter '%s' %s "
+                     "at element %zu (the gradient norm was %g)",
+                     r->step + 1, ag_optim_name(r->opt), r->o->config.lr, r->names[bad],
+                     isnan(v) ? "NaN" : "Inf", elem, norm);
+        ag_cli_error(&ag_cmd_train_info,
+                     "stopped; try a smaller --lr or --clip (nothing was saved)");
         return 0;
     }
     r->step++;
@@ -589,7 +593,7 @@ int ag_cli_train_run(ag_train_opts *o)
     if (plot && !ag_cli_have_program("gnuplot")) {
         /* said once, before the run; training goes on without the plot */
         ag_cli_error(&ag_cmd_train_info, "gnuplot is not installed, so no plot "
-                        "(apt-get install gnuplot-nox)");
+                                         "(apt-get install gnuplot-nox)");
         plot = 0;
     }
 
@@ -693,8 +697,10 @@ int ag_cli_train_run(ag_train_opts *o)
     int stop = interrupted, plot_failed = 0;
     if (stop) {
         ag_cli_error(&ag_cmd_train_info, "%s after step %ld",
-                stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
-                r.step);
+                     stop == SIGINT    ? "interrupted"
+                     : stop == SIGTERM ? "stopped by SIGTERM"
+                                       : "stopped by SIGHUP",
+                     r.step);
     }
     if (!r.kept_attn && !evaluate(&r, 1))   /* interrupted before the last step */
         goto done;
