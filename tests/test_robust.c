@@ -280,7 +280,7 @@ START_TEST(test_output_kinds)
         break;
     case K_FIFO:
         ck_assert_int_eq(mkfifo(out, 0644), 0);
-        msg = "out: is a FIFO (a named pipe): an output is a regular file";
+        msg = "out: is a FIFO (a pipe): an output is a regular file";
         break;
     case K_SOCKET:
         make_socket(out);
@@ -587,7 +587,7 @@ START_TEST(test_inputs_not_files)
         {"/dev/zero", "/dev/zero: is a character device, not a regular file"},
         {"/dev/urandom", "/dev/urandom: is a character device, not a regular file"},
         {"/dev/stdin", "is a character device, not a regular file"},   /* stdin is /dev/null */
-        {fifo, "fifo: is a FIFO (a named pipe), not a regular file"},
+        {fifo, "fifo: is a FIFO (a pipe), not a regular file"},
         {sock, "sock: is a socket, not a regular file"},
         {zero, "zero-link: is a character device, not a regular file"},
         {s.bin, "bin: is a directory"},

@@ -138,7 +138,7 @@ const char *ag_io_show(const char *str, char *buf, size_t len)
 static const char *kind_name(mode_t m)
 {
     return S_ISDIR(m)    ? "a directory"
-           : S_ISFIFO(m) ? "a FIFO (a named pipe)"
+           : S_ISFIFO(m) ? "a FIFO (a pipe)"
            : S_ISSOCK(m) ? "a socket"
            : S_ISCHR(m)  ? "a character device"
            : S_ISBLK(m)  ? "a block device"
