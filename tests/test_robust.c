@@ -184,7 +184,10 @@ static void write_f64(const char *path, const char *const *names, int n, int ndi
         count *= (size_t)shape[d];
     char json[2048], dims[64];
     size_t used = 0;
-    snprintf(dims, sizeof(dims), ndim == 2 ? "[%d,%d]" : "[%d,%d,%d]", shape[0], shape[1], shape[2]);
+    size_t at_dim = (size_t)snprintf(dims, sizeof(dims), "[");
+    for (int d = 0; d < ndim; d++)
+        at_dim += (size_t)snprintf(dims + at_dim, sizeof(dims) - at_dim, "%s%d", d ? "," : "", shape[d]);
+    snprintf(dims + at_dim, sizeof(dims) - at_dim, "]");
     used += (size_t)snprintf(json + used, sizeof(json) - used, "{");
     for (int k = 0; k < n; k++)
         used += (size_t)snprintf(json + used, sizeof(json) - used,
