@@ -11,6 +11,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +30,16 @@ typedef struct file_id {
     int device;          /* it is a character device */
     dev_t dev;
     ino_t ino;
-    char *name;          /* a new name: its directory resolved, then its last component (owned) */
+    const char *path;    /* the name as given (borrowed) */
+    int resolved;        /* a new name, with name below; else compare path as written */
+    char name[PATH_MAX + 256];   /* its directory resolved, then its last component */
 } file_id;
 
 static void resolve(const char *path, file_id *id)
 {
     struct stat sb;
     memset(id, 0, sizeof(*id));
+    id->path = path;
     if (stat(path, &sb) == 0) {
         id->exists = 1;
         id->device = S_ISCHR(sb.st_mode);
@@ -48,13 +52,10 @@ static void resolve(const char *path, file_id *id)
     char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     char *real = dir ? realpath(dir, NULL) : NULL;
     if (real) {
-        size_t n = strlen(real) + strlen(base) + 2;
-        id->name = malloc(n);
-        if (id->name)
-            snprintf(id->name, n, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", base);
+        int n = snprintf(id->name, sizeof(id->name), "%s%s%s", real,
+                         strcmp(real, "/") == 0 ? "" : "/", base);
+        id->resolved = n > 0 && (size_t)n < sizeof(id->name);
     }
-    if (!id->name)
-        id->name = strdup(path);   /* a directory that is not there: compare as written */
     free(real);
     free(dir);
 }
@@ -65,7 +66,9 @@ static int same_file(const file_id *a, const file_id *b)
         return 0;
     if (a->exists)
         return a->dev == b->dev && a->ino == b->ino;
-    return a->name && b->name && strcmp(a->name, b->name) == 0;
+    if (a->resolved && b->resolved)
+        return strcmp(a->name, b->name) == 0;
+    return strcmp(a->path, b->path) == 0;   /* a directory that is not there: as written */
 }
 
 /* Whether output a may name the same file as b: a character device (both
@@ -130,9 +133,6 @@ int ag_cli_check_files(const ag_command *cmd, const ag_cli_file *files, size_t n
                                         "the file would overwrite each other", files[a].flag,
                                         files[a].path, std);
     }
-    for (size_t a = 0; a < n; a++)
-        if (files[a].path)
-            free(id[a].name);
     char err[AG_CLI_ERR_LEN];
     for (size_t a = 0; a < n && status == AG_EXIT_OK; a++)
         if (files[a].path && files[a].output && !ag_cli_check_output(files[a].path, err, sizeof(err)))

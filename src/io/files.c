@@ -168,6 +168,7 @@ ag_status ag_io_open_input(const char *path, FILE **out, size_t *size, char *err
     char shown[AG_IO_SHOW_LEN];
     struct stat sb;
     *out = NULL;
+    *size = 0;
     if (!path || !*path)
         return ag_io_err(AG_ERR_ARG, err, errlen, "the file name is empty");
     ag_io_show(path, shown, sizeof(shown));
@@ -215,7 +216,7 @@ ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, siz
 {
     char shown[AG_IO_SHOW_LEN];
     FILE *f;
-    size_t size;
+    size_t size = 0;
     *buf = NULL;
     *len = 0;
     ag_status st = ag_io_open_input(path, &f, &size, err, errlen);
@@ -274,6 +275,7 @@ ag_status ag_io_output_kind(const char *path, ag_out_kind *kind, char *err, size
 {
     char shown[AG_IO_SHOW_LEN];
     struct stat sb;
+    *kind = AG_OUT_NEW;
     if (!path || !*path)
         return ag_io_err(AG_ERR_ARG, err, errlen, "the file name is empty");
     ag_io_show(path, shown, sizeof(shown));
@@ -430,10 +432,14 @@ static ag_status open_device(ag_atomic *a, const char *path, const char *shown, 
      * the open fails instead of waiting; fstat then confirms the kind */
     int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     struct stat sb;
-    if (fd < 0)
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown, strerror(errno));
+    if (fd < 0) {
+        int e = errno;
+        release(a);
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown, strerror(e));
+    }
     if (fstat(fd, &sb) != 0 || !S_ISCHR(sb.st_mode)) {
         close(fd);
+        release(a);
         return ag_io_err(AG_ERR_IO, err, errlen, "%s: changed while being opened", shown);
     }
     int flags = fcntl(fd, F_GETFL);
@@ -452,7 +458,7 @@ static ag_status open_device(ag_atomic *a, const char *path, const char *shown, 
 ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errlen)
 {
     char shown[AG_IO_SHOW_LEN];
-    ag_out_kind kind;
+    ag_out_kind kind = AG_OUT_NEW;
     memset(a, 0, sizeof(*a));
     if (!path || !*path)
         return ag_io_err(AG_ERR_ARG, err, errlen, "save: empty file name");
@@ -526,7 +532,7 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
 
 ag_status ag_atomic_check(const char *path, char *err, size_t errlen)
 {
-    ag_out_kind kind;
+    ag_out_kind kind = AG_OUT_NEW;
     ag_status st = ag_io_output_kind(path, &kind, err, errlen);
     if (st != AG_OK || kind == AG_OUT_DEVICE)
         return st;   /* a device is not opened twice: opening some has effects */
