@@ -133,6 +133,23 @@ int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *p
  * temporary file is left behind. */
 void ag_cli_hold_signals(int hold, sigset_t *saved);
 
+
+/* Stopping a long run (run.c): between ag_cli_stop_begin and
+ * ag_cli_stop_end, SIGINT, SIGTERM and SIGHUP only record themselves;
+ * ag_cli_stop_requested returns the signal (0 when none), which the run
+ * checks between steps, then saves and exits 128 + it. */
+typedef struct ag_cli_stop {
+    struct sigaction old_int, old_term, old_hup;   /* restored by ag_cli_stop_end */
+    int active;
+} ag_cli_stop;
+void ag_cli_stop_begin(ag_cli_stop *s);
+void ag_cli_stop_end(ag_cli_stop *s);   /* does nothing unless begun */
+int ag_cli_stop_requested(void);
+/* "interrupted", "stopped by SIGTERM" or "stopped by SIGHUP". */
+const char *ag_cli_stop_reason(int sig);
+/* Seconds on a monotonic clock. */
+double ag_cli_now(void);
+
 /* The most values one tensor of a step may hold (128 MB of floats): the
  * attention weights (B, H, T, T) grow with T squared, so a modest --seq or a
  * file's long x could otherwise ask for more memory than the machine has.
@@ -185,17 +202,36 @@ int ag_cli_gnuplot_end(ag_cli_gnuplot *g, const char *png, int *sig, char *err, 
  * that nothing can end the command). */
 void ag_cli_gnuplot_quote(FILE *g, const char *s);
 
-/* A name to show for a tensor (borrowed pointers). */
-typedef struct ag_cli_name {
-    const ag_tensor *t;
-    const char *name;
-} ag_cli_name;
+/* Held-out example's attention, one heatmap per head with every weight
+ * written in its cell: attn is (heads, T, T), labels the T positions' names.
+ * Returns 1, or 0 with the reason in err (and *sig, ag_cli_gnuplot_end's). */
+int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, const double *attn,
+                      const char *const *labels, int *sig, char *err, size_t errlen);
+/* A positional encoding pe (T, d) beside the cosine similarity sim (T, T)
+ * of its rows. Returns 1, or 0 with the reason in err (and *sig). */
+int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const double *pe,
+                       const double *sim, int *sig, char *err, size_t errlen);
 
-/* Write the tape as a Graphviz digraph to path, atomically: nodes are
- * tensors (named from names, else "tN", with their shapes; parameters
- * highlighted), edges are ops. Returns 1, or 0 with err set. */
-int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *names,
+/* For files another program writes by name (Graphviz's dot): ag_cli_tmp_name
+ * makes an empty temporary file for path, as ag_atomic_open would (beside
+ * the file a link leads to, "NAME.tmp-PID-XXXXXXXX"; in the temporary
+ * directory when path is a device), tmp gets its name; ag_cli_tmp_rename
+ * puts it in place by the file layer's rule (renamed over a file, copied
+ * into a device) and removes it. Both refuse what ag_io_output_kind
+ * refuses. Files attograd writes itself use ag_atomic (src/io/io.h). */
+int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
+int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen);
+
+/* Write the tape as a Graphviz digraph (ag_tape_dot: tensors with their
+ * shapes, values and gradients, ops between them) to path, atomically.
+ * Returns 1, or 0 with err set. */
+int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_tensor_name *names,
                      size_t n_names, const char *title, char *err, size_t errlen);
+/* The same drawing rendered to a PNG at png by Graphviz's dot, when it is
+ * installed (written beside png and renamed into place once dot has
+ * succeeded). Returns 1, or 0 with err set: dot missing or failing. */
+int ag_cli_render_dot(const char *png, const ag_tape *tape, const ag_tensor_name *names,
+                      size_t n_names, const char *title, char *err, size_t errlen);
 
 /* The settings that define a training run: what `attograd train`'s flags
  * choose (ag_train_opts) and a checkpoint records (ag_train_state), one
@@ -258,5 +294,9 @@ int ag_cmd_grad(int argc, char **argv);
 extern const ag_command ag_cmd_grad_info;
 int ag_cmd_bench(int argc, char **argv);
 extern const ag_command ag_cmd_bench_info;
+int ag_cmd_sample(int argc, char **argv);
+extern const ag_command ag_cmd_sample_info;
+int ag_cmd_eval(int argc, char **argv);
+extern const ag_command ag_cmd_eval_info;
 
 #endif /* AG_CLI_H */

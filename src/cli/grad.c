@@ -2,7 +2,7 @@
  * grad.c - `attograd grad`: one forward and backward pass of the attention
  * layer with mse loss, on weights and a batch from files, writing outputs
  * and gradients to a file, so anyone can compare attograd with PyTorch or
- * numpy on the same numbers (DESIGN.md's contract).
+ * numpy on the same numbers (the file contract of docs/cli.md).
  *
  *   model: wq, wk, wv, wo (d, d); metadata n_heads, causal ("true"/"false")
  *   batch: x, y (B, T, d)

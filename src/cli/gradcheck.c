@@ -234,7 +234,8 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
     }
     printf("\n%d check%s: %d passed, %d failed.\n", n, n == 1 ? "" : "s", n - failed, failed);
     if (failed && o->bug)
-        printf("The rows that go through softmax fail: the check caught the wrong backward.\n");
+        printf("The rows that use ag_softmax's backward (the attention op shares it) fail:\n"
+               "the check caught the wrong backward.\n");
     return failed || broken ? AG_EXIT_FAIL : AG_EXIT_OK;
 }
 

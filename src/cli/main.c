@@ -12,6 +12,8 @@
 
 static const ag_command *const commands[] = {
     &ag_cmd_train_info,
+    &ag_cmd_sample_info,
+    &ag_cmd_eval_info,
     &ag_cmd_demo_info,
     &ag_cmd_grad_info,
     &ag_cmd_explain_info,

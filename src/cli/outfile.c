@@ -5,7 +5,8 @@
  * `grad --out ./m.st --model m.st` cannot replace the model, nor a link or
  * a second hard link do the same). And the one place where tensors read
  * from a file are checked: finite, and said when the conversion to ag_real
- * turned a value into 0.
+ * turned a value into 0. And temporary names for files another program
+ * writes (Graphviz's dot), by the same rules.
  */
 #define _XOPEN_SOURCE 700   /* realpath: POSIX.1-2008, but glibc wants XSI for it */
 #include "cli.h"
@@ -166,4 +167,77 @@ int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *p
                      "(the first at element %zu)", ag_io_show(path, shown, sizeof(shown)), name,
                      flushed, AG_REAL_NAME, first);
     return 1;
+}
+
+/* ---- files another program writes by name ---- */
+
+int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen)
+{
+    ag_out_kind kind;
+    if (ag_io_output_kind(path, &kind, err, errlen) != AG_OK)
+        return 0;
+    if (kind == AG_OUT_DEVICE) {
+        /* nothing is made beside a device: the bytes wait in the temporary
+         * directory until ag_cli_tmp_rename copies them through */
+        const char *dir = getenv("TMPDIR");
+        int n = snprintf(tmp, tmplen, "%s/attograd-XXXXXX", dir && *dir ? dir : "/tmp");
+        int fd = n > 0 && (size_t)n < tmplen ? mkstemp(tmp) : -1;
+        if (fd < 0) {
+            snprintf(err, errlen, "cannot make a temporary file: %s", strerror(errno));
+            return 0;
+        }
+        close(fd);
+        return 1;
+    }
+    ag_atomic a;
+    if (ag_atomic_open(&a, path, err, errlen) != AG_OK)
+        return 0;
+    int fits = strlen(a.tmp) < tmplen;
+    if (fits)
+        strcpy(tmp, a.tmp);
+    /* keep the empty file for the other program: close it, release a's strings */
+    fclose(a.f);
+    if (!fits) {
+        unlink(a.tmp);
+        snprintf(err, errlen, "%s: the file name is too long", a.shown);
+    }
+    free(a.path);
+    free(a.tmp);
+    free(a.shown);
+    return fits;
+}
+
+int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen)
+{
+    ag_out_kind kind;
+    int ok = ag_io_output_kind(path, &kind, err, errlen) == AG_OK;
+    if (ok && kind == AG_OUT_DEVICE) {
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        ag_atomic a;
+        ok = ag_io_read_file(tmp, SIZE_MAX - 1, &buf, &len, err, errlen) == AG_OK &&
+             ag_atomic_open(&a, path, err, errlen) == AG_OK;
+        if (ok) {
+            if (fwrite(buf, 1, len, a.f) != len) {
+                snprintf(err, errlen, "%s: cannot write: %s", a.shown, strerror(errno));
+                ag_atomic_abort(&a);
+                ok = 0;
+            } else {
+                ok = ag_atomic_commit(&a, err, errlen) == AG_OK;
+            }
+        }
+        free(buf);
+    } else if (ok) {
+        /* a link to a file: the file it leads to is replaced, the link stays */
+        char *target = kind == AG_OUT_FILE ? realpath(path, NULL) : strdup(path);
+        char shown[AG_IO_SHOW_LEN];
+        ok = target && rename(tmp, target) == 0;
+        if (!ok)
+            snprintf(err, errlen, "%s: cannot replace it: %s",
+                     ag_io_show(path, shown, sizeof(shown)), strerror(errno));
+        free(target);
+    }
+    if (!ok || kind == AG_OUT_DEVICE)
+        unlink(tmp);   /* renamed away, or no longer needed */
+    return ok;
 }

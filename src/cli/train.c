@@ -20,8 +20,8 @@
 
 const ag_command ag_cmd_train_info = {
     "train", ag_cmd_train,
-    "attograd train [--task lookup|lookup2|reverse] [--steps N] [--seed S] [options]",
-    "train a toy attention model and watch it learn the lookup",
+    "attograd train [--task lookup|lookup2|reverse|text] [--steps N] [--seed S] [options]",
+    "train a toy attention model, or a GPT on a text file (--task text)",
 };
 
 /* Task defaults, chosen so that each task learns in seconds. */
@@ -41,23 +41,6 @@ static void task_defaults(ag_train_opts *o)
         c->lr = c->optimizer_adam ? 3e-3 : 0.1;
 }
 
-/* The signal that asked the run to stop (SIGINT: Ctrl-C; SIGTERM: kill,
- * timeout; SIGHUP: the terminal went away), or 0. The run finishes its
- * step, saves, and exits 128 + it. */
-static volatile sig_atomic_t interrupted;
-
-static void on_stop_signal(int sig)
-{
-    interrupted = sig;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int print_help(const ag_command *cmd)
 {
     printf("usage: %s\n\n"
@@ -67,6 +50,8 @@ static int print_help(const ag_command *cmd)
            cmd->usage);
     for (int k = 0; k < AG_TASK_COUNT; k++)
         printf("  %-8s %s\n", ag_task_name((ag_task_kind)k), ag_task_help((ag_task_kind)k));
+    printf("  %-8s a GPT that learns to write like a text file (attograd train --task text --help)\n",
+           "text");
     printf("\noptions:\n"
            "  --task NAME          the task (default lookup)\n"
            "  --steps N            training steps to run (default 600)\n"
@@ -86,6 +71,8 @@ static int print_help(const ag_command *cmd)
            "  --log FILE.csv       write step,loss,eval_loss,accuracy per step\n"
            "  --plot FILE.png      draw the loss curve, the held-out accuracy and one\n"
            "                       example's attention with gnuplot, when installed\n"
+           "  --plot-heads FILE.png\n"
+           "                       draw that example's attention, one heatmap per head\n"
            "  --save FILE          write a checkpoint (safetensors) at the end\n"
            "  --load FILE          continue from a checkpoint\n"
            "  --detect-anomaly     check every op for NaN/Inf and name the first\n"
@@ -135,7 +122,7 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0)
                 return AG_EXIT_USAGE;
             if (!ag_task_parse(v, &c->model.task))
-                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
+                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse, text)", v);
             o->set_task = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
@@ -207,6 +194,10 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0)
                 return AG_EXIT_USAGE;
             o->plot_path = v;
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--plot-heads", &v))) {
+            if (r < 0)
+                return AG_EXIT_USAGE;
+            o->heads_path = v;
         } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--save", &v))) {
             if (r < 0)
                 return AG_EXIT_USAGE;
@@ -282,6 +273,7 @@ typedef struct run {
      * and the last heatmap's weights (head 1 of held-out example 0) */
     long *loss_step, *acc_step;
     double *loss_hist, *acc_hist, *attn0;
+    double *heads0;           /* for --plot-heads: (H, T, T), every head of held-out example 0 */
     size_t n_loss, n_acc, cap_loss, cap_acc;
     long loss_stride;
 } run;
@@ -395,8 +387,40 @@ static void show_final(run *r)
         for (int i = 0; i < T * T; i++)
             r->attn0[i] = r->kept_attn->data[i];
     }
+    if (r->heads0) {
+        size_t n = (size_t)r->kept_attn->shape[1] * (size_t)r->eval->seq * (size_t)r->eval->seq;
+        for (size_t i = 0; i < n; i++)
+            r->heads0[i] = r->kept_attn->data[i];
+    }
     r->kept_attn = r->kept_logits = NULL;
     ag_tape_reset(r->tape);
+}
+
+/* --plot-heads: held-out example 0's attention, a heatmap per head, its
+ * positions named as on the terminal. Returns 1, or 0 after saying why on
+ * stderr (and *sig, when a signal stopped gnuplot). */
+static int plot_heads(const run *r, const char *png, int *sig)
+{
+    int T = r->eval->seq, H = r->o->config.model.heads;
+    char (*names)[32] = malloc((size_t)T * sizeof(*names));
+    const char **labels = malloc((size_t)T * sizeof(*labels));
+    char err[AG_CLI_ERR_LEN] = "out of memory", title[160], shown[AG_IO_SHOW_LEN];
+    int ok = 0;
+    *sig = 0;
+    if (names && labels) {
+        for (int t = 0; t < T; t++)
+            labels[t] = token_label(r->eval, 0, t, names[t], sizeof(names[t]));
+        snprintf(title, sizeof(title), "attention of one held-out example (%s, %ld steps)",
+                 ag_task_name(r->o->config.model.task), r->step);
+        ok = ag_cli_plot_heads(png, title, H, T, r->heads0, labels, sig, err, sizeof(err));
+    }
+    if (ok && !r->o->quiet)
+        printf("plot: %s\n", ag_io_show(png, shown, sizeof(shown)));
+    else if (!ok)
+        ag_cli_error(&ag_cmd_train_info, "%s", err);   /* the log and checkpoint still follow */
+    free(names);
+    free(labels);
+    return ok;
 }
 
 /* History for --plot, allocated before training: at most PLOT_POINTS
@@ -555,6 +579,7 @@ static int check_files(const ag_train_opts *o)
         {"--plot", o->plot_path, 1, NULL},
         {"--save", o->save_path, 1, "--load"},
         {"--load", o->load_path, 0, NULL},
+        {"--plot-heads", o->heads_path, 1, NULL},
     };
     return ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
 }
@@ -589,19 +614,18 @@ int ag_cli_train_run(ag_train_opts *o)
                                       opt ? loaded.optim_steps : loaded.step, AG_CLI_MAX_STEP);
         }
     }
-    int plot = o->plot_path != NULL;
-    if (plot && !ag_cli_have_program("gnuplot")) {
+    int plot = o->plot_path != NULL, plot_h = o->heads_path != NULL;
+    if ((plot || plot_h) && !ag_cli_have_program("gnuplot")) {
         /* said once, before the run; training goes on without the plot */
-        ag_cli_error(&ag_cmd_train_info, "gnuplot is not installed, so no plot "
-                                         "(apt-get install gnuplot-nox)");
-        plot = 0;
+        ag_cli_error(cmd, "gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
+        plot = plot_h = 0;
     }
 
     run r;
     memset(&r, 0, sizeof(r));
     r.o = o;
-    int status = AG_EXIT_FAIL, handlers = 0;
-    struct sigaction old_int, old_term, old_hup;
+    int status = AG_EXIT_FAIL;
+    ag_cli_stop stop_signals = {0};
     ag_rng init_rng = ag_rng_new(c->seed);
     r.data_rng = ag_rng_new(c->seed ^ 0xda7aULL);
     ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
@@ -633,23 +657,18 @@ int ag_cli_train_run(ag_train_opts *o)
         ckpt = NULL;
     }
     ag_task_sample(r.eval, &eval_rng);
-    if (plot && !alloc_history(&r)) {
-        ag_cli_error(&ag_cmd_train_info, "out of memory");
+    if (plot_h)
+        r.heads0 = malloc((size_t)c->model.heads * (size_t)c->model.seq * (size_t)c->model.seq *
+                          sizeof(double));
+    if ((plot && !alloc_history(&r)) || (plot_h && !r.heads0)) {
+        ag_cli_error(cmd, "out of memory");
         goto done;
     }
     ag_tape_detect_anomaly(r.tape, o->detect_anomaly);
 
     /* From here on a temporary file may exist: Ctrl-C and SIGTERM only ask
      * the loop to stop, so that it is always committed or removed. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
-    handlers = 1;
+    ag_cli_stop_begin(&stop_signals);
 
     if (o->log_path &&
         ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r.log, err, sizeof(err)) != AG_OK) {
@@ -667,9 +686,9 @@ int ag_cli_train_run(ag_train_opts *o)
     }
     if (!evaluate(&r, 0))
         goto done;
-    double start = now_seconds(), last_draw = 0;
+    double start = ag_cli_now(), last_draw = 0;
     long done_steps = 0;
-    while (done_steps < o->steps && !interrupted) {
+    while (done_steps < o->steps && !ag_cli_stop_requested()) {
         if (!train_step(&r))
             goto done;
         done_steps++;
@@ -683,7 +702,7 @@ int ag_cli_train_run(ag_train_opts *o)
                              eval_now ? r.accuracy : NAN};
             ag_csv_row(r.log, row, 4);   /* errors are sticky; ag_csv_close reports them */
         }
-        double t = now_seconds() - start;
+        double t = ag_cli_now() - start;
         if (tty && (t - last_draw > 0.1 || last)) {
             print_progress(&r, done_steps, o->steps, t, 1);
             last_draw = t;
@@ -691,17 +710,12 @@ int ag_cli_train_run(ag_train_opts *o)
             print_progress(&r, done_steps, o->steps, t, 0);
         }
     }
-    double seconds = now_seconds() - start;
+    double seconds = ag_cli_now() - start;
     if (tty)
         printf("\n");
-    int stop = interrupted, plot_failed = 0;
-    if (stop) {
-        ag_cli_error(&ag_cmd_train_info, "%s after step %ld",
-                     stop == SIGINT    ? "interrupted"
-                     : stop == SIGTERM ? "stopped by SIGTERM"
-                                       : "stopped by SIGHUP",
-                     r.step);
-    }
+    int stop = ag_cli_stop_requested(), plot_failed = 0;
+    if (stop)
+        ag_cli_error(cmd, "%s after step %ld", ag_cli_stop_reason(stop), r.step);
     if (!r.kept_attn && !evaluate(&r, 1))   /* interrupted before the last step */
         goto done;
     show_final(&r);
@@ -719,6 +733,14 @@ int ag_cli_train_run(ag_train_opts *o)
         } else {
             /* the log and the checkpoint are still written; the status says it */
             ag_cli_error(cmd, "%s", err);
+            plot_failed = 1;
+            if (sig && !stop)
+                stop = sig;
+        }
+    }
+    if (plot_h) {
+        int sig = 0;
+        if (!plot_heads(&r, o->heads_path, &sig)) {
             plot_failed = 1;
             if (sig && !stop)
                 stop = sig;
@@ -747,11 +769,7 @@ int ag_cli_train_run(ag_train_opts *o)
     status = stop ? 128 + stop : plot_failed ? AG_EXIT_FAIL : AG_EXIT_OK;
 done:
     ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
-    if (handlers) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        sigaction(SIGHUP, &old_hup, NULL);
-    }
+    ag_cli_stop_end(&stop_signals);
     ag_st_free(ckpt);
     ag_batch_free(r.train);
     ag_batch_free(r.eval);
@@ -760,6 +778,7 @@ done:
     free(r.acc_step);
     free(r.acc_hist);
     free(r.attn0);
+    free(r.heads0);
     ag_tape_free(r.tape);
     ag_optim_free(r.opt);
     ag_model_free(r.model);
@@ -769,6 +788,8 @@ done:
 
 int ag_cmd_train(int argc, char **argv)
 {
+    if (ag_cli_is_text_task(argc, argv))
+        return ag_cli_text_main(argc, argv);   /* train_text.c */
     ag_train_opts o;
     int r = ag_cli_train_parse(argc, argv, &o);
     if (r == AG_CLI_HELP)

@@ -106,6 +106,25 @@ int ag_io_is_tmp_name(const char *name);
  * the first one's index. 0 when there are none or no such tensor. */
 size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first);
 
+/* Settings from a file's metadata (src/io/meta.c), read as hostile input:
+ * the value of key must be there and be exactly what is asked, a decimal
+ * number within [lo, hi] with nothing around it (no NaN, no Inf), or "true"
+ * or "false". Return 1, or 0 with a message naming path, the key and the
+ * value: "m.safetensors: metadata n_head '0' is not a whole number in
+ * 1..4096". Strings are borrowed from f. */
+int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const char **out,
+                char *err, size_t errlen);
+int ag_meta_long(const ag_st_file *f, const char *path, const char *key, long lo, long hi,
+                 long *out, char *err, size_t errlen);
+int ag_meta_int(const ag_st_file *f, const char *path, const char *key, int lo, int hi, int *out,
+                char *err, size_t errlen);
+int ag_meta_u64(const ag_st_file *f, const char *path, const char *key, uint64_t *out,
+                char *err, size_t errlen);
+int ag_meta_double(const ag_st_file *f, const char *path, const char *key, double lo, double hi,
+                   double *out, char *err, size_t errlen);
+int ag_meta_bool(const ag_st_file *f, const char *path, const char *key, int *out, char *err,
+                 size_t errlen);
+
 /* Bytes per element and the header's name of a dtype, for the reader and
  * the writer alike. */
 static inline size_t ag_st_dtype_size(ag_st_type dtype)
