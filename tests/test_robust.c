@@ -221,13 +221,22 @@ static void grad_files(const char *m, const char *b, double w, double x, double 
     write_f64(b, bn, 2, 3, (const int[]){2, 3, 4}, bs, "");
 }
 
+/* A text for train --task text: a few hundred characters of a sentence. */
+static void write_text(const char *path)
+{
+    char text[1024] = "";
+    for (int k = 0; k < 12; k++)
+        strcat(text, "the cat sat on the mat and looked at the hat. ");
+    cli_write_file(path, text, strlen(text));
+}
+
 /* ---- 1. outputs that are not plain files ---- */
 
 /* Each command that writes a file, with its output flag last: the output
  * is appended by the test. Files the commands read are made first. */
 typedef struct writer {
     const char *what;
-    const char *args[12];
+    const char *args[24];
 } writer;
 
 static const writer writers[] = {
@@ -237,6 +246,10 @@ static const writer writers[] = {
     {"grad --out", {"grad", "--model", "@m", "--batch", "@b", "--out"}},
     {"explain attention --dot", {"explain", "attention", "--dot"}},
     {"gradcheck --sweep --plot", {"gradcheck", "--sweep", "--op", "scale", "--plot"}},
+    {"train --plot-heads", {"train", "--steps", "2", "--quiet", "--plot-heads"}},
+    {"explain posenc --plot", {"explain", "posenc", "--plot"}},
+    {"train --task text --log", {"train", "--task", "text", "--text", "@t", "--steps", "1", "--layers",
+                                 "1", "--dim", "8", "--heads", "2", "--seq", "8", "--quiet", "--log"}},
 };
 #define N_WRITERS ((int)(sizeof(writers) / sizeof(writers[0])))
 
@@ -246,11 +259,13 @@ enum { K_NULL, K_FULL, K_DIR, K_FIFO, K_SOCKET, K_BLOCK, K_LINK_FILE, K_LINK_NOW
 
 static cli_proc run_writer(scratch *s, const writer *w, const char *out)
 {
-    const char *args[16];
+    const char *args[28];
     int n = 0;
     for (int k = 0; w->args[k]; k++)
-        args[n++] = strcmp(w->args[k], "@m") == 0 ? at(s, "m.st")
-                    : strcmp(w->args[k], "@b") == 0 ? at(s, "b.st") : w->args[k];
+        args[n++] = strcmp(w->args[k], "@m") == 0   ? at(s, "m.st")
+                    : strcmp(w->args[k], "@b") == 0 ? at(s, "b.st")
+                    : strcmp(w->args[k], "@t") == 0 ? at(s, "t.txt")
+                                                    : w->args[k];
     args[n++] = out;
     args[n] = NULL;
     return run_in(s, args);
@@ -264,6 +279,7 @@ START_TEST(test_output_kinds)
     scratch_new(&s);
     fake_gnuplot_ok(&s);
     grad_files(at(&s, "m.st"), at(&s, "b.st"), 1, 1, 1);
+    write_text(at(&s, "t.txt"));
     const char *out = at(&s, "out");
     int want = 1;
     const char *msg = NULL;
@@ -362,6 +378,12 @@ static const same_case same_cases[] = {
      "are the same file"},
     {"--log and --plot, new", {"train", "--steps", "1", "--log", "@./p", "--plot", "@sub/../p"}, 2,
      "are the same file"},
+    {"--plot-heads link to ck", {"train", "--load", "@ck.st", "--steps", "1", "--plot-heads",
+     "@link-ck"}, 2, "would overwrite the --load file"},
+    {"text --log ./t.txt", {"train", "--task", "text", "--text", "@t.txt", "--steps", "1", "--log",
+     "@./t.txt"}, 2, "would overwrite the --text file"},
+    {"text --save hard link to t.txt", {"train", "--task", "text", "--text", "@t.txt", "--steps", "1",
+     "--save", "@hard-t"}, 2, "would overwrite the --text file"},
     /* allowed: resuming in place, through any name; a device twice */
     {"--save ./ck over --load", {"train", "--load", "@ck.st", "--steps", "1", "--quiet", "--save", "@./ck.st"},
      0, NULL},
@@ -387,6 +409,8 @@ START_TEST(test_same_file)
     ck_assert_int_eq(symlink("ck.st", at(&s, "link-ck")), 0);
     ck_assert_int_eq(link(at(&s, "b.st"), at(&s, "hard-b")), 0);
     ck_assert_int_eq(link(at(&s, "ck.st"), at(&s, "hard-ck")), 0);
+    write_text(at(&s, "t.txt"));
+    ck_assert_int_eq(link(at(&s, "t.txt"), at(&s, "hard-t")), 0);
     size_t mlen, cklen;
     char *m0 = cli_read_file(at(&s, "m.st"), &mlen), *ck0 = cli_read_file(at(&s, "ck.st"), &cklen);
 
@@ -596,12 +620,13 @@ START_TEST(test_inputs_not_files)
         {s.bin, "bin: is a directory"},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        /* as a checkpoint, as a model and as a batch */
-        for (int role = 0; role < 3; role++) {
+        /* as a checkpoint, as a model, as a batch and as a text */
+        for (int role = 0; role < 4; role++) {
             const char *args_train[] = {"train", "--load", cases[k].load, "--steps", "1", NULL};
+            const char *args_text[] = {"train", "--task", "text", "--text", cases[k].load, NULL};
             const char *args_grad[] = {"grad", "--model", role == 1 ? cases[k].load : m,
                                        "--batch", role == 2 ? cases[k].load : b, "--out", out, NULL};
-            cli_proc p = run_in(&s, role == 0 ? args_train : args_grad);
+            cli_proc p = run_in(&s, role == 0 ? args_train : role == 3 ? args_text : args_grad);
             ck_assert_msg(p.status == 1 && p.signal == 0, "%s as %d: status %d\n%s", cases[k].load,
                           role, p.status, p.err);
             cli_assert_has(p.err, cases[k].fragment);
