@@ -52,14 +52,15 @@
 /*
  * Rows i < R of a tile t (row stride br), NV vectors each:
  *   acc[i][r] = sum_{p < dh} a[i*lda + p] b[p*ldb + r]
- * stored as (mode) S = acc, -inf where masked; P = exp(acc - vec[r]), 0 where
- * masked; dS = pt[i][r] (acc - vec[r]) (vec NULL: acc alone). Masked: lanes
- * below k0 + i - v W of vector v, the queries before key i (k0 = the first
- * key minus the first query, when causal).
+ * stored as (mode) S = acc, -inf where masked, and mx[r] = max(mx[r], S
+ * over the rows); P = exp(acc - vec[r]), 0 where masked; dS = pt[i][r] (acc -
+ * vec[r]) (vec NULL: acc alone). Masked: lanes below k0 + i - v W of vector
+ * v, the queries before key i (k0 = the first key minus the first query,
+ * when causal).
  */
 TARGET INLINE void NAME(qk_rows)(size_t dh, const float *a, size_t lda, const float *b, size_t ldb,
                                  float *t, size_t br, int mode, const float *vec, const float *pt,
-                                 int masked, long k0, const int R, const int NV)
+                                 float *mx, int masked, long k0, const int R, const int NV)
 {
     VEC acc[QK_ACC];
 UNROLL
@@ -83,6 +84,7 @@ UNROLL
 UNROLL
     for (int v = 0; v < NV; v++) {
         VEC c = vec ? VLOAD(vec + v * W) : VZERO();
+        VEC top = mode == MODE_S ? VLOAD(mx + v * W) : VZERO();
 UNROLL
         for (int i = 0; i < R; i++) {
             VEC x = acc[i * NV + v];
@@ -90,6 +92,7 @@ UNROLL
             if (mode == MODE_S) {
                 if (masked)
                     x = VFILL_BELOW(x, k, VSET1(-INFINITY));
+                top = VMAX(top, x);
             } else if (mode == MODE_P) {
                 x = VEXP2(VSUB(x, c));
                 if (masked)
@@ -99,6 +102,8 @@ UNROLL
             }
             VSTORE(t + i * br + v * W, x);
         }
+        if (mode == MODE_S)
+            VSTORE(mx + v * W, top);
     }
 }
 
@@ -106,14 +111,14 @@ UNROLL
  * diag is the block's first key minus its first query. */
 TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t lda, const float *b,
                                  size_t ldb, float *t, int mode, const float *vec, const float *pt,
-                                 int causal, long diag, const int NV)
+                                 float *mx, int causal, long diag, const int NV)
 {
     const size_t br = (size_t)NV * W;
     size_t c = 0;
 #define QK_ROWS(R)                                                                              \
     for (; c + (R) <= nc; c += (R))                                                             \
         NAME(qk_rows)(dh, a + c * lda, lda, b, ldb, t + c * br, br, mode, vec,                  \
-                      pt ? pt + c * br : NULL, causal && diag + (long)(c + (R)-1) > 0,          \
+                      pt ? pt + c * br : NULL, mx, causal && diag + (long)(c + (R)-1) > 0,      \
                       diag + (long)c, (R), NV);
     QK_ROWS(TILE_ROWS(QK_ACC, NV))
     if (TILE_ROWS(QK_ACC, NV) > 8)
@@ -283,7 +288,7 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
     float *qt = scratch;            /* (dh, br): scale Q_i^T */
     float *s = qt + dh * br;        /* (bc, br): scores, then weights */
     float *acc = s + bc * br;       /* (br, dh): O_i before dividing by l */
-    float *m = acc + br * dh, *l = m + br, *alpha = l + br;   /* (br) each */
+    float *m = acc + br * dh, *mt = m + br, *l = mt + br, *alpha = l + br;   /* (br) each */
     NAME(pack)(f->q + r0 * dh, nr, dh, f->scale * LOG2E, qt, NV);
     for (size_t v = 0; v < br; v += W) {
         VSTORE(m + v, VSET1(-INFINITY));
@@ -292,16 +297,17 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
     size_t keys = f->causal ? r0 + nr : f->T;
     for (size_t c0 = 0; c0 < keys; c0 += bc) {
         size_t nc = min_of(bc, keys - c0);
-        /* S_ij^T = K_j (scale Q_i)^T, -inf where the mask hides a key */
-        NAME(qk_tile)(nc, dh, f->k + c0 * dh, dh, qt, br, s, MODE_S, NULL, NULL, f->causal,
+        /* S_ij^T = K_j (scale Q_i)^T, -inf where the mask hides a key; the
+         * new max mt, from the old one and the scores as they are stored */
+        for (size_t v = 0; v < br; v += W)
+            VSTORE(mt + v, VLOAD(m + v));
+        NAME(qk_tile)(nc, dh, f->k + c0 * dh, dh, qt, br, s, MODE_S, NULL, NULL, mt, f->causal,
                       (long)c0 - (long)r0, NV);
-        /* the online softmax, a vector of queries at a time: the new max,
-         * the weights relative to it, the sums so far rescaled to it (while
-         * a query has seen nothing, its max stands in as 0: weights 0) */
+        /* the online softmax, a vector of queries at a time: the weights
+         * relative to the new max, the sums so far rescaled to it (while a
+         * query has seen nothing, its max stands in as 0: weights 0) */
         for (size_t v = 0; v < br; v += W) {
-            VEC mold = VLOAD(m + v), mx = mold, sum = VZERO();
-            for (size_t c = 0; c < nc; c++)
-                mx = VMAX(mx, VLOAD(s + c * br + v));
+            VEC mold = VLOAD(m + v), mx = VLOAD(mt + v), sum = VZERO();
             VEC mu = VPOS_OR_ZERO(mx);
             for (size_t c = 0; c < nc; c++) {
                 VEC e = VEXP2(VSUB(VLOAD(s + c * br + v), mu));
@@ -341,10 +347,10 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         int add = r0 != r_first;
         long diag = (long)c0 - (long)r0;
         /* P_ij^T = exp(K_j (scale Q_i)^T - L_i); dS_ij^T = P (V_j dO_i^T - D_i) */
-        NAME(qk_tile)(nc, dh, kj, dh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, b->causal,
-                      diag, NV);
+        NAME(qk_tile)(nc, dh, kj, dh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, NULL,
+                      b->causal, diag, NV);
         NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
-                      b->wrong ? NULL : b->dsum + r0, p, 0, diag, NV);
+                      b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
         NAME(pv)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldo, add);
         NAME(pv)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldo, add);
@@ -364,7 +370,7 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     }                                                                                           \
     static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
-        return 2 * (NVV) * W * dh + (NVV) * W * (NVV) * W + 3 * (NVV) * W;                      \
+        return 2 * (NVV) * W * dh + (NVV) * W * (NVV) * W + 4 * (NVV) * W;                      \
     }                                                                                           \
     static size_t NAME(bwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \

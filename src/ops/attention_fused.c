@@ -42,7 +42,7 @@ static const ag_op attention_op = {"attention", attention_backward, 0};
 #define CHUNK_ROWS 512
 /* Backward shares out (head, group of key blocks) items: enough groups per
  * head that a chunk has about this many items... */
-#define BWD_ITEMS 16
+#define BWD_ITEMS 32
 /* ...but at most this many, each group costing a (rows, d) partial dQ. */
 #define MAX_GROUPS 4
 
@@ -356,6 +356,14 @@ static void sum_head(void *ctx, size_t t)
     }
 }
 
+/* Groups of key blocks for a chunk of nb sequences: enough (head, group)
+ * items to share out, the same for any thread count. */
+static size_t groups_for(size_t nb, size_t H, size_t blocks)
+{
+    size_t want = (BWD_ITEMS + nb * H - 1) / (nb * H);
+    return min_size(min_size(MAX_GROUPS, blocks), want);
+}
+
 static void attention_backward(ag_tape *tape, const ag_entry *e)
 {
     /*
@@ -380,17 +388,21 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
         return;
 
     size_t chunk = min_size(B, T >= CHUNK_ROWS ? 1 : CHUNK_ROWS / T);
-    size_t blocks = (T + kern->bc - 1) / kern->bc;
-    size_t groups_max = min_size(MAX_GROUPS, blocks);
+    size_t blocks = (T + kern->bc - 1) / kern->bc, last = B % chunk ? B % chunk : chunk;
     size_t n = chunk * T * d;   /* <= x's size */
     size_t n_t = chunk * H * dh * tpad, n_bytes, t_bytes;
-    /* dO as rows and as heads (with one head, the same), dK, dV, dQ's partials; Q^T, dO^T, D */
+    /* the most dQ partials a chunk needs: the full ones' or the last one's */
+    size_t n_parts = groups_for(chunk, H, blocks) * chunk, n_last = groups_for(last, H, blocks) * last;
+    n_parts = (n_parts > n_last ? n_parts : n_last) * T * d;
+    /* dO as rows and as heads (with one head, the same), dK, dV; dQ's partials; Q^T, dO^T, D */
     size_t n_heads = H == 1 ? 0 : 1;
-    if (!ag_mul_size(3 + n_heads + groups_max, n * sizeof(ag_real), &n_bytes) ||
+    if (!ag_mul_size(3 + n_heads, n * sizeof(ag_real), &n_bytes) ||
+        n_parts > (SIZE_MAX - n_bytes) / sizeof(ag_real) ||
         !ag_mul_size(2 * n_t + chunk * H * tpad, sizeof(ag_real), &t_bytes)) {
         ag_tape_fail(tape, AG_ERR_NOMEM, "attention: backward of %zu positions is too large", T);
         return;
     }
+    n_bytes += n_parts * sizeof(ag_real);
     ag_real *grads = ag_arena_alloc(tape, n_bytes);
     ag_real *tiles = grads ? ag_arena_alloc(tape, t_bytes) : NULL;
     if (!tiles)
@@ -404,7 +416,7 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
         .dk = rest, .dv = rest + n, .dq = rest + 2 * n,
         .qt = tiles, .d_ot = tiles + n_t, .dsum = tiles + 2 * n_t,
     };
-    size_t lanes = lanes_alloc(tape, &job, chunk * H * groups_max);
+    size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS);   /* at most that many items */
     if (!lanes)
         return;
     for (size_t b0 = 0; b0 < B; b0 += chunk) {
@@ -418,8 +430,7 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
         job.n = rows * d;
         job.heads = heads;
         ag_parallel_for(heads, prep_head, &job);
-        /* enough (head, group) items to share out, the same for any thread count */
-        job.groups = min_size(groups_max, (BWD_ITEMS + heads - 1) / heads);
+        job.groups = groups_for(nb, H, blocks);
         job.items = heads * job.groups;
         run_lanes(&job, lanes, bwd_lane);
         /* dQ as rows: one group's with one head already is */
