@@ -24,7 +24,9 @@ raised so freed blocks are reused. `--torch installed` uses PyTorch as installed
 (much slower; the ratios then flatter attograd).
 
 Also runs attograd at (8,256,256,8) with --threads 2 and prints the speedup
-over one thread, measured in the same rounds.
+over one thread, measured in the same rounds; with --also BIN, a second
+attograd binary (an older build, say) at every shape in the same rounds,
+and the ratio of its time to --bin's.
 
 Usage (from the repository root, after `make`):
     bench/compare_attention.py                    # the four shapes, 3 rounds
@@ -55,12 +57,17 @@ CONFIGS = [
 THREADS_TARGET = 1.6
 
 
+# The step in PyTorch; argv: B T d H [causal [steps]] (causal 1: keys after
+# the query masked with -inf; steps > 0: one warm-up step and that many
+# timed, for steps too long to time a second's worth of).
 TORCH_CODE = LOADED_BLAS_CODE + r"""
 import math, statistics, sys, time
 import torch
 
 torch.set_num_threads(1)
 B, T, d, H = (int(a) for a in sys.argv[1:5])
+causal = len(sys.argv) > 5 and sys.argv[5] == "1"
+fixed_steps = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 dh = d // H
 g = torch.Generator().manual_seed(1)
 lim = math.sqrt(6.0 / (d + d))   # Glorot uniform, as ag_fill_glorot
@@ -68,6 +75,7 @@ w = [((torch.rand(d, d, generator=g) * 2 - 1) * lim).requires_grad_() for _ in r
 x = torch.randn(B, T, d, generator=g)
 y = torch.randn(B, T, d, generator=g)
 opt = torch.optim.Adam(w, lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
+hidden = torch.triu(torch.ones(T, T, dtype=torch.bool), 1) if causal else None   # key j > query i
 
 def heads(t):   # (B,T,d) -> (B,H,T,dh): head h takes columns h*dh .. h*dh+dh-1
     return t.view(B, T, H, dh).transpose(1, 2)
@@ -75,17 +83,20 @@ def heads(t):   # (B,T,d) -> (B,H,T,dh): head h takes columns h*dh .. h*dh+dh-1
 def step():
     opt.zero_grad()
     q, k, v = heads(x @ w[0]), heads(x @ w[1]), heads(x @ w[2])
-    p = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(dh), dim=-1)
+    s = q @ k.transpose(-1, -2) / math.sqrt(dh)
+    if causal:
+        s = s.masked_fill(hidden, float("-inf"))
+    p = torch.softmax(s, dim=-1)
     o = (p @ v).transpose(1, 2).reshape(B, T, d)
     loss = torch.nn.functional.mse_loss(o @ w[3], y)
     loss.backward()
     opt.step()
 
 t0 = time.perf_counter()
-for _ in range(3):
+for _ in range(1 if fixed_steps else 3):
     step()
-once = (time.perf_counter() - t0) / 3
-steps = max(5, min(2000, int(1.0 / once))) if once > 0 else 2000
+once = (time.perf_counter() - t0) / (1 if fixed_steps else 3)
+steps = fixed_steps or (max(5, min(2000, int(1.0 / once))) if once > 0 else 2000)
 times = []
 for _ in range(steps):
     t0 = time.perf_counter()
@@ -135,6 +146,8 @@ def main():
     ap.add_argument("--torch", choices=["best", "installed"], default="best")
     ap.add_argument("--openblas-dir", default=os.environ.get("AG_OPENBLAS_DIR"))
     ap.add_argument("--no-threads", action="store_true", help="skip the --threads 2 run")
+    ap.add_argument("--also", help="a second attograd binary to time in the same rounds")
+    ap.add_argument("--no-torch", action="store_true", help="time attograd only")
     args = ap.parse_args()
     if not os.path.exists(args.bin):
         sys.exit("%s not found: run make first" % args.bin)
@@ -146,6 +159,7 @@ def main():
                                         " ".join(open("/proc/loadavg").read().split()[:3])))
     print("torch: %s configuration%s" % (args.torch, ", OpenBLAS from " + openblas if openblas else ""))
     ours = {c: [] for c, _ in picks}
+    also = {c: [] for c, _ in picks}
     theirs = {c: [] for c, _ in picks}
     ratios = {c: [] for c, _ in picks}
     fields = {}
@@ -154,19 +168,29 @@ def main():
     speedups, t2s = [], []
     for r in range(args.rounds):
         for i, (shape, _) in enumerate(picks):
-            if (r + i) % 2 == 0:
-                f = run_attograd(args.bin, shape)
-                t, blas = run_torch(args.python, shape, env)
-            else:
-                t, blas = run_torch(args.python, shape, env)
-                f = run_attograd(args.bin, shape)
+            sides = [lambda: run_attograd(args.bin, shape)]
+            if not args.no_torch:
+                sides.append(lambda: run_torch(args.python, shape, env))
+            if args.also:
+                sides.append(lambda: run_attograd(args.also, shape))
+            if (r + i) % 2:
+                sides.reverse()
+            got = [side() for side in sides]
+            if (r + i) % 2:
+                got.reverse()
+            f = got[0]
+            t, blas = got[1] if not args.no_torch else (float("nan"), blas)
             a = float(f["us_per_step"])
+            if args.also:
+                also[shape].append(float(got[-1]["us_per_step"]) / a)
             fields[shape] = f
             ours[shape].append(a)
             theirs[shape].append(t)
             ratios[shape].append(t / a)
             line = "round %d  %-16s attograd %10.1f us  torch %10.1f us  ratio %7.2f" % (
                 r + 1, "(%d,%d,%d,%d)" % shape, a, t, t / a)
+            if args.also:
+                line += "  also %10.1f us (x%.3f)" % (float(got[-1]["us_per_step"]), also[shape][-1])
             if shape == big and not args.no_threads:
                 f2 = run_attograd(args.bin, shape, threads=2)
                 t2 = float(f2["us_per_step"])
@@ -194,6 +218,9 @@ def main():
         f = fields[shape]
         print("attograd (%d,%d,%d,%d): allocs_per_step=%s peak_bytes=%s model_bytes=%s" % (
             shape + (f.get("allocs_per_step", "?"), f["peak_bytes"], f["model_bytes"])))
+        if also[shape]:
+            print("  --also / --bin time: median x%.3f, per round %s" % (
+                statistics.median(also[shape]), " ".join("%.3f" % v for v in also[shape])))
 
 
 if __name__ == "__main__":

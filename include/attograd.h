@@ -507,14 +507,15 @@ void ag_attention_free(ag_attention *layer);   /* frees the weights too; NULL do
  * dL/dx). Returns out (B,T,d_model), a tape tensor, or NULL with the tape's
  * error set. When attn_out is not NULL it receives the softmax weights P
  * (B,H,T,T), also a tape tensor (NULL on error); P[b][h][i][j] is how much
- * query i of head h takes from key j. In the fused form (the default) P has
- * no gradient and backward reads it: look, do not change it. */
+ * query i of head h takes from key j. In the fused form (the default) P is
+ * made only because it was asked for (backward recomputes what it needs)
+ * and has no gradient. */
 ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_tensor *x,
                                 ag_tensor **attn_out);
 
 /* How the forward is recorded. Fused (the default): one tape entry, "attention",
- * that keeps only P among the (B,H,T,T) tensors and splits no heads into
- * copies; the fast form, for training. Op by op (fused = 0): matmul,
+ * computed tile by tile, that keeps no (B,H,T,T) tensor (memory grows with T,
+ * not T^2) and skips the tiles a causal mask hides; the fast form, for training. Op by op (fused = 0): matmul,
  * split_heads, matmul_bt, scale, causal_mask, softmax, matmul, merge_heads,
  * matmul, each a tape tensor with its own gradient, for a learner or a
  * debugger who wants to see every step. Same math, same results to
@@ -822,7 +823,9 @@ ag_optim *ag_train_optim_new(const ag_train_config *c, ag_tensor *const *params,
 
 /* Write model, opt (made by ag_train_optim_new from st->config, or the same
  * settings) and st to path, atomically: on failure the previous file is
- * left as it was. Returns AG_OK or the error with a one-line message. */
+ * left as it was. Returns AG_OK or the error with a one-line message; a
+ * step count beyond AG_TRAIN_MAX_STEP is refused (AG_ERR_ARG), so that
+ * every file it writes loads. */
 ag_status ag_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
                              const ag_train_state *st, char *err, size_t errlen);
 
@@ -1289,12 +1292,12 @@ int ag_parse_long(const char *s, long *out);       /* decimal, optional sign */
 int ag_parse_u64(const char *s, uint64_t *out);    /* decimal digits only */
 int ag_parse_double(const char *s, double *out);   /* finite */
 
-/* s made fit to quote in a one-line message: at most AG_QUOTE_MAX bytes of
- * it, control characters escaped (\n, \t, \x1b, and C1 controls such as CSI
- * as \xc2\x9b), "..." when cut. Writes buf (len bytes; AG_QUOTE_LEN always
- * fits) and returns it. */
-#define AG_QUOTE_MAX 48
-#define AG_QUOTE_LEN (4 * AG_QUOTE_MAX + 8)
+/* s made fit to show in a one-line message: C0 controls, DEL, C1 controls
+ * (U+0080..U+009F, e.g. CSI) and bytes that are not UTF-8 escaped (\n, \t,
+ * \x1b, \xc2\x9b); when the result does not fit len bytes, the middle is
+ * cut ("[...N bytes...]") so that both ends show. Writes buf and returns
+ * it; AG_QUOTE_LEN is enough for any name a message shows. */
+#define AG_QUOTE_LEN 512
 const char *ag_quote(const char *s, char *buf, size_t len);
 
 #ifdef __cplusplus

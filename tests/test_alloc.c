@@ -2,10 +2,13 @@
  * test_alloc.c - a steady training step allocates nothing: after one warm-up
  * step sizes the arena and the tape, 200 and 400 more steps of the same
  * shape make the same number of heap allocations, zero. Both the attention
- * layer's step (forward, mse, backward, Adam) and the toy model's step that
- * `attograd train` runs, on one thread and on two.
+ * layer's step (forward, mse, backward, Adam), on a sequence of one tile
+ * and on one of several, and the toy model's step that `attograd train`
+ * runs, on one thread and on two.
  */
 #include "test_util.h"
+
+#include <stdlib.h>
 
 /* ---- the attention layer's step ---- */
 
@@ -14,15 +17,15 @@ typedef struct att_run {
     ag_attention *att;
     ag_optim *opt;
     ag_tensor *params[4];
-    ag_real x[2 * 5 * 8], y[2 * 5 * 8];
+    int shape[3];
+    ag_real *x, *y;   /* (shape) each */
 } att_run;
 
 static void att_step(att_run *r)
 {
-    static const int shape[3] = {2, 5, 8};
     ag_zero_grad(r->params, 4);
-    ag_tensor *x = ag_tensor_from(r->tape, 3, shape, r->x);
-    ag_tensor *y = ag_tensor_from(r->tape, 3, shape, r->y);
+    ag_tensor *x = ag_tensor_from(r->tape, 3, r->shape, r->x);
+    ag_tensor *y = ag_tensor_from(r->tape, 3, r->shape, r->y);
     ag_tensor *loss = ag_mse(r->tape, ag_attention_forward(r->tape, r->att, x, NULL), y);
     ck_assert_int_eq(ag_backward(r->tape, loss), AG_OK);
     ag_optim_step(r->opt);
@@ -38,20 +41,25 @@ static size_t att_allocs(att_run *r, int n)
     return ag_alloc_count() - before;
 }
 
-static void check_attention(int threads)
+/* A causal layer of dim shape[2] with heads heads, on threads threads. */
+static void check_attention(int threads, const int *shape, int heads)
 {
     ag_set_threads(threads);
-    att_run r;
+    att_run r = {.shape = {shape[0], shape[1], shape[2]}};
+    size_t n = (size_t)shape[0] * shape[1] * shape[2];
     ag_rng rng = ag_rng_new(5);
     char err[128];
-    r.att = ag_attention_new(8, 2, 1, &rng, err, sizeof(err));
+    r.att = ag_attention_new(shape[2], heads, 1, &rng, err, sizeof(err));
     ck_assert_ptr_nonnull(r.att);
     ag_attention_params(r.att, r.params, NULL, 4);
     r.opt = ag_adam_new(r.params, 4, 1e-3, 0.9, 0.999, 1e-8, 0);
     r.tape = ag_tape_new();
+    r.x = malloc(n * sizeof(ag_real));
+    r.y = malloc(n * sizeof(ag_real));
     ck_assert_ptr_nonnull(r.opt);
     ck_assert_ptr_nonnull(r.tape);
-    for (size_t i = 0; i < sizeof(r.x) / sizeof(r.x[0]); i++) {
+    ck_assert(r.x && r.y);
+    for (size_t i = 0; i < n; i++) {
         r.x[i] = (ag_real)ag_rng_normal(&rng);
         r.y[i] = (ag_real)ag_rng_normal(&rng);
     }
@@ -60,21 +68,29 @@ static void check_attention(int threads)
     size_t a200 = att_allocs(&r, 200), a400 = att_allocs(&r, 400);
     ck_assert_uint_eq(a200, a400);
     ck_assert_uint_eq(a200, 0);
+    free(r.x);
+    free(r.y);
     ag_tape_free(r.tape);
     ag_optim_free(r.opt);
     ag_attention_free(r.att);
     ag_set_threads(1);
 }
 
+/* (2,5,8): one block per head; (1,150,16): three query and key blocks per
+ * head, backward's key blocks in three groups */
+static const int short_seq[3] = {2, 5, 8}, long_seq[3] = {1, 150, 16};
+
 START_TEST(test_attention_step_allocates_nothing)
 {
-    check_attention(1);
+    check_attention(1, short_seq, 2);
+    check_attention(1, long_seq, 2);
 }
 END_TEST
 
 START_TEST(test_attention_step_allocates_nothing_threads)
 {
-    check_attention(2);
+    check_attention(2, short_seq, 2);
+    check_attention(2, long_seq, 2);
 }
 END_TEST
 

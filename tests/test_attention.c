@@ -4,9 +4,14 @@
  * conventions), the softmax weights (causal zeros, rows summing to 1),
  * permutation-equivariance without positions or mask, finite-difference
  * checks of every weight and the input, Glorot init, and errors. Each check
- * runs on both forms of the forward: fused (one op) and op by op.
+ * runs on both forms of the forward: fused (one op) and op by op. The fused
+ * op's tiles are held to the op-by-op form with every kernel this CPU runs,
+ * on shapes that cut sequences into several blocks, with ragged ends.
  */
 #include "test_util.h"
+
+#include "core/attn_tile.h"
+#include "core/gemm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +256,23 @@ START_TEST(test_layer_grad)
     ag_tensor *in[5];
     in[0] = test_param(&rng, 3, (int[]){c->B, c->T, c->d});
     ck_assert_uint_eq(ag_attention_params(att, in + 1, NULL, 4), 4);
+    test_gradcheck(build_layer, att, in, 5);
+    ag_param_free(in[0]);
+    ag_attention_free(att);
+}
+END_TEST
+
+START_TEST(test_fused_grad_blocks)
+{
+    /* a sequence of two query and key blocks, the second ragged, so that
+     * the online softmax rescales and backward adds two groups' dQ; only
+     * the fused form (in float, the op-by-op form's differences are
+     * noisier at this length: both are held equal by test_fused_matches_ops) */
+    ag_rng rng = ag_rng_new(250);
+    ag_attention *att = ag_attention_new(2, 1, 1, &rng, NULL, 0);
+    ag_tensor *in[5];
+    in[0] = test_param(&rng, 3, (int[]){1, 66, 2});
+    ag_attention_params(att, in + 1, NULL, 4);
     test_gradcheck(build_layer, att, in, 5);
     ag_param_free(in[0]);
     ag_attention_free(att);
@@ -542,26 +564,70 @@ static void layer_step(int threads, int causal, int fused, const int *shape, int
 
 START_TEST(test_threads_bit_identical)
 {
-    size_t n = 2 * 3 * 96 * 32 + 3 * 2 * 96 * 96 + 4 * 32 * 32;
-    ag_real *one = malloc(n * sizeof(ag_real)), *two = malloc(n * sizeof(ag_real));
-    ck_assert_ptr_nonnull(one);
-    ck_assert_ptr_nonnull(two);
-    const int shape[3] = {3, 96, 32};
-    for (int fused = 0; fused < 2; fused++)
-        for (int causal = 0; causal < 2; causal++) {
-            layer_step(1, causal, fused, shape, 2, one, n);
-            layer_step(2, causal, fused, shape, 2, two, n);
-            ck_assert_msg(memcmp(one, two, n * sizeof(ag_real)) == 0,
-                          "two threads differ from one (causal %d, fused %d)", causal, fused);
-        }
-    free(one);
-    free(two);
+    /* (3,96,32) with 2 heads: two key blocks per head, shared out in two
+     * groups; (1,300,16) with 1 head: four groups, whose dQ partials start
+     * at different rows when causal */
+    static const struct {
+        int shape[3], heads;
+    } cases[] = {{{3, 96, 32}, 2}, {{1, 300, 16}, 1}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const int *sh = cases[c].shape;
+        size_t n = 2 * (size_t)sh[0] * sh[1] * sh[2] +
+                   (size_t)sh[0] * cases[c].heads * sh[1] * sh[1] + 4 * (size_t)sh[2] * sh[2];
+        ag_real *one = malloc(n * sizeof(ag_real)), *two = malloc(n * sizeof(ag_real));
+        ck_assert_ptr_nonnull(one);
+        ck_assert_ptr_nonnull(two);
+        for (int fused = 0; fused < 2; fused++)
+            for (int causal = 0; causal < 2; causal++) {
+                layer_step(1, causal, fused, sh, cases[c].heads, one, n);
+                layer_step(2, causal, fused, sh, cases[c].heads, two, n);
+                ck_assert_msg(memcmp(one, two, n * sizeof(ag_real)) == 0,
+                              "case %zu: two threads differ from one (causal %d, fused %d)", c,
+                              causal, fused);
+            }
+        free(one);
+        free(two);
+    }
 }
 END_TEST
 
-/* The fused op against the op-by-op layer: out, P and every gradient, on
- * shapes where the fused backward works through the batch in several chunks
- * (with a short last one) or one sequence at a time, on two threads too. */
+/* The fused op against the op-by-op layer on one shape: out, P and every
+ * gradient, within rounding. */
+static void check_fused_matches_ops(const int *sh, int heads, int causal, int threads,
+                                    const char *what)
+{
+#ifdef AG_REAL_DOUBLE
+    const double tol = 1e-10;
+#else
+    const double tol = 2e-4;
+#endif
+    size_t bt = (size_t)sh[0] * sh[1], n = 2 * bt * sh[2] +
+                (size_t)sh[0] * heads * sh[1] * sh[1] + 4 * (size_t)sh[2] * sh[2];
+    ag_real *fused = malloc(n * sizeof(ag_real)), *ops = malloc(n * sizeof(ag_real));
+    ck_assert_ptr_nonnull(fused);
+    ck_assert_ptr_nonnull(ops);
+    layer_step(threads, causal, 1, sh, heads, fused, n);
+    layer_step(1, causal, 0, sh, heads, ops, n);
+    /* one assertion per case: Check reports every passing assertion to its
+     * parent process, which a million of them would make slow */
+    size_t bad = n;
+    double scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        scale = fmax(scale, fabs(ops[i]));
+        if (bad == n && !(fabs(fused[i] - ops[i]) <= tol * fmax(1, fabs(ops[i]))))
+            bad = i;
+    }
+    ck_assert_msg(bad == n, "%s (%d,%d,%d) heads %d causal %d: value %zu of %zu: fused %.9g, op "
+                  "by op %.9g", what, sh[0], sh[1], sh[2], heads, causal, bad, n,
+                  bad < n ? (double)fused[bad] : 0.0, bad < n ? (double)ops[bad] : 0.0);
+    ck_assert(scale > 0);
+    free(fused);
+    free(ops);
+}
+
+/* The fused op against the op-by-op layer, on shapes where the fused
+ * backward works through the batch in several chunks (with a short last
+ * one) or one sequence at a time, on two threads too. */
 START_TEST(test_fused_matches_ops)
 {
     static const struct {
@@ -570,35 +636,58 @@ START_TEST(test_fused_matches_ops)
         {{9, 64, 16}, 2, 0, 1}, {{9, 64, 16}, 4, 1, 2}, {{2, 520, 8}, 2, 1, 1},
         {{3, 5, 6}, 3, 0, 2},   {{1, 1, 4}, 1, 1, 1},
     };
-#ifdef AG_REAL_DOUBLE
-    const double tol = 1e-10;
-#else
-    const double tol = 2e-4;
-#endif
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        const int *sh = cases[c].shape;
-        size_t bt = (size_t)sh[0] * sh[1], n = 2 * bt * sh[2] +
-                    (size_t)sh[0] * cases[c].heads * sh[1] * sh[1] + 4 * (size_t)sh[2] * sh[2];
-        ag_real *fused = malloc(n * sizeof(ag_real)), *ops = malloc(n * sizeof(ag_real));
-        ck_assert_ptr_nonnull(fused);
-        ck_assert_ptr_nonnull(ops);
-        layer_step(cases[c].threads, cases[c].causal, 1, sh, cases[c].heads, fused, n);
-        layer_step(1, cases[c].causal, 0, sh, cases[c].heads, ops, n);
-        /* one assertion per case: Check reports every passing assertion to
-         * its parent process, which a million of them would make slow */
-        size_t bad = n;
-        double scale = 0;
-        for (size_t i = 0; i < n; i++) {
-            scale = fmax(scale, fabs(ops[i]));
-            if (bad == n && !(fabs(fused[i] - ops[i]) <= tol * fmax(1, fabs(ops[i]))))
-                bad = i;
-        }
-        ck_assert_msg(bad == n, "case %zu: value %zu of %zu: fused %.9g, op by op %.9g", c, bad,
-                      n, bad < n ? (double)fused[bad] : 0.0, bad < n ? (double)ops[bad] : 0.0);
-        ck_assert(scale > 0);
-        free(fused);
-        free(ops);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        check_fused_matches_ops(cases[c].shape, cases[c].heads, cases[c].causal, cases[c].threads,
+                                "default kernel");
+}
+END_TEST
+
+/* Every tile kernel this CPU runs (they follow the gemm kernel in use)
+ * against the op-by-op layer: sequences of one block, of several with a
+ * ragged last one, heads 3 to 80 wide (one vector, several, more than a
+ * micro-tile holds, and partial ones), causal or not. */
+START_TEST(test_fused_kernels_match_ops)
+{
+    static const char *const kernels[] = {"generic", "avx2", "avx512"};
+    static const struct {
+        int shape[3], heads;
+    } cases[] = {
+        {{2, 9, 12}, 3},    /* dh 4, T within a vector */
+        {{3, 17, 6}, 2},    /* dh 3, T just over one */
+        {{1, 70, 16}, 2},   /* dh 8, two blocks */
+        {{2, 130, 48}, 1},  /* dh 48: three vectors of 16 */
+        {{1, 200, 80}, 1},  /* dh 80: more than one micro-tile's columns; four groups */
+    };
+    for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
+        if (!ag_gemm_use(kernels[k]))
+            continue;   /* not on this CPU */
+        for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+            for (int causal = 0; causal < 2; causal++)
+                check_fused_matches_ops(cases[c].shape, cases[c].heads, causal, 1,
+                                        ag_attn_kernel_for((size_t)cases[c].shape[1])->name);
     }
+    ck_assert(ag_gemm_use("auto"));
+}
+END_TEST
+
+/* The fused op keeps no (T,T) tensor: a whole step at T = 4096 stays far
+ * below the 64 MB one (T,T) float matrix would take (a property of the
+ * arena's high-water mark, not of timing). */
+START_TEST(test_fused_memory_linear)
+{
+    enum { T = 4096, d = 8 };
+    ag_rng rng = ag_rng_new(17);
+    ag_attention *att = ag_attention_new(d, 2, 1, &rng, NULL, 0);
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_tensor_new(tape, 3, (int[]){1, T, d}), *y = ag_tensor_new(tape, 3, (int[]){1, T, d});
+    ag_fill_normal(x, &rng, 0, 1);
+    ag_fill_normal(y, &rng, 0, 1);
+    ag_tensor *out = ag_attention_forward(tape, att, x, NULL);
+    ck_assert_int_eq(ag_backward(tape, ag_mse(tape, out, y)), AG_OK);
+    size_t peak = ag_tape_peak_bytes(tape), square = (size_t)T * T * sizeof(ag_real);
+    ck_assert_msg(peak < square / 8, "peak %zu bytes at T = %d", peak, T);
+    ag_tape_free(tape);
+    ag_attention_free(att);
 }
 END_TEST
 
@@ -606,21 +695,31 @@ END_TEST
  * op too, which has its own copy of the softmax gradient. */
 START_TEST(test_fused_bug_caught)
 {
-    ag_rng rng = ag_rng_new(301);
-    ag_attention *att = ag_attention_new(4, 2, 0, &rng, NULL, 0);
-    ag_tensor *in[5];
-    in[0] = test_param(&rng, 3, (int[]){2, 3, 4});
-    ag_attention_params(att, in + 1, NULL, 4);
-    ag_gradcheck_result r;
-    ag_gradcheck_opts o = ag_gradcheck_defaults();
-    o.bug = AG_BUG_SOFTMAX;
-    ck_assert_int_eq(ag_gradcheck(build_layer, att, in, 5, &o, &r, NULL, 0), AG_OK);
-    ck_assert_int_eq(r.passed, 0);
-    o.bug = AG_BUG_NONE;
-    ck_assert_int_eq(ag_gradcheck(build_layer, att, in, 5, &o, &r, NULL, 0), AG_OK);
-    ck_assert_msg(r.passed, "max_rel %g", r.max_rel);
-    ag_param_free(in[0]);
-    ag_attention_free(att);
+    /* with every tile kernel, and a sequence of two blocks */
+    static const char *const kernels[] = {"generic", "avx2", "avx512"};
+    static const int shapes[2][3] = {{2, 3, 4}, {1, 70, 4}};
+    for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
+        if (!ag_gemm_use(kernels[k]))
+            continue;
+        for (int s = 0; s < 2; s++) {
+            ag_rng rng = ag_rng_new(301);
+            ag_attention *att = ag_attention_new(4, 2, s, &rng, NULL, 0);
+            ag_tensor *in[5];
+            in[0] = test_param(&rng, 3, shapes[s]);
+            ag_attention_params(att, in + 1, NULL, 4);
+            ag_gradcheck_result r;
+            ag_gradcheck_opts o = ag_gradcheck_defaults();
+            o.bug = AG_BUG_SOFTMAX;
+            ck_assert_int_eq(ag_gradcheck(build_layer, att, in, 5, &o, &r, NULL, 0), AG_OK);
+            ck_assert_msg(r.passed == 0, "%s, T = %d: the bug passed", kernels[k], shapes[s][1]);
+            o.bug = AG_BUG_NONE;
+            ck_assert_int_eq(ag_gradcheck(build_layer, att, in, 5, &o, &r, NULL, 0), AG_OK);
+            ck_assert_msg(r.passed, "%s, T = %d: max_rel %g", kernels[k], shapes[s][1], r.max_rel);
+            ag_param_free(in[0]);
+            ag_attention_free(att);
+        }
+    }
+    ck_assert(ag_gemm_use("auto"));
 }
 END_TEST
 
@@ -634,7 +733,10 @@ Suite *suite_attention(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
     tcase_add_loop_test(tc, test_layer_grad, 0, 2 * N_CONFIGS);
+    tcase_add_test(tc, test_fused_grad_blocks);
     tcase_add_test(tc, test_fused_matches_ops);
+    tcase_add_test(tc, test_fused_kernels_match_ops);
+    tcase_add_test(tc, test_fused_memory_linear);
     tcase_add_test(tc, test_fused_bug_caught);
     tcase_add_test(tc, test_weights_p_grad);
     tcase_add_test(tc, test_threads_bit_identical);

@@ -46,15 +46,15 @@ START_TEST(test_bench_attention_line)
     ck_assert_str_eq(form, "fused");
     ck_assert_msg(allocs == 0, "a steady step allocates: %s", out);
     ck_assert_msg(us > 0 && gflops > 0, "unexpected output: %s", out);
-    /* model: 16 d^2 reals of state + (6 B T d + B H T^2) of activations */
-    ck_assert_double_eq(model, (double)((16 * 36 + 6 * 60 + 2 * 3 * 25) * sizeof(ag_real)));
+    /* model: 16 d^2 reals of state + (6 B T d + B H T) of activations */
+    ck_assert_double_eq(model, (double)((16 * 36 + 6 * 60 + 2 * 3 * 5) * sizeof(ag_real)));
     ck_assert_msg(peak >= model, "peak %g < model %g", peak, model);
     ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));   /* exactly one line */
 }
 END_TEST
 
 /* The two forms of the layer side by side: the same line, and the fused op
- * keeps less than the op-by-op form (one (B,H,T,T) buffer instead of six),
+ * keeps less than the op-by-op form (no (B,H,T,T) buffer instead of six),
  * a property of the arena's high-water mark, not of timing. */
 START_TEST(test_bench_attention_forms)
 {
@@ -94,12 +94,19 @@ START_TEST(test_bench_usage)
         {"bench attention --seq x", "--seq"},
         {"bench attention --dim", "--dim"},
         {"bench attention --heads 3 --dim 8", "--heads 3 does not divide --dim 8"},
+        {"bench attention --seq 1048577", "--seq"},
+        {"bench attention --batch 1 --seq 1048576 --dim 64",
+         "--seq 1048576 with --batch 1, --dim 64 and --heads 4 is too large: a step would hold "
+         "67108864 values in one tensor (at most 33554432)"},
+        {"bench attention --batch 1 --seq 4096 --dim 64 --op-by-op",
+         "--seq 4096 with --batch 1, --dim 64 and --heads 4 is too large op by op: a step would "
+         "hold 67108864 values in one tensor (at most 33554432)"},
         {"bench attention --steps 0", "--steps"},
         {"bench attention --threads 999", "--threads"},
         {"bench attention --causal=1", "--causal=1"},
         {"bench attention --op-by-op=1", "--op-by-op=1"},
         {"bench matmul 512", "unexpected argument '512' (options start with --)"},
-        {"bench attention --seq 0", "--seq: 0 is out of range (1..4096)"},
+        {"bench attention --seq 0", "--seq: 0 is out of range (1..1048576)"},
     };
     char out[4096];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -13,27 +13,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ag_cli_usage_error(const ag_command *cmd, const char *fmt, ...)
+/* "attograd NAME: MESSAGE" on stderr, one line: whatever the message quotes
+ * (a flag's value, a file name, an unknown command) has its control bytes
+ * escaped, and a message too long to read is cut in the middle, so that
+ * both the flag it starts with and the reason it ends with are shown. */
+int ag_cli_verror(const ag_command *cmd, const char *fmt, va_list ap)
 {
-    char msg[1024];
+    char small[1024], shown[1024];
+    char *msg = small;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    if (n >= (int)sizeof(small)) {
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            vsnprintf(big, (size_t)n + 1, fmt, again);
+            msg = big;
+        }
+    }
+    va_end(again);
+    fprintf(stderr, "attograd%s%s: %s\n", cmd ? " " : "", cmd ? cmd->name : "",
+            ag_quote(msg, shown, sizeof(shown)));
+    if (msg != small)
+        free(msg);
+    return AG_EXIT_FAIL;
+}
+
+int ag_cli_error(const ag_command *cmd, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    ag_cli_verror(cmd, fmt, ap);
     va_end(ap);
-    /* the message quotes the user's argument: a tab or a newline in it is
-     * shown escaped, so the message stays one line */
-    fprintf(stderr, "attograd %s: ", cmd->name);
-    for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
-        if (*c == '\n')
-            fputs("\\n", stderr);
-        else if (*c == '\t')
-            fputs("\\t", stderr);
-        else if (*c < 0x20 || *c == 0x7f)
-            fprintf(stderr, "\\x%02x", *c);
-        else
-            fputc(*c, stderr);
-    }
-    fprintf(stderr, "\nusage: %s\nTry 'attograd %s --help' for more.\n", cmd->usage, cmd->name);
+    return AG_EXIT_FAIL;
+}
+
+int ag_cli_usage_error(const ag_command *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ag_cli_verror(cmd, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "usage: %s\nTry 'attograd %s --help' for more.\n", cmd->usage, cmd->name);
     return AG_EXIT_USAGE;
 }
 

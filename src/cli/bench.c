@@ -12,6 +12,7 @@
  * rep on a busy machine does not move it.
  */
 #include "cli.h"
+#include "limits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,7 +138,7 @@ typedef struct attention_opts {
 #define INT(...) AG_INT(attention_opts, __VA_ARGS__)
 static const ag_option attention_options[] = {
     INT("--batch", batch, 1, 4096, 8, "B", "sequences per step (default %D, %R)"),
-    INT("--seq", seq, 1, 4096, 64, "T", "positions per sequence (default %D, %R)"),
+    INT("--seq", seq, 1, 1 << 20, 64, "T", "positions per sequence (default %D, %R)"),
     INT("--dim", dim, 1, 4096, 64, "d", "model width (default %D, %R)"),
     INT("--heads", heads, 1, 4096, 4, "H", "attention heads, dividing d (default %D)"),
     INT("--steps", steps, 1, 100000, 0, "N",
@@ -169,14 +170,18 @@ static void print_attention_help(const ag_command *cmd)
            "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
            "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A form=F\n"
            "US is the median step time in microseconds; G counts the matmuls of\n"
-           "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient);\n"
+           "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient),\n"
+           "with T (T + 1) / 2 for T^2 when causal (the pairs the mask leaves);\n"
            "P is the step's memory: the tape's high-water bytes plus parameters,\n"
            "gradients and Adam's state; M is what a step cannot do without:\n"
            "parameters, gradients and Adam's state (16 d^2 reals) plus the\n"
-           "activations backward needs (x, Q, K, V, O, out: 6 B T d; P: B H T^2);\n"
+           "activations backward needs (x, Q, K, V, O, out: 6 B T d; the\n"
+           "softmax's log-sum-exp per query: B H T);\n"
            "A is the library's heap allocations per timed step (ag_alloc_count);\n"
-           "F is how the layer was recorded, fused (one op, the default) or ops.\n\n",
-           cmd->usage);
+           "F is how the layer was recorded, fused (one op, the default) or ops.\n"
+           "A step may hold at most %llu values in one tensor: B T d, and op by\n"
+           "op also B H T^2 (the fused op keeps no (T,T) tensor).\n\n",
+           cmd->usage, (unsigned long long)AG_CLI_MAX_VALUES);
     ag_cli_print_options(cmd);
 }
 
@@ -281,10 +286,11 @@ static void att_report(att_bench *b, const attention_opts *o, int steps, double 
 {
     double sec = median_of(b->times, (size_t)steps);
     double B = o->batch, T = o->seq, d = o->dim, H = o->heads, real = sizeof(ag_real);
-    double flops = 18 * B * T * d * d + 12 * B * T * T * d;
+    double pairs = o->causal ? T * (T + 1) / 2 : T * T;   /* (query, key) pairs computed */
+    double flops = 18 * B * T * d * d + 12 * B * pairs * d;
     double state = 16 * d * d * real;   /* wq..wo, their gradients, Adam's m and v */
     double peak = (double)ag_tape_peak_bytes(b->tape) + state;
-    double model = state + (6 * B * T * d + B * H * T * T) * real;
+    double model = state + (6 * B * T * d + B * H * T) * real;
     printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f gflops=%.2f "
            "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g form=%s\n",
            o->batch, o->seq, o->dim, o->heads, o->threads, sec * 1e6,
@@ -322,6 +328,18 @@ static int bench_attention(int argc, char **argv)
         return r;
     if (o.dim % o.heads != 0)
         return ag_cli_usage_error(cmd, "--heads %d does not divide --dim %d", o.heads, o.dim);
+    /* what would not fit: refused here, not deep in the arena */
+    uint64_t act = ag_cli_activation_values((uint64_t)o.batch, (uint64_t)o.seq, (uint64_t)o.dim);
+    uint64_t attn = o.op_by_op ? ag_cli_attention_values((uint64_t)o.batch, (uint64_t)o.heads,
+                                                         (uint64_t)o.seq)
+                               : 0;
+    if (act > AG_CLI_MAX_VALUES || attn > AG_CLI_MAX_VALUES)
+        return ag_cli_usage_error(cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too "
+                                  "large%s: a step would hold %llu values in one tensor (at most "
+                                  "%llu)", o.seq, o.batch, o.dim, o.heads,
+                                  o.op_by_op ? " op by op" : "",
+                                  (unsigned long long)(act > attn ? act : attn),
+                                  (unsigned long long)AG_CLI_MAX_VALUES);
     return run_attention(&o);
 }
 

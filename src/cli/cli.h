@@ -12,6 +12,7 @@
 
 #include "attograd.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -149,12 +150,27 @@ void ag_cli_copy_given(const ag_command *cmd, uint64_t given, void *dst, const v
 void ag_cli_print_options(const ag_command *cmd);
 
 /* Print "attograd CMD: message", the usage line and a --help hint to stderr;
- * returns AG_EXIT_USAGE. */
+ * returns AG_EXIT_USAGE. The message is shown as ag_cli_error shows it. */
 int ag_cli_usage_error(const ag_command *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Print "attograd CMD: message" (cmd NULL: "attograd: message") to stderr as
+ * one line: control bytes escaped (ag_quote), a long message cut in the
+ * middle so that its start and its reason show. Returns AG_EXIT_FAIL. Every
+ * message of the command goes through here or ag_cli_usage_error. */
+int ag_cli_error(const ag_command *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+int ag_cli_verror(const ag_command *cmd, const char *fmt, va_list ap);
+/* A buffer for an error from the library or the command: long enough for
+ * two names as ag_quote shows them and the reason after them. */
+#define AG_CLI_ERR_LEN (3 * AG_QUOTE_LEN)
+/* A value from a file (a metadata string) quoted in a message. */
+#define AG_CLI_QUOTE_LEN 200
 
 /* Whether argv[i] is -h or --help. */
 int ag_cli_is_help(const char *arg);
@@ -163,15 +179,46 @@ int ag_cli_is_help(const char *arg);
  * AG_BUG_SOFTMAX, the deliberately wrong backward of ag_gradcheck_opts.bug. */
 const char *ag_cli_bug_word(int k);
 
-/* Whether a file can be written at path later (its directory exists and is
- * writable, path is not a directory), checked before a long run rather than
- * after it. Returns 0 with a message naming the path in err. */
+/* ---- the files a command names (outfile.c) ---- */
+
+/* Whether a file can be written at path later: the file layer's rule (a
+ * regular file or a new name in a writable directory, whose temporary name
+ * fits; or a character device; never a directory, FIFO, socket or block
+ * device). Returns 0 with a message naming the path in err. For every
+ * output, before any work. */
 int ag_cli_check_output(const char *path, char *err, size_t errlen);
-/* Before any work (run.c): every file a run will write (paths[k], given by
- * flags[k]; NULL when not asked for) can be written. Prints "attograd CMD:
- * FLAG reason" on stderr and returns 0 otherwise. */
-int ag_cli_check_outputs(const char *cmd, const char *const *flags, const char *const *paths,
-                         int n);
+
+/* One file a command names. */
+typedef struct ag_cli_file {
+    const char *flag;          /* "--save" */
+    const char *path;          /* as given; NULL when the flag was not given */
+    int output;                /* 1: the command writes it; 0: reads it */
+    const char *may_be;        /* the flag of an input this output may name (train's
+                                * --save over --load: resuming in place), or NULL */
+} ag_cli_file;
+#define AG_CLI_MAX_FILES 8
+
+/* Before any work, for all the files of one command:
+ * - no output is another of its files under another name (./x, dir/../x,
+ *   a symbolic or hard link: compared by device and inode, or for a new
+ *   name by its resolved directory and last component), nor the file that
+ *   standard output or standard error goes to: a usage error naming both
+ *   flags (AG_EXIT_USAGE); a character device named twice is fine;
+ * - every output passes ag_cli_check_output (else AG_EXIT_FAIL, "FLAG PATH:
+ *   reason").
+ * Inputs are refused by their readers when they are not regular files.
+ * Prints the message; returns AG_EXIT_OK or the status. */
+int ag_cli_check_files(const ag_command *cmd, const ag_cli_file *files, size_t n);
+
+/* Read tensor name (shape ndim, shape) of f, loaded from path, into dst:
+ * every value must be finite (and >= 0 with nonneg), else 0 with a message
+ * naming the file, the tensor and the element in err. Values that become 0
+ * on the way into ag_real (an F64 file's 1e-50 in a float build) are said on
+ * stderr, as a note of cmd, not hidden. */
+int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *path,
+                       const char *name, int ndim, const int *shape, ag_real *dst, int nonneg,
+                       char *err, size_t errlen);
+
 /* Seconds on a monotonic clock (run.c). */
 double ag_cli_now(void);
 

@@ -52,40 +52,25 @@ static int print_help(const ag_command *cmd)
 /* The model's metadata: n_heads (an integer dividing d) and causal. */
 static int read_config(const ag_st_file *f, const char *path, int d, int *heads, int *causal)
 {
+    const ag_command *cmd = &ag_cmd_grad_info;
     const char *h = ag_st_meta(f, "n_heads"), *c = ag_st_meta(f, "causal");
-    char q[AG_QUOTE_LEN];
-    if (!h) {
-        fprintf(stderr, "attograd grad: %s: metadata 'n_heads' is missing\n", path);
-        return 0;
-    }
+    char q[AG_CLI_QUOTE_LEN];
+    if (!h)
+        return !ag_cli_error(cmd, "%s: metadata 'n_heads' is missing", path);
     long v = 0;
-    if (ag_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
-        fprintf(stderr, "attograd grad: %s: metadata n_heads '%s' must be a whole number dividing d = %d\n",
-                path, ag_quote(h, q, sizeof(q)), d);
-        return 0;
-    }
+    if (ag_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0)
+        return !ag_cli_error(cmd, "%s: metadata n_heads '%s' must be a whole number dividing d = %d",
+                             path, ag_quote(h, q, sizeof(q)), d);
     *heads = (int)v;
     if (!c || strcmp(c, "false") == 0) {
         *causal = 0;   /* absent means not causal */
     } else if (strcmp(c, "true") == 0) {
         *causal = 1;
     } else {
-        fprintf(stderr, "attograd grad: %s: metadata causal '%s' must be \"true\" or \"false\"\n", path,
-                ag_quote(c, q, sizeof(q)));
-        return 0;
+        return !ag_cli_error(cmd, "%s: metadata causal '%s' must be \"true\" or \"false\"", path,
+                             ag_quote(c, q, sizeof(q)));
     }
     return 1;
-}
-
-/* A NaN or Inf in the inputs would only come out again as NaN gradients:
- * say where it is instead. */
-static int all_finite(const char *path, const char *name, const ag_tensor *t)
-{
-    size_t i = ag_first_nonfinite(t->data, t->size);
-    if (i < t->size)
-        fprintf(stderr, "attograd grad: %s: tensor '%s' holds %s at element %zu\n", path, name,
-                isnan(t->data[i]) ? "NaN" : "Inf", i);
-    return i == t->size;
 }
 
 int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o)
@@ -99,10 +84,6 @@ int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o)
     if (missing)
         return ag_cli_usage_error(cmd, "%s is missing (--model, --batch and --out are all required)",
                                   missing);
-    /* the output replaces its file: never one of the inputs */
-    if (strcmp(o->out_path, o->model_path) == 0 || strcmp(o->out_path, o->batch_path) == 0)
-        return ag_cli_usage_error(cmd, "--out '%s' would overwrite the %s file", o->out_path,
-                                  strcmp(o->out_path, o->model_path) == 0 ? "--model" : "--batch");
     return AG_CLI_GO;
 }
 
@@ -134,86 +115,98 @@ static const char *const wnames[4] = {"wq", "wk", "wv", "wo"};
  * from the metadata, B and T from x; one step's size within the limit. */
 static int read_shapes(grad_job *g)
 {
+    const ag_command *cmd = &ag_cmd_grad_info;
     const char *model_path = g->o->model_path, *batch_path = g->o->batch_path;
-    char err[512];
+    char err[AG_CLI_ERR_LEN];
     int nd, w[AG_MAX_DIMS], *x = g->xshape;
-    if (ag_st_shape(g->mf, "wq", &nd, w, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
-        return 0;
-    }
+    if (ag_st_shape(g->mf, "wq", &nd, w, err, sizeof(err)) != AG_OK)
+        return !ag_cli_error(cmd, "%s", err);
     if (nd != 2 || w[0] != w[1] || w[0] < 1) {
         if (nd == 2)
-            fprintf(stderr, "attograd grad: %s: tensor 'wq' is [%dx%d], must be square (d, d)\n",
-                    model_path, w[0], w[1]);
-        else
-            fprintf(stderr, "attograd grad: %s: tensor 'wq' has %d dims, must be square (d, d)\n",
-                    model_path, nd);
-        return 0;
+            return !ag_cli_error(cmd, "%s: tensor 'wq' is [%dx%d], must be square (d, d)",
+                                 model_path, w[0], w[1]);
+        return !ag_cli_error(cmd, "%s: tensor 'wq' has %d dims, must be square (d, d)", model_path,
+                             nd);
     }
     g->d = w[0];
     if (!read_config(g->mf, model_path, g->d, &g->heads, &g->causal))
         return 0;
-    if (ag_st_shape(g->bf, "x", &nd, x, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
-        return 0;
-    }
-    if (nd != 3 || x[2] != g->d || x[0] < 1 || x[1] < 1) {
-        fprintf(stderr, "attograd grad: %s: tensor 'x' must be (B, T, %d) to fit the model\n",
-                batch_path, g->d);
-        return 0;
-    }
+    if (ag_st_shape(g->bf, "x", &nd, x, err, sizeof(err)) != AG_OK)
+        return !ag_cli_error(cmd, "%s", err);
+    if (nd != 3 || x[2] != g->d || x[0] < 1 || x[1] < 1)
+        return !ag_cli_error(cmd, "%s: tensor 'x' must be (B, T, %d) to fit the model", batch_path,
+                             g->d);
     uint64_t values = ag_cli_attention_values((uint64_t)x[0], (uint64_t)g->heads, (uint64_t)x[1]);
-    if (values > AG_CLI_MAX_VALUES) {
-        fprintf(stderr, "attograd grad: %s: tensor 'x' is [%dx%dx%d]: with %d head(s) its attention "
-                "weights would hold %llu values, more than %llu\n", batch_path, x[0], x[1], x[2],
-                g->heads, (unsigned long long)values, (unsigned long long)AG_CLI_MAX_VALUES);
-        return 0;
-    }
+    if (values > AG_CLI_MAX_VALUES)
+        return !ag_cli_error(cmd,
+                             "%s: tensor 'x' is [%dx%dx%d]: with %d head(s) its attention "
+                             "weights would hold %llu values, more than %llu",
+                             batch_path, x[0], x[1], x[2], g->heads, (unsigned long long)values,
+                             (unsigned long long)AG_CLI_MAX_VALUES);
     return 1;
 }
 
-/* The layer with the file's weights, and x and y on the tape, all finite. */
+/* The layer with the file's weights, and x and y on the tape, all finite
+ * (ag_cli_read_tensor). */
 static int read_inputs(grad_job *g)
 {
-    char err[512];
+    const ag_command *cmd = &ag_cmd_grad_info;
+    const char *batch = g->o->batch_path;
+    char err[AG_CLI_ERR_LEN];
     g->layer = ag_attention_new(g->d, g->heads, g->causal, NULL, err, sizeof(err));
     g->tape = ag_tape_new();
-    if (!g->layer || !g->tape) {
-        fprintf(stderr, "attograd grad: %s\n", g->layer ? "out of memory" : err);
-        return 0;
-    }
+    if (!g->layer || !g->tape)
+        return !ag_cli_error(cmd, "%s", g->layer ? "out of memory" : err);
     for (int k = 0; k < 4; k++) {
         ag_tensor *p = ag_attention_param(g->layer, wnames[k]);
-        if (ag_st_get(g->mf, wnames[k], 2, p->shape, p->data, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd grad: %s\n", err);
-            return 0;
-        }
-        if (!all_finite(g->o->model_path, wnames[k], p))
-            return 0;
+        if (!ag_cli_read_tensor(cmd, g->mf, g->o->model_path, wnames[k], 2, p->shape, p->data, 0,
+                                err, sizeof(err)))
+            return !ag_cli_error(cmd, "%s", err);
     }
     g->x = ag_requires_grad(g->tape, ag_tensor_new(g->tape, 3, g->xshape));
     g->y = ag_tensor_new(g->tape, 3, g->xshape);
-    if (!g->x || !g->y) {
-        fprintf(stderr, "attograd grad: %s\n", ag_tape_error(g->tape));
-        return 0;
+    if (!g->x || !g->y)
+        return !ag_cli_error(cmd, "%s", ag_tape_error(g->tape));
+    if (!ag_cli_read_tensor(cmd, g->bf, batch, "x", 3, g->xshape, g->x->data, 0, err, sizeof(err)) ||
+        !ag_cli_read_tensor(cmd, g->bf, batch, "y", 3, g->xshape, g->y->data, 0, err, sizeof(err)))
+        return !ag_cli_error(cmd, "%s", err);
+    return 1;
+}
+
+/* Finite inputs, yet a result beyond the precision's range: an error
+ * naming the first tensor, and nothing written. */
+static int results_finite(const grad_job *g)
+{
+    static const char *const names[] = {"out",     "attn",    "loss",    "grad.wq",
+                                        "grad.wk", "grad.wv", "grad.wo", "grad.x"};
+    const ag_tensor *t[8] = {g->out, g->attn, g->loss, NULL, NULL, NULL, NULL, g->x};
+    for (int k = 0; k < 4; k++)
+        t[3 + k] = ag_attention_param(g->layer, wnames[k]);
+    for (int k = 0; k < 8; k++) {
+        const ag_real *v = k < 3 ? t[k]->data : t[k]->grad;
+        size_t i = ag_first_nonfinite(v, t[k]->size);
+        if (i < t[k]->size)
+            return !ag_cli_error(&ag_cmd_grad_info,
+                                 "the result is not finite: '%s' holds %s at element %zu, from "
+                                 "finite inputs too large for %s arithmetic (scale them down%s); "
+                                 "nothing was written",
+                                 names[k], isnan(v[i]) ? "NaN" : "Inf", i, AG_REAL_NAME,
+#ifdef AG_REAL_DOUBLE
+                                 "");
+#else
+                                 ", or use the double build");
+#endif
     }
-    if (ag_st_get(g->bf, "x", 3, g->xshape, g->x->data, err, sizeof(err)) != AG_OK ||
-        ag_st_get(g->bf, "y", 3, g->xshape, g->y->data, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
-        return 0;
-    }
-    return all_finite(g->o->batch_path, "x", g->x) && all_finite(g->o->batch_path, "y", g->y);
+    return 1;
 }
 
 /* out, attn, loss and the gradients to --out, with signals held. */
 static int write_outputs(const grad_job *g)
 {
-    char err[512], heads[16];
+    char err[AG_CLI_ERR_LEN], heads[16];
     ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
-    if (!w) {
-        fprintf(stderr, "attograd grad: out of memory\n");
-        return 0;
-    }
+    if (!w)
+        return !ag_cli_error(&ag_cmd_grad_info, "out of memory");
     snprintf(heads, sizeof(heads), "%d", g->heads);
     ag_st_add_meta(w, "n_heads", heads);
     ag_st_add_meta(w, "causal", g->causal ? "true" : "false");
@@ -233,24 +226,30 @@ static int write_outputs(const grad_job *g)
     ag_cli_hold_signals(0, &held);
     ag_st_writer_free(w);
     if (saved != AG_OK)
-        fprintf(stderr, "attograd grad: %s\n", err);
+        ag_cli_error(&ag_cmd_grad_info, "%s", err);
     return saved == AG_OK;
 }
 
 int ag_cli_grad_run(const ag_grad_opts *o)
 {
+    const ag_command *cmd = &ag_cmd_grad_info;
     grad_job g;
     memset(&g, 0, sizeof(g));
     g.o = o;
     int status = AG_EXIT_FAIL;
-    char err[512];
-    if (!ag_cli_check_output(o->out_path, err, sizeof(err))) {
-        fprintf(stderr, "attograd grad: --out %s\n", err);
-        return AG_EXIT_FAIL;
-    }
+    char err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
+    /* the output replaces its file: never one of the inputs, whatever name reaches it */
+    const ag_cli_file files[] = {
+        {"--model", o->model_path, 0, NULL},
+        {"--batch", o->batch_path, 0, NULL},
+        {"--out", o->out_path, 1, NULL},
+    };
+    int checked = ag_cli_check_files(cmd, files, 3);
+    if (checked != AG_EXIT_OK)
+        return checked;
     if (ag_st_load(o->model_path, &g.mf, err, sizeof(err)) != AG_OK ||
         ag_st_load(o->batch_path, &g.bf, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
+        ag_cli_error(cmd, "%s", err);
         goto done;
     }
     if (!read_shapes(&g) || !read_inputs(&g))
@@ -258,14 +257,14 @@ int ag_cli_grad_run(const ag_grad_opts *o)
     g.out = ag_attention_forward(g.tape, g.layer, g.x, &g.attn);
     g.loss = ag_mse(g.tape, g.out, g.y);
     if (ag_backward(g.tape, g.loss) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", ag_tape_error(g.tape));
+        ag_cli_error(cmd, "%s", ag_tape_error(g.tape));
         goto done;
     }
-    if (!write_outputs(&g))
+    if (!results_finite(&g) || !write_outputs(&g))
         goto done;
     printf("grad: B=%d T=%d d=%d heads=%d causal=%s loss=%.9g wrote %s\n", g.xshape[0],
            g.xshape[1], g.d, g.heads, g.causal ? "true" : "false", (double)g.loss->data[0],
-           o->out_path);
+           ag_quote(o->out_path, shown, sizeof(shown)));
     status = AG_EXIT_OK;
 done:
     ag_tape_free(g.tape);

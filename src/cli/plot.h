@@ -1,6 +1,6 @@
 /*
- * plot.h - drawing with gnuplot, when it is installed (plot.c), and the
- * temporary files another program writes for us (outfile.c).
+ * plot.h - drawing with gnuplot, when it is installed (plot.c, heatmap.c),
+ * and the temporary files another program writes for us (outfile.c).
  */
 #ifndef AG_CLI_PLOT_H
 #define AG_CLI_PLOT_H
@@ -24,34 +24,50 @@ typedef struct ag_plot_data {
     int attn_size;
 } ag_plot_data;
 
-/* Draw d into png with gnuplot. Returns 1, or 0 with the reason in err
- * (gnuplot missing or failing); never stops the caller. */
-int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen);
+/* Draw d into png with gnuplot (ag_cli_gnuplot_end's rules). Returns 1, or
+ * 0 with the reason in err and, when Ctrl-C, SIGTERM or SIGHUP stopped it,
+ * the signal in *sig; never stops the caller. */
+int ag_cli_plot_run(const char *png, const ag_plot_data *d, int *sig, char *err, size_t errlen);
+
+/* A gnuplot run being prepared: write plot commands to f. */
+typedef struct ag_cli_gnuplot {
+    FILE *f;           /* the script, in memory */
+    char *script;      /* (len) its bytes, once ended */
+    size_t len;
+} ag_cli_gnuplot;
+/* Start a script drawing a width x height PNG. Returns 0 with err set. */
+int ag_cli_gnuplot_begin(ag_cli_gnuplot *g, int width, int height, char *err, size_t errlen);
+/* Run gnuplot on the script and put the picture at png; releases g.
+ * No name reaches gnuplot: it reads the script on its stdin and writes the
+ * PNG to its stdout, a pipe. The picture is kept only when it is a whole
+ * PNG (signature to IEND), then written by the file layer's rule (see
+ * ag_atomic_open). gnuplot gets AG_GNUPLOT_SECONDS seconds (environment,
+ * default 60); Ctrl-C, SIGTERM or SIGHUP while it runs stops it and sets
+ * *sig. Returns 1, or 0 with the reason in err (nothing written). */
+int ag_cli_gnuplot_end(ag_cli_gnuplot *g, const char *png, int *sig, char *err, size_t errlen);
+#define AG_GNUPLOT_SECONDS 60
+/* Write s as a gnuplot single-quoted string (control bytes as spaces, so
+ * that nothing can end the command). */
+void ag_cli_gnuplot_quote(FILE *g, const char *s);
 
 /* Held-out example's attention, one heatmap per head with every weight
  * written in its cell: attn is (heads, T, T), labels the T positions' names.
- * Returns 1, or 0 with the reason in err (gnuplot missing or failing). */
+ * Returns 1, or 0 with the reason in err (and *sig, ag_cli_gnuplot_end's). */
 int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, const double *attn,
-                      const char *const *labels, char *err, size_t errlen);
+                      const char *const *labels, int *sig, char *err, size_t errlen);
 /* A positional encoding pe (T, d) beside the cosine similarity sim (T, T)
- * of its rows. Returns 1, or 0 with the reason in err. */
+ * of its rows. Returns 1, or 0 with the reason in err (and *sig). */
 int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const double *pe,
-                       const double *sim, char *err, size_t errlen);
+                       const double *sim, int *sig, char *err, size_t errlen);
 
-/* Start gnuplot drawing a width x height PNG into a temporary file beside
- * png (its name in tmp); write the plot commands to the returned pipe, then
- * ag_cli_gnuplot_close renames the image into place when gnuplot succeeded
- * (and removes it otherwise). NULL, or 0, with the reason in err. */
-FILE *ag_cli_gnuplot_open(const char *png, int width, int height, char *tmp, size_t tmplen,
-                          char *err, size_t errlen);
-int ag_cli_gnuplot_close(FILE *g, const char *tmp, const char *png, char *err, size_t errlen);
-/* Write s as a gnuplot single-quoted string. */
-void ag_cli_gnuplot_quote(FILE *g, const char *s);
-
-/* For files another program writes (gnuplot): ag_cli_tmp_name creates an
- * empty temporary file beside path (tmp gets its name, "PATH.tmp-XXXXXX")
- * and ag_cli_tmp_rename moves it into place, removing it on failure. Files
- * attograd writes itself use ag_atomic (src/io/io.h). */
+/* For files another program writes by name (Graphviz's dot): ag_cli_tmp_name
+ * makes an empty temporary file for path, as the file layer's ag_atomic_open
+ * would (beside the file a link leads to, "NAME.tmp-PID-XXXXXXXX"; in the
+ * temporary directory when path is a device), tmp gets its name;
+ * ag_cli_tmp_rename puts it in place by the file layer's rule (renamed over
+ * a file, copied into a device) and removes it. Both refuse what the file
+ * layer refuses as an output. Files attograd writes itself go through the
+ * library (ag_st_save, ag_csv_close, ag_tape_dot_save). */
 int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
 int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen);
 

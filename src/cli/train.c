@@ -144,24 +144,12 @@ static int print_help(const ag_command *cmd)
            "Ctrl-C (or SIGTERM, SIGHUP) stops after the current step and still saves\n"
            "the log and the checkpoint; the exit status is then 130 (143, 129). A loss\n"
            "or a weight that turns NaN or Inf stops the run naming the step and the op,\n"
-           "exit 1, and nothing is saved.\n\n"
+           "exit 1, and nothing is saved. A plot gnuplot does not make (it fails, takes\n"
+           "longer than AG_GNUPLOT_SECONDS, default 60, or writes no PNG) is said on\n"
+           "stderr; the log and the checkpoint are still saved, and the exit status is 1.\n\n"
            "The last line on stdout is the summary:\n"
            "  result: task=lookup steps=N loss=L accuracy=A seconds=S\n");
     return AG_EXIT_OK;
-}
-
-/* Two outputs naming the same file would overwrite each other (and a log
- * written over --load's checkpoint would destroy it); --save over --load is
- * fine: that is resuming in place. */
-static int check_paths(const ag_command *cmd, const ag_train_opts *o)
-{
-    const char *flag[5] = {"--log", "--plot", "--save", "--load", "--plot-heads"};
-    const char *path[5] = {o->log_path, o->plot_path, o->save_path, o->load_path, o->heads_path};
-    for (int a = 0; a < 5; a++)
-        for (int b = a + 1; b < 5; b++)
-            if (path[a] && path[b] && strcmp(path[a], path[b]) == 0 && !(a == 2 && b == 3))
-                return !ag_cli_usage_error(cmd, "%s and %s both name '%s'", flag[a], flag[b], path[a]);
-    return 1;
 }
 
 int ag_cli_train_check(const ag_train_opts *o)
@@ -181,9 +169,10 @@ int ag_cli_train_check(const ag_train_opts *o)
     default:
         return !ag_cli_usage_error(cmd, "%s", err);
     }
-    /* the held-out set is evaluated in one batch too */
+    /* the held-out set is evaluated in one batch too; the attention weights
+     * (T^2 per head) are made only for the one example the heatmap shows */
     uint64_t b = (uint64_t)(o->config.batch > EVAL_EXAMPLES ? o->config.batch : EVAL_EXAMPLES);
-    uint64_t attn = ag_cli_attention_values(b, (uint64_t)m->heads, (uint64_t)m->seq);
+    uint64_t attn = ag_cli_attention_values(1, (uint64_t)m->heads, (uint64_t)m->seq);
     uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, (uint64_t)m->dim);
     if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
         return !ag_cli_usage_error(
@@ -201,8 +190,6 @@ int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o)
     int r = ag_cli_parse(cmd, argc, argv, o, &o->given);
     if (r != AG_CLI_GO)
         return r;
-    if (!check_paths(cmd, o))
-        return AG_EXIT_USAGE;
     if (!o->load_path) {
         task_defaults(o);
         if (!ag_cli_train_check(o))
@@ -287,18 +274,21 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
  * for NaN or Inf names the first op that made one. */
 static void report_failure(const run *r, ag_status st, const char *where)
 {
-    fprintf(stderr, "attograd train: step %ld%s: %s\n", r->step + (where[0] ? 0 : 1), where,
-            ag_tape_error(r->tape));
+    ag_cli_error(&ag_cmd_train_info, "step %ld%s: %s", r->step + (where[0] ? 0 : 1), where,
+                 ag_tape_error(r->tape));
     if (st == AG_ERR_NUMERIC)
-        fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+        ag_cli_error(&ag_cmd_train_info,
+                     "stopped; try a smaller --lr or --clip (nothing was saved)");
 }
 
 /* Loss and accuracy on the held-out set. With keep, the tape is left as it
- * is, holding the logits and weights for show_final; otherwise it is reset. */
+ * is, holding the logits and weights of held-out example 0, run once more
+ * alone, for show_final (so the attention weights, which grow with T^2, are
+ * made for the one example shown); otherwise it is reset. */
 static int evaluate(run *r, int keep)
 {
-    ag_tensor *logits, *attn;
-    ag_tensor *loss = ag_model_forward(r->tape, r->model, r->eval, &logits, &attn);
+    ag_tensor *logits, *attn = NULL;
+    ag_tensor *loss = ag_model_forward(r->tape, r->model, r->eval, &logits, NULL);
     ag_status st = ag_tape_status(r->tape);
     if (st == AG_OK && !isfinite(loss->data[0]))
         st = ag_tape_find_anomaly(r->tape);
@@ -315,12 +305,20 @@ static int evaluate(run *r, int keep)
         r->acc_step[r->n_acc] = r->step;
         r->acc_hist[r->n_acc++] = r->accuracy;
     }
-    if (keep) {
-        r->kept_logits = logits;
-        r->kept_attn = attn;
-    } else {
+    if (!keep) {
         ag_tape_reset(r->tape);
+        return 1;
     }
+    ag_batch first = *r->eval;
+    first.batch = 1;
+    ag_model_forward(r->tape, r->model, &first, &logits, &attn);
+    if ((st = ag_tape_status(r->tape)) != AG_OK) {
+        report_failure(r, st, " (held-out evaluation)");
+        ag_tape_reset(r->tape);
+        return 0;
+    }
+    r->kept_logits = logits;
+    r->kept_attn = attn;
     return 1;
 }
 
@@ -345,27 +343,30 @@ static void show_final(run *r)
 }
 
 /* --plot-heads: held-out example 0's attention, a heatmap per head, its
- * positions named as on the terminal. Says why on stderr when it cannot. */
-static void plot_heads(const run *r, const char *png)
+ * positions named as on the terminal. Returns 1, or 0 after saying why on
+ * stderr (and *sig, when a signal stopped gnuplot). */
+static int plot_heads(const run *r, const char *png, int *sig)
 {
     int T = r->eval->seq, H = r->o->config.model.heads;
     char (*names)[32] = malloc((size_t)T * sizeof(*names));
     const char **labels = malloc((size_t)T * sizeof(*labels));
-    char err[512] = "out of memory", title[160];
+    char err[AG_CLI_ERR_LEN] = "out of memory", title[160], shown[AG_QUOTE_LEN];
     int ok = 0;
+    *sig = 0;
     if (names && labels) {
         for (int t = 0; t < T; t++)
             labels[t] = ag_task_token_label(r->eval, 0, t, names[t], sizeof(names[t]));
         snprintf(title, sizeof(title), "attention of one held-out example (%s, %ld steps)",
                  ag_task_name(r->o->config.model.task), r->step);
-        ok = ag_cli_plot_heads(png, title, H, T, r->heads0, labels, err, sizeof(err));
+        ok = ag_cli_plot_heads(png, title, H, T, r->heads0, labels, sig, err, sizeof(err));
     }
     if (ok && !r->o->quiet)
-        printf("plot: %s\n", png);
+        printf("plot: %s\n", ag_quote(png, shown, sizeof(shown)));
     else if (!ok)
-        fprintf(stderr, "attograd train: %s\n", err);   /* training is unaffected */
+        ag_cli_error(&ag_cmd_train_info, "%s", err);   /* the log and checkpoint still follow */
     free(names);
     free(labels);
+    return ok;
 }
 
 /* History for --plot, allocated before training: at most PLOT_POINTS
@@ -415,10 +416,13 @@ static int train_step(run *r)
     long bad = ag_first_nonfinite_param(r->params, r->n_params, &elem);
     if (bad >= 0) {
         double v = r->params[bad]->data[elem];
-        fprintf(stderr, "attograd train: step %ld: the %s update (lr %g) made parameter '%s' %s "
-                "at element %zu (the gradient norm was %g)\n", r->step + 1, ag_optim_name(r->opt),
-                r->o->config.lr, r->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
-        fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+        ag_cli_error(&ag_cmd_train_info,
+                     "step %ld: the %s update (lr %g) made parameter '%s' %s "
+                     "at element %zu (the gradient norm was %g)",
+                     r->step + 1, ag_optim_name(r->opt), r->o->config.lr, r->names[bad],
+                     isnan(v) ? "NaN" : "Inf", elem, norm);
+        ag_cli_error(&ag_cmd_train_info,
+                     "stopped; try a smaller --lr or --clip (nothing was saved)");
         return 0;
     }
     r->step++;
@@ -472,12 +476,20 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
     return 1;
 }
 
-/* Before any work: every file the run will write can be written. */
-static int check_outputs(const ag_train_opts *o)
+/* Before any work: the files the run names (ag_cli_check_files). Two
+ * outputs naming one file would overwrite each other, and a log written
+ * over --load's checkpoint would destroy it; --save over --load is fine:
+ * that is resuming in place. */
+static int check_files(const ag_train_opts *o)
 {
-    const char *const flags[4] = {"--log", "--plot", "--save", "--plot-heads"};
-    const char *const paths[4] = {o->log_path, o->plot_path, o->save_path, o->heads_path};
-    return ag_cli_check_outputs("train", flags, paths, 4);
+    const ag_cli_file files[] = {
+        {"--log", o->log_path, 1, NULL},
+        {"--plot", o->plot_path, 1, NULL},
+        {"--save", o->save_path, 1, "--load"},
+        {"--load", o->load_path, 0, NULL},
+        {"--plot-heads", o->heads_path, 1, NULL},
+    };
+    return ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
 }
 
 /* With --load: read the checkpoint into *ck and *st and adopt its settings
@@ -486,16 +498,18 @@ static int check_outputs(const ag_train_opts *o)
 static int load_checkpoint(ag_train_opts *o, ag_checkpoint **ck, ag_train_state *st)
 {
     const ag_command *cmd = &ag_cmd_train_info;
-    char err[512];
-    if (ag_checkpoint_load(o->load_path, ck, st, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd train: %s\n", err);
-        return AG_EXIT_FAIL;
-    }
+    char err[AG_CLI_ERR_LEN];
+    if (ag_checkpoint_load(o->load_path, ck, st, err, sizeof(err)) != AG_OK)
+        return ag_cli_error(cmd, "%s", err);
     if (!adopt_checkpoint(cmd, o, st) || !ag_cli_train_check(o))
         return AG_EXIT_USAGE;
-    if (st->step > AG_TRAIN_MAX_STEP - o->steps)
-        return ag_cli_usage_error(cmd, "--steps %d: %s is at step %ld, and a run stops at step %ld",
-                                  o->steps, o->load_path, st->step, AG_TRAIN_MAX_STEP);
+    /* the checkpoint this run saves must load: its counts stay in range */
+    if (st->step > AG_TRAIN_MAX_STEP - o->steps || st->optim_steps > AG_TRAIN_MAX_STEP - o->steps) {
+        int opt = st->optim_steps > st->step;
+        return ag_cli_usage_error(cmd, "--steps %d: %s is at %s %ld, and a run stops at %ld",
+                                  o->steps, o->load_path, opt ? "optimizer step" : "step",
+                                  opt ? st->optim_steps : st->step, AG_TRAIN_MAX_STEP);
+    }
     return AG_EXIT_OK;
 }
 
@@ -505,13 +519,13 @@ static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
 {
     const ag_train_opts *o = r->o;
     const ag_train_config *c = &o->config;
-    char err[512];
+    char err[AG_CLI_ERR_LEN];
     ag_rng init_rng = ag_rng_new(c->seed);
     ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
     r->data_rng = ag_rng_new(c->seed ^ 0xda7aULL);
     r->model = ag_model_new(&c->model, ck ? NULL : &init_rng, err, sizeof(err));
     if (!r->model) {
-        fprintf(stderr, "attograd train: %s\n", err);
+        ag_cli_error(&ag_cmd_train_info, "%s", err);
         return 0;
     }
     r->n_params = ag_model_params(r->model, r->params, r->names, MAX_PARAMS);
@@ -524,12 +538,12 @@ static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
                            sizeof(double));
     if (!r->opt || !r->tape || !r->train || !r->eval || (r->plot && !alloc_history(r)) ||
         (r->plot_heads && !r->heads0)) {
-        fprintf(stderr, "attograd train: out of memory\n");
+        ag_cli_error(&ag_cmd_train_info, "out of memory");
         return 0;
     }
     if (ck) {
         if (ag_checkpoint_restore(ck, r->model, r->opt, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd train: %s\n", err);
+            ag_cli_error(&ag_cmd_train_info, "%s", err);
             return 0;
         }
         r->data_rng.state = st->data_rng;
@@ -592,55 +606,68 @@ static int train_loop(run *r)
     return 1;
 }
 
-/* --plot, when gnuplot is there; training is unaffected either way. */
-static void draw_plot(run *r)
+/* --plot, when gnuplot is there. Returns 1, or 0 after saying why (and
+ * *sig when a signal stopped gnuplot); the log and checkpoint still follow. */
+static int draw_plot(run *r, int *sig)
 {
     const ag_train_opts *o = r->o;
-    char title[160], err[512];
+    char title[160], err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
     snprintf(title, sizeof(title), "attograd train --task %s: %ld steps, held-out accuracy %.3f",
              ag_task_name(o->config.model.task), r->step, r->accuracy);
     ag_plot_data pd = {title, r->loss_step, r->loss_hist, r->n_loss, r->acc_step, r->acc_hist,
                        r->n_acc, r->attn0, o->config.model.seq};
-    if (!ag_cli_plot_run(o->plot_path, &pd, err, sizeof(err)))
-        fprintf(stderr, "attograd train: %s\n", err);
-    else if (!o->quiet)
-        printf("plot: %s\n", o->plot_path);
+    if (!ag_cli_plot_run(o->plot_path, &pd, sig, err, sizeof(err)))
+        return ag_cli_error(&ag_cmd_train_info, "%s", err), 0;
+    if (!o->quiet)
+        printf("plot: %s\n", ag_quote(o->plot_path, shown, sizeof(shown)));
+    return 1;
 }
 
-/* After the loop: the last evaluation and its heatmap, the plot, the log,
+/* The plots asked for; a failed one is said and makes the status 1 (a
+ * signal that stopped gnuplot becomes *stop, as one during the steps). */
+static int draw_plots(run *r, int *stop)
+{
+    int failed = 0, sig = 0;
+    if (r->plot && !draw_plot(r, &sig))
+        failed = 1;
+    if (sig && !*stop)
+        *stop = sig;
+    sig = 0;
+    if (r->plot_heads && !plot_heads(r, r->o->heads_path, &sig))
+        failed = 1;
+    if (sig && !*stop)
+        *stop = sig;
+    return failed;
+}
+
+/* After the loop: the last evaluation and its heatmap, the plots, the log,
  * the checkpoint and the result line. Returns the exit status. */
 static int run_finish(run *r)
 {
     const ag_train_opts *o = r->o;
-    char err[512];
+    const ag_command *cmd = &ag_cmd_train_info;
+    char err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
     int stop = ag_cli_stop_requested();
     if (stop)
-        fprintf(stderr, "attograd train: %s after step %ld\n", ag_cli_stop_reason(stop), r->step);
+        ag_cli_error(cmd, "%s after step %ld", ag_cli_stop_reason(stop), r->step);
     if (!r->kept_attn && !evaluate(r, 1))   /* interrupted before the last step */
         return AG_EXIT_FAIL;
     show_final(r);
-    if (r->plot)
-        draw_plot(r);
-    if (r->plot_heads)
-        plot_heads(r, o->heads_path);
+    int plot_failed = draw_plots(r, &stop);
     ag_csv *log = r->log;
     r->log = NULL;
-    if (log && ag_csv_close(log, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd train: %s\n", err);
-        return AG_EXIT_FAIL;
-    }
+    if (log && ag_csv_close(log, err, sizeof(err)) != AG_OK)
+        return ag_cli_error(cmd, "%s", err);
     if (o->save_path) {
         ag_train_state st = state_of(o, r);
-        if (ag_checkpoint_save(o->save_path, r->model, r->opt, &st, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd train: %s\n", err);
-            return AG_EXIT_FAIL;
-        }
+        if (ag_checkpoint_save(o->save_path, r->model, r->opt, &st, err, sizeof(err)) != AG_OK)
+            return ag_cli_error(cmd, "%s", err);
         if (!o->quiet)
-            printf("saved: %s (step %ld)\n", o->save_path, r->step);
+            printf("saved: %s (step %ld)\n", ag_quote(o->save_path, shown, sizeof(shown)), r->step);
     }
     printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
            ag_task_name(o->config.model.task), r->step, r->eval_loss, r->accuracy, r->seconds);
-    return stop ? 128 + stop : AG_EXIT_OK;
+    return stop ? 128 + stop : plot_failed ? AG_EXIT_FAIL : AG_EXIT_OK;
 }
 
 /* Set up (releasing the checkpoint once it is restored), catch the stop
@@ -649,7 +676,7 @@ static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
 {
     const ag_train_opts *o = r->o;
     const ag_train_config *c = &o->config;
-    char err[512];
+    char err[AG_CLI_ERR_LEN];
     int ready = run_setup(r, *ck, st);
     ag_checkpoint_free(*ck);
     *ck = NULL;
@@ -662,7 +689,7 @@ static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
     int status = AG_EXIT_FAIL;
     if (o->log_path &&
         ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r->log, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd train: %s\n", err);
+        ag_cli_error(&ag_cmd_train_info, "%s", err);
         goto done;
     }
     if (!o->quiet) {
@@ -686,9 +713,9 @@ int ag_cli_train_run(ag_train_opts *o)
     ag_checkpoint *ck = NULL;
     ag_train_state loaded;
     memset(&loaded, 0, sizeof(loaded));
-    int status = o->load_path ? load_checkpoint(o, &ck, &loaded) : AG_EXIT_OK;
-    if (status == AG_EXIT_OK && !check_outputs(o))
-        status = AG_EXIT_FAIL;
+    int status = check_files(o);
+    if (status == AG_EXIT_OK && o->load_path)
+        status = load_checkpoint(o, &ck, &loaded);
     if (status != AG_EXIT_OK) {
         ag_checkpoint_free(ck);
         return status;
@@ -700,8 +727,8 @@ int ag_cli_train_run(ag_train_opts *o)
     r.plot_heads = o->heads_path != NULL;
     if ((r.plot || r.plot_heads) && !ag_cli_have_program("gnuplot")) {
         /* said once, before the run; training goes on without the plot */
-        fprintf(stderr, "attograd train: gnuplot is not installed, so no plot "
-                        "(apt-get install gnuplot-nox)\n");
+        ag_cli_error(&ag_cmd_train_info,
+                     "gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
         r.plot = r.plot_heads = 0;
     }
     ag_set_threads(o->threads);

@@ -144,10 +144,10 @@ void ag_erf_n(const ag_real *x, ag_real *y, size_t n, int simd);
 /*
  * The attention layer as one op (src/ops/attention_fused.c): out = O wo with
  * O the heads' softmax(Q K^T / sqrt(dh)) V merged, Q = x wq, K = x wk,
- * V = x wv. The same math as the op-by-op layer, without (B,H,T,T)
- * intermediates other than P, which is saved for backward and, when p_out is
- * not NULL, handed back (a tensor without gradient; read it, do not change
- * it). x is (B,T,d), the weights (d,d); heads divides d.
+ * V = x wv. The same math as the op-by-op layer, computed tile by tile
+ * without (B,H,T,T) intermediates. When p_out is not NULL it receives the
+ * weights P (B,H,T,T), made for the caller (backward does not use them), a
+ * tensor without gradient. x is (B,T,d), the weights (d,d); heads divides d.
  */
 ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor *wq,
                               const ag_tensor *wk, const ag_tensor *wv, const ag_tensor *wo,

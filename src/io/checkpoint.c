@@ -216,6 +216,13 @@ static void add_settings(ag_st_writer *w, const ag_train_state *st, long optim_s
 ag_status ag_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
                              const ag_train_state *st, char *err, size_t errlen)
 {
+    /* the reader's range for the counts: a file written here always loads */
+    long steps[2] = {st->step, ag_optim_steps(opt)};
+    for (int k = 0; k < 2; k++)
+        if (steps[k] < 0 || steps[k] > AG_TRAIN_MAX_STEP)
+            return ag_io_err(AG_ERR_ARG, err, errlen, "%s: not saved: the %s count %ld is beyond "
+                             "%ld, the most a checkpoint holds", path,
+                             k ? "optimizer step" : "step", steps[k], AG_TRAIN_MAX_STEP);
     ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
     if (!w)
         return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);

@@ -111,6 +111,7 @@ ag_status ag_io_check_values(const char *path, const char *name, const ag_real *
     if (i == n)
         return AG_OK;
     const char *what = isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value";
-    return ag_io_err(AG_ERR_NUMERIC, err, errlen, "%s: tensor '%s' holds %s at element %zu", path,
-                     name, what, i);
+    char shown[AG_IO_SHOW_LEN];
+    return ag_io_err(AG_ERR_NUMERIC, err, errlen, "%s: tensor '%s' holds %s at element %zu",
+                     ag_io_show(path, shown, sizeof(shown)), name, what, i);
 }

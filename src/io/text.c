@@ -1,11 +1,11 @@
 /*
  * text.c - numbers and strings that come from outside: strict parsers (a
  * number is the whole string or it is an error, never a silent 0 or a
- * prefix) and a quoting that makes any string safe to show in a one-line
- * message. A checkpoint's metadata and the command line's flags are both
+ * prefix) and the quoting (files.c's ag_io_show) that makes any string safe
+ * to show in a one-line message. A checkpoint's metadata and the command line's flags are both
  * read through them.
  */
-#include "attograd.h"
+#include "io.h"
 
 #include <errno.h>
 #include <float.h>
@@ -55,8 +55,11 @@ int ag_parse_u64(const char *s, uint64_t *out)
 
 int ag_parse_double(const char *s, double *out)
 {
-    /* "nan", "inf" and "infinity" do not start like a number: refused here */
-    if (!s || !starts_like_number(s))
+    /* "nan", "inf" and "infinity" do not start like a number: refused here;
+     * strtod would also take hexadecimal ("0x10", "0x1p-4"), but the flags
+     * and the files say decimal: only digits, a sign, a point and an
+     * exponent may appear */
+    if (!s || !starts_like_number(s) || s[strspn(s, "0123456789+-.eE")] != '\0')
         return AG_PARSE_BAD;
     char *end;
     errno = 0;
@@ -74,29 +77,5 @@ int ag_parse_double(const char *s, double *out)
 
 const char *ag_quote(const char *s, char *buf, size_t len)
 {
-    size_t n = 0, i = 0;
-    if (len < 8) {
-        if (len)
-            buf[0] = '\0';
-        return buf;
-    }
-    for (; i < AG_QUOTE_MAX && s[i] && n + 5 < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\n' || c == '\t')
-            n += (size_t)snprintf(buf + n, len - n, "\\%c", c == '\n' ? 'n' : 't');
-        else if (c < 0x20 || c == 0x7f)
-            n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
-        else if (c == 0xc2 && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9f &&
-                 n + 9 < len)
-            /* a C1 control (U+0080..U+009F, e.g. CSI) drives terminals too */
-            n += (size_t)snprintf(buf + n, len - n, "\\xc2\\x%02x", (unsigned char)s[++i]);
-        else
-            buf[n++] = (char)c;
-    }
-    if (s[i] && n + 4 <= len) {
-        memcpy(buf + n, "...", 3);
-        n += 3;
-    }
-    buf[n] = '\0';
-    return buf;
+    return ag_io_show(s, buf, len);   /* files.c's, the rule for every name a message shows */
 }

@@ -1,11 +1,11 @@
 /*
  * attention.c - the multi-head attention layer: four (d, d) weights and a
  * forward pass in one of two forms with the same math (docs/attention-layer.md).
- * Fused (the default) records one op, src/ops/attention_fused.c, that keeps
- * only the softmax weights P among the (B,H,T,T) tensors: fast and lean. Op by op
+ * Fused (the default) records one op, src/ops/attention_fused.c, computed tile
+ * by tile, that keeps no (B,H,T,T) tensor: fast and lean. Op by op
  * records each step (products, split heads, scale, mask, softmax, merge) so
  * that every intermediate and its gradient can be inspected. Either way the
- * softmax weights P are handed back to the caller.
+ * softmax weights P are handed back to a caller who asks for them.
  */
 #include "nn.h"
 

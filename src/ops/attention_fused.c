@@ -7,121 +7,194 @@
  *   P_h = softmax(Q_h K_h^T / sqrt(dh)) over keys        (B,H,T,T), masked if causal
  *   O = [P_1 V_1 | ... | P_H V_H],  out = O wo           (B,T,d)
  *
- * What fusing changes is the bookkeeping, not the arithmetic. Head h of Q is
- * columns h*dh .. h*dh+dh-1 of Q, read in place with row stride d, so no
- * copies split or merge heads; the scale is folded into the scores' product;
- * scores are written straight into P's tile and softmaxed there. Of the
- * (B,H,T,T) tensors only P is kept. Backward makes each head's (T,T)
- * gradient in a scratch tile, and works through the batch a chunk at a time,
- * so dO, dQ, dK and dV exist for one chunk only. Heads of a chunk are split
- * over the threads; every product is computed the same way whichever thread
- * runs it, so results do not depend on the thread count.
+ * What fusing changes is the bookkeeping, not the math. The heads are
+ * computed tile by tile (src/core/attn_tile.h): a block of queries against
+ * a block of keys with an online softmax, so no (T,T) matrix is ever made,
+ * and a causal layer never computes the tiles the mask hides. Forward keeps
+ * Q, K, V and O and, per query, L = the log-sum-exp of its scores; backward
+ * recomputes each tile's weights as exp(S - L). Memory grows with T, not
+ * T^2. The weights P are made only when the caller asks for them (p_out),
+ * for showing. Q, K and V are kept head by head, (B,H,T,dh), so that a
+ * tile reads contiguous rows; O stays (B,T,d) for out = O wo.
+ *
+ * Threads: forward shares out (batch, head, query block) items, backward
+ * (batch, head, group of key blocks) items, and each block is computed the
+ * same way whichever thread takes it. Backward's dQ gets one partial sum
+ * per group of key blocks, added in a fixed order; how many groups depends
+ * on the shapes, never on the thread count. So results are bit-identical
+ * for any number of threads.
  */
+#include "../core/attn_tile.h"
 #include "../core/gemm.h"
 #include "../core/internal.h"
 #include "../core/threads.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <string.h>
 
 static void attention_backward(ag_tape *tape, const ag_entry *e);
 static const ag_op attention_op = {"attention", attention_backward, 0};
 
 /* Backward works through the batch in chunks of about this many rows (B T
  * positions): enough for the weight-gradient products to run at full speed,
- * few enough that a chunk's four (rows, d) gradients stay small. */
+ * few enough that a chunk's gradients stay small. */
 #define CHUNK_ROWS 512
+/* Backward shares out (head, group of key blocks) items: enough groups per
+ * head that a chunk has about this many items... */
+#define BWD_ITEMS 32
+/* ...but at most this many, each group costing a (rows, d) partial dQ. */
+#define MAX_GROUPS 4
 
 typedef struct fused_saved {
-    ag_real *q, *k, *v, *o;   /* (B,T,d) each */
-    ag_tensor *p;             /* (B,H,T,T): the softmax weights */
+    const ag_attn_kernel *kern;   /* the tiles forward ran; backward runs the same */
+    ag_real *q, *k, *v;           /* (B,H,T,dh) each */
+    ag_real *o;                   /* (B,T,d) */
+    ag_real *lse;                 /* (B,H,tpad): L per query, +inf past T */
+    size_t tpad;                  /* T rounded up to kern->br */
     int causal;
 } fused_saved;
 
-/* The heads of one forward pass, or of one chunk of backward. */
-typedef struct tile_job {
-    size_t H, T, d, dh;
-    ag_real scale;            /* 1 / sqrt(dh) */
-    int causal, simd, wrong;
-    const ag_real *q, *k, *v; /* (B,T,d) */
-    ag_real *p;               /* (B,H,T,T) */
-    ag_real *o;               /* forward: (B,T,d) */
-    /* backward */
-    size_t b0, tiles, groups; /* first batch of the chunk, its heads, tasks */
-    const ag_real *d_o;       /* (chunk rows, d): the chunk's dO */
-    ag_real *dq, *dk, *dv;    /* (chunk rows, d) */
-    ag_real *scratch;         /* groups (T,T) tiles */
-} tile_job;
-
-/* Forward for head i = b H + h: scores into P's tile, softmax in place, P V_h into O. */
-static void forward_tile(void *ctx, size_t i)
+static size_t min_size(size_t a, size_t b)
 {
-    const tile_job *j = ctx;
+    return a < b ? a : b;
+}
+
+/* ---- the layouts ---- */
+
+/* Head rows (T, dh) from a (T, ld) buffer's columns at row; nothing when
+ * they are the same storage (one head). */
+static void relayout_head(const ag_real *row, size_t ld, ag_real *head, size_t T, size_t dh)
+{
+    for (size_t r = 0; row != head && r < T; r++, row += ld, head += dh)
+        for (size_t p = 0; p < dh; p++)   /* a loop: a head is often only 8 or 16 wide */
+            head[p] = row[p];
+}
+
+/* The heads of a (B,T,d) buffer one after the other, (B,H,T,dh). */
+typedef struct layout_job {
+    size_t H, T, d, dh;
+    const ag_real *rows;          /* (B,T,d) */
+    ag_real *heads;               /* (B,H,T,dh) */
+} layout_job;
+
+static void layout_head(void *ctx, size_t t)
+{
+    const layout_job *j = ctx;
     size_t T = j->T, d = j->d, dh = j->dh;
-    size_t off = i / j->H * T * d + i % j->H * dh;   /* row 0 of head h in batch b */
-    ag_real *p = j->p + i * T * T;
-    ag_gemm(0, 1, T, T, dh, j->scale, j->q + off, d, j->k + off, d, 0, p, T);
+    relayout_head(j->rows + t / j->H * T * d + t % j->H * dh, d, j->heads + t * T * dh, T, dh);
+}
+
+/* Rows (B,T,d) to heads (B,H,T,dh). With one head they are the same
+ * layout: heads is then rows itself and nothing moves. */
+static void relayout(size_t B, size_t H, size_t T, size_t d, const ag_real *rows, ag_real *heads)
+{
+    layout_job j = {H, T, d, d / H, rows, heads};
+    if (rows != heads)
+        ag_parallel_for(B * H, layout_head, &j);
+}
+
+/* ---- work shared out over the threads ----
+ * ag_parallel_for runs one lane per thread; each lane has its own scratch
+ * and takes the next item from a shared counter until none are left, so a
+ * thread slowed by other work on the machine simply takes fewer items. */
+
+typedef struct head_job {
+    const ag_attn_kernel *kern;
+    size_t H, T, d, dh, tpad;
+    ag_real scale;
+    int causal, wrong;
+    /* forward: items are (head, query block); backward: (head, group) */
+    size_t items, blocks, groups;
+    atomic_size_t next;
+    int shared;                   /* more than one lane takes items */
+    ag_real *scratch;             /* (lanes, per_lane) */
+    size_t per_lane;
+    const ag_real *q, *k, *v;     /* (B,H,T,dh); backward: from the chunk's first batch */
+    ag_real *o, *lse;             /* (B,T,d), (B,H,tpad); backward: from the chunk's */
+    /* backward, for a chunk of the batch, its heads = nb H heads and rows = nb T rows: */
+    size_t heads, n;              /* n = rows d */
+    ag_real *d_o;                 /* (rows, d): dO, then dQ (sum_head) */
+    ag_real *d_oh;                /* (heads, T, dh): dO head by head */
+    ag_real *qt, *d_ot;           /* (heads, dh, tpad): Q^T (scaled), dO^T in blocks (attn_tile.h) */
+    ag_real *dsum;                /* (heads, tpad): D */
+    ag_real *dq;                  /* (groups, heads, T, dh): partial sums of dS K */
+    ag_real *dk, *dv;             /* (rows, d) */
+} head_job;
+
+/* The next item, or SIZE_MAX when all are taken. */
+static size_t take_item(head_job *j)
+{
+    size_t it;
+    if (j->shared) {
+        it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+    } else {   /* one lane: no locked instruction, which would wait for the tiles' stores */
+        it = atomic_load_explicit(&j->next, memory_order_relaxed);
+        atomic_store_explicit(&j->next, it + 1, memory_order_relaxed);
+    }
+    return it < j->items ? it : SIZE_MAX;
+}
+
+static void fwd_lane(void *ctx, size_t lane)
+{
+    head_job *j = ctx;
+    ag_real *scratch = j->scratch + lane * j->per_lane;
+    size_t T = j->T, dh = j->dh;
+    for (size_t it; (it = take_item(j)) != SIZE_MAX;) {
+        /* a head's longest blocks (the last, when causal) first */
+        size_t t = it / j->blocks, qb = j->blocks - 1 - it % j->blocks;   /* t = b H + h */
+        ag_attn_fwd f = {
+            T, dh, j->d, j->causal, j->scale, j->q + t * T * dh, j->k + t * T * dh,
+            j->v + t * T * dh, j->o + t / j->H * T * j->d + t % j->H * dh, j->lse + t * j->tpad,
+        };
+        j->kern->fwd_block(&f, qb * j->kern->br, scratch);
+    }
+}
+
+/* Scratch for the lanes that will share out up to max_items items: one
+ * lane per thread, at most one per item. Sets job->scratch and returns the
+ * number of lanes, or 0 when the arena is out of memory. */
+static size_t lanes_alloc(ag_tape *tape, head_job *job, size_t max_items)
+{
+    size_t lanes = min_size((size_t)ag_parallel_threads(), max_items), bytes;
+    if (!ag_mul_size(lanes * job->per_lane, sizeof(ag_real), &bytes))
+        bytes = SIZE_MAX;   /* the arena reports it */
+    job->scratch = ag_arena_alloc(tape, bytes);
+    return job->scratch ? lanes : 0;
+}
+
+/* lane(job, i) on lanes lanes, sharing out job->items items. */
+static void run_lanes(head_job *job, size_t lanes, ag_task_fn lane)
+{
+    atomic_init(&job->next, 0);
+    lanes = min_size(lanes, job->items);
+    job->shared = lanes > 1;
+    ag_parallel_for(lanes, lane, job);
+}
+
+/* ---- the weights, for showing ---- */
+
+typedef struct weights_job {
+    size_t T, dh;
+    ag_real scale;
+    int causal, simd;
+    const ag_real *q, *k;         /* (B,H,T,dh) */
+    ag_real *p;                   /* (B,H,T,T) */
+} weights_job;
+
+/* P of head t = b H + h: the scores into its tile, softmaxed in place. */
+static void weights_head(void *ctx, size_t t)
+{
+    const weights_job *j = ctx;
+    size_t T = j->T, dh = j->dh;
+    ag_real *p = j->p + t * T * T;
+    ag_gemm(0, 1, T, T, dh, j->scale, j->q + t * T * dh, dh, j->k + t * T * dh, dh, 0, p, T);
     for (size_t r = 0; r < T; r++) {
-        /* causal: query r sees keys 0..r, the rest get weight exactly 0 (the
-         * softmax of -inf), so only the first r + 1 scores are softmaxed */
+        /* causal: query r sees keys 0..r, the rest get weight exactly 0 */
         size_t n = j->causal ? r + 1 : T;
         ag_softmax_row(p + r * T, p + r * T, n, j->simd);
         for (size_t c = n; c < T; c++)
             p[r * T + c] = 0;
-    }
-    ag_gemm(0, 0, T, dh, T, 1, p, T, j->v + off, d, 0, j->o + off, d);
-}
-
-/* <a, b> over n, in 16 independent lanes so that the compiler can vectorise
- * it and the sum does not wait on one long chain of additions. */
-static ag_real dot_lanes(const ag_real *a, const ag_real *b, size_t n)
-{
-    if (n < 16) {   /* a short row (T = 8): one chain is quicker than folding lanes */
-        ag_real sum = 0;
-        for (size_t c = 0; c < n; c++)
-            sum += a[c] * b[c];
-        return sum;
-    }
-    ag_real lane[16] = {0};
-    size_t c = 0;
-    for (; c + 16 <= n; c += 16)
-        for (size_t k = 0; k < 16; k++)
-            lane[k] += a[c + k] * b[c + k];
-    for (size_t k = 0; c < n; c++, k++)
-        lane[k] += a[c] * b[c];
-    for (size_t w = 8; w > 0; w /= 2)
-        for (size_t k = 0; k < w; k++)
-            lane[k] += lane[k + w];
-    return lane[0];
-}
-
-/* Backward for heads g, g + groups, ... of the chunk, in scratch tile g. */
-static void backward_group(void *ctx, size_t g)
-{
-    const tile_job *j = ctx;
-    size_t H = j->H, T = j->T, d = j->d, dh = j->dh;
-    ag_real *ds = j->scratch + g * T * T;
-    for (size_t t = g; t < j->tiles; t += j->groups) {
-        size_t b = j->b0 + t / H, h = t % H;
-        size_t off = b * T * d + h * dh;              /* in Q, K, V */
-        size_t loff = t / H * T * d + h * dh;         /* in the chunk's gradients */
-        const ag_real *p = j->p + (b * H + h) * T * T, *d_o = j->d_o + loff;
-        /* O_h = P V_h: dP = dO_h V_h^T, dV_h = P^T dO_h */
-        ag_gemm(0, 1, T, T, dh, 1, d_o, d, j->v + off, d, 0, ds, T);
-        /* P = softmax(S): dS = P * (dP - <dP, P>) row by row (see softmax.c);
-         * masked keys have P = 0 and get no gradient. This first pass over P
-         * reads it row by row, as the prefetcher likes, and leaves it in
-         * cache for P^T dO_h, which reads it down its columns. */
-        for (size_t r = 0; r < T; r++) {
-            const ag_real *pr = p + r * T;
-            ag_real *dr = ds + r * T;
-            ag_real dot = j->wrong ? 0 : dot_lanes(dr, pr, T);   /* wrong: the injected bug */
-            for (size_t c = 0; c < T; c++)
-                dr[c] = pr[c] * (dr[c] - dot);
-        }
-        ag_gemm(1, 0, T, dh, T, 1, p, T, d_o, d, 0, j->dv + loff, d);
-        /* S = scale Q_h K_h^T: dQ_h = scale dS K_h, dK_h = scale dS^T Q_h */
-        ag_gemm(0, 0, T, dh, T, j->scale, ds, T, j->k + off, d, 0, j->dq + loff, d);
-        ag_gemm(1, 0, T, dh, T, j->scale, ds, T, j->q + off, d, 0, j->dk + loff, d);
     }
 }
 
@@ -159,10 +232,17 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     const ag_tensor *in[5] = {x, wq, wk, wv, wo};
     if (!ag_op_begin(tape, "attention", 5, in) || !check_shapes(tape, in, heads))
         return NULL;
-    int B = x->shape[0], T = x->shape[1], d = x->shape[2];
+    int T = x->shape[1], d = x->shape[2];
+    size_t B = (size_t)x->shape[0], H = (size_t)heads, Ts = (size_t)T, dd = (size_t)d;
+    size_t rows = B * Ts, dh = dd / H;
+    const ag_attn_kernel *kern = ag_attn_kernel_for(Ts);
+    size_t tpad = (Ts + kern->br - 1) / kern->br * kern->br, n_lse;
+    if (!ag_mul_size(B * H, tpad * sizeof(ag_real), &n_lse)) {
+        ag_tape_fail(tape, AG_ERR_NOMEM, "attention: x is [%zux%dx%d]: too large", B, T, d);
+        return NULL;
+    }
     ag_tensor *out = ag_tensor_make(tape, 3, x->shape, 0, ag_any_grad(5, in));
-    ag_tensor *p = out ? ag_tensor_make(tape, 4, (int[]){B, heads, T, T}, 0, 0) : NULL;
-    fused_saved *sv = p ? ag_arena_alloc(tape, sizeof(*sv)) : NULL;
+    fused_saved *sv = out ? ag_arena_alloc(tape, sizeof(*sv)) : NULL;
     if (!sv)
         return NULL;
     size_t bytes = x->size * sizeof(ag_real);   /* fits: x exists */
@@ -170,36 +250,136 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     sv->k = sv->q ? ag_arena_alloc(tape, bytes) : NULL;
     sv->v = sv->k ? ag_arena_alloc(tape, bytes) : NULL;
     sv->o = sv->v ? ag_arena_alloc(tape, bytes) : NULL;
-    sv->p = p;
+    sv->lse = sv->o ? ag_arena_alloc(tape, n_lse) : NULL;
+    sv->kern = kern;
+    sv->tpad = tpad;
     sv->causal = causal != 0;
-    ag_entry *e = sv->o ? ag_tape_push(tape, &attention_op, out, 5, in) : NULL;
+    ag_entry *e = sv->lse ? ag_tape_push(tape, &attention_op, out, 5, in) : NULL;
     if (!e)
         return NULL;
     e->iarg = heads;
     e->saved = sv;
 
-    size_t rows = (size_t)B * (size_t)T, dd = (size_t)d;
-    ag_gemm(0, 0, rows, dd, dd, 1, x->data, dd, wq->data, dd, 0, sv->q, dd);
-    ag_gemm(0, 0, rows, dd, dd, 1, x->data, dd, wk->data, dd, 0, sv->k, dd);
-    ag_gemm(0, 0, rows, dd, dd, 1, x->data, dd, wv->data, dd, 0, sv->v, dd);
-    tile_job job = {
-        .H = (size_t)heads, .T = (size_t)T, .d = dd, .dh = dd / (size_t)heads,
-        .scale = (ag_real)(1.0 / sqrt((double)(d / heads))), .causal = sv->causal,
-        .simd = ag_softmax_simd(), .q = sv->q, .k = sv->k, .v = sv->v, .p = p->data, .o = sv->o,
+    /* Q = x wq etc., each made in O's storage (not yet in use) and kept head by head */
+    const ag_tensor *w[3] = {wq, wk, wv};
+    ag_real *qkv[3] = {sv->q, sv->k, sv->v};
+    for (int i = 0; i < 3; i++) {
+        ag_real *rows_i = H == 1 ? qkv[i] : sv->o;
+        ag_gemm(0, 0, rows, dd, dd, 1, x->data, dd, w[i]->data, dd, 0, rows_i, dd);
+        relayout(B, H, Ts, dd, rows_i, qkv[i]);
+    }
+    for (size_t i = 0; i < n_lse / sizeof(ag_real); i++)
+        sv->lse[i] = INFINITY;   /* past T: no weight in backward's recomputed tiles */
+    size_t blocks = (Ts + kern->br - 1) / kern->br;
+    head_job job = {
+        .kern = kern, .H = H, .T = Ts, .d = dd, .dh = dh, .tpad = tpad,
+        .scale = (ag_real)(1.0 / sqrt((double)dh)), .causal = sv->causal,
+        .items = B * H * blocks, .blocks = blocks, .per_lane = kern->fwd_scratch(dh),
+        .q = sv->q, .k = sv->k, .v = sv->v, .o = sv->o, .lse = sv->lse,
     };
-    ag_parallel_for((size_t)B * (size_t)heads, forward_tile, &job);
+    size_t lanes = lanes_alloc(tape, &job, job.items);
+    if (!lanes)
+        return NULL;
+    run_lanes(&job, lanes, fwd_lane);
     ag_gemm(0, 0, rows, dd, dd, 1, sv->o, dd, wo->data, dd, 0, out->data, dd);
-    if (p_out)
+    if (p_out) {
+        ag_tensor *p = ag_tensor_make(tape, 4, (int[]){(int)B, heads, T, T}, 0, 0);
+        if (!p)
+            return NULL;
+        weights_job wj = {Ts, dh, job.scale, sv->causal, ag_softmax_simd(), sv->q, sv->k, p->data};
+        ag_parallel_for(B * H, weights_head, &wj);
         *p_out = p;
+    }
     return out;
+}
+
+/* ---- backward ---- */
+
+/* Head t of the chunk: dO head by head, then per query block Q^T (scaled)
+ * and dO^T as the tiles read them, and D = rowsum(dO * O) per query. */
+static void prep_head(void *ctx, size_t t)
+{
+    const head_job *j = ctx;
+    size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad, br = j->kern->br;
+    size_t off = t / j->H * T * d + t % j->H * dh;   /* head h of batch b in (rows, d) */
+    const ag_real *q = j->q + t * T * dh;
+    ag_real *d_oh = j->d_oh + t * T * dh, *qt = j->qt + t * dh * tpad;
+    ag_real *d_ot = j->d_ot + t * dh * tpad, *dsum = j->dsum + t * tpad;
+    relayout_head(j->d_o + off, d, d_oh, T, dh);
+    for (size_t r0 = 0; r0 < T; r0 += br)
+        j->kern->prep(q + r0 * dh, d_oh + r0 * dh, j->o + off + r0 * d, d, min_size(br, T - r0),
+                      dh, j->scale * j->kern->score_unit, qt + r0 * dh, d_ot + r0 * dh, dsum + r0);
+}
+
+static void bwd_lane(void *ctx, size_t lane)
+{
+    head_job *j = ctx;
+    ag_real *scratch = j->scratch + lane * j->per_lane;
+    size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad;
+    for (size_t it; (it = take_item(j)) != SIZE_MAX;) {
+        size_t t = it / j->groups, g = it % j->groups;   /* head t = b H + h of the chunk */
+        size_t off = t / j->H * T * d + t % j->H * dh, hoff = t * T * dh;
+        ag_attn_bwd b = {
+            .T = T, .dh = dh, .ldo = d, .tpad = tpad, .causal = j->causal, .wrong = j->wrong,
+            .scale = j->scale, .q = j->q + hoff, .k = j->k + hoff, .v = j->v + hoff,
+            .d_o = j->d_oh + hoff, .qt = j->qt + t * dh * tpad, .d_ot = j->d_ot + t * dh * tpad,
+            .lse = j->lse + t * tpad, .dsum = j->dsum + t * tpad,
+            .dq = j->dq + (g * j->heads + t) * T * dh, .dk = j->dk + off, .dv = j->dv + off,
+        };
+        /* group g: key blocks g, g + groups, ... (with a causal mask, early
+         * key blocks cost the most; interleaving evens the groups out); the
+         * first writes the group's dQ rows, the others add to them */
+        for (size_t kb = g; kb < j->blocks; kb += j->groups) {
+            b.first = kb == g;
+            j->kern->bwd_block(&b, kb * j->kern->bc, scratch);
+        }
+    }
+}
+
+/* dQ of head t as rows, into d_o (dO is no longer needed): its groups'
+ * partial sums, added in order. When causal, group g's first key block,
+ * g, reaches only queries from its own block on: its rows before that are
+ * not set, and count as 0. */
+static void sum_head(void *ctx, size_t t)
+{
+    const head_job *j = ctx;
+    size_t T = j->T, d = j->d, dh = j->dh, part = j->heads * T * dh;   /* one group's size */
+    size_t br = j->kern->br, bc = j->kern->bc;
+    const ag_real *dq = j->dq + t * T * dh;
+    ag_real *row = j->d_o + t / j->H * T * d + t % j->H * dh;
+    for (size_t r = 0; r < T; r++, row += d, dq += dh) {
+        for (size_t p = 0; p < dh; p++)
+            row[p] = dq[p];
+        for (size_t g = 1; g < j->groups; g++)
+            for (size_t p = 0; (!j->causal || r >= g * bc / br * br) && p < dh; p++)
+                row[p] += dq[g * part + p];
+    }
+}
+
+/* Groups of key blocks for a chunk of nb sequences: enough (head, group)
+ * items to share out, the same for any thread count. */
+static size_t groups_for(size_t nb, size_t H, size_t blocks)
+{
+    size_t want = (BWD_ITEMS + nb * H - 1) / (nb * H);
+    return min_size(min_size(MAX_GROUPS, blocks), want);
 }
 
 static void attention_backward(ag_tape *tape, const ag_entry *e)
 {
+    /*
+     * Per head, with S = scale Q K^T, P = softmax(S), O = P V:
+     *   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - D),  D = rowsum(dP * P) = rowsum(dO * O)
+     *   dQ = scale dS K,  dK = scale dS^T Q
+     * (the softmax's backward, dS_j = P_j (dP_j - <dP, P>) row by row, with
+     * <dP, P> = <dO V^T, P> = <dO, P V> = <dO, O>, which needs no P). The
+     * tiles recompute P from L and add these products block by block.
+     */
     ag_tensor *x = e->in[0], *wo = e->in[4], *w[3] = {e->in[1], e->in[2], e->in[3]};
     const fused_saved *sv = e->saved;
+    const ag_attn_kernel *kern = sv->kern;
     size_t B = (size_t)x->shape[0], T = (size_t)x->shape[1], d = (size_t)x->shape[2];
-    size_t H = (size_t)e->iarg;
+    size_t H = (size_t)e->iarg, dh = d / H, tpad = sv->tpad;
+    ag_real scale = (ag_real)(1.0 / sqrt((double)dh));
     const ag_real *dout = e->out->grad;
     /* out = O wo: dwo += O^T dout (dO is made chunk by chunk below) */
     if (wo->grad)
@@ -207,37 +387,68 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     if (!x->grad && !w[0]->grad && !w[1]->grad && !w[2]->grad)
         return;
 
-    size_t chunk = T >= CHUNK_ROWS ? 1 : CHUNK_ROWS / T;
-    if (chunk > B)
-        chunk = B;
-    size_t threads = (size_t)ag_parallel_threads();
-    size_t max_groups = threads < chunk * H ? threads : chunk * H;
+    size_t chunk = min_size(B, T >= CHUNK_ROWS ? 1 : CHUNK_ROWS / T);
+    size_t blocks = (T + kern->bc - 1) / kern->bc, last = B % chunk ? B % chunk : chunk;
     size_t n = chunk * T * d;   /* <= x's size */
-    ag_real *grads = ag_arena_alloc(tape, 4 * n * sizeof(ag_real));
-    ag_real *scratch = grads ? ag_arena_alloc(tape, max_groups * T * T * sizeof(ag_real)) : NULL;
-    if (!scratch)
+    size_t n_t = chunk * H * dh * tpad, n_bytes, t_bytes;
+    /* the most dQ partials a chunk needs: the full ones' or the last one's */
+    size_t n_parts = groups_for(chunk, H, blocks) * chunk, n_last = groups_for(last, H, blocks) * last;
+    n_parts = (n_parts > n_last ? n_parts : n_last) * T * d;
+    /* dO as rows and as heads (with one head, the same), dK, dV; dQ's partials; Q^T, dO^T, D */
+    size_t n_heads = H == 1 ? 0 : 1;
+    if (!ag_mul_size(3 + n_heads, n * sizeof(ag_real), &n_bytes) ||
+        n_parts > (SIZE_MAX - n_bytes) / sizeof(ag_real) ||
+        !ag_mul_size(2 * n_t + chunk * H * tpad, sizeof(ag_real), &t_bytes)) {
+        ag_tape_fail(tape, AG_ERR_NOMEM, "attention: backward of %zu positions is too large", T);
+        return;
+    }
+    n_bytes += n_parts * sizeof(ag_real);
+    ag_real *grads = ag_arena_alloc(tape, n_bytes);
+    ag_real *tiles = grads ? ag_arena_alloc(tape, t_bytes) : NULL;
+    if (!tiles)
         return;   /* the arena set the tape's error */
-    ag_real *d_o = grads, *dqkv[3] = {grads + n, grads + 2 * n, grads + 3 * n};
-    tile_job job = {
-        .H = H, .T = T, .d = d, .dh = d / H,
-        .scale = (ag_real)(1.0 / sqrt((double)(d / H))), .wrong = tape->bug == AG_BUG_SOFTMAX,
-        .q = sv->q, .k = sv->k, .v = sv->v, .p = sv->p->data,
-        .d_o = d_o, .dq = dqkv[0], .dk = dqkv[1], .dv = dqkv[2], .scratch = scratch,
+    ag_real *d_o = grads;   /* dO as rows; once the tiles have run, dQ as rows */
+    ag_real *rest = grads + (1 + n_heads) * n;
+    head_job job = {
+        .kern = kern, .H = H, .T = T, .d = d, .dh = dh, .tpad = tpad, .scale = scale,
+        .causal = sv->causal, .wrong = tape->bug == AG_BUG_SOFTMAX, .blocks = blocks,
+        .per_lane = kern->bwd_scratch(dh), .d_o = d_o, .d_oh = grads + n_heads * n,
+        .dk = rest, .dv = rest + n, .dq = rest + 2 * n,
+        .qt = tiles, .d_ot = tiles + n_t, .dsum = tiles + 2 * n_t,
     };
+    size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS);   /* at most that many items */
+    if (!lanes)
+        return;
     for (size_t b0 = 0; b0 < B; b0 += chunk) {
-        size_t nb = B - b0 < chunk ? B - b0 : chunk, rows = nb * T;
+        size_t nb = min_size(B - b0, chunk), rows = nb * T, heads = nb * H;
         ag_gemm(0, 1, rows, d, d, 1, dout + b0 * T * d, d, wo->data, d, 0, d_o, d);
-        job.b0 = b0;
-        job.tiles = nb * H;
-        job.groups = max_groups < job.tiles ? max_groups : job.tiles;
-        ag_parallel_for(job.groups, backward_group, &job);
-        /* Q = x wq: dwq += x^T dQ and dx += dQ wq^T; the same for K and V */
-        const ag_real *xc = x->data + b0 * T * d;
+        job.q = sv->q + b0 * T * d;
+        job.k = sv->k + b0 * T * d;
+        job.v = sv->v + b0 * T * d;
+        job.o = sv->o + b0 * T * d;
+        job.lse = sv->lse + b0 * H * tpad;
+        job.n = rows * d;
+        job.heads = heads;
+        ag_parallel_for(heads, prep_head, &job);
+        job.groups = groups_for(nb, H, blocks);
+        job.items = heads * job.groups;
+        run_lanes(&job, lanes, bwd_lane);
+        /* dQ as rows: one group's with one head already is */
+        const ag_real *dq = job.dq;
+        if (job.groups > 1 || H > 1) {
+            ag_parallel_for(heads, sum_head, &job);
+            dq = d_o;
+        }
+        /* Q = x wq: dwq += x^T dQ and dx += dQ wq^T; the same for K and V.
+         * dQ and dK still lack the scale: it goes in as alpha. */
+        const ag_real *xc = x->data + b0 * T * d, *dqkv[3] = {dq, job.dk, job.dv};
+        ag_real alpha[3] = {scale, scale, 1};
         for (int i = 0; i < 3; i++) {
             if (w[i]->grad)
-                ag_gemm(1, 0, d, d, rows, 1, xc, d, dqkv[i], d, 1, w[i]->grad, d);
+                ag_gemm(1, 0, d, d, rows, alpha[i], xc, d, dqkv[i], d, 1, w[i]->grad, d);
             if (x->grad)
-                ag_gemm(0, 1, rows, d, d, 1, dqkv[i], d, w[i]->data, d, 1, x->grad + b0 * T * d, d);
+                ag_gemm(0, 1, rows, d, d, alpha[i], dqkv[i], d, w[i]->data, d, 1,
+                        x->grad + b0 * T * d, d);
         }
     }
 }

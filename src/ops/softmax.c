@@ -23,14 +23,13 @@ typedef struct softmax_job {
 } softmax_job;
 
 /* ---- vector kernels for the usual row (float build, x86 with AVX2+FMA or AVX-512F) ----
- * exp by Cephes' expf: x = n ln2 + r with |r| <= ln2/2, a degree-7 polynomial
- * in r, times 2^n from the exponent bits; within 2 ulp of expf. Masked keys
- * (-inf, and anything below expf's underflow) give exactly 0; a NaN stays NaN.
- * Rows whose max is +-inf or NaN take the scalar path below. */
+ * exp is src/core/vexp.h's, within 2 ulp of expf: masked keys (-inf, and
+ * anything below expf's underflow) give exactly 0; a NaN stays NaN. Rows
+ * whose max is +-inf or NaN take the scalar path below. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(AG_NO_SIMD) && !defined(AG_REAL_DOUBLE)
 #define AG_SOFTMAX_AVX2 1
-#include <immintrin.h>
+#include "../core/vexp.h"
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
@@ -42,40 +41,6 @@ static inline void store_tail(float *dst, const float *lanes, size_t n)
 {
     for (size_t k = 0; k < n; k++)
         dst[k] = lanes[k];
-}
-
-/* Cephes' expf, shared by both kernels: below EXP_LO expf underflows to 0;
- * ln 2 is split in two (EXP_LN2_HI exact in float) so r = x - n ln 2 loses
- * nothing; EXP_P0..P5 is the polynomial, highest degree first. */
-#define EXP_LO (-87.33654f)
-#define EXP_LOG2E 1.44269504088896341f
-#define EXP_LN2_HI 0.693359375f
-#define EXP_LN2_LO (-2.12194440e-4f)
-#define EXP_P0 1.9875691500e-4f
-#define EXP_P1 1.3981999507e-3f
-#define EXP_P2 8.3334519073e-3f
-#define EXP_P3 4.1665795894e-2f
-#define EXP_P4 1.6666665459e-1f
-#define EXP_P5 5.0000001201e-1f
-
-AVX2 static inline __m256 exp_avx2(__m256 x)
-{
-    const __m256 lo = _mm256_set1_ps(EXP_LO);   /* below: expf underflows to 0 */
-    __m256 xc = _mm256_max_ps(lo, x);                /* a NaN x stays NaN */
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(EXP_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), xc);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
-    __m256 p = _mm256_set1_ps(EXP_P0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);   /* x < lo: 0 */
 }
 
 /* s = softmax(z) over one row of n; returns 0 (s untouched) when the row's
@@ -127,27 +92,6 @@ AVX2 static int row_avx2(const float *z, float *s, size_t n)
 /* The same row with 16 lanes, on CPUs with AVX-512F: the polynomial and
  * the masking are the AVX2 kernel's, only wider (tails use masked loads). */
 #define AVX512 __attribute__((target("avx512f")))
-
-AVX512 static inline __m512 exp_avx512(__m512 x)
-{
-    const __m512 lo = _mm512_set1_ps(EXP_LO);
-    __m512 xc = _mm512_max_ps(lo, x);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(EXP_LOG2E)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
-    __m512 p = _mm512_set1_ps(EXP_P0);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-    __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);   /* x < lo: 0 */
-    return _mm512_mask_blend_ps(under, y, _mm512_setzero_ps());
-}
 
 AVX512 static int row_avx512(const float *z, float *s, size_t n)
 {

@@ -1,0 +1,404 @@
+/*
+ * attn_tile_micro.h - the bodies of one instruction set's attention tiles
+ * (see attn_tile.h), included by attn_tile_simd.c once per instruction set:
+ * a template, not a header to include elsewhere. The includer defines:
+ *   NAME(x)        x with the instruction set's suffix
+ *   TARGET         its __attribute__((target(...)))
+ *   KERNEL_NAME    the kernels' name, "avx512" or "avx2"
+ *   VEC, W, MASK   the float vector type, its width, a lane mask type
+ *   VLOAD VSTORE VSET1 VFMA(a, b, c) = a*b + c, VMUL, VSUB, VADD, VMAX, VZERO
+ *   VLOAD_M(p, m), VSTORE_M(p, m, v)   masked load (zeros elsewhere) / store
+ *   VMASK(n)       a mask of the first n lanes (0 < n <= W)
+ *   VEXP2(x)       2^x, lane by lane (src/core/vexp.h)
+ *   VFILL_BELOW(x, k, fill)   x with its lanes below k (k may be <= 0 or
+ *                  >= W) replaced by fill
+ *   VPOS_OR_ZERO(x)   x where x > -inf, 0 elsewhere
+ *   VTRANSPOSE(src, lds, rows, cols, col)   col[j] (j < W) = column j of the
+ *                  (rows x cols) block at src (rows lds apart), zeros past
+ *                  rows and cols (rows, cols <= W)
+ *   QK_ACC, PV_ACC    accumulators per micro-tile of each kind below
+ *   PV_NV          vectors per row of a product's micro-tile, at most
+ * and the includer's enums MODE_* (what a keys x queries tile stores) and
+ * BETA_* (what a product does with C).
+ *
+ * Two kinds of micro-tile do all the products, both with a vector of C's
+ * columns in registers and A's elements broadcast one at a time:
+ *   qk_rows: a (keys x queries) tile t = A B over the head's dh features,
+ *     A a block of K or V rows, B = scale Q^T or dO^T (dh, br): S, or at
+ *     once the weights P = exp(S - L), or dS = P (dP - D).
+ *   pv_rows: rows of a (rows x dh) product over keys or queries, A read
+ *     through any strides (a tile, or its transpose), B rows of V, dO, Q or
+ *     K: O += P V, dV += P^T dO, dK += dS^T Q, dQ += dS K.
+ * A block is NV vectors of queries wide (br = NV W) and as many keys long.
+ */
+
+/* Micro-tile loops have constant bounds once inlined and must unroll fully,
+ * so the accumulators stay in registers. Clang 14 does that only when the
+ * pragma's count is the trip count, up to 4 (see gemm_micro.h): with it,
+ * a micro-tile is at most 4 rows tall (MAX_ROWS). */
+#if defined(__clang__)
+#define UNROLL _Pragma("GCC unroll 4")
+#define MAX_ROWS 4
+#else
+#define UNROLL _Pragma("GCC unroll 16")
+#define MAX_ROWS 16
+#endif
+/* rows per micro-tile with acc accumulators of nv vectors a row */
+#define TILE_ROWS(acc, nv) ((acc) / (nv) < MAX_ROWS ? (acc) / (nv) : MAX_ROWS)
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---- keys x queries tiles ---- */
+
+/*
+ * Rows i < R of a tile t (row stride br), NV vectors each:
+ *   acc[i][r] = sum_{p < dh} a[i*lda + p] b[p*ldb + r]
+ * stored as (mode) S = acc, -inf where masked, and mx[r] = max(mx[r], S
+ * over the rows); P = exp(acc - vec[r]), 0 where masked; dS = pt[i][r] (acc -
+ * vec[r]) (vec NULL: acc alone). Masked: lanes below k0 + i - v W of vector
+ * v, the queries before key i (k0 = the first key minus the first query,
+ * when causal).
+ */
+TARGET INLINE void NAME(qk_rows)(size_t dh, const float *a, size_t lda, const float *b, size_t ldb,
+                                 float *t, size_t br, int mode, const float *vec, const float *pt,
+                                 float *mx, int masked, long k0, const int R, const int NV)
+{
+    VEC acc[QK_ACC];
+UNROLL
+    for (int i = 0; i < R; i++)
+UNROLL
+        for (int v = 0; v < NV; v++)
+            acc[i * NV + v] = VZERO();
+    for (size_t p = 0; p < dh; p++) {
+        VEC bv[4];
+UNROLL
+        for (int v = 0; v < NV; v++)
+            bv[v] = VLOAD(b + p * ldb + v * W);
+UNROLL
+        for (int i = 0; i < R; i++) {
+            VEC ai = VSET1(a[i * lda + p]);
+UNROLL
+            for (int v = 0; v < NV; v++)
+                acc[i * NV + v] = VFMA(ai, bv[v], acc[i * NV + v]);
+        }
+    }
+UNROLL
+    for (int v = 0; v < NV; v++) {
+        VEC c = vec ? VLOAD(vec + v * W) : VZERO();
+        VEC top = mode == MODE_S ? VLOAD(mx + v * W) : VZERO();
+UNROLL
+        for (int i = 0; i < R; i++) {
+            VEC x = acc[i * NV + v];
+            long k = k0 + i - (long)v * W;
+            if (mode == MODE_S) {
+                if (masked)
+                    x = VFILL_BELOW(x, k, VSET1(-INFINITY));
+                top = VMAX(top, x);
+            } else if (mode == MODE_P) {
+                x = VEXP2(VSUB(x, c));
+                if (masked)
+                    x = VFILL_BELOW(x, k, VZERO());
+            } else {
+                x = VMUL(VLOAD(pt + i * br + v * W), VSUB(x, c));
+            }
+            VSTORE(t + i * br + v * W, x);
+        }
+        if (mode == MODE_S)
+            VSTORE(mx + v * W, top);
+    }
+}
+
+/* Rows c < nc of a tile: micro-tiles of TILE_ROWS rows, then 8, 4, 1.
+ * diag is the block's first key minus its first query. */
+TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t lda, const float *b,
+                                 size_t ldb, float *t, int mode, const float *vec, const float *pt,
+                                 float *mx, int causal, long diag, const int NV)
+{
+    const size_t br = (size_t)NV * W;
+    size_t c = 0;
+#define QK_ROWS(R)                                                                              \
+    for (; c + (R) <= nc; c += (R))                                                             \
+        NAME(qk_rows)(dh, a + c * lda, lda, b, ldb, t + c * br, br, mode, vec,                  \
+                      pt ? pt + c * br : NULL, mx, causal && diag + (long)(c + (R)-1) > 0,      \
+                      diag + (long)c, (R), NV);
+    QK_ROWS(TILE_ROWS(QK_ACC, NV))
+    if (TILE_ROWS(QK_ACC, NV) > 8)
+        QK_ROWS(8)
+    if (TILE_ROWS(QK_ACC, NV) > 4)
+        QK_ROWS(4)
+    QK_ROWS(1)
+#undef QK_ROWS
+}
+
+/* ---- rows x dh products ---- */
+
+/*
+ * Rows i < R, columns j < NVD vectors (the last one masked by last):
+ *   c[i*ldc + j] = beta_i c[i*ldc + j] + sum_{p < K} a[i*rsa + p*csa] b[p*ldb + j]
+ * with beta_i = 0, 1 or beta[i] (beta_mode).
+ */
+TARGET INLINE void NAME(pv_rows)(size_t K, const float *a, size_t rsa, size_t csa, const float *b,
+                                 size_t ldb, float *c, size_t ldc, int beta_mode, const float *beta,
+                                 MASK last, const int R, const int NVD)
+{
+    VEC acc[PV_ACC];
+UNROLL
+    for (int i = 0; i < R; i++)
+UNROLL
+        for (int v = 0; v < NVD; v++) {
+            const float *cp = c + i * ldc + v * W;
+            VEC x = beta_mode == BETA_ZERO ? VZERO() : v == NVD - 1 ? VLOAD_M(cp, last) : VLOAD(cp);
+            acc[i * NVD + v] = beta_mode == BETA_ROWS ? VMUL(VSET1(beta[i]), x) : x;
+        }
+    for (size_t p = 0; p < K; p++, a += csa, b += ldb) {
+        VEC bv[4];
+UNROLL
+        for (int v = 0; v < NVD; v++)
+            bv[v] = v == NVD - 1 ? VLOAD_M(b + v * W, last) : VLOAD(b + v * W);
+UNROLL
+        for (int i = 0; i < R; i++) {
+            VEC ai = VSET1(a[i * rsa]);
+UNROLL
+            for (int v = 0; v < NVD; v++)
+                acc[i * NVD + v] = VFMA(ai, bv[v], acc[i * NVD + v]);
+        }
+    }
+UNROLL
+    for (int i = 0; i < R; i++)
+UNROLL
+        for (int v = 0; v < NVD; v++) {
+            float *cp = c + i * ldc + v * W;
+            if (v == NVD - 1)
+                VSTORE_M(cp, last, acc[i * NVD + v]);
+            else
+                VSTORE(cp, acc[i * NVD + v]);
+        }
+}
+
+/* c (M x n) = beta c + op(a) b over K, op(a)(i, p) = a[i*rsa + p*csa]; n is
+ * dh, taken PV_NV vectors at a time. */
+TARGET INLINE void NAME(pv_any)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
+                                size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
+                                const int beta_mode, const float *beta)
+{
+    for (size_t j = 0; j < n; j += PV_NV * W) {
+        size_t nj = n - j < PV_NV * W ? n - j : PV_NV * W;
+        int nvd = (int)((nj + W - 1) / W);
+        MASK last = VMASK((int)nj - (nvd - 1) * W);
+        size_t i = 0;
+#define PV_ROWS(R, NVD)                                                                         \
+    for (; i + (R) <= M; i += (R))                                                              \
+        NAME(pv_rows)(K, a + i * rsa, rsa, csa, b + j, ldb, c + i * ldc + j, ldc, beta_mode,    \
+                      beta ? beta + i : NULL, last, (R), (NVD));
+#define PV_CASE(NVD)                                                                            \
+    case NVD:                                                                                   \
+        PV_ROWS(TILE_ROWS(PV_ACC, NVD), NVD)                                                    \
+        if (TILE_ROWS(PV_ACC, NVD) > 8)                                                         \
+            PV_ROWS(8, NVD)                                                                     \
+        if (TILE_ROWS(PV_ACC, NVD) > 4)                                                         \
+            PV_ROWS(4, NVD)                                                                     \
+        PV_ROWS(1, NVD)                                                                         \
+        break;
+        switch (nvd) {
+            PV_CASE(1)
+            PV_CASE(2)
+#if PV_NV >= 3
+            PV_CASE(3)
+#endif
+#if PV_NV >= 4
+            PV_CASE(4)
+#endif
+        default:
+            break;
+        }
+#undef PV_CASE
+#undef PV_ROWS
+    }
+}
+
+/* c = op(a) b, or c += op(a) b when add */
+TARGET static void NAME(pv)(size_t M, size_t n, size_t K, const float *a, size_t rsa, size_t csa,
+                            const float *b, size_t ldb, float *c, size_t ldc, int add)
+{
+    if (add)
+        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL);
+    else
+        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL);
+}
+
+/* c_i = beta_i c_i + op(a) b, row by row */
+TARGET static void NAME(pv_scaled)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
+                                   size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
+                                   const float *beta)
+{
+    NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta);
+}
+
+/* ---- the blocks ---- */
+
+/* dst (dh, br) = scale src^T, src a block of n rows (n, dh), zeros past n */
+TARGET INLINE void NAME(pack)(const float *src, size_t n, size_t dh, float scale, float *dst,
+                              const int NV)
+{
+    const size_t br = (size_t)NV * W;
+    VEC vs = VSET1(scale), col[W];
+    for (size_t r0 = 0; r0 < br; r0 += W) {
+        int rows = n <= r0 ? 0 : n - r0 >= W ? W : (int)(n - r0);
+        for (size_t p0 = 0; p0 < dh; p0 += W) {
+            int cols = dh - p0 >= W ? W : (int)(dh - p0);
+            VTRANSPOSE(src + r0 * dh + p0, dh, rows, cols, col);
+            for (int j = 0; j < cols; j++)
+                VSTORE(dst + (p0 + j) * br + r0, VMUL(vs, col[j]));
+        }
+    }
+}
+
+/* attn_tile.h's prep: Q, dO and O transposed a W x W block at a time in
+ * registers (one block at a time, so as not to run out of them), D summed
+ * from the columns of O and of dO^T as just stored. */
+TARGET INLINE void NAME(prep)(const float *q, const float *d_o, const float *o, size_t ldo,
+                              size_t n, size_t dh, float qscale, float *qt, float *d_ot,
+                              float *dsum, const int NV)
+{
+    const size_t br = (size_t)NV * W;
+    VEC vs = VSET1(qscale), col[W];
+    for (size_t r0 = 0; r0 < br; r0 += W) {
+        int rows = n <= r0 ? 0 : n - r0 >= W ? W : (int)(n - r0);
+        VEC sum = VZERO();
+        for (size_t p0 = 0; p0 < dh; p0 += W) {
+            int cols = dh - p0 >= W ? W : (int)(dh - p0);
+            VTRANSPOSE(q + r0 * dh + p0, dh, rows, cols, col);
+            for (int j = 0; j < cols; j++)
+                VSTORE(qt + (p0 + j) * br + r0, VMUL(vs, col[j]));
+            VTRANSPOSE(d_o + r0 * dh + p0, dh, rows, cols, col);
+            for (int j = 0; j < cols; j++)
+                VSTORE(d_ot + (p0 + j) * br + r0, col[j]);
+            VTRANSPOSE(o + r0 * ldo + p0, ldo, rows, cols, col);
+            for (int j = 0; j < cols; j++)
+                sum = VFMA(VLOAD(d_ot + (p0 + j) * br + r0), col[j], sum);
+        }
+        VSTORE(dsum + r0, sum);
+    }
+}
+
+/* Forward of one query block, br = bc = NV W (attn_tile.h). */
+TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, const int NV)
+{
+    const size_t br = (size_t)NV * W, bc = br;
+    size_t dh = f->dh, ldo = f->ldo, nr = min_of(br, f->T - r0);
+    float *qt = scratch;            /* (dh, br): scale Q_i^T */
+    float *s = qt + dh * br;        /* (bc, br): scores, then weights */
+    float *acc = s + bc * br;       /* (br, dh): O_i before dividing by l */
+    float *m = acc + br * dh, *mt = m + br, *l = mt + br, *alpha = l + br;   /* (br) each */
+    NAME(pack)(f->q + r0 * dh, nr, dh, f->scale * LOG2E, qt, NV);
+    for (size_t v = 0; v < br; v += W) {
+        VSTORE(m + v, VSET1(-INFINITY));
+        VSTORE(l + v, VZERO());
+    }
+    size_t keys = f->causal ? r0 + nr : f->T;
+    for (size_t c0 = 0; c0 < keys; c0 += bc) {
+        size_t nc = min_of(bc, keys - c0);
+        /* S_ij^T = K_j (scale Q_i)^T, -inf where the mask hides a key; the
+         * new max mt, from the old one and the scores as they are stored */
+        for (size_t v = 0; v < br; v += W)
+            VSTORE(mt + v, VLOAD(m + v));
+        NAME(qk_tile)(nc, dh, f->k + c0 * dh, dh, qt, br, s, MODE_S, NULL, NULL, mt, f->causal,
+                      (long)c0 - (long)r0, NV);
+        /* the online softmax, a vector of queries at a time: the weights
+         * relative to the new max, the sums so far rescaled to it (while a
+         * query has seen nothing, its max stands in as 0: weights 0) */
+        for (size_t v = 0; v < br; v += W) {
+            VEC mold = VLOAD(m + v), mx = VLOAD(mt + v), sum = VZERO();
+            VEC mu = VPOS_OR_ZERO(mx);
+            for (size_t c = 0; c < nc; c++) {
+                VEC e = VEXP2(VSUB(VLOAD(s + c * br + v), mu));
+                VSTORE(s + c * br + v, e);
+                sum = VADD(sum, e);
+            }
+            VEC a = VEXP2(VSUB(mold, mu));
+            VSTORE(l + v, VFMA(a, VLOAD(l + v), sum));
+            VSTORE(m + v, mx);
+            VSTORE(alpha + v, a);
+        }
+        /* O_i = alpha O_i + P_ij V_j */
+        if (c0)
+            NAME(pv_scaled)(nr, dh, nc, s, 1, br, f->v + c0 * dh, dh, acc, dh, alpha);
+        else
+            NAME(pv)(nr, dh, nc, s, 1, br, f->v, dh, acc, dh, 0);
+    }
+    for (size_t r = 0; r < nr; r++) {
+        float inv = l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
+        for (size_t p = 0; p < dh; p++)
+            f->o[(r0 + r) * ldo + p] = acc[r * dh + p] * inv;
+        f->lse[r0 + r] = l[r] > 0 ? m[r] + log2f(l[r]) : INFINITY;
+    }
+}
+
+/* Backward of one key block, br = bc = NV W (attn_tile.h). */
+TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, const int NV)
+{
+    const size_t br = (size_t)NV * W, bc = br;
+    size_t dh = b->dh, ldo = b->ldo, nc = min_of(bc, b->T - c0);
+    float *p = scratch, *ds = p + bc * br;                     /* (bc, br) */
+    float *dk = b->dk + c0 * ldo, *dv = b->dv + c0 * ldo;      /* the block's rows */
+    const float *kj = b->k + c0 * dh, *vj = b->v + c0 * dh;
+    size_t r_first = b->causal ? c0 / br * br : 0;   /* causal: earlier queries see none */
+    for (size_t r0 = r_first; r0 < b->T; r0 += br) {
+        size_t nr = min_of(br, b->T - r0);
+        int add = r0 != r_first;
+        long diag = (long)c0 - (long)r0;
+        /* P_ij^T = exp(K_j (scale Q_i)^T - L_i); dS_ij^T = P (V_j dO_i^T - D_i) */
+        NAME(qk_tile)(nc, dh, kj, dh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, NULL,
+                      b->causal, diag, NV);
+        NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
+                      b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV);
+        /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
+        NAME(pv)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldo, add);
+        NAME(pv)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldo, add);
+        NAME(pv)(nr, dh, nc, ds, 1, br, kj, dh, b->dq + r0 * dh, dh, !b->first);
+    }
+}
+
+/* The kernels for blocks of NVV vectors of queries. */
+#define KERNELS(NVV)                                                                            \
+    TARGET static void NAME(fwd##NVV)(const ag_attn_fwd *f, size_t r0, ag_real *scratch)        \
+    {                                                                                           \
+        NAME(fwd)(f, r0, scratch, NVV);                                                         \
+    }                                                                                           \
+    TARGET static void NAME(bwd##NVV)(const ag_attn_bwd *b, size_t c0, ag_real *scratch)        \
+    {                                                                                           \
+        NAME(bwd)(b, c0, scratch, NVV);                                                         \
+    }                                                                                           \
+    static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
+    {                                                                                           \
+        return 2 * (NVV) * W * dh + (NVV) * W * (NVV) * W + 4 * (NVV) * W;                      \
+    }                                                                                           \
+    static size_t NAME(bwd_scratch##NVV)(size_t dh)                                             \
+    {                                                                                           \
+        (void)dh;                                                                               \
+        return 2 * (NVV) * W * (NVV) * W;                                                       \
+    }                                                                                           \
+    TARGET static void NAME(prep##NVV)(const ag_real *q, const ag_real *d_o, const ag_real *o,     \
+                                       size_t ldo, size_t n, size_t dh, ag_real qscale,         \
+                                       ag_real *qt, ag_real *d_ot, ag_real *dsum)               \
+    {                                                                                           \
+        NAME(prep)(q, d_o, o, ldo, n, dh, qscale, qt, d_ot, dsum, NVV);                         \
+    }                                                                                           \
+    static const ag_attn_kernel NAME(kernel##NVV) = {                                           \
+        KERNEL_NAME,        (NVV) * W,      (NVV) * W,        LOG2E, NAME(fwd##NVV),             \
+        NAME(bwd##NVV),     NAME(fwd_scratch##NVV), NAME(bwd_scratch##NVV), NAME(prep##NVV),     \
+    };
+KERNELS(1)
+KERNELS(2)
+KERNELS(4)
+#undef KERNELS
+
+/* Blocks as wide as the sequence needs, up to 4 vectors. */
+static const ag_attn_kernel *NAME(kernel_for)(size_t T)
+{
+    return T <= W ? &NAME(kernel1) : T <= 2 * W ? &NAME(kernel2) : &NAME(kernel4);
+}
+
+#undef UNROLL
+#undef MAX_ROWS
+#undef TILE_ROWS
+#undef INLINE
