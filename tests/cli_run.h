@@ -175,28 +175,9 @@ static inline cli_proc cli_run_argv(const char *const *argv, const char *path_en
 
 #define CLI_MAX_ARGS 48
 
-/* Run `attograd ARGS...` (a NULL-terminated list of strings). */
-static inline cli_proc cli_run(const char *first, ...)
-{
-    const char *argv[CLI_MAX_ARGS + 2];
-    int n = 0;
-    argv[n++] = cli_bin();
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a; a = va_arg(ap, const char *)) {
-        ck_assert_int_lt(n, CLI_MAX_ARGS);
-        argv[n++] = a;
-    }
-    va_end(ap);
-    argv[n] = NULL;
-    return cli_run_argv(argv, NULL);
-}
-
-/* Start `attograd ARGS...` (args NULL-terminated), wait until its stdout
- * shows `until` (a fragment), then send sig; returns the finished child. A
- * child that never gets there is killed rather than left running (and dies
- * with the test if the test dies). */
-static inline cli_proc cli_interrupt(const char *const *args, const char *until, int sig)
+/* Start `attograd ARGS...`: args is NULL-terminated, without the program;
+ * path_env as for cli_spawn. */
+static inline cli_proc cli_spawn_args(const char *const *args, const char *path_env)
 {
     const char *argv[CLI_MAX_ARGS + 2];
     int n = 0;
@@ -206,7 +187,34 @@ static inline cli_proc cli_interrupt(const char *const *args, const char *until,
         argv[n++] = args[k];
     }
     argv[n] = NULL;
-    cli_proc p = cli_spawn(argv, NULL);
+    return cli_spawn(argv, path_env);
+}
+
+/* Run `attograd ARGS...` (a NULL-terminated list of strings). */
+static inline cli_proc cli_run(const char *first, ...)
+{
+    const char *args[CLI_MAX_ARGS + 1];
+    int n = 0;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a; a = va_arg(ap, const char *)) {
+        ck_assert_int_lt(n, CLI_MAX_ARGS);
+        args[n++] = a;
+    }
+    va_end(ap);
+    args[n] = NULL;
+    cli_proc p = cli_spawn_args(args, NULL);
+    cli_wait(&p);
+    return p;
+}
+
+/* Start `attograd ARGS...` (args NULL-terminated), wait until its stdout
+ * shows `until` (a fragment), then send sig; returns the finished child. A
+ * child that never gets there is killed rather than left running (and dies
+ * with the test if the test dies). */
+static inline cli_proc cli_interrupt(const char *const *args, const char *until, int sig)
+{
+    cli_proc p = cli_spawn_args(args, NULL);
     int polls = 0;
     while (!strstr(p.out, until)) {
         /* a safety net only: 600 polls of 100 ms, never a measurement */

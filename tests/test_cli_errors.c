@@ -116,7 +116,7 @@ static const bad_line bad_lines[] = {
     {{"train", "--log"}, 2, "--log needs a value"},
     {{"train", "--log", "a.csv", "--save", "a.csv"}, 2, "--log and --save both name 'a.csv'"},
     {{"train", "--plot", "a", "--log", "a"}, 2, "--log and --plot both name 'a'"},
-    {{"train", "--load", "c", "--log", "c"}, 2, "--log and --load both name 'c'"},
+    {{"train", "--load", "c", "--log", "c"}, 2, "--log 'c' would overwrite the --load file"},
     {{"train", "--plot", "a", "--plot-heads", "a"}, 2, "--plot and --plot-heads both name 'a'"},
     {{"train", "--plot-heads", ""}, 2, "--plot-heads: the file name is empty"},
 

@@ -266,7 +266,7 @@ START_TEST(test_attention_errors)
     int status;
     char *out = cmd_run(&status, "'%s' explain attention --dot /nonexistent-dir/t.dot 2>&1", cmd_bin());
     ck_assert_int_eq(status, 1);
-    assert_has(out, "/nonexistent-dir/t.dot: cannot create a temporary file", "runtime message");
+    assert_has(out, "/nonexistent-dir/t.dot: cannot write there", "runtime message");
     ck_assert_msg(strncmp(out, "attograd explain:", 17) == 0, "one message, before any story:\n%s", out);
     free(out);
     static const char *const bad[] = {

@@ -5,6 +5,7 @@
  */
 #include "opts.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,26 +216,54 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
     print_vec("attograd", lib_dz, n, dec);
     printf("   (ag_softmax's backward in this build's precision, %s)\n", AG_REAL_NAME);
 
+    /* The step: 1e-5, or 2^-42 |z_j| when that is larger (beyond about 4e7),
+     * so that z_j + h is not lost in z_j's rounding; and the quotient divides
+     * by the step actually taken, (z_j + h) - (z_j - h), which is exact. A
+     * masked entry (-inf) stays -inf either way: its quotient is 0 / 2h. */
+    int scaled = 0;
+    for (int j = 0; j < n; j++)
+        scaled |= isfinite(z[j]) && ldexp(fabs(z[j]), -42) > 1e-5;
     printf("7. Check each component with a central difference, (L(z + h e_j) - L(z - h e_j)) / 2h,\n"
-           "   where L = <g, softmax(z)> and h = 1e-5:\n");
-    const double h = 1e-5;
+           "   where L = <g, softmax(z)> and h = 1e-5%s:\n",
+           scaled ? " (2^-42 |z_j| for large |z_j|, shown)" : "");
     int all_ok = 1;
     for (int j = 0; j < n; j++) {
+        double h = isfinite(z[j]) ? fmax(1e-5, ldexp(fabs(z[j]), -42)) : 1e-5;
         double zp[MAX_LOGITS], sp[MAX_LOGITS], sm[MAX_LOGITS], lp = 0, lm = 0;
+        double hi = z[j] + h, lo = z[j] - h;
         memcpy(zp, z, (size_t)n * sizeof(double));
-        zp[j] = z[j] + h;
+        zp[j] = hi;
         softmax_double(zp, n, sp);
-        zp[j] = z[j] - h;
+        zp[j] = lo;
         softmax_double(zp, n, sm);
         for (int i = 0; i < n; i++) {
             lp += g[i] * sp[i];
             lm += g[i] * sm[i];
         }
-        double numeric = (lp - lm) / (2 * h);
-        int ok = fabs(numeric - fast[j]) <= 1e-6 * fmax(1, fabs(fast[j]));
+        double numeric = (lp - lm) / (isfinite(z[j]) ? hi - lo : 2 * h), tol = 1e-6 * fmax(1, fabs(fast[j]));
+        int ok = fabs(numeric - fast[j]) <= tol;
         all_ok &= ok;
-        printf("  dL/dz_%d: finite difference %.*f, backward %.*f  %s\n", j, dec, numeric, dec,
+        printf("  dL/dz_%d: finite difference %.*f, backward %.*f  %s", j, dec, numeric, dec,
                fast[j], ok ? "agree" : "DISAGREE");
+        printf(h > 1e-5 ? " (h = %.3g)\n" : "\n", h);
+        if (!ok) {
+            /* why: how good the difference quotient itself is at this step.
+             * Along z_j each s_i is a logistic curve, whose third derivative
+             * is at most 1/8: truncation is at most h^2/6 * 2 * sum|g_i| / 8;
+             * round-off in L is a few ulps of sum|g_i|, over 2h. */
+            double gsum = 0;
+            for (int i = 0; i < n; i++)
+                gsum += fabs(g[i]);
+            double hc = fmin(h, 1e100);   /* a bound, kept finite */
+            double own = hc * hc * gsum / 24 + 8 * DBL_EPSILON * gsum / (2 * h);
+            ag_cli_error(&ag_cmd_explain_info, "dL/dz_%d: the finite difference %.9g and backward's "
+                         "%.9g differ by %.3g, more than the tolerance %.3g: at the step h = %.3g "
+                         "(1e-5, or 2^-42 |z_j| so that z_j + h differs from z_j) the difference "
+                         "quotient itself may be off by %.3g, %s", j, numeric, fast[j],
+                         fabs(numeric - fast[j]), tol, h, own,
+                         own > tol ? "so at these logits the check cannot decide"
+                                   : "so backward's formula or its arithmetic is off");
+        }
     }
     return all_ok ? AG_EXIT_OK : AG_EXIT_FAIL;
 }

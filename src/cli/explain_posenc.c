@@ -190,11 +190,11 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
                         "(apt-get install gnuplot-nox)\n");
         return AG_EXIT_FAIL;
     }
-    char err[512];
-    if (o->plot && !ag_cli_check_output(o->plot, err, sizeof(err))) {
-        fprintf(stderr, "attograd explain: --plot %s\n", err);
-        return AG_EXIT_FAIL;
-    }
+    char err[AG_CLI_ERR_LEN], shown[AG_IO_SHOW_LEN];
+    const ag_cli_file files[2] = {{"--plot", o->plot, 1, NULL}, {"--load", o->load, 0, NULL}};
+    int checked = ag_cli_check_files(&ag_cmd_explain_info, files, 2);
+    if (checked != AG_EXIT_OK)
+        return checked;
     int T = o->seq, d = o->dim;
     double *pe = o->load ? load_table(o->load, &T, &d) : sinusoidal_table(T, d);
     if (!pe)
@@ -243,11 +243,12 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
             snprintf(title, sizeof(title), "learned positional encoding 'pos' of %s", o->load);
         else
             snprintf(title, sizeof(title), "sinusoidal positional encoding, %d positions x %d", T, d);
-        if (ag_cli_plot_posenc(o->plot, title, T, d, pe, sim, err, sizeof(err))) {
-            printf("plot: %s\n", o->plot);
+        int sig = 0;
+        if (ag_cli_plot_posenc(o->plot, title, T, d, pe, sim, &sig, err, sizeof(err))) {
+            printf("plot: %s\n", ag_io_show(o->plot, shown, sizeof(shown)));
         } else {
-            fprintf(stderr, "attograd explain: %s\n", err);
-            status = AG_EXIT_FAIL;
+            ag_cli_error(&ag_cmd_explain_info, "%s", err);
+            status = sig ? 128 + sig : AG_EXIT_FAIL;
         }
     }
     free(sim);

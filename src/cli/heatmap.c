@@ -2,7 +2,7 @@
  * heatmap.c - matrices drawn with gnuplot, when it is installed: each head's
  * attention weights for one example (`attograd train --plot-heads`), and a
  * positional encoding beside the similarity of its rows (`attograd explain
- * posenc --plot`). Started, finished and renamed into place by plot.c's
+ * posenc --plot`). Run, checked and written into place by plot.c's
  * gnuplot helpers.
  */
 #include "cli.h"
@@ -34,12 +34,13 @@ static void put_matrix(FILE *g, const double *m, int rows, int cols)
 }
 
 int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, const double *attn,
-                      const char *const *labels, char *err, size_t errlen)
+                      const char *const *labels, int *sig, char *err, size_t errlen)
 {
-    char tmp[4096];
-    FILE *g = ag_cli_gnuplot_open(png, 80 + 420 * heads, 470, tmp, sizeof(tmp), err, errlen);
-    if (!g)
+    ag_cli_gnuplot gp;
+    *sig = 0;
+    if (!ag_cli_gnuplot_begin(&gp, 80 + 420 * heads, 470, err, errlen))
         return 0;
+    FILE *g = gp.f;
     fprintf(g, "set multiplot layout 1,%d title ", heads);
     ag_cli_gnuplot_quote(g, title);
     fprintf(g, "\nset size ratio -1\nunset key\nset cbrange [0:1]\n"
@@ -59,16 +60,17 @@ int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, cons
         put_matrix(g, p, T, T);
     }
     fprintf(g, "unset multiplot\n");
-    return ag_cli_gnuplot_close(g, tmp, png, err, errlen);
+    return ag_cli_gnuplot_end(&gp, png, sig, err, errlen);
 }
 
 int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const double *pe,
-                       const double *sim, char *err, size_t errlen)
+                       const double *sim, int *sig, char *err, size_t errlen)
 {
-    char tmp[4096];
-    FILE *g = ag_cli_gnuplot_open(png, 1100, 480, tmp, sizeof(tmp), err, errlen);
-    if (!g)
+    ag_cli_gnuplot gp;
+    *sig = 0;
+    if (!ag_cli_gnuplot_begin(&gp, 1100, 480, err, errlen))
         return 0;
+    FILE *g = gp.f;
     double peak = 0;
     for (size_t i = 0; i < (size_t)T * d; i++)
         peak = fmax(peak, fabs(pe[i]));
@@ -88,5 +90,5 @@ int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const d
                T - 0.5);
     put_matrix(g, sim, T, T);
     fprintf(g, "unset multiplot\n");
-    return ag_cli_gnuplot_close(g, tmp, png, err, errlen);
+    return ag_cli_gnuplot_end(&gp, png, sig, err, errlen);
 }

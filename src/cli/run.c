@@ -1,8 +1,8 @@
 /*
- * run.c - what the training commands share: their output files are checked
- * before any work; Ctrl-C, SIGTERM and SIGHUP only ask the run to stop (it
- * finishes its step, saves, and exits 128 + the signal); and a monotonic
- * clock for the seconds it reports.
+ * run.c - what the training commands share: Ctrl-C, SIGTERM and SIGHUP only
+ * ask the run to stop (it finishes its step, saves, and exits 128 + the
+ * signal); and a monotonic clock for the seconds it reports. (Their files
+ * are checked before any work by ag_cli_check_files, outfile.c.)
  */
 #include "cli.h"
 
@@ -55,16 +55,4 @@ double ag_cli_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int ag_cli_check_outputs(const char *cmd, const char *const *flags, const char *const *paths, int n)
-{
-    char err[512];
-    for (int k = 0; k < n; k++) {
-        if (paths[k] && !ag_cli_check_output(paths[k], err, sizeof(err))) {
-            fprintf(stderr, "attograd %s: %s %s\n", cmd, flags[k], err);
-            return 0;
-        }
-    }
-    return 1;
 }

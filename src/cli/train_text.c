@@ -212,6 +212,7 @@ typedef struct text_run {
     double *hist;                /* (3 * cap) step, loss; then the estimates' step, train, val */
     size_t n_loss, n_est, cap;
     long stride;
+    int plot_failed, plot_sig;   /* the plot was not made (and the signal that stopped gnuplot) */
 } text_run;
 
 /* With --load, the checkpoint fixes the model and the seed; other training
@@ -223,8 +224,8 @@ static int adopt_checkpoint(ag_text_opts *o, const ag_gpt_file *f)
     ag_gpt_train_config saved;
     const ag_gpt_config *m = &o->model;
     if (!ag_gpt_file_train(f, &saved, NULL)) {
-        fprintf(stderr, "attograd train: %s holds a model but no training state (it was not "
-                "saved by a training run)\n", o->load_path);
+        ag_cli_error(&ag_cmd_train_info, "%s holds a model but no training state (it was not "
+                "saved by a training run)", o->load_path);
         return AG_EXIT_FAIL;
     }
     struct {
@@ -280,7 +281,7 @@ static int adopt_checkpoint(ag_text_opts *o, const ag_gpt_file *f)
 
 static int fail(const char *msg)
 {
-    fprintf(stderr, "attograd train: %s\n", msg);
+    ag_cli_error(&ag_cmd_train_info, "%s", msg);
     return 0;
 }
 
@@ -301,7 +302,7 @@ static int setup(text_run *r, char *err, size_t errlen)
         return fail(err);
     }
     if (ag_text_check_seq(r->text, o->model.seq, err, errlen) != AG_OK) {
-        fprintf(stderr, "attograd train: %s: %s\n", o->text_path, err);
+        ag_cli_error(&ag_cmd_train_info, "%s: %s", o->text_path, err);
         return 0;
     }
     if (r->file) {
@@ -358,12 +359,14 @@ static void progress(const text_run *r, long done, double elapsed, int tty)
     fflush(stdout);
 }
 
-static int plot(const text_run *r, double val_loss, char *err, size_t errlen)
+static int plot(const text_run *r, double val_loss, int *sig, char *err, size_t errlen)
 {
-    char tmp[4096], title[256];
-    FILE *g = ag_cli_gnuplot_open(r->o->plot_path, 900, 500, tmp, sizeof(tmp), err, errlen);
-    if (!g)
+    char title[256];
+    ag_cli_gnuplot gp;
+    *sig = 0;
+    if (!ag_cli_gnuplot_begin(&gp, 900, 500, err, errlen))
         return 0;
+    FILE *g = gp.f;
     snprintf(title, sizeof(title), "attograd train --task text: %ld steps, full validation loss %.4f",
              ag_gpt_trainer_steps(r->t), val_loss);
     fprintf(g, "set title ");
@@ -382,7 +385,7 @@ static int plot(const text_run *r, double val_loss, char *err, size_t errlen)
         }
     }
     fprintf(g, "e\n");
-    return ag_cli_gnuplot_close(g, tmp, r->o->plot_path, err, errlen);
+    return ag_cli_gnuplot_end(&gp, r->o->plot_path, sig, err, errlen);
 }
 
 /* One step and what follows it: the log row, an estimate, the progress. */
@@ -431,12 +434,14 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
         return 0;   /* stopped between estimates: the result's loss is this step's */
     if (ag_gpt_val_loss(r->g, r->text, &val, &windows, err, errlen) != AG_OK)
         return fail(err);
+    char shown[AG_IO_SHOW_LEN];
     if (o->plot_path && r->hist) {
-        if (plot(r, val, err, errlen)) {
+        if (plot(r, val, &r->plot_sig, err, errlen)) {
             if (!o->quiet)
-                printf("plot: %s\n", o->plot_path);
+                printf("plot: %s\n", ag_io_show(o->plot_path, shown, sizeof(shown)));
         } else {
-            fail(err);   /* training is unaffected */
+            fail(err);   /* the log and the checkpoint still follow; the status says it */
+            r->plot_failed = 1;
         }
     }
     if (r->log) {
@@ -450,10 +455,10 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
         if (ag_gpt_trainer_save(r->t, o->save_path, err, errlen) != AG_OK)
             return fail(err);
         if (!o->quiet)
-            printf("saved: %s (step %ld)\n", o->save_path, steps);
+            printf("saved: %s (step %ld)\n", ag_io_show(o->save_path, shown, sizeof(shown)), steps);
     }
     if (stop)
-        fprintf(stderr, "attograd train: %s after step %ld\n", ag_cli_stop_reason(stop), steps);
+        ag_cli_error(&ag_cmd_train_info, "%s after step %ld", ag_cli_stop_reason(stop), steps);
     if (!o->quiet)
         printf("validation: %zu windows of %d characters\n", windows, o->model.seq);
     printf("result: task=text steps=%ld loss=%.6f val_loss=%.6f seconds=%.2f\n", steps,
@@ -463,7 +468,7 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
 
 int ag_cli_text_run(ag_text_opts *o)
 {
-    char err[512];
+    char err[AG_CLI_ERR_LEN];
     text_run r;
     memset(&r, 0, sizeof(r));
     r.o = o;
@@ -471,6 +476,16 @@ int ag_cli_text_run(ag_text_opts *o)
     r.est_step = -1;
     int status = AG_EXIT_FAIL;
     ag_cli_stop stop_signals = {0};
+    /* before any work: every output can be written, none is another file
+     * of the run under another name (--save over --load resumes in place) */
+    const ag_cli_file files[] = {
+        {"--log", o->log_path, 1, NULL},   {"--plot", o->plot_path, 1, NULL},
+        {"--save", o->save_path, 1, "--load"}, {"--load", o->load_path, 0, NULL},
+        {"--text", o->text_path, 0, NULL},
+    };
+    int checked = ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
+    if (checked != AG_EXIT_OK)
+        return checked;
     if (o->load_path) {
         if (ag_gpt_file_load(o->load_path, &r.file, err, sizeof(err)) != AG_OK) {
             fail(err);
@@ -482,9 +497,7 @@ int ag_cli_text_run(ag_text_opts *o)
             return a;
         }
     }
-    const char *const out_flags[3] = {"--log", "--plot", "--save"};
-    const char *const out_paths[3] = {o->log_path, o->plot_path, o->save_path};
-    if (!ag_cli_check_outputs("train", out_flags, out_paths, 3) || !setup(&r, err, sizeof(err)))
+    if (!setup(&r, err, sizeof(err)))
         goto done;
     if (o->plot_path && !ag_cli_have_program("gnuplot")) {
         fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
@@ -528,8 +541,11 @@ int ag_cli_text_run(ag_text_opts *o)
     if (tty)
         printf("\n");
     int stop = ag_cli_stop_requested();
-    if (finish(&r, seconds, stop, err, sizeof(err)))
-        status = stop ? 128 + stop : AG_EXIT_OK;
+    if (finish(&r, seconds, stop, err, sizeof(err))) {
+        if (r.plot_sig && !stop)
+            stop = r.plot_sig;
+        status = stop ? 128 + stop : r.plot_failed ? AG_EXIT_FAIL : AG_EXIT_OK;
+    }
 done:
     ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
     ag_cli_stop_end(&stop_signals);

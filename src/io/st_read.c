@@ -679,12 +679,15 @@ ag_status ag_st_load(const char *path, ag_st_file **out, char *err, size_t errle
     *out = NULL;
     if (!path)
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_load: path is NULL");
+    /* a regular file only, read no further than its size: /dev/zero or a
+     * FIFO is refused before a byte is read */
     unsigned char *buf;
     size_t len;
-    ag_status st = ag_io_read_file(path, SIZE_MAX, &buf, &len, err, errlen);
+    ag_status st = ag_io_read_file(path, SIZE_MAX - 1, &buf, &len, err, errlen);
     if (st != AG_OK)
         return st;
-    return parse_owned(buf, len, path, out, err, errlen);
+    char shown[AG_IO_SHOW_LEN];
+    return parse_owned(buf, len, ag_io_show(path, shown, sizeof(shown)), out, err, errlen);
 }
 
 void ag_st_free(ag_st_file *f)
@@ -837,6 +840,24 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
     for (size_t i = 0; i < t->count; i++)
         dst[i] = (ag_real)get_f64(src + 8 * i);
     return AG_OK;
+}
+
+size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first)
+{
+    size_t n = 0;
+#ifdef AG_REAL_DOUBLE
+    (void)f, (void)name, (void)first;   /* F32 and F64 both fit a double */
+#else
+    const st_tensor *t = find(f, name);
+    if (!t || t->dtype != AG_ST_F64)
+        return 0;
+    for (size_t i = 0; i < t->count; i++) {
+        double v = get_f64(f->data + t->begin + 8 * i);
+        if (v != 0 && fabs(v) <= FLT_MAX && (float)v == 0 && n++ == 0 && first)
+            *first = i;
+    }
+#endif
+    return n;
 }
 
 static const st_meta *find_meta(const ag_st_file *f, const char *key)
