@@ -78,6 +78,24 @@ START_TEST(test_bench_attention_forms)
 }
 END_TEST
 
+START_TEST(test_bench_gpt_line)
+{
+    char out[4096];
+    int rc = run_cli("bench gpt --layers 2 --dim 8 --heads 2 --seq 6 --batch 3 --steps 3 --threads 2",
+                     out, sizeof(out));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    double us, gflops, peak, allocs;
+    char tail;
+    int got = sscanf(out,
+                     "bench: op=gpt layers=2 dim=8 heads=2 seq=6 batch=3 threads=2 us_per_step=%lf "
+                     "gflops=%lf peak_bytes=%lf allocs_per_step=%lf%c",
+                     &us, &gflops, &peak, &allocs, &tail);
+    ck_assert_msg(got == 5 && tail == '\n', "line: %s", out);
+    ck_assert(us > 0 && gflops > 0 && peak > 0);
+    ck_assert_msg(allocs == 0, "a steady step allocated: %s", out);
+}
+END_TEST
+
 START_TEST(test_bench_usage)
 {
     static const struct {
@@ -105,6 +123,10 @@ START_TEST(test_bench_usage)
         {"bench attention --threads 999", "--threads"},
         {"bench attention --causal=1", "--causal=1"},
         {"bench attention --op-by-op=1", "--op-by-op=1"},
+        {"bench gpt --layers 0", "--layers"},
+        {"bench gpt --heads 3", "--heads 3 does not divide --dim 128"},
+        {"bench gpt --steps", "--steps"},
+        {"bench gpt --text x", "--text"},
     };
     char out[4096];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -117,6 +139,8 @@ START_TEST(test_bench_usage)
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd bench matmul"));
     ck_assert_int_eq(run_cli("bench attention --help", out, sizeof(out)), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd bench attention"));
+    ck_assert_int_eq(run_cli("bench gpt --help", out, sizeof(out)), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: attograd bench gpt"));
 }
 END_TEST
 
@@ -128,6 +152,7 @@ Suite *suite_bench(void)
     tcase_add_test(tc, test_bench_matmul_line);
     tcase_add_test(tc, test_bench_attention_line);
     tcase_add_test(tc, test_bench_attention_forms);
+    tcase_add_test(tc, test_bench_gpt_line);
     tcase_add_test(tc, test_bench_usage);
     suite_add_tcase(s, tc);
     return s;

@@ -21,7 +21,7 @@
 #include <time.h>
 
 const ag_command ag_cmd_bench_info = {
-    "bench", ag_cmd_bench, "attograd bench <matmul|attention> [options]",
+    "bench", ag_cmd_bench, "attograd bench <matmul|attention|gpt> [options]",
     "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
 };
 
@@ -327,6 +327,7 @@ static const struct {
 } benchmarks[] = {
     {"matmul", bench_matmul, "GFLOPS of C = A B for (n x n) matrices"},
     {"attention", bench_attention, "a training step of the attention layer (time, memory)"},
+    {"gpt", ag_cli_bench_gpt, "a training step of the text task's GPT (time, memory)"},
 };
 #define N_BENCHMARKS (sizeof(benchmarks) / sizeof(benchmarks[0]))
 

@@ -296,6 +296,7 @@ int ag_cmd_grad(int argc, char **argv);
 extern const ag_command ag_cmd_grad_info;
 int ag_cmd_bench(int argc, char **argv);
 extern const ag_command ag_cmd_bench_info;
+int ag_cli_bench_gpt(int argc, char **argv);   /* bench_gpt.c: `attograd bench gpt` */
 int ag_cmd_sample(int argc, char **argv);
 extern const ag_command ag_cmd_sample_info;
 int ag_cmd_eval(int argc, char **argv);
