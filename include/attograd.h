@@ -228,6 +228,25 @@ typedef struct ag_entry_info {
  * the tape is reset or freed. */
 ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info);
 
+/* A name to draw for a tensor (borrowed pointers). */
+typedef struct ag_tensor_name {
+    const ag_tensor *t;
+    const char *name;
+} ag_tensor_name;
+
+/* Write the step as a Graphviz digraph to f (borrowed; not closed), for
+ * `dot -Tpng FILE -o tape.png`. Each tensor is a box with its name (from
+ * names, else "tN"), its shape, its first values (up to 3 rows of 4) and its
+ * gradient, so that after ag_backward the drawing shows the backward pass
+ * too; tensors without a gradient say so and are grey, parameters (tensors
+ * no entry made) are yellow. Each entry but a leaf is an oval naming its op
+ * (with scale's factor), with edges from its inputs (labelled a, b, ... when
+ * there are several) and to its output. title may be NULL. The tape is only
+ * read. AG_ERR_ARG for a NULL tape or f (or names with n_names > 0),
+ * AG_ERR_NOMEM, AG_ERR_IO when f reports a write error. */
+ag_status ag_tape_dot(const ag_tape *tape, FILE *f, const ag_tensor_name *names, size_t n_names,
+                      const char *title);
+
 /* ------------------------------------------------------------------------
  * Threads. Large matrix products are split over a small pool of worker
  * threads (started by ag_set_threads, kept between calls; tiny products stay
@@ -311,7 +330,7 @@ typedef struct ag_case_setup {
     /* owned, released by ag_gradcheck_case_free */
     struct ag_attention *att;                 /* layer rows, else NULL */
     struct ag_posenc *pe;                     /* layer rows, else NULL */
-    ag_tensor *own[2];                        /* inputs made here (the rest are att's) */
+    ag_tensor *own[3];                        /* inputs made here (the rest are att's) */
 } ag_case_setup;
 /* Make row i's inputs from seed (the same seed gives the same inputs).
  * Returns AG_OK, or an error with a one-line message in err and s zeroed. */
@@ -360,7 +379,40 @@ ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, i
 ag_tensor *ag_reshape(ag_tape *tape, const ag_tensor *a, int ndim, const int *shape);
 
 /* ------------------------------------------------------------------------
- * The attention layer (multi-head self-attention), DESIGN.md's math exactly.
+ * Ops for transformer blocks: normalisation, nonlinearities, dropout. Same
+ * rules as the ops above.
+ * ------------------------------------------------------------------------ */
+
+#define AG_LAYERNORM_EPS 1e-5
+
+/* Layer normalisation over the last axis, PyTorch's LayerNorm(C) (eps 1e-5):
+ *   y = (x - mean) / sqrt(var + AG_LAYERNORM_EPS) * weight + bias
+ * with mean and var taken over each row of x (..., C), var biased (divided
+ * by C). weight and bias are (C); either may be NULL: no weight scales by 1
+ * (PyTorch's elementwise_affine=False), no bias adds 0 (a GPT's bias-free
+ * layer norm is ag_layernorm(tape, x, weight, NULL)). Out is x's shape.
+ * Backward works from each row's saved mean and 1/std. */
+ag_tensor *ag_layernorm(ag_tape *tape, const ag_tensor *x, const ag_tensor *weight,
+                        const ag_tensor *bias);
+
+/* GELU, exact (PyTorch's default): y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))),
+ * elementwise; out is x's shape. dy/dx = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi). */
+ag_tensor *ag_gelu(ag_tape *tape, const ag_tensor *x);
+/* ReLU: y = max(x, 0) elementwise (a NaN stays NaN); dy/dx is 1 where x > 0,
+ * else 0. */
+ag_tensor *ag_relu(ag_tape *tape, const ag_tensor *x);
+
+/* Inverted dropout for training: each element of x is kept with probability
+ * 1 - p and multiplied by 1 / (1 - p), or else set to 0, so the expected
+ * output is x; the gradient passes through the kept elements with the same
+ * factor. p in [0, 1] (p = 1 drops everything). The mask depends only on
+ * rng's state and x's size: one ag_rng_next per call, whatever the size or
+ * the thread count. Evaluation is p = 0: it returns x itself (no entry, no
+ * copy) and rng may be NULL. rng NULL with p > 0 is an error. */
+ag_tensor *ag_dropout(ag_tape *tape, const ag_tensor *x, double p, ag_rng *rng);
+
+/* ------------------------------------------------------------------------
+ * The attention layer (multi-head self-attention), as docs/attention-layer.md states it.
  * With d = d_model, H = n_heads, dh = d / H and x of shape (B,T,d):
  *
  *     Q = x wq,  K = x wk,  V = x wv        (B,T,d) @ (d,d) -> (B,T,d)
@@ -439,7 +491,8 @@ void ag_fill_glorot(ag_tensor *w, ag_rng *rng);
  * concatenated), broadcast over the batch. Adding keeps the width d, so the
  * attention weights stay (d, d) whatever the choice, and one dot product in
  * Q K^T can then compare content and position together. Without positions
- * attention is order-blind: permuting the tokens only permutes the outputs.
+ * (and without the causal mask) attention is permutation-equivariant:
+ * permuting the tokens only permutes the outputs.
  *
  *   AG_POSENC_NONE        x itself (nothing is recorded on the tape)
  *   AG_POSENC_SINUSOIDAL  fixed: PE[t,2i] = sin(t / 10000^(2i/d)),
@@ -630,6 +683,281 @@ ag_tensor *ag_model_forward(ag_tape *tape, ag_model *m, const ag_batch *b, ag_te
 /* Add to *correct and *total: a position that asks something counts once,
  * and is correct when the argmax of every answer it asks is right. */
 void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, long *total);
+
+/* ------------------------------------------------------------------------
+ * Text: characters as tokens. A vocabulary is a sorted list of distinct
+ * Unicode code points; token id i is the i-th of them. Text is UTF-8.
+ *
+ *     ag_text *text;
+ *     char err[256];
+ *     if (ag_text_load("play.txt", NULL, &text, err, sizeof(err)) != AG_OK) ...
+ *     // text->vocab: the file's distinct characters; text->ids: the file as ids;
+ *     // ids[0 .. n_train) train, ids[n_train .. len) validate
+ *     ag_text_free(text);
+ * ------------------------------------------------------------------------ */
+#define AG_VOCAB_MAX 65536             /* most distinct characters a vocabulary holds */
+#define AG_TEXT_MAX_BYTES (1u << 30)   /* longest text file read (1 GiB) */
+
+typedef struct ag_vocab ag_vocab;
+
+/* The sorted distinct code points of the len bytes of UTF-8 at s. NULL with
+ * a one-line message in err when s is not UTF-8 (invalid, overlong or
+ * surrogate sequences), holds a NUL character, is empty, or has more than
+ * AG_VOCAB_MAX distinct characters. The caller owns the result. */
+ag_vocab *ag_vocab_from_utf8(const char *s, size_t len, char *err, size_t errlen);
+/* A vocabulary from its characters written out in order (what
+ * ag_vocab_chars gives, and what a checkpoint stores): valid UTF-8, each
+ * code point once, strictly increasing. NULL with a message otherwise. */
+ag_vocab *ag_vocab_from_chars(const char *chars, char *err, size_t errlen);
+void ag_vocab_free(ag_vocab *v);                     /* NULL does nothing */
+int ag_vocab_size(const ag_vocab *v);                /* V */
+uint32_t ag_vocab_char(const ag_vocab *v, int id);   /* the code point; 0 when id is out of range */
+int ag_vocab_id(const ag_vocab *v, uint32_t c);      /* the id of code point c, or -1 */
+/* Every character in id order as one NUL-terminated UTF-8 string (borrowed from v). */
+const char *ag_vocab_chars(const ag_vocab *v);
+/* The UTF-8 bytes of token id into buf (room for 5: up to 4 bytes and a
+ * NUL); returns the byte count, 0 when id is out of range. */
+size_t ag_vocab_utf8(const ag_vocab *v, int id, char *buf);
+/* The ids of the len bytes of UTF-8 at s into ids (room for len ids is
+ * always enough); *n gets how many. AG_ERR_FORMAT on bytes that are not
+ * UTF-8; AG_ERR_ARG on a character that is not in the vocabulary, named in
+ * err with its line: "character 'z' (U+007A) on line 2 is not in the
+ * vocabulary". */
+ag_status ag_vocab_encode(const ag_vocab *v, const char *s, size_t len, int *ids, size_t *n,
+                          char *err, size_t errlen);
+
+/* A text as token ids, split for training and validation. */
+typedef struct ag_text {
+    ag_vocab *vocab;    /* owned: the file's characters, or a copy of the one given */
+    int *ids;           /* (len) token ids, one per character */
+    size_t len;         /* characters */
+    size_t n_train;     /* len * 9 / 10: ids[0 .. n_train) train, the rest validate */
+} ag_text;
+
+/* Read the UTF-8 text file at path (at most AG_TEXT_MAX_BYTES). With vocab
+ * NULL the vocabulary is the file's own distinct characters; otherwise the
+ * file is encoded with a copy of vocab, and a character outside it is an
+ * error. On failure *out is NULL and err names the file: AG_ERR_IO (cannot
+ * read), AG_ERR_FORMAT (empty, not UTF-8, a NUL byte, too many distinct
+ * characters), AG_ERR_ARG (a character outside vocab), AG_ERR_NOMEM. */
+ag_status ag_text_load(const char *path, const ag_vocab *vocab, ag_text **out, char *err,
+                       size_t errlen);
+/* The same for the len bytes at s (borrowed for the call); name is used in
+ * messages. */
+ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
+                        ag_text **out, char *err, size_t errlen);
+void ag_text_free(ag_text *t);   /* NULL does nothing */
+
+enum { AG_SPLIT_TRAIN = 0, AG_SPLIT_VAL = 1 };
+/* Whether windows of seq characters fit both parts: training draws
+ * windows of seq + 1 characters, and validation needs at least one (so
+ * each part needs seq + 1 characters). AG_ERR_ARG with a message naming the
+ * part and the lengths otherwise. */
+ag_status ag_text_check_seq(const ag_text *t, int seq, char *err, size_t errlen);
+/* batch random windows of one part (AG_SPLIT_TRAIN or AG_SPLIT_VAL): for
+ * each row, a start i uniform in [0, part length - seq) drawn from rng;
+ * x = part[i .. i+seq), y = part[i+1 .. i+seq+1]. x and y are (batch, seq)
+ * arrays. The windows must fit (ag_text_check_seq). */
+void ag_text_batch(const ag_text *t, int split, int batch, int seq, ag_rng *rng, int *x, int *y);
+/* The full validation loss's windows: floor((validation length - 1) / seq),
+ * window i being x = val[i*seq .. (i+1)*seq), y = the same shifted by one. */
+size_t ag_text_windows(const ag_text *t, int seq);
+
+/* ------------------------------------------------------------------------
+ * A GPT: a character language model built from the attention layer. With
+ * C = dim, H = heads, V = vocab, T <= seq and ids (B,T):
+ *
+ *   x = wte[ids] + wpe[0:T]                          (B,T,C) tokens and positions
+ *   for each block:                                  pre-norm residual blocks
+ *       x = x + attention(ln_1(x))                   causal, H heads; out = O wo
+ *       x = x + gelu(ln_2(x) w_fc) w_proj            w_fc (C,4C), w_proj (4C,C)
+ *   logits = ln_f(x) wte^T                           (B,T,V) the head is wte (tied)
+ *
+ * Layer norms normalise over C with eps 1e-5; GELU is the exact (erf) one.
+ * Without bias (the default) linears and layer norms have weights only.
+ * Initialised as GPT-2: every weight normal(0, 0.02) except the two
+ * projections into the residual stream (wo, w_proj) of each block, normal(0,
+ * 0.02 / sqrt(2 layers)); layer-norm weights 1, biases 0. Dropout (training
+ * forwards only) follows the embeddings and both residual branches.
+ *
+ * The ablation switches take one part out, to show what it is for: no_residual
+ * (x = branch(x), no skip), no_layernorm (every layer norm is the
+ * identity), no_mlp (attention-only blocks), no_posenc (no wpe: the model
+ * cannot tell where a character is except through the causal mask).
+ * ------------------------------------------------------------------------ */
+typedef struct ag_gpt_config {
+    int vocab;          /* V: token ids 0..V-1 */
+    int seq;            /* T: the longest context (block size) */
+    int layers;         /* blocks */
+    int heads;          /* attention heads; divides dim */
+    int dim;            /* C: the width of the residual stream */
+    int bias;           /* 1: linears and layer norms have biases */
+    double dropout;     /* in [0, 1) */
+    int no_residual, no_layernorm, no_mlp, no_posenc;   /* ablations, 0 normally */
+} ag_gpt_config;
+
+/* V = vocab, 4 layers, 4 heads, dim 128, seq 64, no bias, no dropout. */
+ag_gpt_config ag_gpt_defaults(int vocab);
+
+typedef struct ag_gpt ag_gpt;
+
+/* A model for cfg, initialised from rng (NULL leaves every weight zero and
+ * layer-norm weights one, for loading). NULL with a one-line message in err
+ * on a bad configuration ("heads 3 does not divide dim 128") or out of
+ * memory. The caller owns it. */
+ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errlen);
+void ag_gpt_free(ag_gpt *g);   /* NULL does nothing */
+const ag_gpt_config *ag_gpt_get_config(const ag_gpt *g);
+/* Change the dropout probability (in [0, 1); AG_ERR_ARG otherwise). */
+ag_status ag_gpt_set_dropout(ag_gpt *g, double p);
+/* The parameters in a fixed order, in the library's y = x W layout, named
+ * "wte", "wpe", "h.0.ln_1.weight", "h.0.attn.wq", ..., "h.0.mlp.w_proj",
+ * ..., "ln_f.weight" (borrowed; hand them to an optimizer). Fills params[i]
+ * and names[i] for i < max (either may be NULL); returns the count. */
+size_t ag_gpt_params(ag_gpt *g, ag_tensor **params, const char **names, size_t max);
+ag_tensor *ag_gpt_param(ag_gpt *g, const char *name);   /* NULL when unknown */
+size_t ag_gpt_n_weights(const ag_gpt *g);               /* numbers in all parameters */
+
+/* Record the forward pass on the tape: ids is a (batch, seq) array of token
+ * ids (seq <= the config's seq), copied. Returns the logits (B,T,V), a
+ * tape tensor, or NULL with the tape's error set. dropout_rng NULL is
+ * evaluation (no dropout); otherwise dropout draws from it. */
+ag_tensor *ag_gpt_forward(ag_tape *tape, ag_gpt *g, const int *ids, int batch, int seq,
+                          ag_rng *dropout_rng);
+/* ag_gpt_forward and the mean cross-entropy against targets (batch, seq):
+ * a (1) tensor. logits_out (may be NULL) receives the logits. */
+ag_tensor *ag_gpt_loss(ag_tape *tape, ag_gpt *g, const int *ids, const int *targets, int batch,
+                       int seq, ag_rng *dropout_rng, ag_tensor **logits_out);
+/* One block, layer 0..layers-1, on x (B,T,C): a tape tensor (B,T,C). */
+ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
+                        ag_rng *dropout_rng);
+/* The full validation loss of text: the mean cross-entropy over every
+ * position of every window of ag_text_windows (seq = the config's seq),
+ * without dropout. Deterministic, so any implementation can be compared
+ * with it. text's vocabulary must have the model's size. Gradients are not
+ * touched. *windows (may be NULL) gets the window count. */
+ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *windows,
+                          char *err, size_t errlen);
+
+/* Sampling with a key/value cache: each new token runs one position
+ * through the model (no tape), reusing the keys and values of the earlier
+ * ones. Logits equal the tape forward's to rounding. */
+typedef struct ag_gpt_cache ag_gpt_cache;
+
+/* A cache for g (borrowed: it must outlive the cache and not change shape). */
+ag_gpt_cache *ag_gpt_cache_new(ag_gpt *g, char *err, size_t errlen);
+void ag_gpt_cache_free(ag_gpt_cache *c);   /* NULL does nothing */
+void ag_gpt_cache_reset(ag_gpt_cache *c);  /* forget every position */
+int ag_gpt_cache_len(const ag_gpt_cache *c);   /* positions held, 0..seq */
+/* Run token id at the next position (ag_gpt_cache_len, which must be <
+ * seq). *logits (may be NULL) gets the position's (V) logits, borrowed
+ * until the next call. AG_ERR_ARG with a message when the cache is full or
+ * id is out of range. */
+ag_status ag_gpt_cache_push(ag_gpt_cache *c, int id, const ag_real **logits, char *err,
+                            size_t errlen);
+/* A token id drawn from logits (V): softmax(logits / temperature) over the
+ * top_k largest (top_k <= 0 or >= V: all; ties with the k-th all stay);
+ * temperature 0 takes the largest (the first among equals). One uniform
+ * number from rng per draw (none at temperature 0), so a seed fixes the
+ * text. */
+int ag_gpt_cache_pick(ag_gpt_cache *c, const ag_real *logits, double temperature, int top_k,
+                      ag_rng *rng);
+/* Called with each generated token; return non-zero to stop early. */
+typedef int (*ag_gpt_emit_fn)(int id, void *ctx);
+/* Feed the prompt (n_prompt >= 1 ids), then generate n_new tokens, handing
+ * each to emit as it is made. When the context reaches seq positions the
+ * cache keeps its last seq / 2 tokens and runs them again (their positions
+ * change), so a token costs about two positions however long the text. */
+ag_status ag_gpt_generate(ag_gpt_cache *c, const int *prompt, size_t n_prompt, size_t n_new,
+                          double temperature, int top_k, ag_rng *rng, ag_gpt_emit_fn emit,
+                          void *ctx, char *err, size_t errlen);
+
+/* Training: AdamW over random windows of a text, the learning rate warmed
+ * up linearly and then decayed along a cosine.
+ *
+ *     ag_gpt_trainer *t = ag_gpt_trainer_new(g, text, &cfg, err, sizeof(err));
+ *     for (long s = 0; s < 2000; s++)
+ *         if (ag_gpt_trainer_step(t, &loss, err, sizeof(err)) != AG_OK) ...
+ *     ag_gpt_val_loss(g, text, &val, NULL, err, sizeof(err));
+ */
+typedef struct ag_gpt_train_config {
+    int batch;               /* windows per step */
+    double lr, min_lr;       /* peak and final learning rate */
+    long warmup;             /* steps of linear warmup */
+    long decay_steps;        /* the cosine reaches min_lr at step decay_steps (its last step) */
+    double beta1, beta2, eps;
+    double weight_decay;     /* AdamW's, on the 2-D weights only (not layer norms or biases) */
+    double clip;             /* global gradient-norm clip; 0: none */
+    uint64_t seed;           /* the batches' and dropout's random streams */
+} ag_gpt_train_config;
+
+/* batch 12, lr 1e-3 to min_lr 1e-4, warmup 100, decay_steps 2000, betas
+ * 0.9 and 0.99, eps 1e-8, weight decay 0.1, clip 1, seed 1. */
+ag_gpt_train_config ag_gpt_train_defaults(void);
+/* The learning rate of step s (0-based): lr (s+1) / (warmup+1) while s <
+ * warmup; then min_lr + (lr - min_lr) (1 + cos(pi r)) / 2 with r = (s -
+ * warmup) / (decay_steps - 1 - warmup); min_lr from step decay_steps - 1 on. */
+double ag_gpt_lr_at(const ag_gpt_train_config *cfg, long step);
+
+typedef struct ag_gpt_trainer ag_gpt_trainer;
+
+/* A trainer for g on text (both borrowed; they must outlive it). text's
+ * vocabulary must have g's size and its parts must hold windows of g's seq.
+ * NULL with a message on a bad setting or out of memory. */
+ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text,
+                                   const ag_gpt_train_config *cfg, char *err, size_t errlen);
+void ag_gpt_trainer_free(ag_gpt_trainer *t);   /* NULL does nothing; g and text are untouched */
+/* One step: a random training batch, forward, backward, clip, AdamW at
+ * ag_gpt_lr_at(step). *loss (may be NULL) gets the batch's loss. A NaN or
+ * Inf (in the loss, a gradient or, after the update, a weight) stops it
+ * with AG_ERR_NUMERIC and a message naming the op or the parameter; the
+ * weights are then not to be trusted. Allocates nothing once the first
+ * step has run. */
+ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen);
+long ag_gpt_trainer_steps(const ag_gpt_trainer *t);     /* steps done */
+const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t);
+/* The mean loss over iters random batches of a part (AG_SPLIT_TRAIN or
+ * AG_SPLIT_VAL), without dropout. The batches come from a stream of their
+ * own that starts afresh on every call: the same windows every time, and
+ * the training stream is untouched. */
+ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, double *loss,
+                                  char *err, size_t errlen);
+
+/* Checkpoints, in the layout of the common PyTorch GPT (nanoGPT's GPT with
+ * bias=False), so that the weights load there with no renaming or
+ * transposing: transformer.wte.weight (V,C), transformer.wpe.weight (T,C),
+ * transformer.h.{i}.ln_1.weight (C), transformer.h.{i}.attn.c_attn.weight
+ * (3C,C) (Q's rows, then K's, then V's), transformer.h.{i}.attn.c_proj.weight
+ * (C,C), transformer.h.{i}.ln_2.weight, transformer.h.{i}.mlp.c_fc.weight
+ * (4C,C), transformer.h.{i}.mlp.c_proj.weight (C,4C), transformer.ln_f.weight,
+ * lm_head.weight (= wte), and the .bias of each with bias. Linear weights are
+ * (out, in), PyTorch's layout: the transpose of the library's. The metadata
+ * holds the vocabulary ("vocab": its characters in order) and the settings
+ * under nanoGPT's names (vocab_size, block_size, n_layer, n_head, n_embd,
+ * bias, dropout). A trainer's checkpoint adds its settings, its progress and
+ * AdamW's state ("optim.<name>.m", "optim.<name>.v", in the same layout),
+ * so a run resumes bit for bit. Files are written atomically. */
+ag_status ag_gpt_save(ag_gpt *g, const ag_vocab *vocab, const char *path, char *err,
+                      size_t errlen);
+ag_status ag_gpt_trainer_save(ag_gpt_trainer *t, const char *path, char *err, size_t errlen);
+
+/* A GPT checkpoint, read and checked completely (as hostile input). */
+typedef struct ag_gpt_file ag_gpt_file;
+
+ag_status ag_gpt_file_load(const char *path, ag_gpt_file **out, char *err, size_t errlen);
+void ag_gpt_file_free(ag_gpt_file *f);   /* NULL does nothing */
+const ag_gpt_config *ag_gpt_file_config(const ag_gpt_file *f);
+const ag_vocab *ag_gpt_file_vocab(const ag_gpt_file *f);   /* borrowed from f */
+/* A trainer's checkpoint: its settings and steps done (returns 1); a
+ * model's only: returns 0. */
+int ag_gpt_file_train(const ag_gpt_file *f, ag_gpt_train_config *cfg, long *steps);
+/* A new model with the file's configuration and weights (the caller owns
+ * it). Every weight must be finite. */
+ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen);
+/* Continue the file's run: copy its optimizer state, step count and random
+ * streams into t, made for a model from ag_gpt_file_model(f). */
+ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *err,
+                                 size_t errlen);
 
 /* ------------------------------------------------------------------------
  * Files: safetensors. The format: an 8-byte little-endian header length N,

@@ -175,21 +175,58 @@ static inline cli_proc cli_run_argv(const char *const *argv, const char *path_en
 
 #define CLI_MAX_ARGS 48
 
-/* Run `attograd ARGS...` (a NULL-terminated list of strings). */
-static inline cli_proc cli_run(const char *first, ...)
+/* Start `attograd ARGS...`: args is NULL-terminated, without the program;
+ * path_env as for cli_spawn. */
+static inline cli_proc cli_spawn_args(const char *const *args, const char *path_env)
 {
     const char *argv[CLI_MAX_ARGS + 2];
     int n = 0;
     argv[n++] = cli_bin();
+    for (int k = 0; args[k]; k++) {
+        ck_assert_int_lt(n, CLI_MAX_ARGS);
+        argv[n++] = args[k];
+    }
+    argv[n] = NULL;
+    return cli_spawn(argv, path_env);
+}
+
+/* Run `attograd ARGS...` (a NULL-terminated list of strings). */
+static inline cli_proc cli_run(const char *first, ...)
+{
+    const char *args[CLI_MAX_ARGS + 1];
+    int n = 0;
     va_list ap;
     va_start(ap, first);
     for (const char *a = first; a; a = va_arg(ap, const char *)) {
         ck_assert_int_lt(n, CLI_MAX_ARGS);
-        argv[n++] = a;
+        args[n++] = a;
     }
     va_end(ap);
-    argv[n] = NULL;
-    return cli_run_argv(argv, NULL);
+    args[n] = NULL;
+    cli_proc p = cli_spawn_args(args, NULL);
+    cli_wait(&p);
+    return p;
+}
+
+/* Start `attograd ARGS...` (args NULL-terminated), wait until its stdout
+ * shows `until` (a fragment), then send sig; returns the finished child. A
+ * child that never gets there is killed rather than left running (and dies
+ * with the test if the test dies). */
+static inline cli_proc cli_interrupt(const char *const *args, const char *until, int sig)
+{
+    cli_proc p = cli_spawn_args(args, NULL);
+    int polls = 0;
+    while (!strstr(p.out, until)) {
+        /* a safety net only: 600 polls of 100 ms, never a measurement */
+        if (!cli_pump(&p, 100) || ++polls > 600) {
+            kill(p.pid, SIGKILL);
+            cli_wait(&p);
+            ck_abort_msg("the run did not print '%s':\n%s%s", until, p.out, p.err);
+        }
+    }
+    ck_assert_int_eq(kill(p.pid, sig), 0);
+    cli_wait(&p);
+    return p;
 }
 
 /* Fail with the child's output shown, so a failure explains itself. */
@@ -303,6 +340,41 @@ static inline void cli_write_file(const char *path, const void *data, size_t len
     ck_assert_msg(f != NULL, "cannot write %s: %s", path, strerror(errno));
     ck_assert_uint_eq(fwrite(data, 1, len, f), len);
     ck_assert_int_eq(fclose(f), 0);
+}
+
+/* ---- pictures drawn by optional programs (gnuplot, Graphviz's dot) ---- */
+
+/* A scratch directory (path in dir) holding one empty directory "bin" (its
+ * path in bin): run with PATH=bin, the command finds no optional program. */
+static inline void cli_tmpdir_nobin(char *dir, size_t dirlen, char *bin, size_t binlen)
+{
+    cli_tmpdir(dir, dirlen);
+    cli_path(bin, binlen, dir, "bin");
+    ck_assert_int_eq(mkdir(bin, 0700), 0);
+}
+
+/* Whether name is on PATH: what needs it is tested only where it is. */
+static inline int cli_have(const char *name)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1", name);
+    return system(cmd) == 0;
+}
+
+/* p succeeded and said `said` followed by png on stdout; png is a whole PNG
+ * image, and dir holds exactly the names in listing (no temporary file). */
+static inline void cli_assert_picture(const cli_proc *p, const char *said, const char *png,
+                                      const char *dir, const char *listing)
+{
+    cli_assert_status(p, 0);
+    char want[PATH_MAX + 64], names[1024];
+    snprintf(want, sizeof(want), "%s%s\n", said, png);
+    cli_assert_has(p->out, want);
+    size_t len;
+    char *img = cli_read_file(png, &len);
+    ck_assert_msg(img && len > 1000 && memcmp(img, "\x89PNG", 4) == 0, "%s is not a PNG", png);
+    free(img);
+    ck_assert_str_eq(cli_listing(dir, names, sizeof(names)), listing);
 }
 
 #endif /* AG_TEST_CLI_RUN_H */

@@ -1,7 +1,8 @@
 /*
  * test_attention.c - the attention layer: its forward against a plain-loop
- * implementation of DESIGN.md's math, the softmax weights (causal zeros,
- * rows summing to 1), order-blindness without positions, finite-difference
+ * implementation of the layer's math (docs/attention-layer.md's
+ * conventions), the softmax weights (causal zeros, rows summing to 1),
+ * permutation-equivariance without positions or mask, finite-difference
  * checks of every weight and the input, Glorot init, and errors. Each check
  * runs on both forms of the forward: fused (one op) and op by op. The fused
  * op's tiles are held to the op-by-op form with every kernel this CPU runs,
@@ -21,7 +22,7 @@
 #define NAIVE_TOL 2e-5
 #endif
 
-/* DESIGN.md's math in plain loops and doubles, independent of the tape:
+/* The layer's math (docs/attention-layer.md) in plain loops and doubles, independent of the tape:
  * x (B,T,d), w[0..3] = wq, wk, wv, wo (d,d); out (B,T,d), P (B,H,T,T). */
 static void naive_attention(const ag_real *x, ag_tensor *const *w, int B, int T, int d, int H,
                             int causal, double *out, double *P)
@@ -166,7 +167,8 @@ START_TEST(test_attn_out_optional)
 }
 END_TEST
 
-/* ---- permutation: without positions, attention is order-blind ---- */
+/* ---- permutation: non-causal attention without positions is
+ * permutation-equivariant; positions or the causal mask break that ---- */
 
 static void forward_rows(ag_attention *att, ag_posenc *pe, const ag_real *xv, int T, int d,
                          ag_real *out)
@@ -206,7 +208,33 @@ START_TEST(test_permutation)
     for (int t = 0; t < T; t++)
         for (int c = 0; c < d; c++)
             max_diff = fmax(max_diff, fabs(yp[t * d + c] - y[perm[t] * d + c]));
-    ck_assert_msg(max_diff > 0.05, "sinusoidal positions left the layer order-blind (%g)", max_diff);
+    ck_assert_msg(max_diff > 0.05, "sinusoidal positions left the layer permutation-equivariant (%g)", max_diff);
+
+    /* causal, without positions: position t sees tokens 0..t only, so the
+     * order matters. Position 0 sees itself alone: its output is its own
+     * value, x0 wv wo, whatever follows it; and the permuted input's rows are
+     * not the original rows permuted. */
+    ag_rng crng = ag_rng_new(11);
+    ag_attention *causal = ag_attention_new(d, 2, 1, &crng, NULL, 0);
+    forward_rows(causal, none, x, T, d, y);
+    forward_rows(causal, none, xp, T, d, yp);
+    max_diff = 0;
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < d; c++)
+            max_diff = fmax(max_diff, fabs(yp[t * d + c] - y[perm[t] * d + c]));
+    ck_assert_msg(max_diff > 0.05, "the causal layer was permutation-equivariant (%g)", max_diff);
+    const ag_tensor *wv = ag_attention_param(causal, "wv"), *wo = ag_attention_param(causal, "wo");
+    for (int c = 0; c < d; c++) {
+        double want = 0;   /* (x0 wv wo)[c] */
+        for (int k = 0; k < d; k++) {
+            double v = 0;
+            for (int m = 0; m < d; m++)
+                v += (double)x[m] * (double)wv->data[m * d + k];
+            want += v * (double)wo->data[k * d + c];
+        }
+        ck_assert_double_eq_tol(y[c], want, NAIVE_TOL);
+    }
+    ag_attention_free(causal);
     ag_posenc_free(none);
     ag_posenc_free(sin);
     ag_attention_free(att);

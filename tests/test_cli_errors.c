@@ -86,7 +86,7 @@ static const bad_line bad_lines[] = {
     {{"train", "--seed", "18446744073709551616"}, 2, "--seed: 18446744073709551616 is out of range"},
 
     /* train: names and ranges that depend on each other */
-    {{"train", "--task", "nope"}, 2, "--task: unknown task 'nope' (lookup, lookup2, reverse)"},
+    {{"train", "--task", "nope"}, 2, "--task: unknown task 'nope' (lookup, lookup2, reverse, text)"},
     {{"train", "--task", "LOOKUP"}, 2, "--task: unknown task 'LOOKUP'"},
     {{"train", "--task", ""}, 2, "--task: unknown task ''"},
     {{"train", "--posenc", "fourier"}, 2, "--posenc: unknown kind 'fourier'"},
@@ -116,7 +116,9 @@ static const bad_line bad_lines[] = {
     {{"train", "--log"}, 2, "--log needs a value"},
     {{"train", "--log", "a.csv", "--save", "a.csv"}, 2, "--log and --save both name 'a.csv'"},
     {{"train", "--plot", "a", "--log", "a"}, 2, "--log and --plot both name 'a'"},
-    {{"train", "--load", "c", "--log", "c"}, 2, "--log and --load both name 'c'"},
+    {{"train", "--load", "c", "--log", "c"}, 2, "--log 'c' would overwrite the --load file"},
+    {{"train", "--plot", "a", "--plot-heads", "a"}, 2, "--plot and --plot-heads both name 'a'"},
+    {{"train", "--plot-heads", ""}, 2, "--plot-heads: the file name is empty"},
 
     /* train: failures at run time, found before any training */
     {{"train", "--load", "/nonexistent/c.safetensors"}, 1, "/nonexistent/c.safetensors: cannot open"},
@@ -125,6 +127,8 @@ static const bad_line bad_lines[] = {
      "--save /nonexistent/c.safetensors: cannot write there: directory '/nonexistent'"},
     {{"train", "--log", "/nonexistent/l.csv"}, 1, "--log /nonexistent/l.csv: cannot write there"},
     {{"train", "--plot", "/nonexistent/p.png"}, 1, "--plot /nonexistent/p.png: cannot write there"},
+    {{"train", "--plot-heads", "/nonexistent/p.png"}, 1,
+     "--plot-heads /nonexistent/p.png: cannot write there"},
     {{"train", "--save", "/"}, 1, "--save /: is a directory"},
     {{"train", "--log", "/tmp/"}, 1, "--log /tmp/: is a directory"},
 
@@ -145,8 +149,8 @@ static const bad_line bad_lines[] = {
      "--out /tmp/: is a directory"},
 
     /* explain */
-    {{"explain"}, 2, "what should I explain? (softmax, attention)"},
-    {{"explain", "bogus"}, 2, "unknown topic 'bogus' (softmax, attention)"},
+    {{"explain"}, 2, "what should I explain? (softmax, attention, posenc, layernorm)"},
+    {{"explain", "bogus"}, 2, "unknown topic 'bogus' (softmax, attention, posenc, layernorm)"},
     {{"explain", "softmax"}, 2, "softmax needs --logits"},
     {{"explain", "softmax", "--logits"}, 2, "--logits needs a value"},
     {{"explain", "softmax", "--logits", ""}, 2, "--logits: the list is empty"},

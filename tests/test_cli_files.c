@@ -9,6 +9,7 @@
  * no bad input reaches undefined behaviour.
  */
 #include "cli_run.h"
+#include "st_edit.h"
 #include "test_util.h"
 
 #define PREVIOUS "previous content\n"
@@ -348,67 +349,9 @@ END_TEST
 
 /* ---- attograd train --load ---- */
 
-/* A copy of the checkpoint src at dst with one change: a tensor dropped,
- * reshaped, poisoned, or a metadata value replaced (NULL: dropped). */
-typedef struct edit {
-    const char *drop;            /* a tensor to leave out */
-    const char *reshape;         /* a tensor to write as (2, size/2) */
-    const char *poison;          /* a tensor whose element 0 becomes poison_value */
-    double poison_value;
-    const char *key, *value;     /* metadata to change */
-} edit;
-
-static void rewrite(const char *src, const char *dst, const edit *e)
-{
-    ag_st_file *f;
-    char err[256];
-    ck_assert_msg(ag_st_load(src, &f, err, sizeof(err)) == AG_OK, "%s", err);
-    ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
-    ck_assert_ptr_nonnull(w);
-    size_t n = ag_st_count(f);
-    ag_real **bufs = calloc(n, sizeof(*bufs));
-    ck_assert_ptr_nonnull(bufs);
-    for (size_t i = 0; i < n; i++) {
-        const char *name = ag_st_name(f, i);
-        int nd, shape[AG_MAX_DIMS];
-        ck_assert_int_eq(ag_st_shape(f, name, &nd, shape, err, sizeof(err)), AG_OK);
-        size_t size = 1;
-        for (int k = 0; k < nd; k++)
-            size *= (size_t)shape[k];
-        bufs[i] = malloc(size * sizeof(ag_real) + 1);
-        ck_assert_ptr_nonnull(bufs[i]);
-        ck_assert_int_eq(ag_st_get(f, name, nd, shape, bufs[i], err, sizeof(err)), AG_OK);
-        if (e->drop && strcmp(name, e->drop) == 0)
-            continue;
-        if (e->poison && strcmp(name, e->poison) == 0)
-            bufs[i][0] = (ag_real)e->poison_value;
-        if (e->reshape && strcmp(name, e->reshape) == 0) {
-            int two[2] = {2, (int)(size / 2)};
-            ag_st_add(w, name, 2, two, bufs[i]);
-        } else {
-            ag_st_add(w, name, nd, shape, bufs[i]);
-        }
-    }
-    for (size_t i = 0; i < ag_st_meta_count(f); i++) {
-        const char *key = ag_st_meta_key(f, i);
-        if (e->key && strcmp(key, e->key) == 0) {
-            if (e->value)
-                ag_st_add_meta(w, key, e->value);
-        } else {
-            ag_st_add_meta(w, key, ag_st_meta(f, key));
-        }
-    }
-    ck_assert_msg(ag_st_save(w, dst, err, sizeof(err)) == AG_OK, "%s", err);
-    ag_st_writer_free(w);
-    for (size_t i = 0; i < n; i++)
-        free(bufs[i]);
-    free(bufs);
-    ag_st_free(f);
-}
-
 typedef struct load_case {
     const char *what;
-    edit e;
+    st_edit e;
     int truncate;          /* keep only this many bytes (0: the whole file) */
     const char *fragment;  /* after "<checkpoint>: " */
 } load_case;
@@ -468,7 +411,7 @@ START_TEST(test_load_bad_checkpoint)
     if (c->truncate)
         truncate_copy(good, ck, (size_t)c->truncate);
     else
-        rewrite(good, ck, &c->e);
+        st_rewrite(good, ck, &c->e);
     remove(good);
     cli_write_file(save, PREVIOUS, strlen(PREVIOUS));
     cli_write_file(log, PREVIOUS, strlen(PREVIOUS));

@@ -6,7 +6,8 @@
  *   line starts with `$ attograd` is a doc test. Every line that starts with
  *   `$ ` is a command; the lines after it, up to the next `$ ` line or the
  *   end of the block, are its expected output.
- * - A command runs with /bin/sh in a new empty directory, with the attograd
+ * - A command runs with /bin/sh in a new directory, empty but for a link
+ *   `examples` to the repository's examples/ (its texts), with the attograd
  *   under test (AG_BIN) first on PATH, stdout and stderr together. The shell
  *   must exit 0: show a failure as `attograd ... ; echo "exit status $?"`.
  * - A line that is exactly `...` matches any number of lines (an excerpt).
@@ -17,6 +18,9 @@
  *   a block whose info string has the word `float-only` is run but not
  *   compared. `masked` in the info string masks numbers in every build (for
  *   numbers that are rounding noise, such as a gradient check's errors).
+ * - `needs-PROGRAM` in the info string (`needs-dot`, `needs-gnuplot`): the
+ *   block draws a picture with an optional program; where it is not on PATH
+ *   the block's commands are not run.
  *
  * AG_DOCS names the directory of markdown files (default: docs).
  */
@@ -211,6 +215,7 @@ typedef struct doc_cmd {
     char *cmd;
     lines want;
     int float_only, masked;
+    char needs[64];    /* a program the command needs (needs-PROGRAM), or "" */
 } doc_cmd;
 
 static doc_cmd *cmds;
@@ -231,6 +236,9 @@ static doc_cmd *add_cmd(const char *file, int line, const char *cmd, const char 
     strcpy(c->cmd, cmd);
     c->float_only = strstr(info, "float-only") != NULL;
     c->masked = strstr(info, "masked") != NULL;
+    const char *needs = strstr(info, "needs-");
+    if (needs)
+        snprintf(c->needs, sizeof(c->needs), "%.*s", (int)strcspn(needs + 6, " \t"), needs + 6);
     return c;
 }
 
@@ -323,6 +331,14 @@ static char *run_doc_cmd(const char *cmd, int *status)
     *slash = '\0';
     char tmp[256];
     cli_tmpdir(tmp, sizeof(tmp));
+    /* the shipped example texts, as from the repository's root:
+     * `attograd train --task text --text examples/mill.txt` */
+    char cwd[PATH_MAX], examples[PATH_MAX + 16], link[PATH_MAX];
+    if (access("examples", F_OK) == 0 && getcwd(cwd, sizeof(cwd))) {
+        snprintf(examples, sizeof(examples), "%s/examples", cwd);
+        snprintf(link, sizeof(link), "%s/examples", tmp);
+        ck_assert_int_eq(symlink(examples, link), 0);
+    }
     ck_assert_msg(!strchr(real, '\''), "AG_BIN's path has a quote: %s", real);
     size_t len = strlen(cmd) + strlen(real) + strlen(tmp) + 64;
     char *sh = malloc(len);
@@ -364,6 +380,8 @@ START_TEST(test_doc_command)
 {
     ck_assert_msg(n_cmds > 0, "no doc tests found: %s", docs_error[0] ? docs_error : "no blocks");
     const doc_cmd *c = &cmds[_i];
+    if (c->needs[0] && !cli_have(c->needs))
+        return;   /* an optional program this machine lacks */
     int status, skip;
     int how = compare_mode(c, &skip);
     char *out = run_doc_cmd(c->cmd, &status);

@@ -3,10 +3,13 @@
  * against values computed here independently (in double, to 4 decimals):
  * softmax's probabilities, Jacobian and input gradient; the attention
  * story's first forward (the seed's weights), its gradient check with and
- * without the injected bug, and its --dot graph. Also ag_tape_entry_info,
- * the read-only view of the tape the story is told from.
+ * without the injected bug, its --dot graph and --png picture; softmax with
+ * masked (-inf) logits; the positional encodings of `explain posenc`. Also
+ * ag_tape_entry_info and ag_tape_dot, the read-only views of the tape the
+ * story is told from and drawn with.
  */
 #include "test_util.h"
+#include "cli_run.h"
 #include "cmd_run.h"
 
 #include <dirent.h>
@@ -24,6 +27,24 @@ static void format_row(char *buf, size_t len, const double *v, int n)
 static void assert_has(const char *out, const char *what, const char *label)
 {
     ck_assert_msg(strstr(out, what), "%s: '%s' not in the output:\n%s", label, what, out);
+}
+
+/* Each of bad (n option strings) after `attograd explain TOPIC` is a usage
+ * error: exit status 2, a first line naming a flag, then the topic's usage. */
+static void assert_usage_errors(const char *topic, const char *const *bad, size_t n)
+{
+    char usage[64];
+    snprintf(usage, sizeof(usage), "\nusage: attograd explain %s", topic);
+    for (size_t i = 0; i < n; i++) {
+        int status;
+        char *out = cmd_run(&status, "'%s' explain %s %s 2>&1", cmd_bin(), topic, bad[i]);
+        ck_assert_msg(status == 2, "'%s' exited %d:\n%s", bad[i], status, out);
+        const char *nl = strstr(out, usage);
+        ck_assert_msg(nl, "'%s': no usage line:\n%s", bad[i], out);
+        const char *flag = strstr(out, "--");
+        ck_assert_msg(flag && flag < nl, "'%s': the message names no flag:\n%s", bad[i], out);
+        free(out);
+    }
 }
 
 /* ---- explain softmax ---- */
@@ -77,16 +98,45 @@ START_TEST(test_softmax_bad_lists)
         "--logits ' 1'",      "--logits 1e999",        "--logits 1,2 --upstream 1",
         "--logits 1,nan",     "--upstream 1,2",        "--logits",        "--logits 1 --decimals 2",
         "--logits 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+        "--logits 1,inf",     "--logits 1,+inf",       "--logits 1,-INF", "--logits 1,2 --upstream 1,-inf",
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        int status;
-        char *out = cmd_run(&status, "'%s' explain softmax %s 2>&1", cmd_bin(), bad[i]);
-        ck_assert_msg(status == 2, "'%s' exited %d:\n%s", bad[i], status, out);
-        ck_assert_msg(strstr(out, "usage: attograd explain softmax"), "'%s': no usage line", bad[i]);
-        ck_assert_msg(strstr(out, "--logits") || strstr(out, "--upstream") || strstr(out, "--decimals"),
-                      "'%s': the message names no flag:\n%s", bad[i], out);
-        free(out);
-    }
+    assert_usage_errors("softmax", bad, sizeof(bad) / sizeof(bad[0]));
+}
+END_TEST
+
+/* Masked logits: weight exactly 0 and gradient exactly 0 there; a fully
+ * masked row attends to nothing, without a NaN anywhere. */
+START_TEST(test_softmax_masked)
+{
+    int status;
+    char *out = cmd_run(&status, "'%s' explain softmax --logits 1,2,-inf --upstream 0.5,-1,0.25",
+                        cmd_bin());
+    ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
+    /* softmax(1, 2) = (0.2689, 0.7311); dL/dz = s * (g - <g, s>) with <g, s> = -0.5966 */
+    double s0 = 1 / (1 + exp(1.0)), s1 = 1 - s0, dot = 0.5 * s0 - s1;
+    double s[3] = {s0, s1, 0}, dz[3] = {s0 * (0.5 - dot), s1 * (-1 - dot), 0};
+    char buf[128], want[160];
+    format_row(buf, sizeof(buf), s, 3);
+    snprintf(want, sizeof(want), "  s            %s\n", buf);
+    assert_has(out, want, "probabilities");
+    format_row(buf, sizeof(buf), dz, 3);
+    snprintf(want, sizeof(want), "  attograd     %s\n", buf);
+    assert_has(out, want, "library's gradient");
+    assert_has(out, "exp(-inf) = 0: a masked entry gets weight exactly 0", "masked forward");
+    assert_has(out, "no gradient reaches a masked score", "masked backward");
+    assert_has(out, "dL/dz_2: finite difference 0.0000, backward 0.0000  agree", "check");
+    ck_assert_ptr_null(strstr(out, "nan"));
+    ck_assert_ptr_null(strstr(out, "-0.0000"));
+    free(out);
+
+    out = cmd_run(&status, "'%s' explain softmax --logits -inf,-inf,-inf --upstream 0.5,-1,0.25",
+                  cmd_bin());
+    ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
+    assert_has(out, "the row is fully masked", "explanation");
+    assert_has(out, "  s            [ 0.0000  0.0000  0.0000]\n", "zero weights");
+    assert_has(out, "  attograd     [ 0.0000  0.0000  0.0000]\n", "zero gradient");
+    ck_assert_ptr_null(strstr(out, "nan"));
+    free(out);
 }
 END_TEST
 
@@ -165,8 +215,12 @@ START_TEST(test_attention_dot)
     text[n] = '\0';
     ck_assert_msg(strncmp(text, "digraph", 7) == 0, "does not start with digraph:\n%s", text);
     ck_assert_msg(n >= 2 && strcmp(text + n - 2, "}\n") == 0, "unfinished graph");
-    assert_has(text, "label=\"wq\\n[2x2]\"", "a parameter node");
-    assert_has(text, "[label=\"softmax\"]", "an op edge");
+    /* a parameter: its name, shape, values and gradient, highlighted */
+    assert_has(text, "label=\"{wq [2x2]|{data\\l\\ \\ \\ 1.0000", "a parameter node");
+    assert_has(text, "fillcolor=\"#ffe9a8\"", "parameters highlighted");
+    assert_has(text, "label=\"softmax\"];", "an op node");
+    assert_has(text, "|grad\\l", "gradients drawn");
+    assert_has(text, "|no gradient\\l", "data without a gradient");
     /* only the file itself is left (the temporary was renamed) */
     DIR *d = opendir(dir);
     ck_assert_ptr_nonnull(d);
@@ -180,26 +234,49 @@ START_TEST(test_attention_dot)
 }
 END_TEST
 
+/* --png: drawn by Graphviz's dot when it is installed; without it, one
+ * message and exit 1 before anything is written. */
+START_TEST(test_attention_png)
+{
+    char dir[256], bin[512], png[512], dot[512], listing[1024];
+    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));
+    cli_path(png, sizeof(png), dir, "tape.png");
+    cli_path(dot, sizeof(dot), dir, "tape.dot");
+    const char *argv[] = {cli_bin(), "explain", "attention", "--dot", dot, "--png", png, NULL};
+    cli_proc p = cli_run_argv(argv, bin);
+    cli_assert_status(&p, 1);
+    ck_assert_str_eq(p.out, "");
+    ck_assert_str_eq(p.err, "attograd explain: Graphviz's dot is not installed, so no picture "
+                            "(apt-get install graphviz)\n");
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
+    cli_proc_free(&p);
+
+    if (cli_have("dot")) {
+        p = cli_run("explain", "attention", "--png", png, NULL);
+        /* the picture alone is left: no temporary graph or image */
+        cli_assert_picture(&p, "The tape as a picture: ", png, dir, "bin tape.png");
+        cli_proc_free(&p);
+    }
+    cli_rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_attention_errors)
 {
     int status;
     char *out = cmd_run(&status, "'%s' explain attention --dot /nonexistent-dir/t.dot 2>&1", cmd_bin());
     ck_assert_int_eq(status, 1);
-    assert_has(out, "/nonexistent-dir/t.dot: cannot create a temporary file", "runtime message");
+    assert_has(out, "/nonexistent-dir/t.dot: cannot write there", "runtime message");
     ck_assert_msg(strncmp(out, "attograd explain:", 17) == 0, "one message, before any story:\n%s", out);
     free(out);
     static const char *const bad[] = {
-        "--lr 0", "--lr x", "--lr", "--inject-bug matmul", "--dot ''", "--verbose",
+        "--lr 0", "--lr x", "--lr", "--inject-bug matmul", "--dot ''", "--verbose", "--png ''",
+        "--png", "--dot a.dot --png a.dot",
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        out = cmd_run(&status, "'%s' explain attention %s 2>&1", cmd_bin(), bad[i]);
-        ck_assert_msg(status == 2, "'%s' exited %d", bad[i], status);
-        ck_assert_msg(strstr(out, "usage: attograd explain attention"), "'%s': no usage", bad[i]);
-        free(out);
-    }
+    assert_usage_errors("attention", bad, sizeof(bad) / sizeof(bad[0]));
     out = cmd_run(&status, "'%s' explain nothing 2>&1", cmd_bin());
     ck_assert_int_eq(status, 2);
-    assert_has(out, "unknown topic 'nothing' (softmax, attention)", "topics");
+    assert_has(out, "unknown topic 'nothing' (softmax, attention, posenc, layernorm)", "topics");
     free(out);
     out = cmd_run(&status, "'%s' explain attention --help", cmd_bin());
     ck_assert_int_eq(status, 0);
@@ -250,6 +327,162 @@ START_TEST(test_entry_info)
 }
 END_TEST
 
+/* ---- ag_tape_dot ---- */
+
+START_TEST(test_tape_dot)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *w = ag_param_new(2, (int[]){2, 2});
+    w->data[0] = 2;
+    w->data[3] = -1.5;
+    ag_tensor *x = ag_tensor_from(tape, 2, (int[]){1, 2}, (ag_real[]){1, 3});
+    ag_tensor *y = ag_scale(tape, ag_matmul(tape, x, w), 0.5);
+    ag_tensor *loss = ag_sum(tape, y);
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    const ag_tensor_name names[] = {{w, "w"}, {x, "x"}, {loss, "loss"}};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(ag_tape_dot(tape, f, names, 3, "a \"quoted\" title"), AG_OK);
+    fclose(f);
+    ck_assert_msg(strncmp(text, "digraph tape {\n  label=\"a \\\"quoted\\\" title\";", 44) == 0,
+                  "title:\n%s", text);
+    /* w: named, its values, its gradient x^T * 0.5 = [[0.5 0.5] [1.5 1.5]] */
+    assert_has(text, "t1 [shape=record, label=\"{w [2x2]|{data\\l\\ \\ \\ 2.0000\\ \\ \\ 0.0000\\l"
+               "\\ \\ \\ 0.0000\\ \\ -1.5000\\l|grad\\l\\ \\ \\ 0.5000\\ \\ \\ 0.5000\\l"
+               "\\ \\ \\ 1.5000\\ \\ \\ 1.5000\\l}}\", style=filled", "w's node");
+    assert_has(text, "label=\"{x [1x2]|{data", "x's node");
+    assert_has(text, "|no gradient\\l}}\", style=filled, fillcolor=\"#eeeeee\"", "x has no gradient");
+    assert_has(text, "label=\"{t2 [1x2]|", "an unnamed tensor");
+    assert_has(text, "e2 [shape=ellipse, fontname=\"Helvetica\", label=\"scale 0.5\"];", "scale's factor");
+    assert_has(text, "  t0 -> e1 [label=\"a\"];\n  t1 -> e1 [label=\"b\"];\n  e1 -> t2;\n", "matmul's edges");
+    assert_has(text, "e3 -> t4;\n}\n", "the end");
+    ck_assert_ptr_null(strstr(text, "e0 "));   /* a leaf is its tensor alone */
+    free(text);
+
+    /* a big tensor shows its first rows and columns only */
+    ag_tensor *big = ag_tensor_new(tape, 2, (int[]){5, 6});
+    ag_sum(tape, big);
+    text = NULL;
+    f = open_memstream(&text, &len);
+    ck_assert_int_eq(ag_tape_dot(tape, f, NULL, 0, NULL), AG_OK);
+    fclose(f);
+    assert_has(text, "label=\"attograd tape\"", "the default title");
+    assert_has(text, "\\ ...\\l\\ ...\\l|no gradient", "rows and columns cut");
+    free(text);
+
+    ck_assert_int_eq(ag_tape_dot(NULL, stdout, NULL, 0, NULL), AG_ERR_ARG);
+    ck_assert_int_eq(ag_tape_dot(tape, NULL, NULL, 0, NULL), AG_ERR_ARG);
+    ck_assert_int_eq(ag_tape_dot(tape, stdout, NULL, 2, NULL), AG_ERR_ARG);
+    ag_param_free(w);
+    ag_tape_free(tape);
+}
+END_TEST
+
+/* ---- explain posenc ---- */
+
+START_TEST(test_posenc_sinusoidal)
+{
+    int status;
+    char *out = cmd_run(&status, "'%s' explain posenc --seq 4 --dim 4", cmd_bin());
+    ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
+    /* PE[t] = (sin t, cos t, sin(t/100), cos(t/100)) for d = 4 */
+    for (int t = 0; t < 4; t++) {
+        char want[128];
+        snprintf(want, sizeof(want), "\n     %d %6.2f %6.2f %6.2f %6.2f\n", t, sin(t) + 0.0,
+                 cos(t), sin(t / 100.0) + 0.0, cos(t / 100.0));
+        assert_has(out, want, "a row of PE");
+    }
+    /* cosine similarity = (cos(t-u) + cos((t-u)/100)) / 2: constant diagonals */
+    double s1 = (cos(1.0) + cos(0.01)) / 2, s2 = (cos(2.0) + cos(0.02)) / 2;
+    char want[128];
+    snprintf(want, sizeof(want), "\n     1  %6.2f %6.2f %6.2f %6.2f\n", s1, 1.0, s1, s2);
+    assert_has(out, want, "a row of the similarity");
+    assert_has(out, "depends\nonly on the distance t - u", "the point");
+    free(out);
+    /* wider than is printed: the first 8 columns and 12 positions, then "..." */
+    out = cmd_run(&status, "'%s' explain posenc --seq 20 --dim 10", cmd_bin());
+    ck_assert_int_eq(status, 0);
+    assert_has(out, "columns 0..7 of 10", "columns cut");
+    assert_has(out, "  ... (8 more)\n", "rows cut");
+    free(out);
+}
+END_TEST
+
+START_TEST(test_posenc_learned)
+{
+    char dir[256], ckpt[512], plain[512];
+    cli_tmpdir(dir, sizeof(dir));
+    cli_path(ckpt, sizeof(ckpt), dir, "rev.safetensors");
+    cli_path(plain, sizeof(plain), dir, "sin.safetensors");
+    cli_proc p = cli_run("train", "--task", "reverse", "--posenc", "learned", "--steps", "5",
+                         "--quiet", "--save", ckpt, NULL);
+    cli_assert_status(&p, 0);
+    cli_proc_free(&p);
+    p = cli_run("explain", "posenc", "--load", ckpt, NULL);
+    cli_assert_status(&p, 0);
+    cli_assert_has(p.out, "The learned positional encoding 'pos' of ");
+    cli_assert_has(p.out, ": 6 positions of width 32.");
+    cli_assert_has(p.out, "columns 0..7 of 32");
+    cli_assert_has(p.out, "\n     5    ");   /* the last of 6 rows */
+    cli_proc_free(&p);
+    /* a checkpoint without learned positions, a missing file: exit 1, one line */
+    p = cli_run("train", "--task", "reverse", "--steps", "1", "--quiet", "--save", plain, NULL);
+    cli_assert_status(&p, 0);
+    cli_proc_free(&p);
+    p = cli_run("explain", "posenc", "--load", plain, NULL);
+    cli_assert_status(&p, 1);
+    cli_assert_has(p.err, "has no tensor 'pos'");
+    ck_assert_str_eq(p.out, "");
+    cli_proc_free(&p);
+    cli_path(plain, sizeof(plain), dir, "missing.safetensors");
+    p = cli_run("explain", "posenc", "--load", plain, NULL);
+    cli_assert_status(&p, 1);
+    ck_assert_str_eq(p.out, "");
+    cli_proc_free(&p);
+    cli_rmdir(dir);
+}
+END_TEST
+
+/* --plot: drawn by gnuplot when it is installed; without it, exit 1 and a
+ * message, nothing written. */
+START_TEST(test_posenc_plot)
+{
+    char dir[256], bin[512], png[512], listing[1024];
+    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));
+    cli_path(png, sizeof(png), dir, "pe.png");
+    const char *argv[] = {cli_bin(), "explain", "posenc", "--plot", png, NULL};
+    cli_proc p = cli_run_argv(argv, bin);
+    cli_assert_status(&p, 1);
+    ck_assert_str_eq(p.out, "");
+    cli_assert_has(p.err, "gnuplot is not installed, so no plot");
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
+    cli_proc_free(&p);
+    if (cli_have("gnuplot")) {
+        p = cli_run("explain", "posenc", "--seq", "16", "--plot", png, NULL);
+        cli_assert_picture(&p, "plot: ", png, dir, "bin pe.png");
+        cli_proc_free(&p);
+    }
+    cli_rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_posenc_usage)
+{
+    static const char *const bad[] = {
+        "--seq 0", "--seq 1025", "--dim 0", "--dim x", "--plot ''", "--load ''",
+        "--load a --seq 4", "--load a --plot a", "--bogus", "--seq",
+    };
+    assert_usage_errors("posenc", bad, sizeof(bad) / sizeof(bad[0]));
+    int status;
+    char *out = cmd_run(&status, "'%s' explain posenc --help", cmd_bin());
+    ck_assert_int_eq(status, 0);
+    assert_has(out, "--plot FILE.png", "help");
+    free(out);
+}
+END_TEST
+
 Suite *suite_explain(void)
 {
     Suite *s = suite_create("explain");
@@ -257,16 +490,26 @@ Suite *suite_explain(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_softmax_numbers);
     tcase_add_test(tc, test_softmax_bad_lists);
+    tcase_add_test(tc, test_softmax_masked);
     suite_add_tcase(s, tc);
     tc = tcase_create("attention");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_attention_first_forward);
     tcase_add_test(tc, test_attention_injected_bug);
     tcase_add_test(tc, test_attention_dot);
+    tcase_add_test(tc, test_attention_png);
     tcase_add_test(tc, test_attention_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("tape view");
     tcase_add_test(tc, test_entry_info);
+    tcase_add_test(tc, test_tape_dot);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("posenc");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_posenc_sinusoidal);
+    tcase_add_test(tc, test_posenc_learned);
+    tcase_add_test(tc, test_posenc_plot);
+    tcase_add_test(tc, test_posenc_usage);
     suite_add_tcase(s, tc);
     return s;
 }

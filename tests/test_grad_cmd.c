@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-/* loss = mean((attention(x) - y)^2), DESIGN.md's math, in double. out and
- * attn (either may be NULL) receive (B,T,d) and (B,H,T,T). */
+/* loss = mean((attention(x) - y)^2), the layer's math (docs/attention-layer.md),
+ * in double. out and attn (either may be NULL) receive (B,T,d) and (B,H,T,T). */
 static double reference(const double *x, const double *y, const double *const w[4], int B, int T,
                         int d, int H, int causal, double *out, double *attn)
 {

@@ -1,7 +1,7 @@
 /*
- * test_heads.c - split_heads and merge_heads: the column layout DESIGN.md
- * fixes (head h = columns h*dh .. h*dh+dh-1), the round trip, gradients and
- * shape errors.
+ * test_heads.c - split_heads and merge_heads: the column layout that
+ * docs/attention-layer.md fixes (head h = columns h*dh .. h*dh+dh-1), the
+ * round trip, gradients and shape errors.
  */
 #include "test_util.h"
 

@@ -154,9 +154,7 @@ END_TEST
 START_TEST(test_plot_without_gnuplot)
 {
     char dir[256], bin[512], png[512], listing[1024];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(bin, sizeof(bin), dir, "bin");   /* an empty directory: PATH has no gnuplot */
-    ck_assert_int_eq(mkdir(bin, 0700), 0);
+    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
     cli_path(png, sizeof(png), dir, "loss.png");
     const char *argv[] = {cli_bin(), "train", "--steps", "10", "--quiet", "--plot", png, NULL};
     cli_proc p = cli_run_argv(argv, bin);
@@ -166,6 +164,31 @@ START_TEST(test_plot_without_gnuplot)
     cli_assert_has(p.err, "gnuplot is not installed, so no plot");
     ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
     cli_proc_free(&p);
+    cli_rmdir(dir);
+}
+END_TEST
+
+/* --plot-heads: one heatmap per head with gnuplot; without gnuplot the same
+ * one line as --plot, and the run still succeeds. */
+START_TEST(test_plot_heads)
+{
+    char dir[256], bin[512], png[512], listing[1024];
+    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
+    cli_path(png, sizeof(png), dir, "heads.png");
+    const char *argv[] = {cli_bin(), "train", "--task", "lookup2", "--steps", "10", "--quiet",
+                          "--plot-heads", png, NULL};
+    cli_proc p = cli_run_argv(argv, bin);
+    cli_assert_status(&p, 0);
+    assert_result_line(p.out, "lookup2", 10);
+    cli_assert_has(p.err, "gnuplot is not installed, so no plot");
+    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
+    cli_proc_free(&p);
+    if (cli_have("gnuplot")) {
+        p = cli_run("train", "--task", "lookup2", "--steps", "10", "--plot-heads", png, NULL);
+        cli_assert_picture(&p, "\nplot: ", png, dir, "bin heads.png");
+        cli_assert_has(p.out, "head 2:");   /* the text heatmaps are there too */
+        cli_proc_free(&p);
+    }
     cli_rmdir(dir);
 }
 END_TEST
@@ -229,32 +252,6 @@ END_TEST
 
 /* ---- Ctrl-C and resuming ---- */
 
-/* Start a long run, wait until stdout shows `until` (a fragment), then send
- * sig; returns the finished child. A child that never gets there is killed
- * rather than left running (and dies with this test if the test dies). */
-static cli_proc interrupt_run(const char *const *args, const char *until, int sig)
-{
-    const char *argv[CLI_MAX_ARGS + 2];
-    int n = 0;
-    argv[n++] = cli_bin();
-    for (int k = 0; args[k]; k++)
-        argv[n++] = args[k];
-    argv[n] = NULL;
-    cli_proc p = cli_spawn(argv, NULL);
-    int polls = 0;
-    while (!strstr(p.out, until)) {
-        /* a safety net only: 600 polls of 100 ms, never a measurement */
-        if (!cli_pump(&p, 100) || ++polls > 600) {
-            kill(p.pid, SIGKILL);
-            cli_wait(&p);
-            ck_abort_msg("the run did not print '%s':\n%s%s", until, p.out, p.err);
-        }
-    }
-    ck_assert_int_eq(kill(p.pid, sig), 0);
-    cli_wait(&p);
-    return p;
-}
-
 START_TEST(test_ctrl_c_saves)
 {
     char dir[256], ck[512], log[512], listing[1024], want[600];
@@ -262,7 +259,7 @@ START_TEST(test_ctrl_c_saves)
     cli_path(ck, sizeof(ck), dir, "c.safetensors");
     cli_path(log, sizeof(log), dir, "l.csv");
     const char *args[] = {"train", "--steps", "1000000", "--save", ck, "--log", log, NULL};
-    cli_proc p = interrupt_run(args, "\n", SIGINT);   /* its first line */
+    cli_proc p = cli_interrupt(args, "\n", SIGINT);   /* its first line */
     cli_assert_status(&p, 130);
     long step = checkpoint_step(ck);
     snprintf(want, sizeof(want), "attograd train: interrupted after step %ld\n", step);
@@ -295,7 +292,7 @@ START_TEST(test_sigterm_saves)
     cli_tmpdir(dir, sizeof(dir));
     cli_path(ck, sizeof(ck), dir, "c.safetensors");
     const char *args[] = {"train", "--steps", "1000000", "--eval-every", "5", "--save", ck, NULL};
-    cli_proc p = interrupt_run(args, "\nstep 5 ", sigs[_i]);
+    cli_proc p = cli_interrupt(args, "\nstep 5 ", sigs[_i]);
     cli_assert_status(&p, 128 + sigs[_i]);
     cli_assert_has(p.err, names[_i]);
     long step = checkpoint_step(ck);
@@ -355,7 +352,7 @@ START_TEST(test_resume_after_ctrl_c)
     cli_path(ck, sizeof(ck), dir, "c.safetensors");
     const char *args[] = {"train", "--task", "reverse", "--seed", "4", "--eval-every", "5",
                           "--steps", "1000000", "--save", ck, "--log", b1, NULL};
-    cli_proc p = interrupt_run(args, "\nstep 5 ", SIGINT);
+    cli_proc p = cli_interrupt(args, "\nstep 5 ", SIGINT);
     cli_assert_status(&p, 130);
     cli_proc_free(&p);
     long k = checkpoint_step(ck);
@@ -392,6 +389,7 @@ Suite *suite_train(void)
     tcase_add_test(tc, test_deterministic_logs);
     tcase_add_test(tc, test_result_line_last);
     tcase_add_test(tc, test_plot_without_gnuplot);
+    tcase_add_test(tc, test_plot_heads);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_set_timeout(tc, 300);

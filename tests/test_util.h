@@ -11,6 +11,8 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef AG_REAL_DOUBLE
 #define AG_TEST_TOL 1e-12   /* forward values computed two ways */
@@ -82,6 +84,76 @@ static inline void test_expect_error(ag_tape *tape, ag_status status, const char
                   ag_status_name(ag_tape_status(tape)), ag_status_name(status), ag_tape_error(tape));
     ck_assert_str_eq(ag_tape_error(tape), message);
     ag_tape_reset(tape);
+}
+
+/* For test_wrong_backward_caught: the op's own build, and the descriptor
+ * put on its last entry (NULL: left alone). */
+typedef struct test_wrong_op {
+    ag_build_fn build;
+    void *ctx;
+    const ag_op *wrong;
+} test_wrong_op;
+
+static inline ag_tensor *test_build_wrong(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    const test_wrong_op *w = ctx;
+    ag_tensor *y = w->build(tape, in, w->ctx);
+    if (y && w->wrong)
+        tape->entries[tape->n_entries - 1].op = w->wrong;
+    return y;
+}
+
+/* Prove that the gradient check can fail: build(x) (one input, ctx) with its
+ * last entry's backward swapped for wrong's (a deliberately wrong formula,
+ * written in the test) must fail ag_gradcheck by far, and pass unswapped. */
+static inline void test_wrong_backward_caught(ag_build_fn build, void *ctx, const ag_op *wrong,
+                                              ag_tensor *x)
+{
+    test_wrong_op w = {build, ctx, wrong};
+    ag_gradcheck_result r;
+    char err[256];
+    ck_assert_msg(ag_gradcheck(test_build_wrong, &w, &x, 1, NULL, &r, err, sizeof(err)) == AG_OK,
+                  "%s", err);
+    ck_assert_msg(!r.passed && r.max_rel > 10 * r.tolerance,
+                  "the wrong backward passed (max rel %g)", r.max_rel);
+    w.wrong = NULL;
+    ck_assert_msg(ag_gradcheck(test_build_wrong, &w, &x, 1, NULL, &r, err, sizeof(err)) == AG_OK,
+                  "%s", err);
+    ck_assert_msg(r.passed, "the right backward failed (max rel %g)", r.max_rel);
+}
+
+/* build(in) and its backward, L = sum(y * g) with fixed random g, on 1 and
+ * on 2 threads: the output and every input's gradient must be the same bits
+ * (inputs are parameters; their gradients are zeroed first). */
+static inline void test_same_bits_any_threads(ag_build_fn build, void *ctx, ag_tensor *const *in, int n)
+{
+    ag_real *keep[2] = {NULL, NULL};
+    size_t size = 0;
+    for (int t = 1; t <= 2; t++) {
+        ag_set_threads(t);
+        ag_zero_grad(in, (size_t)n);
+        ag_tape *tape = ag_tape_new();
+        ag_tensor *y = build(tape, in, ctx);
+        ck_assert_msg(y != NULL, "%s", ag_tape_error(tape));
+        ag_tensor *g = ag_tensor_new(tape, y->ndim, y->shape);
+        ag_rng rng = ag_rng_new(9);
+        ag_fill_normal(g, &rng, 0, 1);
+        ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_mul(tape, y, g))), AG_OK);
+        size = y->size;
+        for (int k = 0; k < n; k++)
+            size += in[k]->size;
+        ag_real *dst = keep[t - 1] = malloc(size * sizeof(ag_real));
+        ck_assert_ptr_nonnull(dst);
+        memcpy(dst, y->data, y->size * sizeof(ag_real));
+        dst += y->size;
+        for (int k = 0; k < n; k++, dst += in[k - 1]->size)
+            memcpy(dst, in[k]->grad, in[k]->size * sizeof(ag_real));
+        ag_tape_free(tape);
+    }
+    ag_set_threads(1);
+    ck_assert_msg(memcmp(keep[0], keep[1], size * sizeof(ag_real)) == 0, "1 and 2 threads differ");
+    free(keep[0]);
+    free(keep[1]);
 }
 
 #endif /* AG_TEST_UTIL_H */

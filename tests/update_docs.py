@@ -13,12 +13,14 @@ alone and reported when it no longer matches, for you to edit by hand.
 The doc-test convention itself is in docs/README.md and tests/test_docs.c,
 which `make check` runs.
 
-Commands run as in the test: /bin/sh in an empty temporary directory, the
+Commands run as in the test: /bin/sh in a temporary directory that holds
+only a link `examples` to the repository's examples/, the
 float build's attograd first on PATH, stdout and stderr together.
 """
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +32,7 @@ def run(cmd):
     bindir = os.path.dirname(os.path.abspath(BIN))
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     with tempfile.TemporaryDirectory(prefix="ag_doc_") as tmp:
+        os.symlink(os.path.abspath("examples"), os.path.join(tmp, "examples"))
         p = subprocess.run(["/bin/sh", "-c", "{ %s\n} 2>&1" % cmd], cwd=tmp, env=env,
                            stdout=subprocess.PIPE, check=False)
     out = p.stdout.decode()
@@ -64,6 +67,10 @@ def update(path):
         i += 1
         if not line.startswith("```console") or i >= len(lines) or \
                 not lines[i].startswith("$ attograd"):
+            continue
+        needs = re.search(r"needs-(\S+)", line)
+        if needs and not shutil.which(needs.group(1)):
+            print("%s: skipped a block that needs %s (not installed)" % (path, needs.group(1)))
             continue
         while i < len(lines) and not lines[i].startswith("```"):
             cmd = lines[i][2:]

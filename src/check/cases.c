@@ -7,6 +7,7 @@
  */
 #include "../core/internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +16,10 @@ typedef struct gc_row {
     const char *name;         /* the row's label */
     ag_build_fn build;        /* build(tape, inputs, setup) */
     int n_in;                 /* random inputs, named by names (layer rows: 0) */
-    const char *names[2];
-    int ndim[2];
-    int shape[2][AG_MAX_DIMS];
+    const char *names[3];
+    int ndim[3];
+    int shape[3][AG_MAX_DIMS];
+    double gap;               /* inputs are moved at least this far from 0 (relu's kink) */
     /* layer rows */
     int heads, causal;
     ag_posenc_kind posenc;
@@ -38,6 +40,9 @@ BUILD(b_matmul_bt, ag_matmul_bt(t, in[0], in[1]))
 BUILD(b_transpose, ag_transpose(t, in[0]))
 BUILD(b_scale, ag_scale(t, in[0], -0.7))
 BUILD(b_softmax, ag_softmax(t, in[0]))
+/* a plain sum instead of random weights: it tests only the upstream gradient
+ * g = (1, ..., 1), where the true dL/dz is 0 (see docs/softmax-backprop.md) */
+BUILD(b_softmax_sum, ag_sum(t, ag_softmax(t, in[0])))
 BUILD(b_causal_softmax, ag_softmax(t, ag_causal_mask(t, in[0])))
 BUILD(b_add, ag_add(t, in[0], in[1]))
 BUILD(b_mul, ag_mul(t, in[0], in[1]))
@@ -49,6 +54,12 @@ BUILD(b_merge, ag_merge_heads(t, in[0]))
 BUILD(b_reshape, ag_reshape(t, in[0], 2, (const int[]){6, 4}))
 BUILD(b_embedding, ag_embedding(t, in[0], ids23, 2, (const int[]){2, 3}))
 BUILD(b_cross_entropy, ag_cross_entropy(t, in[0], targets6, 6))
+BUILD(b_relu, ag_relu(t, in[0]))
+BUILD(b_gelu, ag_gelu(t, in[0]))
+BUILD(b_dropout, ag_dropout(t, in[0], 0.3, &(ag_rng){7}))   /* the same mask on every pass */
+BUILD(b_layernorm, ag_layernorm(t, in[0], NULL, NULL))
+BUILD(b_layernorm_w, ag_layernorm(t, in[0], in[1], NULL))
+BUILD(b_layernorm_wb, ag_layernorm(t, in[0], in[1], in[2]))
 #undef BUILD
 
 /* in: x (B,T,d), then the layer's wq, wk, wv, wo, then pos when learned */
@@ -58,12 +69,14 @@ static ag_tensor *b_layer(ag_tape *t, ag_tensor *const *in, void *setup)
     return ag_attention_forward(t, s->att, ag_posenc_apply(t, s->pe, in[0]), NULL);
 }
 
-#define IN1(nm, n0, ...) 1, {nm, NULL}, {n0, 0}, {{__VA_ARGS__}, {0}}
-#define IN2(nm0, nm1, n0, n1, s0, s1) 2, {nm0, nm1}, {n0, n1}, {s0, s1}
+#define IN1_GAP(gap, nm, n0, ...) 1, {nm, NULL, NULL}, {n0, 0, 0}, {{__VA_ARGS__}, {0}, {0}}, gap
+#define IN1(nm, n0, ...) IN1_GAP(0, nm, n0, __VA_ARGS__)
+#define IN2(nm0, nm1, n0, n1, s0, s1) 2, {nm0, nm1, NULL}, {n0, n1, 0}, {s0, s1, {0}}, 0
+#define IN3(nm0, nm1, nm2, n0, n1, n2, s0, s1, s2) 3, {nm0, nm1, nm2}, {n0, n1, n2}, {s0, s1, s2}, 0
 #define S(...) {__VA_ARGS__}
-#define LAYER(name, h, causal, pe) {"attention", name, b_layer, 0, {NULL, NULL}, {0, 0}, {{0}}, h, causal, pe, 0}
+#define LAYER(name, h, causal, pe) {"attention", name, b_layer, 0, {NULL}, {0}, {{0}}, 0, h, causal, pe, 0}
 #define LAYER_OPS(name, h, causal) \
-    {"attention", name, b_layer, 0, {NULL, NULL}, {0, 0}, {{0}}, h, causal, AG_POSENC_NONE, 1}
+    {"attention", name, b_layer, 0, {NULL}, {0}, {{0}}, 0, h, causal, AG_POSENC_NONE, 1}
 
 static const gc_row rows[] = {
     {"matmul", "matmul 2-D", b_matmul, IN2("a", "b", 2, 2, S(3, 4), S(4, 5)), 0, 0, 0, 0},
@@ -76,6 +89,7 @@ static const gc_row rows[] = {
     {"softmax", "softmax", b_softmax, IN1("z", 2, 4, 5), 0, 0, 0, 0},
     {"softmax", "softmax 3-D", b_softmax, IN1("z", 3, 2, 3, 4), 0, 0, 0, 0},
     {"softmax", "softmax large (sampled)", b_softmax, IN1("z", 2, 8, 40), 0, 0, 0, 0},
+    {"softmax", "softmax through a plain sum", b_softmax_sum, IN1("z", 2, 4, 5), 0, 0, 0, 0},
     {"causal_mask", "causal_mask + softmax", b_causal_softmax, IN1("s", 3, 2, 4, 4), 0, 0, 0, 0},
     {"add", "add", b_add, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 3, 4)), 0, 0, 0, 0},
     {"add", "add broadcast", b_add, IN2("a", "b", 3, 1, S(2, 3, 4), S(4)), 0, 0, 0, 0},
@@ -89,6 +103,13 @@ static const gc_row rows[] = {
     {"merge_heads", "merge_heads", b_merge, IN1("x", 4, 2, 2, 3, 2), 0, 0, 0, 0},
     {"reshape", "reshape to [6x4]", b_reshape, IN1("a", 3, 2, 3, 4), 0, 0, 0, 0},
     {"embedding", "embedding (table)", b_embedding, IN1("table", 2, 5, 3), 0, 0, 0, 0},
+    {"relu", "relu", b_relu, IN1_GAP(0.1, "x", 3, 2, 3, 4), 0, 0, 0, 0},
+    {"gelu", "gelu", b_gelu, IN1("x", 3, 2, 3, 4), 0, 0, 0, 0},
+    {"dropout", "dropout p=0.3", b_dropout, IN1("x", 2, 4, 5), 0, 0, 0, 0},
+    {"layernorm", "layernorm", b_layernorm, IN1("x", 2, 4, 6), 0, 0, 0, 0},
+    {"layernorm", "layernorm weight", b_layernorm_w, IN2("x", "w", 3, 1, S(2, 3, 5), S(5)), 0, 0, 0, 0},
+    {"layernorm", "layernorm weight bias", b_layernorm_wb,
+     IN3("x", "w", "b", 3, 1, 1, S(2, 2, 20), S(20), S(20)), 0, 0, 0, 0},
     LAYER("attention H=1", 1, 0, AG_POSENC_NONE),
     LAYER("attention H=1 sinusoidal", 1, 0, AG_POSENC_SINUSOIDAL),
     LAYER("attention H=1 learned", 1, 0, AG_POSENC_LEARNED),
@@ -128,8 +149,8 @@ void ag_gradcheck_case_free(ag_case_setup *s)
 {
     if (!s)
         return;
-    ag_param_free(s->own[0]);
-    ag_param_free(s->own[1]);
+    for (int k = 0; k < 3; k++)
+        ag_param_free(s->own[k]);
     ag_attention_free(s->att);
     ag_posenc_free(s->pe);
     memset(s, 0, sizeof(*s));
@@ -184,7 +205,11 @@ ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, cha
             ag_gradcheck_case_free(s);
             return AG_ERR_NOMEM;
         }
-        ag_fill_normal(s->inputs[k], &rng, 0, 1);
+        ag_tensor *in = s->inputs[k];
+        ag_fill_normal(in, &rng, 0, 1);
+        for (size_t j = 0; j < in->size; j++)
+            if (fabs(in->data[j]) < r->gap)
+                in->data[j] += in->data[j] < 0 ? (ag_real)-r->gap : (ag_real)r->gap;
         s->names[k] = r->names[k];
     }
     s->n_inputs = r->n_in;

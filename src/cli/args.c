@@ -15,27 +15,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ag_cli_usage_error(const ag_command *cmd, const char *fmt, ...)
+/* "attograd NAME: MESSAGE" on stderr, one line: whatever the message quotes
+ * (a flag's value, a file name, an unknown command) has its control bytes
+ * escaped, and a message too long to read is cut in the middle, so that
+ * both the flag it starts with and the reason it ends with are shown. */
+int ag_cli_verror(const ag_command *cmd, const char *fmt, va_list ap)
 {
-    char msg[1024];
+    char small[1024], shown[1024];
+    char *msg = small;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    if (n >= (int)sizeof(small)) {
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            vsnprintf(big, (size_t)n + 1, fmt, again);
+            msg = big;
+        }
+    }
+    va_end(again);
+    fprintf(stderr, "attograd%s%s: %s\n", cmd ? " " : "", cmd ? cmd->name : "",
+            ag_io_show(msg, shown, sizeof(shown)));
+    if (msg != small)
+        free(msg);
+    return AG_EXIT_FAIL;
+}
+
+int ag_cli_error(const ag_command *cmd, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    ag_cli_verror(cmd, fmt, ap);
     va_end(ap);
-    /* the message quotes the user's argument: a tab or a newline in it is
-     * shown escaped, so the message stays one line */
-    fprintf(stderr, "attograd %s: ", cmd->name);
-    for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
-        if (*c == '\n')
-            fputs("\\n", stderr);
-        else if (*c == '\t')
-            fputs("\\t", stderr);
-        else if (*c < 0x20 || *c == 0x7f)
-            fprintf(stderr, "\\x%02x", *c);
-        else
-            fputc(*c, stderr);
-    }
-    fprintf(stderr, "\nusage: %s\nTry 'attograd %s --help' for more.\n", cmd->usage, cmd->name);
+    return AG_EXIT_FAIL;
+}
+
+int ag_cli_usage_error(const ag_command *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ag_cli_verror(cmd, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "usage: %s\nTry 'attograd %s --help' for more.\n", cmd->usage, cmd->name);
     return AG_EXIT_USAGE;
 }
 
@@ -99,31 +120,7 @@ int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char
 
 const char *ag_cli_quote(const char *s, char *buf, size_t len)
 {
-    size_t n = 0, i = 0;
-    if (len < 8) {
-        if (len)
-            buf[0] = '\0';
-        return buf;
-    }
-    for (; i < AG_CLI_QUOTE_MAX && s[i] && n + 5 < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\n' || c == '\t')
-            n += (size_t)snprintf(buf + n, len - n, "\\%c", c == '\n' ? 'n' : 't');
-        else if (c < 0x20 || c == 0x7f)
-            n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
-        else if (c == 0xc2 && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9f &&
-                 n + 9 < len)
-            /* a C1 control (U+0080..U+009F, e.g. CSI) drives terminals too */
-            n += (size_t)snprintf(buf + n, len - n, "\\xc2\\x%02x", (unsigned char)s[++i]);
-        else
-            buf[n++] = (char)c;
-    }
-    if (s[i] && n + 4 <= len) {
-        memcpy(buf + n, "...", 3);
-        n += 3;
-    }
-    buf[n] = '\0';
-    return buf;
+    return ag_io_show(s, buf, len);
 }
 
 /* ---- numbers: the whole string, nothing skipped ---- */
@@ -169,8 +166,11 @@ int ag_cli_parse_u64(const char *s, uint64_t *out)
 
 int ag_cli_parse_double(const char *s, double *out)
 {
-    /* "nan", "inf" and "infinity" do not start like a number: refused here */
-    if (!s || !starts_like_number(s))
+    /* "nan", "inf" and "infinity" do not start like a number: refused here;
+     * strtod would also take hexadecimal ("0x10", "0x1p-4"), but the flags
+     * and the files say decimal: only digits, a sign, a point and an
+     * exponent may appear */
+    if (!s || !starts_like_number(s) || s[strspn(s, "0123456789+-.eE")] != '\0')
         return AG_PARSE_BAD;
     char *end;
     errno = 0;

@@ -8,7 +8,6 @@
 #include "cli.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,40 +164,27 @@ fail:
     return 0;
 }
 
-/* A weight or an optimizer state that is NaN or Inf (or negative, where it
- * cannot be) would only make the first step fail: say where it is now. */
-static int check_values(const char *path, const char *name, const ag_real *v, size_t n,
-                        int nonneg, char *err, size_t errlen)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(v[i]) || (nonneg && v[i] < 0)) {
-            snprintf(err, errlen, "%s: tensor '%s' holds %s at element %zu", path, name,
-                     isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value", i);
-            return 0;
-        }
-    }
-    return 1;
-}
-
-int ag_cli_checkpoint_restore(const ag_st_file *f, const char *path, ag_model *model,
-                              ag_optim *opt, const ag_train_state *st, char *err, size_t errlen)
+int ag_cli_checkpoint_restore(const ag_command *cmd, const ag_st_file *f, const char *path,
+                              ag_model *model, ag_optim *opt, const ag_train_state *st, char *err,
+                              size_t errlen)
 {
     ag_tensor *params[MAX_PARAMS];
     const char *names[MAX_PARAMS];
     size_t n = ag_model_params(model, params, names, MAX_PARAMS);
+    /* a weight or an optimizer state that is NaN or Inf would only make the
+     * first step fail: ag_cli_read_tensor says where it is now */
     for (size_t i = 0; i < n; i++) {
-        if (ag_st_get(f, names[i], params[i]->ndim, params[i]->shape, params[i]->data, err, errlen) != AG_OK ||
-            !check_values(path, names[i], params[i]->data, params[i]->size, 0, err, errlen))
+        if (!ag_cli_read_tensor(cmd, f, path, names[i], params[i]->ndim, params[i]->shape,
+                                params[i]->data, 0, err, errlen))
             return 0;
         for (int slot = 0; slot < ag_optim_slots(opt); slot++) {
             char key[64];
             const char *slot_name = ag_optim_slot_name(opt, slot);
             snprintf(key, sizeof(key), "optim.%s.%s", names[i], slot_name);
-            ag_real *buf = ag_optim_state(opt, i, slot);
             /* Adam's v is a running mean of squares: a negative one is NaN at the next step */
             int nonneg = ag_optim_slots(opt) == 2 && strcmp(slot_name, "v") == 0;
-            if (ag_st_get(f, key, params[i]->ndim, params[i]->shape, buf, err, errlen) != AG_OK ||
-                !check_values(path, key, buf, params[i]->size, nonneg, err, errlen))
+            if (!ag_cli_read_tensor(cmd, f, path, key, params[i]->ndim, params[i]->shape,
+                                    ag_optim_state(opt, i, slot), nonneg, err, errlen))
                 return 0;
         }
     }
@@ -212,6 +198,16 @@ int ag_cli_checkpoint_restore(const ag_st_file *f, const char *path, ag_model *m
 int ag_cli_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
                            const ag_train_state *st, char *err, size_t errlen)
 {
+    /* the reader's range for the counts: a file written here always loads */
+    long steps[2] = {st->step, ag_optim_steps(opt)};
+    for (int k = 0; k < 2; k++) {
+        if (steps[k] < 0 || steps[k] > AG_CLI_MAX_STEP) {
+            snprintf(err, errlen, "%s: not saved: the %s count %ld is beyond %ld, the most a "
+                     "checkpoint holds", path, k ? "optimizer step" : "step", steps[k],
+                     AG_CLI_MAX_STEP);
+            return 0;
+        }
+    }
     ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
     if (!w) {
         snprintf(err, errlen, "%s: out of memory", path);

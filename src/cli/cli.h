@@ -7,8 +7,10 @@
 #define AG_CLI_H
 
 #include "attograd.h"
+#include "../io/io.h"   /* the file layer's rules: ag_io_show, ag_atomic, ag_io_open_input */
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 
 enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
@@ -22,12 +24,25 @@ typedef struct ag_command {
 } ag_command;
 
 /* Print "attograd CMD: message", the usage line and a --help hint to stderr;
- * returns AG_EXIT_USAGE. */
+ * returns AG_EXIT_USAGE. The message is shown as ag_cli_error shows it. */
 int ag_cli_usage_error(const ag_command *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Print "attograd CMD: message" (cmd NULL: "attograd: message") to stderr as
+ * one line: control bytes escaped (ag_io_show), a long message cut in the
+ * middle so that its start and its reason show. Returns AG_EXIT_FAIL. Every
+ * message of the command goes through here or ag_cli_usage_error. */
+int ag_cli_error(const ag_command *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+int ag_cli_verror(const ag_command *cmd, const char *fmt, va_list ap);
+/* A buffer for an error from the library or the command: long enough for
+ * two names as ag_io_show shows them and the reason after them. */
+#define AG_CLI_ERR_LEN (3 * AG_IO_SHOW_LEN)
 
 /* Whether argv[*i] is the option `name` ("--steps 5" or "--steps=5"). For an
  * option that takes a value, *value is set and *i advanced past it; when the
@@ -41,12 +56,10 @@ int ag_cli_value(const ag_command *cmd, int argc, char **argv, int *i, const cha
 /* ag_cli_value for a file name: an empty name is a usage error too. */
 int ag_cli_path(const ag_command *cmd, int argc, char **argv, int *i, const char *name,
                 const char **value);
-/* A string from a file (a metadata value), fit to quote in a message: at
- * most AG_CLI_QUOTE_MAX bytes of it, control characters escaped (\n, \t,
- * \x1b, and C1 controls such as CSI as \xc2\x9b), "..." when cut. Returns
- * buf; AG_CLI_QUOTE_LEN always fits. */
-#define AG_CLI_QUOTE_MAX 48
-#define AG_CLI_QUOTE_LEN (4 * AG_CLI_QUOTE_MAX + 8)
+/* A string from a file (a metadata value), fit to quote in a message:
+ * ag_io_show's escapes (\n, \t, \x1b, C1 controls such as CSI as
+ * \xc2\x9b), cut in the middle when longer than len. Returns buf. */
+#define AG_CLI_QUOTE_LEN 200
 const char *ag_cli_quote(const char *s, char *buf, size_t len);
 /* Whether argv[i] is the switch `name` exactly (no value). */
 int ag_cli_switch(char **argv, int i, const char *name);
@@ -74,16 +87,68 @@ int ag_cli_parse_long(const char *s, long *out);
 int ag_cli_parse_u64(const char *s, uint64_t *out);
 int ag_cli_parse_double(const char *s, double *out);   /* TINY: underflows to 0 */
 
-/* Whether a file can be written at path later (its directory exists and is
- * writable, path is not a directory), checked before a long run rather than
- * after it. Returns 0 with a message naming the path in err. */
+/* ---- the files a command names (outfile.c) ---- */
+
+/* Whether a file can be written at path later: ag_atomic_check, the file
+ * layer's rule (a regular file or a new name in a writable directory, whose
+ * temporary name fits; or a character device; never a directory, FIFO,
+ * socket or block device). Returns 0 with a message naming the path in
+ * err. For every output, before any work. */
 int ag_cli_check_output(const char *path, char *err, size_t errlen);
+
+/* One file a command names. */
+typedef struct ag_cli_file {
+    const char *flag;          /* "--save" */
+    const char *path;          /* as given; NULL when the flag was not given */
+    int output;                /* 1: the command writes it; 0: reads it */
+    const char *may_be;        /* the flag of an input this output may name (train's
+                                * --save over --load: resuming in place), or NULL */
+} ag_cli_file;
+#define AG_CLI_MAX_FILES 8
+
+/* Before any work, for all the files of one command:
+ * - no output is another of its files under another name (./x, dir/../x,
+ *   a symbolic or hard link: compared by device and inode, or for a new
+ *   name by its resolved directory and last component), nor the file that
+ *   standard output or standard error goes to: a usage error naming both
+ *   flags (AG_EXIT_USAGE); a character device named twice is fine;
+ * - every output passes ag_cli_check_output (else AG_EXIT_FAIL, "FLAG PATH:
+ *   reason").
+ * Inputs are refused by their readers (ag_io_open_input) when they are not
+ * regular files. Prints the message; returns AG_EXIT_OK or the status. */
+int ag_cli_check_files(const ag_command *cmd, const ag_cli_file *files, size_t n);
+
+/* Read tensor name (shape ndim, shape) of f, loaded from path, into dst:
+ * every value must be finite (and >= 0 with nonneg), else 0 with a message
+ * naming the file, the tensor and the element in err. Values that become 0
+ * on the way into ag_real (an F64 file's 1e-50 in a float build) are said on
+ * stderr, as a note of cmd, not hidden. */
+int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *path,
+                       const char *name, int ndim, const int *shape, ag_real *dst, int nonneg,
+                       char *err, size_t errlen);
 
 /* Hold Ctrl-C, SIGTERM and SIGHUP while a file is written (hold 1, saved a
  * mask), then let them through (hold 0, the same saved): a signal that
  * comes during the write takes effect once the file is whole or gone, so no
  * temporary file is left behind. */
 void ag_cli_hold_signals(int hold, sigset_t *saved);
+
+
+/* Stopping a long run (run.c): between ag_cli_stop_begin and
+ * ag_cli_stop_end, SIGINT, SIGTERM and SIGHUP only record themselves;
+ * ag_cli_stop_requested returns the signal (0 when none), which the run
+ * checks between steps, then saves and exits 128 + it. */
+typedef struct ag_cli_stop {
+    struct sigaction old_int, old_term, old_hup;   /* restored by ag_cli_stop_end */
+    int active;
+} ag_cli_stop;
+void ag_cli_stop_begin(ag_cli_stop *s);
+void ag_cli_stop_end(ag_cli_stop *s);   /* does nothing unless begun */
+int ag_cli_stop_requested(void);
+/* "interrupted", "stopped by SIGTERM" or "stopped by SIGHUP". */
+const char *ag_cli_stop_reason(int sig);
+/* Seconds on a monotonic clock. */
+double ag_cli_now(void);
 
 /* The most values one tensor of a step may hold (128 MB of floats). The
  * fused attention op keeps no (B, H, T, T) tensor, but the weights are made
@@ -94,6 +159,8 @@ void ag_cli_hold_signals(int hold, sigset_t *saved);
 #define AG_CLI_MAX_VALUES ((uint64_t)1 << 25)
 uint64_t ag_cli_attention_values(uint64_t batch, uint64_t heads, uint64_t seq);
 uint64_t ag_cli_activation_values(uint64_t batch, uint64_t seq, uint64_t dim);
+
+/* ---- gnuplot (plot.c) ---- */
 
 /* Whether an executable `name` is on the PATH. */
 int ag_cli_have_program(const char *name);
@@ -111,38 +178,62 @@ typedef struct ag_plot_data {
     int attn_size;
 } ag_plot_data;
 
-/* Draw d into png with gnuplot. Returns 1, or 0 with the reason in err
- * (gnuplot missing or failing); never stops the caller. */
-int ag_cli_plot_run(const char *png, const ag_plot_data *d, char *err, size_t errlen);
+/* Draw d into png with gnuplot (ag_cli_gnuplot_end's rules). Returns 1, or
+ * 0 with the reason in err and, when Ctrl-C, SIGTERM or SIGHUP stopped it,
+ * the signal in *sig; never stops the caller. */
+int ag_cli_plot_run(const char *png, const ag_plot_data *d, int *sig, char *err, size_t errlen);
 
-/* Start gnuplot drawing a width x height PNG into a temporary file beside
- * png (its name in tmp); write the plot commands to the returned pipe, then
- * ag_cli_gnuplot_close renames the image into place when gnuplot succeeded
- * (and removes it otherwise). NULL, or 0, with the reason in err. */
-FILE *ag_cli_gnuplot_open(const char *png, int width, int height, char *tmp, size_t tmplen,
-                          char *err, size_t errlen);
-int ag_cli_gnuplot_close(FILE *g, const char *tmp, const char *png, char *err, size_t errlen);
-/* Write s as a gnuplot single-quoted string. */
+/* A gnuplot run being prepared: write plot commands to f. */
+typedef struct ag_cli_gnuplot {
+    FILE *f;           /* the script, in memory */
+    char *script;      /* (len) its bytes, once ended */
+    size_t len;
+} ag_cli_gnuplot;
+/* Start a script drawing a width x height PNG. Returns 0 with err set. */
+int ag_cli_gnuplot_begin(ag_cli_gnuplot *g, int width, int height, char *err, size_t errlen);
+/* Run gnuplot on the script and put the picture at png; releases g.
+ * No name reaches gnuplot: it reads the script on its stdin and writes the
+ * PNG to its stdout, a pipe. The picture is kept only when it is a whole
+ * PNG (signature to IEND), then written by the file layer's rule (see
+ * ag_atomic_open). gnuplot gets AG_GNUPLOT_SECONDS seconds (environment,
+ * default 60); Ctrl-C, SIGTERM or SIGHUP while it runs stops it and sets
+ * *sig. Returns 1, or 0 with the reason in err (nothing written). */
+int ag_cli_gnuplot_end(ag_cli_gnuplot *g, const char *png, int *sig, char *err, size_t errlen);
+#define AG_GNUPLOT_SECONDS 60
+/* Write s as a gnuplot single-quoted string (control bytes as spaces, so
+ * that nothing can end the command). */
 void ag_cli_gnuplot_quote(FILE *g, const char *s);
 
-/* For files another program writes (gnuplot): ag_cli_tmp_name creates an
- * empty temporary file beside path (tmp gets its name, "PATH.tmp-XXXXXX")
- * and ag_cli_tmp_rename moves it into place, removing it on failure. Files
- * attograd writes itself use ag_atomic (src/io/io.h). */
+/* Held-out example's attention, one heatmap per head with every weight
+ * written in its cell: attn is (heads, T, T), labels the T positions' names.
+ * Returns 1, or 0 with the reason in err (and *sig, ag_cli_gnuplot_end's). */
+int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, const double *attn,
+                      const char *const *labels, int *sig, char *err, size_t errlen);
+/* A positional encoding pe (T, d) beside the cosine similarity sim (T, T)
+ * of its rows. Returns 1, or 0 with the reason in err (and *sig). */
+int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const double *pe,
+                       const double *sim, int *sig, char *err, size_t errlen);
+
+/* For files another program writes by name (Graphviz's dot): ag_cli_tmp_name
+ * makes an empty temporary file for path, as ag_atomic_open would (beside
+ * the file a link leads to, "NAME.tmp-PID-XXXXXXXX"; in the temporary
+ * directory when path is a device), tmp gets its name; ag_cli_tmp_rename
+ * puts it in place by the file layer's rule (renamed over a file, copied
+ * into a device) and removes it. Both refuse what ag_io_output_kind
+ * refuses. Files attograd writes itself use ag_atomic (src/io/io.h). */
 int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
 int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen);
 
-/* A name to show for a tensor (borrowed pointers). */
-typedef struct ag_cli_name {
-    const ag_tensor *t;
-    const char *name;
-} ag_cli_name;
-
-/* Write the tape as a Graphviz digraph to path, atomically: nodes are
- * tensors (named from names, else "tN", with their shapes; parameters
- * highlighted), edges are ops. Returns 1, or 0 with err set. */
-int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *names,
+/* Write the tape as a Graphviz digraph (ag_tape_dot: tensors with their
+ * shapes, values and gradients, ops between them) to path, atomically.
+ * Returns 1, or 0 with err set. */
+int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_tensor_name *names,
                      size_t n_names, const char *title, char *err, size_t errlen);
+/* The same drawing rendered to a PNG at png by Graphviz's dot, when it is
+ * installed (written beside png and renamed into place once dot has
+ * succeeded). Returns 1, or 0 with err set: dot missing or failing. */
+int ag_cli_render_dot(const char *png, const ag_tape *tape, const ag_tensor_name *names,
+                      size_t n_names, const char *title, char *err, size_t errlen);
 
 /* The settings that define a training run: what `attograd train`'s flags
  * choose (ag_train_opts) and a checkpoint records (ag_train_state), one
@@ -180,11 +271,15 @@ typedef struct ag_train_state {
 int ag_cli_checkpoint_open(const char *path, ag_st_file **file, ag_train_state *st, char *err,
                            size_t errlen);
 /* Copy the parameters and the optimizer state from f (loaded from path)
- * into model and opt, which were made from st. Every value must be finite.
- * Returns 0 with a message naming the file and the tensor. */
-int ag_cli_checkpoint_restore(const ag_st_file *f, const char *path, ag_model *model,
-                              ag_optim *opt, const ag_train_state *st, char *err, size_t errlen);
-/* Write model, opt and st to path atomically. Returns 0 with a message. */
+ * into model and opt, which were made from st, with ag_cli_read_tensor (its
+ * notes are cmd's). Every value must be finite. Returns 0 with a message
+ * naming the file and the tensor. */
+int ag_cli_checkpoint_restore(const ag_command *cmd, const ag_st_file *f, const char *path,
+                              ag_model *model, ag_optim *opt, const ag_train_state *st, char *err,
+                              size_t errlen);
+/* Write model, opt and st to path atomically; refused (0 with a message)
+ * when a count is beyond what ag_cli_checkpoint_open accepts, so that every
+ * file it writes loads. */
 int ag_cli_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
                            const ag_train_state *st, char *err, size_t errlen);
 
@@ -201,5 +296,9 @@ int ag_cmd_grad(int argc, char **argv);
 extern const ag_command ag_cmd_grad_info;
 int ag_cmd_bench(int argc, char **argv);
 extern const ag_command ag_cmd_bench_info;
+int ag_cmd_sample(int argc, char **argv);
+extern const ag_command ag_cmd_sample_info;
+int ag_cmd_eval(int argc, char **argv);
+extern const ag_command ag_cmd_eval_info;
 
 #endif /* AG_CLI_H */

@@ -58,19 +58,19 @@ int ag_cli_demo_run(const ag_demo_opts *o)
     int decimals = o->decimals;
     ag_tape *tape = ag_tape_new();
     if (!tape) {
-        fprintf(stderr, "attograd demo: out of memory\n");
+        ag_cli_error(&ag_cmd_demo_info, "out of memory");
         return AG_EXIT_FAIL;
     }
-    const ag_real words[] = {1, 0,    /* cat */
-                             0, 1,    /* sat */
-                             1, 1};   /* mat */
+    const ag_real words[] = {1, 0,  /* cat */
+                             0, 1,  /* sat */
+                             1, 1}; /* mat */
     ag_tensor *x = ag_tensor_from(tape, 2, (int[]){3, 2}, words);
     ag_tensor *scores = ag_scale(tape, ag_matmul_bt(tape, x, x), 1 / sqrt(2.0));
     ag_tensor *weights = ag_softmax(tape, scores);
     ag_tensor *out = ag_matmul(tape, weights, x);
     int status = AG_EXIT_OK;
     if (!out) {
-        fprintf(stderr, "attograd demo: %s\n", ag_tape_error(tape));
+        ag_cli_error(&ag_cmd_demo_info, "%s", ag_tape_error(tape));
         status = AG_EXIT_FAIL;
     } else {
         printf("weights:\n");

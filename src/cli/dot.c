@@ -1,131 +1,105 @@
 /*
- * dot.c - draw a tape as a Graphviz digraph: one node per tensor (its name
- * and shape), one edge per input of every op, labelled with the op. Render
- * it with `dot -Tpng FILE -o tape.png`; Graphviz is not needed to write it.
+ * dot.c - the command's Graphviz output of a tape: the DOT text itself
+ * (ag_tape_dot, the library's drawing of every tensor with its values and
+ * gradient) written atomically to a file, or rendered to a PNG by
+ * Graphviz's `dot` program when it is installed. Graphviz is optional, as
+ * gnuplot is: without it the picture is refused with one clear message.
  */
 #include "cli.h"
 #include "../io/io.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-/* The distinct tensors of a tape, in the order they first appear. */
-typedef struct node_list {
-    const ag_tensor **t;
-    int *is_output;          /* made by an entry (1) or only ever an input (0) */
-    size_t n, cap;
-} node_list;
+extern char **environ;
 
-static long node_find(const node_list *l, const ag_tensor *t)
+int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_tensor_name *names,
+                     size_t n_names, const char *title, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < l->n; i++)   /* linear: explain's tapes have a dozen tensors */
-        if (l->t[i] == t)
-            return (long)i;
-    return -1;
+    ag_atomic file;   /* the file layer's temp + fsync + rename */
+    if (ag_atomic_open(&file, path, err, errlen) != AG_OK)
+        return 0;
+    ag_status st = ag_tape_dot(tape, file.f, names, n_names, title);
+    if (st != AG_OK) {
+        snprintf(err, errlen, "%s: %s", path,
+                 st == AG_ERR_NOMEM ? "out of memory" : "cannot write the graph");
+        ag_atomic_abort(&file);
+        return 0;
+    }
+    return ag_atomic_commit(&file, err, errlen) == AG_OK;
 }
 
-static int node_add(node_list *l, const ag_tensor *t, int is_output)
+/* Run `dot -Tpng src -o dst` (no shell: the names are passed as they are)
+ * with the signal mask the caller had before holding signals. */
+static int run_dot(const char *src, const char *dst, const sigset_t *mask, char *err,
+                   size_t errlen)
 {
-    long i = node_find(l, t);
-    if (i >= 0) {
-        l->is_output[i] |= is_output;
-        return 1;
+    posix_spawnattr_t attr;
+    if (posix_spawnattr_init(&attr) != 0) {
+        snprintf(err, errlen, "cannot start dot");
+        return 0;
     }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 32;
-        const ag_tensor **nt = realloc(l->t, cap * sizeof(*nt));
-        if (!nt)
-            return 0;
-        l->t = nt;
-        int *no = realloc(l->is_output, cap * sizeof(*no));
-        if (!no)
-            return 0;
-        l->is_output = no;
-        l->cap = cap;
+    posix_spawnattr_setsigmask(&attr, mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    char *argv[] = {"dot", "-Tpng", (char *)src, "-o", (char *)dst, NULL};
+    pid_t pid;
+    int rc = posix_spawnp(&pid, "dot", NULL, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start dot: %s", strerror(rc));
+        return 0;
     }
-    l->t[l->n] = t;
-    l->is_output[l->n++] = is_output;
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            snprintf(err, errlen, "cannot wait for dot: %s", strerror(errno));
+            return 0;
+        }
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        snprintf(err, errlen, "dot failed to draw %s", dst);
+        return 0;
+    }
     return 1;
 }
 
-static void put_escaped(FILE *f, const char *s)
+int ag_cli_render_dot(const char *png, const ag_tape *tape, const ag_tensor_name *names,
+                      size_t n_names, const char *title, char *err, size_t errlen)
 {
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', f);
-        fputc(*s, f);
-    }
-}
-
-static const char *name_of(const ag_tensor *t, const ag_cli_name *names, size_t n_names)
-{
-    for (size_t i = 0; i < n_names; i++)
-        if (names[i].t == t)
-            return names[i].name;
-    return NULL;
-}
-
-int ag_cli_write_dot(const char *path, const ag_tape *tape, const ag_cli_name *names,
-                     size_t n_names, const char *title, char *err, size_t errlen)
-{
-    node_list nodes = {NULL, NULL, 0, 0};
-    ag_entry_info e;
-    int ok = 1;
-    for (size_t k = 0; ok && ag_tape_entry_info(tape, k, &e) == AG_OK; k++) {
-        for (int i = 0; ok && i < e.n_in; i++)
-            ok = node_add(&nodes, e.in[i], 0);
-        ok = ok && node_add(&nodes, e.out, 1);
-    }
-    if (!ok) {
-        snprintf(err, errlen, "out of memory");
-        free(nodes.t);
-        free(nodes.is_output);
+    if (!ag_cli_have_program("dot")) {
+        snprintf(err, errlen, "Graphviz's dot is not installed, so no picture "
+                              "(apt-get install graphviz)");
         return 0;
     }
-
-    ag_atomic file;   /* the file layer's temp + fsync + rename */
-    if (ag_atomic_open(&file, path, err, errlen) == AG_OK) {
-        FILE *f = file.f;
-        fprintf(f, "digraph tape {\n  label=\"");
-        put_escaped(f, title ? title : "attograd tape");
-        fprintf(f, "\";\n  labelloc=t;\n  rankdir=TB;\n  fontname=\"Helvetica\";\n"
-                   "  node [fontname=\"Helvetica\", fontsize=11];\n"
-                   "  edge [fontname=\"Helvetica\", fontsize=10];\n");
-        for (size_t i = 0; i < nodes.n; i++) {
-            const ag_tensor *t = nodes.t[i];
-            const char *name = name_of(t, names, n_names);
-            char shape[64];
-            fprintf(f, "  t%zu [label=\"", i);
-            if (name)
-                put_escaped(f, name);
-            else
-                fprintf(f, "t%zu", i);
-            fprintf(f, "\\n%s\"", ag_shape_str(t, shape, sizeof(shape)));
-            /* parameters (never made by an entry) stand out: they are what learns */
-            if (!nodes.is_output[i])
-                fprintf(f, ", shape=box, style=filled, fillcolor=\"#ffe9a8\"");
-            else if (!t->grad)
-                fprintf(f, ", shape=box");
-            else
-                fprintf(f, ", shape=ellipse");
-            fprintf(f, "];\n");
+    /* the graph and the picture both go to temporary files beside png; only
+     * a finished picture is renamed into place, and Ctrl-C waits until the
+     * temporary files are gone */
+    char src[4096], dst[4096];
+    sigset_t saved;
+    ag_cli_hold_signals(1, &saved);
+    int ok = ag_cli_tmp_name(png, src, sizeof(src), err, errlen);
+    if (ok) {
+        FILE *f = fopen(src, "w");
+        ag_status st = f ? ag_tape_dot(tape, f, names, n_names, title) : AG_ERR_IO;
+        if (f && fclose(f) != 0 && st == AG_OK)
+            st = AG_ERR_IO;
+        if (st != AG_OK)
+            snprintf(err, errlen, "cannot write %s: %s", png,
+                     st == AG_ERR_NOMEM ? "out of memory" : strerror(errno));
+        ok = st == AG_OK && ag_cli_tmp_name(png, dst, sizeof(dst), err, errlen);
+        if (ok) {
+            ok = run_dot(src, dst, &saved, err, errlen) &&
+                 ag_cli_tmp_rename(dst, png, err, errlen);
+            if (!ok)
+                remove(dst);
         }
-        for (size_t k = 0; ag_tape_entry_info(tape, k, &e) == AG_OK; k++) {
-            long out = node_find(&nodes, e.out);
-            for (int i = 0; i < e.n_in; i++) {
-                fprintf(f, "  t%ld -> t%ld [label=\"%s", node_find(&nodes, e.in[i]), out, e.op);
-                if (e.n_in > 1)
-                    fprintf(f, " (%c)", 'a' + i);   /* operand order matters: a b != b a */
-                fprintf(f, "\"];\n");
-            }
-        }
-        fprintf(f, "}\n");
-        ok = ag_atomic_commit(&file, err, errlen) == AG_OK;
-    } else {
-        ok = 0;
+        remove(src);
     }
-    free(nodes.t);
-    free(nodes.is_output);
+    ag_cli_hold_signals(0, &saved);
     return ok;
 }

@@ -5,6 +5,7 @@
  */
 #include "opts.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,8 @@
 
 const ag_command ag_cmd_explain_info = {
     "explain", ag_cmd_explain,
-    "attograd explain softmax|attention [options]",
-    "backprop through softmax and the seed's attention, step by step",
+    "attograd explain softmax|attention|posenc|layernorm [options]",
+    "backprop through softmax, the seed's attention and layer norm, and positions, step by step",
 };
 
 /* The topics' own usage lines, for their --help and their usage errors. */
@@ -25,8 +26,10 @@ static const ag_command explain_softmax_info = {
     "backprop through softmax, step by step with real numbers",
 };
 
-/* Parse "1,2.5,-3" into v; returns the count, or 0 after printing why. */
-static int parse_list(const ag_command *cmd, const char *flag, const char *s, double *v)
+/* Parse "1,2.5,-3" into v; returns the count, or 0 after printing why.
+ * With masked, an item "-inf" is a masked entry (its weight will be 0). */
+static int parse_list(const ag_command *cmd, const char *flag, const char *s, double *v,
+                      int masked)
 {
     int n = 0;
     const char *p = s;
@@ -48,6 +51,14 @@ static int parse_list(const ag_command *cmd, const char *flag, const char *s, do
             memcpy(item, p, len);
             item[len] = '\0';
             r = ag_cli_parse_double(item, &x);
+            if (masked && strcmp(item, "-inf") == 0) {
+                x = -INFINITY;
+                r = AG_PARSE_OK;
+            }
+        }
+        if (masked && r == AG_PARSE_BAD && (strcmp(item, "inf") == 0 || strcmp(item, "+inf") == 0)) {
+            ag_cli_usage_error(cmd, "%s: '%s' is not allowed; -inf masks an entry", flag, item);
+            return 0;
         }
         if (r == AG_PARSE_BAD) {
             ag_cli_usage_error(cmd, "%s: '%.*s' is not a number (in '%s')", flag, (int)len, p, s);
@@ -68,7 +79,7 @@ static void print_vec(const char *label, const double *v, int n, int dec)
 {
     printf("  %-12s [", label);
     for (int i = 0; i < n; i++)
-        printf("%s%*.*f", i ? " " : "", dec + 3, dec, v[i]);
+        printf("%s%*.*f", i ? " " : "", dec + 3, dec, v[i] + 0.0);   /* + 0.0: no "-0.0000" */
     printf("]\n");
 }
 
@@ -112,12 +123,39 @@ static void softmax_double(const double *z, int n, double *s)
         s[i] /= sum;
 }
 
+/* A row whose every entry is -inf (fully masked): there is no finite max,
+ * and attograd defines the row as attending to nothing. */
+static int explain_masked_row(const double *z, const double *g, int n, int dec)
+{
+    double s[MAX_LOGITS] = {0}, dz[MAX_LOGITS] = {0};
+    printf("Forward: s = softmax(z)\n");
+    print_vec("z", z, n, dec);
+    printf("Every entry is -inf: the row is fully masked (a padding mask can do this).\n"
+           "There is no finite max to subtract, and the textbook formula would compute\n"
+           "exp(-inf - (-inf)) = exp(NaN): one NaN, and everything after it is NaN too.\n"
+           "attograd defines such a row as attending to nothing: its weights are all 0,\n"
+           "and so is its gradient dL/dz, whatever g is.\n");
+    if (!library_softmax(z, g, n, s, dz))
+        return AG_EXIT_FAIL;
+    print_vec("s", s, n, dec);
+    printf("\nBackward: given the upstream gradient g = dL/ds, find dL/dz.\n");
+    print_vec("g", g, n, dec);
+    print_vec("attograd", dz, n, dec);
+    printf("   (ag_softmax's forward and backward in this build's precision, %s)\n", AG_REAL_NAME);
+    return AG_EXIT_OK;
+}
+
 static int explain_softmax(const double *z, const double *g, int n, int dec)
 {
     double shifted[MAX_LOGITS] = {0}, e[MAX_LOGITS] = {0}, s[MAX_LOGITS] = {0};
     double sum = 0, max = z[0];
+    int masked = 0;
     for (int i = 1; i < n; i++)
         max = fmax(max, z[i]);
+    for (int i = 0; i < n; i++)
+        masked += z[i] == -INFINITY;
+    if (masked == n)
+        return explain_masked_row(z, g, n, dec);
     for (int i = 0; i < n; i++) {
         shifted[i] = z[i] - max;
         e[i] = exp(shifted[i]);
@@ -132,6 +170,9 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
     print_vec("z - max", shifted, n, dec);
     printf("2. Exponentiate: every entry becomes positive, the largest becomes 1.\n");
     print_vec("e", e, n, dec);
+    if (masked)
+        printf("   exp(-inf) = 0: a masked entry gets weight exactly 0, and the others are the\n"
+               "   softmax of the unmasked scores alone.\n");
     printf("3. Normalise by the sum (%.*f): the probabilities s add up to 1.\n", dec, sum);
     print_vec("s", s, n, dec);
 
@@ -143,7 +184,7 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
         printf("  %s", i ? "            " : "J           ");
         printf("%s", i ? " [" : "[[");
         for (int j = 0; j < n; j++)
-            printf("%s%*.*f", j ? " " : "", dec + 3, dec, s[i] * ((i == j) - s[j]));
+            printf("%s%*.*f", j ? " " : "", dec + 3, dec, s[i] * ((i == j) - s[j]) + 0.0);
         printf("]%s\n", i == n - 1 ? "]" : "");
     }
     double vjp[MAX_LOGITS] = {0}, fast[MAX_LOGITS] = {0}, dot = 0;
@@ -165,6 +206,9 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
         agree = fmax(agree, fabs(vjp[j] - fast[j]));
     printf("   The two agree%s: this is the formula backward uses.\n",
            agree < 1e-12 ? " (to within 1e-12)" : "");
+    if (masked)
+        printf("   Where s_j = 0 (a masked entry), dL/dz_j = 0 * (g_j - <g, s>) = 0 exactly:\n"
+               "   no gradient reaches a masked score.\n");
 
     double lib_s[MAX_LOGITS] = {0}, lib_dz[MAX_LOGITS] = {0};
     if (!library_softmax(z, g, n, lib_s, lib_dz))
@@ -172,26 +216,54 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
     print_vec("attograd", lib_dz, n, dec);
     printf("   (ag_softmax's backward in this build's precision, %s)\n", AG_REAL_NAME);
 
+    /* The step: 1e-5, or 2^-42 |z_j| when that is larger (beyond about 4e7),
+     * so that z_j + h is not lost in z_j's rounding; and the quotient divides
+     * by the step actually taken, (z_j + h) - (z_j - h), which is exact. A
+     * masked entry (-inf) stays -inf either way: its quotient is 0 / 2h. */
+    int scaled = 0;
+    for (int j = 0; j < n; j++)
+        scaled |= isfinite(z[j]) && ldexp(fabs(z[j]), -42) > 1e-5;
     printf("7. Check each component with a central difference, (L(z + h e_j) - L(z - h e_j)) / 2h,\n"
-           "   where L = <g, softmax(z)> and h = 1e-5:\n");
-    const double h = 1e-5;
+           "   where L = <g, softmax(z)> and h = 1e-5%s:\n",
+           scaled ? " (2^-42 |z_j| for large |z_j|, shown)" : "");
     int all_ok = 1;
     for (int j = 0; j < n; j++) {
+        double h = isfinite(z[j]) ? fmax(1e-5, ldexp(fabs(z[j]), -42)) : 1e-5;
         double zp[MAX_LOGITS], sp[MAX_LOGITS], sm[MAX_LOGITS], lp = 0, lm = 0;
+        double hi = z[j] + h, lo = z[j] - h;
         memcpy(zp, z, (size_t)n * sizeof(double));
-        zp[j] = z[j] + h;
+        zp[j] = hi;
         softmax_double(zp, n, sp);
-        zp[j] = z[j] - h;
+        zp[j] = lo;
         softmax_double(zp, n, sm);
         for (int i = 0; i < n; i++) {
             lp += g[i] * sp[i];
             lm += g[i] * sm[i];
         }
-        double numeric = (lp - lm) / (2 * h);
-        int ok = fabs(numeric - fast[j]) <= 1e-6 * fmax(1, fabs(fast[j]));
+        double numeric = (lp - lm) / (isfinite(z[j]) ? hi - lo : 2 * h), tol = 1e-6 * fmax(1, fabs(fast[j]));
+        int ok = fabs(numeric - fast[j]) <= tol;
         all_ok &= ok;
-        printf("  dL/dz_%d: finite difference %.*f, backward %.*f  %s\n", j, dec, numeric, dec,
+        printf("  dL/dz_%d: finite difference %.*f, backward %.*f  %s", j, dec, numeric, dec,
                fast[j], ok ? "agree" : "DISAGREE");
+        printf(h > 1e-5 ? " (h = %.3g)\n" : "\n", h);
+        if (!ok) {
+            /* why: how good the difference quotient itself is at this step.
+             * Along z_j each s_i is a logistic curve, whose third derivative
+             * is at most 1/8: truncation is at most h^2/6 * 2 * sum|g_i| / 8;
+             * round-off in L is a few ulps of sum|g_i|, over 2h. */
+            double gsum = 0;
+            for (int i = 0; i < n; i++)
+                gsum += fabs(g[i]);
+            double hc = fmin(h, 1e100);   /* a bound, kept finite */
+            double own = hc * hc * gsum / 24 + 8 * DBL_EPSILON * gsum / (2 * h);
+            ag_cli_error(&ag_cmd_explain_info, "dL/dz_%d: the finite difference %.9g and backward's "
+                         "%.9g differ by %.3g, more than the tolerance %.3g: at the step h = %.3g "
+                         "(1e-5, or 2^-42 |z_j| so that z_j + h differs from z_j) the difference "
+                         "quotient itself may be off by %.3g, %s", j, numeric, fast[j],
+                         fabs(numeric - fast[j]), tol, h, own,
+                         own > tol ? "so at these logits the check cannot decide"
+                                   : "so backward's formula or its arithmetic is off");
+        }
     }
     return all_ok ? AG_EXIT_OK : AG_EXIT_FAIL;
 }
@@ -203,7 +275,7 @@ static void print_softmax_help(const ag_command *cmd)
            "subtract the max, exponentiate, normalise; the Jacobian; the input\n"
            "gradient as a vector-Jacobian product and as s * (g - <g, s>); and a\n"
            "finite-difference check of every component.\n\n"
-           "  --logits Z1,Z2,...     the scores z (1 to %d numbers)\n"
+           "  --logits Z1,Z2,...     the scores z (1 to %d numbers); -inf masks an entry\n"
            "  --upstream G1,G2,...   dL/ds, one per logit (default: 1, then 0s,\n"
            "                         that is L = s_0)\n"
            "  --decimals N           digits after the point (default 4, 4..10)\n",
@@ -219,10 +291,10 @@ static int parse_softmax(const ag_command *cmd, int argc, char **argv, ag_explai
         if (ag_cli_is_help(argv[i]))
             return AG_CLI_HELP;
         if ((r = ag_cli_value(cmd, argc, argv, &i, "--logits", &v))) {
-            if (r < 0 || !(o->n = parse_list(cmd, "--logits", v, o->z)))
+            if (r < 0 || !(o->n = parse_list(cmd, "--logits", v, o->z, 1)))
                 return AG_EXIT_USAGE;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--upstream", &v))) {
-            if (r < 0 || !(ng = parse_list(cmd, "--upstream", v, o->g)))
+            if (r < 0 || !(ng = parse_list(cmd, "--upstream", v, o->g, 0)))
                 return AG_EXIT_USAGE;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--decimals", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--decimals", v, 4, 10, &o->decimals))
@@ -245,13 +317,23 @@ static int parse_softmax(const ag_command *cmd, int argc, char **argv, ag_explai
     return AG_CLI_GO;
 }
 
+int ag_cli_explain_list(const ag_command *cmd, const char *flag, const char *s, double *v)
+{
+    return parse_list(cmd, flag, s, v, 0);
+}
+
+void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals)
+{
+    print_vec(label, v, n, decimals);
+}
+
 int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
 {
     const ag_command *cmd = &ag_cmd_explain_info;
     memset(o, 0, sizeof(*o));
     o->decimals = 4;
     if (argc < 2)
-        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention)");
+        return ag_cli_usage_error(cmd, "what should I explain? (softmax, attention, posenc, layernorm)");
     if (ag_cli_is_help(argv[1]))
         return AG_CLI_HELP;
     if (strcmp(argv[1], "softmax") == 0) {
@@ -260,13 +342,22 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
     }
     if (strcmp(argv[1], "attention") == 0)
         return ag_cli_explain_attention_parse(argc - 1, argv + 1, o);
-    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention)", argv[1]);
+    if (strcmp(argv[1], "posenc") == 0)
+        return ag_cli_explain_posenc_parse(argc - 1, argv + 1, o);
+    if (strcmp(argv[1], "layernorm") == 0)
+        return ag_cli_explain_layernorm_parse(argc - 1, argv + 1, o);
+    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention, posenc, layernorm)",
+                              argv[1]);
 }
 
 int ag_cli_explain_run(const ag_explain_opts *o)
 {
     if (o->topic == AG_EXPLAIN_ATTENTION)
         return ag_cli_explain_attention_run(o);
+    if (o->topic == AG_EXPLAIN_POSENC)
+        return ag_cli_explain_posenc_run(o);
+    if (o->topic == AG_EXPLAIN_LAYERNORM)
+        return ag_cli_explain_layernorm_run(o);
     return explain_softmax(o->z, o->g, o->n, o->decimals);
 }
 
@@ -280,11 +371,17 @@ int ag_cmd_explain(int argc, char **argv)
             print_softmax_help(&explain_softmax_info);
         else if (argc >= 2 && strcmp(argv[1], "attention") == 0)
             ag_cli_explain_attention_help();
+        else if (argc >= 2 && strcmp(argv[1], "posenc") == 0)
+            ag_cli_explain_posenc_help();
+        else if (argc >= 2 && strcmp(argv[1], "layernorm") == 0)
+            ag_cli_explain_layernorm_help();
         else
             printf("usage: %s\n\n"
                    "topics:\n"
                    "  softmax    backprop through softmax with your numbers\n"
-                   "  attention  one training step of the seed's attention, entry by entry\n\n"
+                   "  attention  one training step of the seed's attention, entry by entry\n"
+                   "  posenc     the sinusoidal positional encoding, or a learned one\n"
+                   "  layernorm  backprop through layer normalisation with your numbers\n\n"
                    "attograd explain TOPIC --help shows a topic's options.\n",
                    cmd->usage);
         return AG_EXIT_OK;

@@ -63,7 +63,7 @@ static ag_tensor *build_loss(ag_tape *tape, ag_tensor *const *in, void *ctx)
 typedef struct story {
     ag_tensor *w[N_W];
     step s;
-    ag_cli_name names[16];
+    ag_tensor_name names[16];
     size_t n_names;
 } story;
 
@@ -379,7 +379,7 @@ done:
 
 static const ag_command explain_attention_info = {
     "explain attention", NULL,
-    "attograd explain attention [--lr X] [--dot FILE] [--inject-bug softmax]",
+    "attograd explain attention [--lr X] [--dot FILE] [--png FILE] [--inject-bug softmax]",
     "one training step of the seed's attention",
 };
 
@@ -394,8 +394,11 @@ static int print_help(const ag_command *cmd)
            "to its inputs, the SGD update of wq, wk, wv, where sat looks before and\n"
            "after, and a gradient check of the step. Exit status 1 when the check fails.\n\n"
            "  --lr X               SGD learning rate (default 1)\n"
-           "  --dot FILE           also write the tape as a Graphviz graph\n"
-           "                       (render it with: dot -Tpng FILE -o tape.png)\n"
+           "  --dot FILE           also write the tape as a Graphviz graph: every tensor\n"
+           "                       with its shape, first values and gradient after the\n"
+           "                       backward pass, every op between its inputs and output\n"
+           "  --png FILE           the same graph drawn as a picture by Graphviz's dot\n"
+           "                       (exit 1 when Graphviz is not installed)\n"
            "  --inject-bug softmax check the step with a deliberately wrong softmax\n"
            "                       backward (the - <g, s> term dropped), to see it caught\n",
            cmd->usage);
@@ -410,6 +413,7 @@ int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o)
     o->topic = AG_EXPLAIN_ATTENTION;
     o->lr = 1;
     o->dot = NULL;
+    o->png = NULL;
     o->bug = AG_BUG_NONE;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -423,6 +427,10 @@ int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o)
             if (r < 0)
                 return AG_EXIT_USAGE;
             o->dot = v;
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--png", &v))) {
+            if (r < 0)
+                return AG_EXIT_USAGE;
+            o->png = v;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--inject-bug", &v))) {
             if (r < 0 || !ag_cli_bug(cmd, v, &o->bug))
                 return AG_EXIT_USAGE;
@@ -430,6 +438,8 @@ int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o)
             return ag_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
         }
     }
+    if (o->dot && o->png && strcmp(o->dot, o->png) == 0)
+        return ag_cli_usage_error(cmd, "--dot and --png both name '%s'", o->dot);
     return AG_CLI_GO;
 }
 
@@ -445,6 +455,11 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
     const double lr = o->lr;
     const char *dot = o->dot;
     const int bug = o->bug;
+    if (o->png && !ag_cli_have_program("dot")) {   /* before any file is written */
+        fprintf(stderr, "attograd explain: Graphviz's dot is not installed, so no picture "
+                        "(apt-get install graphviz)\n");
+        return AG_EXIT_FAIL;
+    }
     story st;
     memset(&st, 0, sizeof(st));
     ag_tape *tape = ag_tape_new();
@@ -466,21 +481,23 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
         goto done;
     }
     const step *s = &st.s;
-    const ag_cli_name names[] = {
+    const ag_tensor_name names[] = {
         {s->x, "x"}, {st.w[WQ], "wq"}, {st.w[WK], "wk"}, {st.w[WV], "wv"}, {s->q, "Q"},
         {s->k, "K"}, {s->v, "V"}, {s->dots, "dots"}, {s->scores, "scores"},
         {s->weights, "weights"}, {s->out, "out"}, {s->y, "y"}, {s->loss, "loss"},
     };
     st.n_names = sizeof(names) / sizeof(names[0]);
     memcpy(st.names, names, sizeof(names));
-    if (dot) {   /* first, so that a file that cannot be written stops the story early */
-        char err[256];
-        if (!ag_cli_write_dot(dot, tape, st.names, st.n_names,
-                              "attograd explain attention: the tape of one step", err,
-                              sizeof(err))) {
-            fprintf(stderr, "attograd explain: %s\n", err);
-            goto done;
-        }
+    /* the files first, so that one that cannot be written stops the story early */
+    static const char *const title = "attograd explain attention: one step's tape after backward";
+    char err[256];
+    if (dot && !ag_cli_write_dot(dot, tape, st.names, st.n_names, title, err, sizeof(err))) {
+        fprintf(stderr, "attograd explain: %s\n", err);
+        goto done;
+    }
+    if (o->png && !ag_cli_render_dot(o->png, tape, st.names, st.n_names, title, err, sizeof(err))) {
+        fprintf(stderr, "attograd explain: %s\n", err);
+        goto done;
     }
     printf("One training step of the seed's attention.\n\n"
            "x holds the three words, one per row: cat = [1, 0], sat = [0, 1], mat = [1, 1].\n"
@@ -554,8 +571,12 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
 
     int verdict = check_step(bug);
     status = verdict == 1 ? AG_EXIT_OK : AG_EXIT_FAIL;
+    if (dot || o->png)
+        printf("\n");
     if (dot)
-        printf("\nThe tape as a graph: %s (render it with: dot -Tpng %s -o tape.png)\n", dot, dot);
+        printf("The tape as a graph: %s (render it with: dot -Tpng %s -o tape.png)\n", dot, dot);
+    if (o->png)
+        printf("The tape as a picture: %s\n", o->png);
     goto done;
 oom:
     fprintf(stderr, "attograd explain: out of memory\n");

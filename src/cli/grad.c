@@ -2,7 +2,7 @@
  * grad.c - `attograd grad`: one forward and backward pass of the attention
  * layer with mse loss, on weights and a batch from files, writing outputs
  * and gradients to a file, so anyone can compare attograd with PyTorch or
- * numpy on the same numbers (DESIGN.md's contract).
+ * numpy on the same numbers (the file contract of docs/cli.md).
  *
  *   model: wq, wk, wv, wo (d, d); metadata n_heads, causal ("true"/"false")
  *   batch: x, y (B, T, d)
@@ -40,16 +40,17 @@ static int print_help(const ag_command *cmd)
 /* The model's metadata: n_heads (an integer dividing d) and causal. */
 static int read_config(const ag_st_file *f, const char *path, int d, int *heads, int *causal)
 {
+    const ag_command *cmd = &ag_cmd_grad_info;
     const char *h = ag_st_meta(f, "n_heads"), *c = ag_st_meta(f, "causal");
     char q[AG_CLI_QUOTE_LEN];
     if (!h) {
-        fprintf(stderr, "attograd grad: %s: metadata 'n_heads' is missing\n", path);
+        ag_cli_error(cmd, "%s: metadata 'n_heads' is missing", path);
         return 0;
     }
     long v = 0;
     if (ag_cli_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
-        fprintf(stderr, "attograd grad: %s: metadata n_heads '%s' must be a whole number dividing d = %d\n",
-                path, ag_cli_quote(h, q, sizeof(q)), d);
+        ag_cli_error(cmd, "%s: metadata n_heads '%s' must be a whole number dividing d = %d", path,
+                     ag_cli_quote(h, q, sizeof(q)), d);
         return 0;
     }
     *heads = (int)v;
@@ -58,25 +59,25 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
     } else if (strcmp(c, "true") == 0) {
         *causal = 1;
     } else {
-        fprintf(stderr, "attograd grad: %s: metadata causal '%s' must be \"true\" or \"false\"\n", path,
-                ag_cli_quote(c, q, sizeof(q)));
+        ag_cli_error(cmd, "%s: metadata causal '%s' must be \"true\" or \"false\"", path,
+                     ag_cli_quote(c, q, sizeof(q)));
         return 0;
     }
     return 1;
 }
 
-/* A NaN or Inf in the inputs would only come out again as NaN gradients:
- * say where it is instead. */
-static int all_finite(const char *path, const char *name, const ag_tensor *t)
+/* The first of n buffers (v[k] holding size[k] values) with a NaN or Inf:
+ * its index, and *elem; or -1. Finite inputs can still overflow (targets
+ * of 1e20 square to Inf in float), and a file of Inf is no answer. */
+static int first_nonfinite(const ag_real *const *v, const size_t *size, int n, size_t *elem)
 {
-    for (size_t i = 0; i < t->size; i++) {
-        if (!isfinite(t->data[i])) {
-            fprintf(stderr, "attograd grad: %s: tensor '%s' holds %s at element %zu\n", path, name,
-                    isnan(t->data[i]) ? "NaN" : "Inf", i);
-            return 0;
-        }
-    }
-    return 1;
+    for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < size[k]; i++)
+            if (!isfinite(v[k][i])) {
+                *elem = i;
+                return k;
+            }
+    return -1;
 }
 
 int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o)
@@ -111,10 +112,6 @@ int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o)
     if (missing)
         return ag_cli_usage_error(cmd, "%s is missing (--model, --batch and --out are all required)",
                                   missing);
-    /* the output replaces its file: never one of the inputs */
-    if (strcmp(o->out_path, o->model_path) == 0 || strcmp(o->out_path, o->batch_path) == 0)
-        return ag_cli_usage_error(cmd, "--out '%s' would overwrite the %s file", o->out_path,
-                                  strcmp(o->out_path, o->model_path) == 0 ? "--model" : "--batch");
     return AG_CLI_GO;
 }
 
@@ -131,36 +128,41 @@ int ag_cmd_grad(int argc, char **argv)
 
 int ag_cli_grad_run(const ag_grad_opts *o)
 {
+    const ag_command *cmd = &ag_cmd_grad_info;
     const char *model_path = o->model_path, *batch_path = o->batch_path, *out_path = o->out_path;
     int status = AG_EXIT_FAIL;
-    char err[512];
+    char err[AG_CLI_ERR_LEN], shown[AG_IO_SHOW_LEN];
     ag_st_file *mf = NULL, *bf = NULL;
     ag_attention *layer = NULL;
     ag_tape *tape = NULL;
     ag_st_writer *w = NULL;
 
-    if (!ag_cli_check_output(out_path, err, sizeof(err))) {
-        fprintf(stderr, "attograd grad: --out %s\n", err);
-        return AG_EXIT_FAIL;
-    }
+    /* the output replaces its file: never one of the inputs, whatever name reaches it */
+    const ag_cli_file files[] = {
+        {"--model", model_path, 0, NULL},
+        {"--batch", batch_path, 0, NULL},
+        {"--out", out_path, 1, NULL},
+    };
+    int checked = ag_cli_check_files(cmd, files, 3);
+    if (checked != AG_EXIT_OK)
+        return checked;
     if (ag_st_load(model_path, &mf, err, sizeof(err)) != AG_OK ||
         ag_st_load(batch_path, &bf, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
+        ag_cli_error(cmd, "%s", err);
         goto done;
     }
     /* d from wq; every other shape must agree with it */
     int nd, wshape[AG_MAX_DIMS];
     if (ag_st_shape(mf, "wq", &nd, wshape, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
+        ag_cli_error(cmd, "%s", err);
         goto done;
     }
     if (nd != 2 || wshape[0] != wshape[1] || wshape[0] < 1) {
         if (nd == 2)
-            fprintf(stderr, "attograd grad: %s: tensor 'wq' is [%dx%d], must be square (d, d)\n",
-                    model_path, wshape[0], wshape[1]);
+            ag_cli_error(cmd, "%s: tensor 'wq' is [%dx%d], must be square (d, d)", model_path,
+                         wshape[0], wshape[1]);
         else
-            fprintf(stderr, "attograd grad: %s: tensor 'wq' has %d dims, must be square (d, d)\n",
-                    model_path, nd);
+            ag_cli_error(cmd, "%s: tensor 'wq' has %d dims, must be square (d, d)", model_path, nd);
         goto done;
     }
     int d = wshape[0], heads, causal;
@@ -168,63 +170,88 @@ int ag_cli_grad_run(const ag_grad_opts *o)
         goto done;
     int xshape[AG_MAX_DIMS];
     if (ag_st_shape(bf, "x", &nd, xshape, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
+        ag_cli_error(cmd, "%s", err);
         goto done;
     }
     if (nd != 3 || xshape[2] != d || xshape[0] < 1 || xshape[1] < 1) {
-        fprintf(stderr, "attograd grad: %s: tensor 'x' must be (B, T, %d) to fit the model\n",
-                batch_path, d);
+        ag_cli_error(cmd, "%s: tensor 'x' must be (B, T, %d) to fit the model", batch_path, d);
         goto done;
     }
     uint64_t attn_values = ag_cli_attention_values((uint64_t)xshape[0], (uint64_t)heads,
                                                    (uint64_t)xshape[1]);
     if (attn_values > AG_CLI_MAX_VALUES) {
-        fprintf(stderr, "attograd grad: %s: tensor 'x' is [%dx%dx%d]: with %d head(s) its attention "
-                "weights would hold %llu values, more than %llu\n", batch_path, xshape[0],
-                xshape[1], xshape[2], heads, (unsigned long long)attn_values,
-                (unsigned long long)AG_CLI_MAX_VALUES);
+        ag_cli_error(cmd,
+                     "%s: tensor 'x' is [%dx%dx%d]: with %d head(s) its attention "
+                     "weights would hold %llu values, more than %llu",
+                     batch_path, xshape[0], xshape[1], xshape[2], heads,
+                     (unsigned long long)attn_values, (unsigned long long)AG_CLI_MAX_VALUES);
         goto done;
     }
     layer = ag_attention_new(d, heads, causal, NULL, err, sizeof(err));
     tape = ag_tape_new();
     if (!layer || !tape) {
-        fprintf(stderr, "attograd grad: %s\n", layer ? "out of memory" : err);
+        ag_cli_error(cmd, "%s", layer ? "out of memory" : err);
         goto done;
     }
     static const char *const wnames[4] = {"wq", "wk", "wv", "wo"};
     for (int k = 0; k < 4; k++) {
         ag_tensor *p = ag_attention_param(layer, wnames[k]);
-        if (ag_st_get(mf, wnames[k], 2, p->shape, p->data, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd grad: %s\n", err);
+        if (!ag_cli_read_tensor(cmd, mf, model_path, wnames[k], 2, p->shape, p->data, 0, err,
+                                sizeof(err))) {
+            ag_cli_error(cmd, "%s", err);
             goto done;
         }
-        if (!all_finite(model_path, wnames[k], p))
-            goto done;
     }
     ag_tensor *x = ag_requires_grad(tape, ag_tensor_new(tape, 3, xshape));
     ag_tensor *y = ag_tensor_new(tape, 3, xshape);
     if (!x || !y) {
-        fprintf(stderr, "attograd grad: %s\n", ag_tape_error(tape));
+        ag_cli_error(cmd, "%s", ag_tape_error(tape));
         goto done;
     }
-    if (ag_st_get(bf, "x", 3, xshape, x->data, err, sizeof(err)) != AG_OK ||
-        ag_st_get(bf, "y", 3, xshape, y->data, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
+    if (!ag_cli_read_tensor(cmd, bf, batch_path, "x", 3, xshape, x->data, 0, err, sizeof(err)) ||
+        !ag_cli_read_tensor(cmd, bf, batch_path, "y", 3, xshape, y->data, 0, err, sizeof(err))) {
+        ag_cli_error(cmd, "%s", err);
         goto done;
     }
-    if (!all_finite(batch_path, "x", x) || !all_finite(batch_path, "y", y))
-        goto done;
     ag_tensor *attn;
     ag_tensor *out = ag_attention_forward(tape, layer, x, &attn);
     ag_tensor *loss = ag_mse(tape, out, y);
     if (ag_backward(tape, loss) != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", ag_tape_error(tape));
+        ag_cli_error(cmd, "%s", ag_tape_error(tape));
+        goto done;
+    }
+    /* finite inputs, yet a result beyond the precision's range: an error
+     * naming the first tensor, and nothing written */
+    static const char *const result_names[] = {"out", "attn", "loss", "grad.wq", "grad.wk",
+                                               "grad.wv", "grad.wo", "grad.x"};
+    const ag_real *results[8] = {out->data, attn->data, loss->data};
+    size_t sizes[8] = {out->size, attn->size, loss->size};
+    for (int k = 0; k < 4; k++) {
+        const ag_tensor *p = ag_attention_param(layer, wnames[k]);
+        results[3 + k] = p->grad;
+        sizes[3 + k] = p->size;
+    }
+    results[7] = x->grad;
+    sizes[7] = x->size;
+    size_t elem = 0;
+    int bad = first_nonfinite(results, sizes, 8, &elem);
+    if (bad >= 0) {
+        double v = results[bad][elem];
+        ag_cli_error(cmd,
+                     "the result is not finite: '%s' holds %s at element %zu, from finite "
+                     "inputs too large for %s arithmetic (scale them down%s); nothing was written",
+                     result_names[bad], isnan(v) ? "NaN" : "Inf", elem, AG_REAL_NAME,
+#ifdef AG_REAL_DOUBLE
+                     "");
+#else
+                     ", or use the double build");
+#endif
         goto done;
     }
 
     w = ag_st_writer_new(AG_ST_REAL);
     if (!w) {
-        fprintf(stderr, "attograd grad: out of memory\n");
+        ag_cli_error(cmd, "out of memory");
         goto done;
     }
     char heads_str[16];
@@ -246,11 +273,12 @@ int ag_cli_grad_run(const ag_grad_opts *o)
     ag_status saved = ag_st_save(w, out_path, err, sizeof(err));
     ag_cli_hold_signals(0, &held);
     if (saved != AG_OK) {
-        fprintf(stderr, "attograd grad: %s\n", err);
+        ag_cli_error(cmd, "%s", err);
         goto done;
     }
     printf("grad: B=%d T=%d d=%d heads=%d causal=%s loss=%.9g wrote %s\n", xshape[0], xshape[1], d,
-           heads, causal ? "true" : "false", (double)loss->data[0], out_path);
+           heads, causal ? "true" : "false", (double)loss->data[0],
+           ag_io_show(out_path, shown, sizeof(shown)));
     status = AG_EXIT_OK;
 done:
     ag_st_writer_free(w);

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 const ag_command ag_cmd_gradcheck_info = {
     "gradcheck", ag_cmd_gradcheck,
@@ -176,7 +175,7 @@ static int run_row(size_t r, const gc_opts *o, const ag_gradcheck_opts *go,
         st = ag_gradcheck_bug(p->build, p->ctx, p->inputs, p->n_inputs, go, res, err, sizeof(err),
                               o->bug);
     if (st != AG_OK) {
-        fprintf(stderr, "attograd gradcheck: %s: %s\n", ag_gradcheck_case_name(r), err);
+        ag_cli_error(&ag_cmd_gradcheck_info, "%s: %s", ag_gradcheck_case_name(r), err);
         ag_gradcheck_case_free(p);
         return 0;
     }
@@ -235,7 +234,8 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
     }
     printf("\n%d check%s: %d passed, %d failed.\n", n, n == 1 ? "" : "s", n - failed, failed);
     if (failed && o->bug)
-        printf("The rows that go through softmax fail: the check caught the wrong backward.\n");
+        printf("The rows that use ag_softmax's backward (the attention op shares it) fail:\n"
+               "the check caught the wrong backward.\n");
     return failed || broken ? AG_EXIT_FAIL : AG_EXIT_OK;
 }
 
@@ -252,14 +252,16 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
 #endif
 
 
-/* Draw the sweep into png (atomically). Returns 1, or 0 with err set. */
+/* Draw the sweep into png (ag_cli_gnuplot_end's rules). Returns 1, or 0
+ * with err set (and *sig when a signal stopped gnuplot). */
 static int plot_sweep(const char *png, const char *title, const double *eps, const double *abs_err,
-                      const double *rel_err, char *err, size_t errlen)
+                      const double *rel_err, int *sig, char *err, size_t errlen)
 {
-    char tmp[4096];
-    FILE *g = ag_cli_gnuplot_open(png, 800, 500, tmp, sizeof(tmp), err, errlen);
-    if (!g)
+    ag_cli_gnuplot gp;
+    *sig = 0;
+    if (!ag_cli_gnuplot_begin(&gp, 800, 500, err, errlen))
         return 0;
+    FILE *g = gp.f;
     fprintf(g, "set title ");
     ag_cli_gnuplot_quote(g, title);
     fprintf(g, "\nset logscale xy\nset xrange [5e-11:2]\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
@@ -274,7 +276,7 @@ static int plot_sweep(const char *png, const char *title, const double *eps, con
                 fprintf(g, "%g %.9g\n", eps[i], v[i]);
         fprintf(g, "e\n");
     }
-    return ag_cli_gnuplot_close(g, tmp, png, err, errlen);
+    return ag_cli_gnuplot_end(&gp, png, sig, err, errlen);
 }
 
 static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
@@ -349,13 +351,16 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
         printf("Below the spacing of %s numbers near x, x + eps rounds back to x and the\n"
                "difference quotient is 0/0.\n", AG_REAL_NAME);
     if (o->plot) {
-        char title[160], err[256];
+        char title[160], err[AG_CLI_ERR_LEN], shown[AG_IO_SHOW_LEN];
+        int sig = 0;
         snprintf(title, sizeof(title), "attograd gradcheck --sweep: %s (%s)", ag_gradcheck_case_name(r),
                  AG_REAL_NAME);
-        if (plot_sweep(o->plot, title, eps, abs_err, rel_err, err, sizeof(err)))
-            printf("plot: %s\n", o->plot);
-        else
-            fprintf(stderr, "attograd gradcheck: %s\n", err);
+        if (plot_sweep(o->plot, title, eps, abs_err, rel_err, &sig, err, sizeof(err))) {
+            printf("plot: %s\n", ag_io_show(o->plot, shown, sizeof(shown)));
+        } else {
+            ag_cli_error(&ag_cmd_gradcheck_info, "%s", err);
+            return sig ? 128 + sig : AG_EXIT_FAIL;
+        }
     }
     return AG_EXIT_OK;
 }
@@ -371,6 +376,16 @@ int ag_cmd_gradcheck(int argc, char **argv)
     }
     if (parsed != AG_CLI_GO)
         return parsed;
+    /* the plot's file is checked before the sweep, not after it */
+    const ag_cli_file plot = {"--plot", o.plot, 1, NULL};
+    int checked = ag_cli_check_files(cmd, &plot, 1);
+    if (checked != AG_EXIT_OK)
+        return checked;
+    if (o.plot && !ag_cli_have_program("gnuplot")) {
+        /* gnuplot is optional: said before the sweep, which goes on without the plot */
+        ag_cli_error(cmd, "gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
+        o.plot = NULL;
+    }
     ag_gradcheck_opts go = ag_gradcheck_defaults();
     if (o.eps > 0)
         go.eps = o.eps;

@@ -6,11 +6,14 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 static const ag_command *const commands[] = {
     &ag_cmd_train_info,
+    &ag_cmd_sample_info,
+    &ag_cmd_eval_info,
     &ag_cmd_demo_info,
     &ag_cmd_grad_info,
     &ag_cmd_explain_info,
@@ -28,6 +31,21 @@ static void print_help(FILE *f)
                "commands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
+}
+
+/* A bad top-level command line: one message (its quoted parts escaped, as
+ * every message is), then the whole help; status 2. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int top_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ag_cli_verror(NULL, fmt, ap);
+    va_end(ap);
+    print_help(stderr);
+    return AG_EXIT_USAGE;
 }
 
 /* Output that could not be written (a full disk, a closed pipe) is a
@@ -56,18 +74,33 @@ int main(int argc, char **argv)
         return AG_EXIT_USAGE;
     }
     const char *name = argv[1];
+    const ag_command *cmd = NULL;
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(name, commands[i]->name) == 0)
+            cmd = commands[i];
     if (ag_cli_is_help(name) || strcmp(name, "help") == 0) {
+        /* `attograd help train` is `attograd train --help` */
+        const ag_command *topic = NULL;
+        for (size_t i = 0; argc == 3 && i < N_COMMANDS; i++)
+            if (strcmp(argv[2], commands[i]->name) == 0)
+                topic = commands[i];
+        if (topic) {
+            char *help_argv[] = {argv[2], "--help", NULL};
+            return finish(topic->run(2, help_argv));
+        }
+        if (argc > 2)
+            return top_usage_error("%s: unexpected argument '%s' (a command's help is "
+                                   "attograd COMMAND --help)", name, argv[2]);
         print_help(stdout);
         return finish(AG_EXIT_OK);
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        if (argc > 2)
+            return top_usage_error("%s takes no arguments, but '%s' follows it", name, argv[2]);
         printf("attograd %s (ag_real = %s)\n", AG_VERSION, AG_REAL_NAME);
         return finish(AG_EXIT_OK);
     }
-    for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(name, commands[i]->name) == 0)
-            return finish(commands[i]->run(argc - 1, argv + 1));
-    fprintf(stderr, "attograd: unknown command '%s'\n", name);
-    print_help(stderr);
-    return AG_EXIT_USAGE;
+    if (cmd)
+        return finish(cmd->run(argc - 1, argv + 1));
+    return top_usage_error("unknown command '%s'", name);
 }

@@ -13,12 +13,38 @@
  * AG_EXIT_USAGE (a usage error was printed). */
 enum { AG_CLI_GO = 0, AG_CLI_HELP = -1 };
 
+/* ---- a command's options as a table (flags.c) ---- */
+typedef enum ag_flag_kind {
+    AG_FLAG_SWITCH,   /* no value; out is an int set to 1 */
+    AG_FLAG_INT,      /* out: int, within [lo, hi] */
+    AG_FLAG_LONG,     /* out: long, within [lo, hi] */
+    AG_FLAG_DOUBLE,   /* out: double, finite, within [lo, hi] */
+    AG_FLAG_U64,      /* out: uint64_t */
+    AG_FLAG_PATH,     /* out: const char *, a non-empty file name */
+    AG_FLAG_STRING    /* out: const char *, any string (the caller checks it) */
+} ag_flag_kind;
+
+typedef struct ag_cli_flag {
+    const char *name;      /* "--steps" */
+    ag_flag_kind kind;
+    void *out;             /* where the value goes, of the kind's type */
+    double lo, hi;         /* a number's range */
+    int *given;            /* set to 1 when the flag is given, or NULL */
+} ag_cli_flag;
+
+/* Parse argv[1..argc) against n flags (a flag given twice counts the last
+ * time): AG_CLI_GO, AG_CLI_HELP at -h or --help, or AG_EXIT_USAGE after a
+ * usage error naming the flag (unknown, its value missing or bad). */
+int ag_cli_parse_flags(const ag_command *cmd, int argc, char **argv, const ag_cli_flag *flags,
+                       size_t n);
+
 /* ---- attograd train ---- */
 typedef struct ag_train_opts {
     ag_train_config config;  /* the run's settings; with --load, the checkpoint's but for flags given (set_*) */
     int steps, eval_every, quiet, detect_anomaly;
     int threads;             /* for ag_set_threads; results do not depend on it */
     const char *log_path, *plot_path, *save_path, *load_path;   /* NULL when not given */
+    const char *heads_path;  /* --plot-heads, or NULL */
     /* which flags were given (a checkpoint's settings win over defaults only) */
     int set_task, set_seq, set_dim, set_heads, set_posenc, set_causal, set_lr, set_optimizer;
     int set_seed, set_momentum, set_weight_decay, set_clip, set_batch;
@@ -34,6 +60,51 @@ int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o);
 int ag_cli_train_check(const ag_train_opts *o);
 int ag_cli_train_run(ag_train_opts *o);
 
+/* ---- attograd train --task text (train_text.c) ---- */
+typedef struct ag_text_opts {
+    ag_gpt_config model;           /* vocab is the text's; with --load, the checkpoint's */
+    ag_gpt_train_config train;     /* decay_steps 0 until known: --steps by default */
+    int steps, eval_every, eval_iters, quiet, threads;
+    const char *text_path, *log_path, *plot_path, *save_path, *load_path;   /* NULL: not given */
+    /* which flags were given: with --load, a model flag must agree with the
+     * checkpoint and a training flag replaces its setting */
+    int set_layers, set_heads, set_dim, set_seq, set_bias, set_posenc, set_no_residual,
+        set_no_layernorm, set_no_mlp, set_seed;
+    int set_batch, set_lr, set_min_lr, set_warmup, set_decay_steps, set_weight_decay, set_clip,
+        set_dropout;
+} ag_text_opts;
+
+/* Whether train's argv asks for the text task (--task text, or --text). */
+int ag_cli_is_text_task(int argc, char **argv);
+/* Fill o from argv (argv[0] is "train"); without --load every size is
+ * checked here. */
+int ag_cli_text_parse(int argc, char **argv, ag_text_opts *o);
+int ag_cli_text_run(ag_text_opts *o);
+/* `attograd train` for the text task: parse, help or run. */
+int ag_cli_text_main(int argc, char **argv);
+
+/* ---- attograd sample ---- */
+typedef struct ag_sample_opts {
+    const char *load_path;
+    const char *prompt;            /* NULL: start from a newline, not printed */
+    long tokens;
+    double temperature;
+    int top_k;                     /* 0: all */
+    uint64_t seed;
+} ag_sample_opts;
+
+int ag_cli_sample_parse(int argc, char **argv, ag_sample_opts *o);
+int ag_cli_sample_run(const ag_sample_opts *o);
+
+/* ---- attograd eval ---- */
+typedef struct ag_eval_opts {
+    const char *load_path, *text_path;
+    int threads;
+} ag_eval_opts;
+
+int ag_cli_eval_parse(int argc, char **argv, ag_eval_opts *o);
+int ag_cli_eval_run(const ag_eval_opts *o);
+
 /* ---- attograd grad ---- */
 typedef struct ag_grad_opts {
     const char *model_path, *batch_path, *out_path;
@@ -44,10 +115,13 @@ int ag_cli_grad_run(const ag_grad_opts *o);
 
 /* ---- attograd explain ---- */
 #define AG_EXPLAIN_MAX_LOGITS 16
-typedef enum ag_explain_topic { AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION } ag_explain_topic;
+#define AG_EXPLAIN_MAX_SEQ 1024   /* posenc's --seq and --dim */
+typedef enum ag_explain_topic {
+    AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION, AG_EXPLAIN_POSENC, AG_EXPLAIN_LAYERNORM
+} ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
-    /* softmax */
+    /* softmax (layernorm: z is the row x, g is dL/dy) */
     double z[AG_EXPLAIN_MAX_LOGITS];   /* (n) the logits */
     double g[AG_EXPLAIN_MAX_LOGITS];   /* (n) the upstream gradient dL/ds */
     int n;
@@ -55,16 +129,36 @@ typedef struct ag_explain_opts {
     /* attention */
     double lr;                         /* SGD learning rate */
     const char *dot;                   /* write the tape as Graphviz here, or NULL */
+    const char *png;                   /* draw it here with Graphviz's dot, or NULL */
     int bug;                           /* AG_BUG_NONE or AG_BUG_SOFTMAX */
+    /* posenc */
+    int seq, dim;                      /* the sinusoidal table's size */
+    const char *plot;                  /* draw it here with gnuplot, or NULL */
+    const char *load;                  /* show the learned table 'pos' of this file, or NULL */
+    /* layernorm */
+    double weight[AG_EXPLAIN_MAX_LOGITS], bias[AG_EXPLAIN_MAX_LOGITS];   /* (n) when given */
+    int n_weight, n_bias;              /* n, or 0 when not given */
 } ag_explain_opts;
 
-/* argv[0] is "explain", argv[1] the topic (softmax or attention). */
+/* argv[0] is "explain", argv[1] the topic (softmax, attention or posenc). */
 int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o);
 int ag_cli_explain_run(const ag_explain_opts *o);
 /* The attention topic (explain_attention.c): argv[0] is "attention". */
 int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o);
 void ag_cli_explain_attention_help(void);
 int ag_cli_explain_attention_run(const ag_explain_opts *o);
+/* The positional-encoding topic (explain_posenc.c): argv[0] is "posenc". */
+int ag_cli_explain_posenc_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_posenc_help(void);
+int ag_cli_explain_posenc_run(const ag_explain_opts *o);
+/* The layer-norm topic (explain_layernorm.c): argv[0] is "layernorm". */
+int ag_cli_explain_layernorm_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_layernorm_help(void);
+int ag_cli_explain_layernorm_run(const ag_explain_opts *o);
+/* For the topics' files: explain softmax's list parser ("1,2.5,-3" into v:
+ * the count, or 0 after a usage message) and its row printer. */
+int ag_cli_explain_list(const ag_command *cmd, const char *flag, const char *s, double *v);
+void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals);
 
 /* ---- attograd demo ---- */
 typedef struct ag_demo_opts {

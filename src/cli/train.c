@@ -20,8 +20,8 @@
 
 const ag_command ag_cmd_train_info = {
     "train", ag_cmd_train,
-    "attograd train [--task lookup|lookup2|reverse] [--steps N] [--seed S] [options]",
-    "train a toy attention model and watch it learn the lookup",
+    "attograd train [--task lookup|lookup2|reverse|text] [--steps N] [--seed S] [options]",
+    "train a toy attention model, or a GPT on a text file (--task text)",
 };
 
 /* Task defaults, chosen so that each task learns in seconds. */
@@ -41,23 +41,6 @@ static void task_defaults(ag_train_opts *o)
         c->lr = c->optimizer_adam ? 3e-3 : 0.1;
 }
 
-/* The signal that asked the run to stop (SIGINT: Ctrl-C; SIGTERM: kill,
- * timeout; SIGHUP: the terminal went away), or 0. The run finishes its
- * step, saves, and exits 128 + it. */
-static volatile sig_atomic_t interrupted;
-
-static void on_stop_signal(int sig)
-{
-    interrupted = sig;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int print_help(const ag_command *cmd)
 {
     printf("usage: %s\n\n"
@@ -67,6 +50,8 @@ static int print_help(const ag_command *cmd)
            cmd->usage);
     for (int k = 0; k < AG_TASK_COUNT; k++)
         printf("  %-8s %s\n", ag_task_name((ag_task_kind)k), ag_task_help((ag_task_kind)k));
+    printf("  %-8s a GPT that learns to write like a text file (attograd train --task text --help)\n",
+           "text");
     printf("\noptions:\n"
            "  --task NAME          the task (default lookup)\n"
            "  --steps N            training steps to run (default 600)\n"
@@ -86,6 +71,8 @@ static int print_help(const ag_command *cmd)
            "  --log FILE.csv       write step,loss,eval_loss,accuracy per step\n"
            "  --plot FILE.png      draw the loss curve, the held-out accuracy and one\n"
            "                       example's attention with gnuplot, when installed\n"
+           "  --plot-heads FILE.png\n"
+           "                       draw that example's attention, one heatmap per head\n"
            "  --save FILE          write a checkpoint (safetensors) at the end\n"
            "  --load FILE          continue from a checkpoint\n"
            "  --detect-anomaly     check every op for NaN/Inf and name the first\n"
@@ -97,7 +84,9 @@ static int print_help(const ag_command *cmd)
            "Ctrl-C (or SIGTERM, SIGHUP) stops after the current step and still saves\n"
            "the log and the checkpoint; the exit status is then 130 (143, 129). A loss\n"
            "or a weight that turns NaN or Inf stops the run naming the step and the op,\n"
-           "exit 1, and nothing is saved.\n\n"
+           "exit 1, and nothing is saved. A plot gnuplot does not make (it fails, takes\n"
+           "longer than AG_GNUPLOT_SECONDS, default 60, or writes no PNG) is said on\n"
+           "stderr; the log and the checkpoint are still saved, and the exit status is 1.\n\n"
            "The last line on stdout is the summary:\n"
            "  result: task=lookup steps=N loss=L accuracy=A seconds=S\n");
     return AG_EXIT_OK;
@@ -133,7 +122,7 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0)
                 return AG_EXIT_USAGE;
             if (!ag_task_parse(v, &c->model.task))
-                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse)", v);
+                return ag_cli_usage_error(cmd, "--task: unknown task '%s' (lookup, lookup2, reverse, text)", v);
             o->set_task = 1;
         } else if ((r = ag_cli_value(cmd, argc, argv, &i, "--steps", &v))) {
             if (r < 0 || !ag_cli_int(cmd, "--steps", v, 1, 100000000, &o->steps))
@@ -205,6 +194,10 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
             if (r < 0)
                 return AG_EXIT_USAGE;
             o->plot_path = v;
+        } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--plot-heads", &v))) {
+            if (r < 0)
+                return AG_EXIT_USAGE;
+            o->heads_path = v;
         } else if ((r = ag_cli_path(cmd, argc, argv, &i, "--save", &v))) {
             if (r < 0)
                 return AG_EXIT_USAGE;
@@ -220,20 +213,6 @@ static int parse_flags(const ag_command *cmd, int argc, char **argv, ag_train_op
         }
     }
     return AG_CLI_GO;
-}
-
-/* Two outputs naming the same file would overwrite each other (and a log
- * written over --load's checkpoint would destroy it); --save over --load is
- * fine: that is resuming in place. */
-static int check_paths(const ag_command *cmd, const ag_train_opts *o)
-{
-    const char *flag[4] = {"--log", "--plot", "--save", "--load"};
-    const char *path[4] = {o->log_path, o->plot_path, o->save_path, o->load_path};
-    for (int a = 0; a < 4; a++)
-        for (int b = a + 1; b < 4; b++)
-            if (path[a] && path[b] && strcmp(path[a], path[b]) == 0 && !(a == 2 && b == 3))
-                return !ag_cli_usage_error(cmd, "%s and %s both name '%s'", flag[a], flag[b], path[a]);
-    return 1;
 }
 
 int ag_cli_train_check(const ag_train_opts *o)
@@ -266,8 +245,6 @@ int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o)
     int r = parse_flags(cmd, argc, argv, o);
     if (r != AG_CLI_GO)
         return r;
-    if (!check_paths(cmd, o))
-        return AG_EXIT_USAGE;
     if (!o->load_path) {
         task_defaults(o);
         if (!ag_cli_train_check(o))
@@ -297,6 +274,7 @@ typedef struct run {
      * and the last heatmap's weights (head 1 of held-out example 0) */
     long *loss_step, *acc_step;
     double *loss_hist, *acc_hist, *attn0;
+    double *heads0;           /* for --plot-heads: (H, T, T), every head of held-out example 0 */
     size_t n_loss, n_acc, cap_loss, cap_acc;
     long loss_stride;
 } run;
@@ -361,10 +339,11 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
  * for NaN or Inf names the first op that made one. */
 static void report_failure(const run *r, ag_status st, const char *where)
 {
-    fprintf(stderr, "attograd train: step %ld%s: %s\n", r->step + (where[0] ? 0 : 1), where,
-            ag_tape_error(r->tape));
+    ag_cli_error(&ag_cmd_train_info, "step %ld%s: %s", r->step + (where[0] ? 0 : 1), where,
+                 ag_tape_error(r->tape));
     if (st == AG_ERR_NUMERIC)
-        fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+        ag_cli_error(&ag_cmd_train_info,
+                     "stopped; try a smaller --lr or --clip (nothing was saved)");
 }
 
 /* Loss and accuracy on the held-out set. With keep, the tape is left as it
@@ -419,8 +398,40 @@ static void show_final(run *r)
         for (int i = 0; i < T * T; i++)
             r->attn0[i] = r->kept_attn->data[i];
     }
+    if (r->heads0) {
+        size_t n = (size_t)r->kept_attn->shape[1] * (size_t)r->eval->seq * (size_t)r->eval->seq;
+        for (size_t i = 0; i < n; i++)
+            r->heads0[i] = r->kept_attn->data[i];
+    }
     r->kept_attn = r->kept_logits = NULL;
     ag_tape_reset(r->tape);
+}
+
+/* --plot-heads: held-out example 0's attention, a heatmap per head, its
+ * positions named as on the terminal. Returns 1, or 0 after saying why on
+ * stderr (and *sig, when a signal stopped gnuplot). */
+static int plot_heads(const run *r, const char *png, int *sig)
+{
+    int T = r->eval->seq, H = r->o->config.model.heads;
+    char (*names)[32] = malloc((size_t)T * sizeof(*names));
+    const char **labels = malloc((size_t)T * sizeof(*labels));
+    char err[AG_CLI_ERR_LEN] = "out of memory", title[160], shown[AG_IO_SHOW_LEN];
+    int ok = 0;
+    *sig = 0;
+    if (names && labels) {
+        for (int t = 0; t < T; t++)
+            labels[t] = token_label(r->eval, 0, t, names[t], sizeof(names[t]));
+        snprintf(title, sizeof(title), "attention of one held-out example (%s, %ld steps)",
+                 ag_task_name(r->o->config.model.task), r->step);
+        ok = ag_cli_plot_heads(png, title, H, T, r->heads0, labels, sig, err, sizeof(err));
+    }
+    if (ok && !r->o->quiet)
+        printf("plot: %s\n", ag_io_show(png, shown, sizeof(shown)));
+    else if (!ok)
+        ag_cli_error(&ag_cmd_train_info, "%s", err);   /* the log and checkpoint still follow */
+    free(names);
+    free(labels);
+    return ok;
 }
 
 /* History for --plot, allocated before training: at most PLOT_POINTS
@@ -486,10 +497,13 @@ static int train_step(run *r)
     long bad = first_bad_param(r, &elem);
     if (bad >= 0) {
         double v = r->params[bad]->data[elem];
-        fprintf(stderr, "attograd train: step %ld: the %s update (lr %g) made parameter '%s' %s "
-                "at element %zu (the gradient norm was %g)\n", r->step + 1, ag_optim_name(r->opt),
-                r->o->config.lr, r->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
-        fprintf(stderr, "attograd train: stopped; try a smaller --lr or --clip (nothing was saved)\n");
+        ag_cli_error(&ag_cmd_train_info,
+                     "step %ld: the %s update (lr %g) made parameter '%s' %s "
+                     "at element %zu (the gradient norm was %g)",
+                     r->step + 1, ag_optim_name(r->opt), r->o->config.lr, r->names[bad],
+                     isnan(v) ? "NaN" : "Inf", elem, norm);
+        ag_cli_error(&ag_cmd_train_info,
+                     "stopped; try a smaller --lr or --clip (nothing was saved)");
         return 0;
     }
     r->step++;
@@ -565,67 +579,70 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
     return 1;
 }
 
-/* Before any work: every file the run will write can be written. */
-static int check_outputs(const ag_train_opts *o)
+/* Before any work: the files the run names (ag_cli_check_files). Two
+ * outputs naming one file would overwrite each other, and a log written
+ * over --load's checkpoint would destroy it; --save over --load is fine:
+ * that is resuming in place. */
+static int check_files(const ag_train_opts *o)
 {
-    const char *flag[3] = {"--log", "--plot", "--save"};
-    const char *path[3] = {o->log_path, o->plot_path, o->save_path};
-    char err[512];
-    for (int k = 0; k < 3; k++) {
-        if (path[k] && !ag_cli_check_output(path[k], err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s %s\n", flag[k], err);
-            return 0;
-        }
-    }
-    return 1;
+    const ag_cli_file files[] = {
+        {"--log", o->log_path, 1, NULL},
+        {"--plot", o->plot_path, 1, NULL},
+        {"--save", o->save_path, 1, "--load"},
+        {"--load", o->load_path, 0, NULL},
+        {"--plot-heads", o->heads_path, 1, NULL},
+    };
+    return ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
 }
 
 int ag_cli_train_run(ag_train_opts *o)
 {
     const ag_command *cmd = &ag_cmd_train_info;
-    char err[512];
+    char err[AG_CLI_ERR_LEN];
     ag_st_file *ckpt = NULL;
     const ag_train_config *c = &o->config;   /* with --load, set from the checkpoint below */
     ag_train_state loaded;
     memset(&loaded, 0, sizeof(loaded));
+    int checked = check_files(o);
+    if (checked != AG_EXIT_OK)
+        return checked;
     if (o->load_path) {
         if (!ag_cli_checkpoint_open(o->load_path, &ckpt, &loaded, err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s\n", err);
+            ag_cli_error(&ag_cmd_train_info, "%s", err);
             return AG_EXIT_FAIL;
         }
         if (!adopt_checkpoint(cmd, o, &loaded) || !ag_cli_train_check(o)) {
             ag_st_free(ckpt);
             return AG_EXIT_USAGE;
         }
-        if (loaded.step > AG_CLI_MAX_STEP - o->steps) {
+        /* the checkpoint this run saves must load: its counts stay in range */
+        if (loaded.step > AG_CLI_MAX_STEP - o->steps ||
+            loaded.optim_steps > AG_CLI_MAX_STEP - o->steps) {
             ag_st_free(ckpt);
-            return ag_cli_usage_error(cmd, "--steps %d: %s is at step %ld, and a run stops at step %ld",
-                                      o->steps, o->load_path, loaded.step, AG_CLI_MAX_STEP);
+            int opt = loaded.optim_steps > loaded.step;
+            return ag_cli_usage_error(cmd, "--steps %d: %s is at %s %ld, and a run stops at %ld",
+                                      o->steps, o->load_path, opt ? "optimizer step" : "step",
+                                      opt ? loaded.optim_steps : loaded.step, AG_CLI_MAX_STEP);
         }
     }
-    if (!check_outputs(o)) {
-        ag_st_free(ckpt);
-        return AG_EXIT_FAIL;
-    }
-    int plot = o->plot_path != NULL;
-    if (plot && !ag_cli_have_program("gnuplot")) {
+    int plot = o->plot_path != NULL, plot_h = o->heads_path != NULL;
+    if ((plot || plot_h) && !ag_cli_have_program("gnuplot")) {
         /* said once, before the run; training goes on without the plot */
-        fprintf(stderr, "attograd train: gnuplot is not installed, so no plot "
-                        "(apt-get install gnuplot-nox)\n");
-        plot = 0;
+        ag_cli_error(cmd, "gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
+        plot = plot_h = 0;
     }
 
     run r;
     memset(&r, 0, sizeof(r));
     r.o = o;
-    int status = AG_EXIT_FAIL, handlers = 0;
-    struct sigaction old_int, old_term, old_hup;
+    int status = AG_EXIT_FAIL;
+    ag_cli_stop stop_signals = {0};
     ag_rng init_rng = ag_rng_new(c->seed);
     r.data_rng = ag_rng_new(c->seed ^ 0xda7aULL);
     ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
     r.model = ag_model_new(&c->model, ckpt ? NULL : &init_rng, err, sizeof(err));
     if (!r.model) {
-        fprintf(stderr, "attograd train: %s\n", err);
+        ag_cli_error(&ag_cmd_train_info, "%s", err);
         goto done;
     }
     r.n_params = ag_model_params(r.model, r.params, r.names, MAX_PARAMS);
@@ -636,12 +653,13 @@ int ag_cli_train_run(ag_train_opts *o)
     r.train = ag_batch_new(c->model.task, c->batch, c->model.seq);
     r.eval = ag_batch_new(c->model.task, EVAL_EXAMPLES, c->model.seq);
     if (!r.opt || !r.tape || !r.train || !r.eval) {
-        fprintf(stderr, "attograd train: out of memory\n");
+        ag_cli_error(&ag_cmd_train_info, "out of memory");
         goto done;
     }
     if (ckpt) {
-        if (!ag_cli_checkpoint_restore(ckpt, o->load_path, r.model, r.opt, &loaded, err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s\n", err);
+        if (!ag_cli_checkpoint_restore(cmd, ckpt, o->load_path, r.model, r.opt, &loaded, err,
+                                       sizeof(err))) {
+            ag_cli_error(&ag_cmd_train_info, "%s", err);
             goto done;
         }
         r.data_rng.state = loaded.data_rng;
@@ -650,27 +668,22 @@ int ag_cli_train_run(ag_train_opts *o)
         ckpt = NULL;
     }
     ag_task_sample(r.eval, &eval_rng);
-    if (plot && !alloc_history(&r)) {
-        fprintf(stderr, "attograd train: out of memory\n");
+    if (plot_h)
+        r.heads0 = malloc((size_t)c->model.heads * (size_t)c->model.seq * (size_t)c->model.seq *
+                          sizeof(double));
+    if ((plot && !alloc_history(&r)) || (plot_h && !r.heads0)) {
+        ag_cli_error(cmd, "out of memory");
         goto done;
     }
     ag_tape_detect_anomaly(r.tape, o->detect_anomaly);
 
     /* From here on a temporary file may exist: Ctrl-C and SIGTERM only ask
      * the loop to stop, so that it is always committed or removed. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
-    handlers = 1;
+    ag_cli_stop_begin(&stop_signals);
 
     if (o->log_path &&
         ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r.log, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd train: %s\n", err);
+        ag_cli_error(&ag_cmd_train_info, "%s", err);
         goto done;
     }
 
@@ -684,9 +697,9 @@ int ag_cli_train_run(ag_train_opts *o)
     }
     if (!evaluate(&r, 0))
         goto done;
-    double start = now_seconds(), last_draw = 0;
+    double start = ag_cli_now(), last_draw = 0;
     long done_steps = 0;
-    while (done_steps < o->steps && !interrupted) {
+    while (done_steps < o->steps && !ag_cli_stop_requested()) {
         if (!train_step(&r))
             goto done;
         done_steps++;
@@ -700,7 +713,7 @@ int ag_cli_train_run(ag_train_opts *o)
                              eval_now ? r.accuracy : NAN};
             ag_csv_row(r.log, row, 4);   /* errors are sticky; ag_csv_close reports them */
         }
-        double t = now_seconds() - start;
+        double t = ag_cli_now() - start;
         if (tty && (t - last_draw > 0.1 || last)) {
             print_progress(&r, done_steps, o->steps, t, 1);
             last_draw = t;
@@ -708,15 +721,12 @@ int ag_cli_train_run(ag_train_opts *o)
             print_progress(&r, done_steps, o->steps, t, 0);
         }
     }
-    double seconds = now_seconds() - start;
+    double seconds = ag_cli_now() - start;
     if (tty)
         printf("\n");
-    int stop = interrupted;
-    if (stop) {
-        fprintf(stderr, "attograd train: %s after step %ld\n",
-                stop == SIGINT ? "interrupted" : stop == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP",
-                r.step);
-    }
+    int stop = ag_cli_stop_requested(), plot_failed = 0;
+    if (stop)
+        ag_cli_error(cmd, "%s after step %ld", ag_cli_stop_reason(stop), r.step);
     if (!r.kept_attn && !evaluate(&r, 1))   /* interrupted before the last step */
         goto done;
     show_final(&r);
@@ -726,40 +736,51 @@ int ag_cli_train_run(ag_train_opts *o)
                  ag_task_name(c->model.task), r.step, r.accuracy);
         ag_plot_data pd = {title, r.loss_step, r.loss_hist, r.n_loss, r.acc_step, r.acc_hist,
                            r.n_acc, r.attn0, c->model.seq};
-        if (ag_cli_plot_run(o->plot_path, &pd, err, sizeof(err))) {
+        char shown[AG_IO_SHOW_LEN];
+        int sig = 0;
+        if (ag_cli_plot_run(o->plot_path, &pd, &sig, err, sizeof(err))) {
             if (!o->quiet)
-                printf("plot: %s\n", o->plot_path);
+                printf("plot: %s\n", ag_io_show(o->plot_path, shown, sizeof(shown)));
         } else {
-            fprintf(stderr, "attograd train: %s\n", err);   /* training is unaffected */
+            /* the log and the checkpoint are still written; the status says it */
+            ag_cli_error(cmd, "%s", err);
+            plot_failed = 1;
+            if (sig && !stop)
+                stop = sig;
+        }
+    }
+    if (plot_h) {
+        int sig = 0;
+        if (!plot_heads(&r, o->heads_path, &sig)) {
+            plot_failed = 1;
+            if (sig && !stop)
+                stop = sig;
         }
     }
     if (r.log) {
         ag_csv *log = r.log;
         r.log = NULL;
         if (ag_csv_close(log, err, sizeof(err)) != AG_OK) {
-            fprintf(stderr, "attograd train: %s\n", err);
+            ag_cli_error(&ag_cmd_train_info, "%s", err);
             goto done;
         }
     }
     if (o->save_path) {
         ag_train_state st = state_of(o, &r);
         if (!ag_cli_checkpoint_save(o->save_path, r.model, r.opt, &st, err, sizeof(err))) {
-            fprintf(stderr, "attograd train: %s\n", err);
+            ag_cli_error(&ag_cmd_train_info, "%s", err);
             goto done;
         }
+        char shown[AG_IO_SHOW_LEN];
         if (!o->quiet)
-            printf("saved: %s (step %ld)\n", o->save_path, r.step);
+            printf("saved: %s (step %ld)\n", ag_io_show(o->save_path, shown, sizeof(shown)), r.step);
     }
     printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
            ag_task_name(c->model.task), r.step, r.eval_loss, r.accuracy, seconds);
-    status = stop ? 128 + stop : AG_EXIT_OK;
+    status = stop ? 128 + stop : plot_failed ? AG_EXIT_FAIL : AG_EXIT_OK;
 done:
     ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
-    if (handlers) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        sigaction(SIGHUP, &old_hup, NULL);
-    }
+    ag_cli_stop_end(&stop_signals);
     ag_st_free(ckpt);
     ag_batch_free(r.train);
     ag_batch_free(r.eval);
@@ -768,6 +789,7 @@ done:
     free(r.acc_step);
     free(r.acc_hist);
     free(r.attn0);
+    free(r.heads0);
     ag_tape_free(r.tape);
     ag_optim_free(r.opt);
     ag_model_free(r.model);
@@ -777,6 +799,8 @@ done:
 
 int ag_cmd_train(int argc, char **argv)
 {
+    if (ag_cli_is_text_task(argc, argv))
+        return ag_cli_text_main(argc, argv);   /* train_text.c */
     ag_train_opts o;
     int r = ag_cli_train_parse(argc, argv, &o);
     if (r == AG_CLI_HELP)

@@ -140,6 +140,10 @@ int ag_softmax_simd(void);
 /* s = softmax(z) over one row of n, stable and NaN-free as ag_softmax
  * documents; s may be z (in place). */
 void ag_softmax_row(const ag_real *z, ag_real *s, size_t n, int simd);
+/* y = erf(x) for n values (gelu.c): simd 1 or 2 (at most ag_softmax_simd(),
+ * the same CPU check) picks the float build's AVX2 or AVX-512 kernel, 0
+ * libm. Exposed for the tests. */
+void ag_erf_n(const ag_real *x, ag_real *y, size_t n, int simd);
 
 /*
  * The attention layer as one op (src/ops/attention_fused.c): out = O wo with

@@ -16,7 +16,7 @@ struct ag_csv {
     size_t cols;             /* columns in the header */
     size_t rows;             /* rows written so far */
     ag_status status;        /* the first error, sticky */
-    char error[256];
+    char error[AG_IO_SHOW_LEN + 256];
 };
 
 ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *err,
@@ -28,12 +28,14 @@ ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *
     if (!path || !header)
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_csv_open: %s is NULL",
                          path ? "header" : "path");
+    char shown[AG_IO_SHOW_LEN];
+    ag_io_show(path, shown, sizeof(shown));
     if (!*header || strpbrk(header, "\r\n"))
         return ag_io_err(AG_ERR_ARG, err, errlen, "%s: the CSV header must be one non-empty line",
-                         path);
+                         shown);
     ag_csv *csv = calloc(1, sizeof(*csv));
     if (!csv)
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
     csv->cols = 1;
     for (const char *c = header; *c; c++)
         csv->cols += *c == ',';
@@ -43,7 +45,7 @@ ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *
         return st;
     }
     if (fprintf(csv->file.f, "%s\n", header) < 0) {
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown, strerror(errno));
         ag_csv_free(csv);
         return st;
     }
@@ -57,7 +59,7 @@ ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n)
         return AG_ERR_ARG;
     if (csv->status != AG_OK)
         return csv->status;
-    const char *path = csv->file.path;
+    const char *path = csv->file.shown;
     if (n != csv->cols || (n > 0 && !values)) {
         csv->status = AG_ERR_ARG;
         snprintf(csv->error, sizeof(csv->error), "%s: row %zu has %zu values, the header has %zu columns",

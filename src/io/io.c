@@ -1,20 +1,14 @@
 /*
  * io.c - helpers shared by the file formats: messages, UTF-8 checks, quoting
- * names from untrusted files, and atomic replacement of a file (write a
- * temporary file beside it, fsync, rename), so that a crash or a failed
- * write never leaves a torn file behind.
+ * names from untrusted files. Files themselves (what may be read, how an
+ * output is replaced) are files.c's.
  */
 #include "io.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 ag_status ag_io_err(ag_status status, char *err, size_t errlen, const char *fmt, ...)
 {
@@ -124,120 +118,4 @@ int ag_io_grow(void **arr, size_t *cap, size_t n, size_t elem)
     *arr = a;
     *cap = c;
     return 1;
-}
-
-/* ---- atomic replacement ---- */
-
-/* The directory holding path, in a new string ("." when path has no '/'). */
-static char *dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return strdup(".");
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, path, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
-ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errlen)
-{
-    memset(a, 0, sizeof(*a));
-    if (!path || !*path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "save: empty file name");
-    size_t n = strlen(path);
-    if (path[n - 1] == '/')
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", path);
-    const size_t suffix = sizeof(".tmp-0123456789abcdef");
-    if (n > SIZE_MAX - suffix)
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: file name too long", path);
-    a->path = strdup(path);
-    a->tmp = malloc(n + suffix);
-    if (!a->path || !a->tmp) {
-        ag_atomic_abort(a);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
-    }
-
-    /* A fresh name beside the target. O_EXCL makes it ours alone; unlike
-     * mkstemp (mode 0600) the file gets 0666 less the umask, like any other
-     * file the user writes. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ag_rng rng = ag_rng_new((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-                            ((uint64_t)getpid() << 17) ^ (uint64_t)(uintptr_t)a);
-    int fd = -1, e = 0;
-    for (int tries = 0; tries < 100 && fd < 0; tries++) {
-        snprintf(a->tmp, n + suffix, "%s.tmp-%016llx", path,
-                 (unsigned long long)ag_rng_next(&rng));
-        fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        e = errno;
-        if (fd < 0 && e != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        ag_atomic_abort(a);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot create a temporary file beside it: %s",
-                         path, strerror(e));
-    }
-    a->f = fdopen(fd, "wb");
-    if (!a->f) {
-        e = errno;
-        close(fd);
-        remove(a->tmp);
-        ag_atomic_abort(a);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open a temporary file: %s", path,
-                         strerror(e));
-    }
-    return AG_OK;
-}
-
-static void release(ag_atomic *a)
-{
-    free(a->path);
-    free(a->tmp);
-    memset(a, 0, sizeof(*a));
-}
-
-void ag_atomic_abort(ag_atomic *a)
-{
-    if (a->f) {
-        fclose(a->f);
-        remove(a->tmp);
-    }
-    release(a);
-}
-
-ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen)
-{
-    ag_status st = AG_OK;
-    const char *what = NULL;
-    int e = 0;
-    if (fflush(a->f) != 0)
-        what = "cannot write", e = errno;
-    else if (fsync(fileno(a->f)) != 0)
-        what = "cannot sync", e = errno;
-    int closed = fclose(a->f);
-    a->f = NULL;
-    if (!what && closed != 0)
-        what = "cannot write", e = errno;
-    if (!what && rename(a->tmp, a->path) != 0)
-        what = "cannot replace it", e = errno;
-    if (what) {
-        remove(a->tmp);
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: %s: %s", a->path, what, strerror(e));
-    } else {
-        /* make the rename itself durable; a failure here loses nothing */
-        char *dir = dir_of(a->path);
-        int fd = dir ? open(dir, O_RDONLY | O_CLOEXEC) : -1;
-        if (fd >= 0) {
-            fsync(fd);
-            close(fd);
-        }
-        free(dir);
-    }
-    release(a);
-    return st;
 }

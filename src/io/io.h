@@ -1,8 +1,9 @@
 /*
  * io.h - private helpers of the file layer: error messages into a caller's
- * buffer, UTF-8 checks, safe quoting of names taken from files, atomic file
- * replacement (temporary file, fsync, rename) and an in-memory safetensors
- * encoder for the fuzz target and the tests. Not installed.
+ * buffer, UTF-8 checks, safe quoting of names taken from files, the rules
+ * for files a caller names (what may be read, how an output is written,
+ * how a name is shown) and an in-memory safetensors encoder for the fuzz
+ * target and the tests. Not installed; the command (src/cli) uses it too.
  */
 #ifndef AG_IO_H
 #define AG_IO_H
@@ -37,23 +38,92 @@ int ag_io_grow(void **arr, size_t *cap, size_t n, size_t elem);
 /* Format a shape as "[2x3]" ("[]" for a scalar) into buf; returns buf. */
 const char *ag_io_shape_str(int ndim, const unsigned long long *shape, char *buf, size_t len);
 
-/* A file being written atomically: data goes to tmp, which replaces path
- * on commit. Owns both strings and the stream. */
+/* ---- files named by a caller (files.c): one rule for each direction ---- */
+
+/* s made fit to show in a one-line message: C0 controls, DEL, C1 controls
+ * (U+0080..U+009F, e.g. CSI) and bytes that are not UTF-8 are escaped (\n,
+ * \t, \x1b, \xc2\x9b; a backslash is left as it is); when the result does
+ * not fit len bytes, the middle is cut ("[...N bytes...]") so that both
+ * ends show. Returns buf. */
+const char *ag_io_show(const char *s, char *buf, size_t len);
+#define AG_IO_SHOW_LEN 512      /* enough for any name a message shows */
+
+/* Open path for reading, only when it is a regular file (or a symbolic
+ * link to one): a directory, FIFO, socket or device (/dev/zero, /dev/stdin)
+ * is refused before anything is read, and the open never waits (a FIFO
+ * without a writer). *size is the file's size now: read no more than that,
+ * and a file that grows meanwhile cannot make a read unbounded. The caller
+ * owns *out. For every reader of the library and the command. */
+ag_status ag_io_open_input(const char *path, FILE **out, size_t *size, char *err, size_t errlen);
+/* The whole of a regular file (ag_io_open_input's rule) in a new buffer
+ * the caller frees, NUL-terminated after its *len bytes; a file of more than
+ * max bytes is refused before it is read. */
+ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, size_t *len,
+                          char *err, size_t errlen);
+
+/* How an output will be written (what path names, links followed):
+ *   AG_OUT_NEW     nothing there: created (its directory must exist and be writable)
+ *   AG_OUT_FILE    a regular file: replaced whole (temporary file, fsync, rename)
+ *   AG_OUT_DEVICE  a character device (/dev/null, a terminal): written through
+ * A directory, FIFO, socket, block device or a symbolic link to nothing is
+ * refused with a message naming the path and its kind. */
+typedef enum ag_out_kind { AG_OUT_NEW, AG_OUT_FILE, AG_OUT_DEVICE } ag_out_kind;
+ag_status ag_io_output_kind(const char *path, ag_out_kind *kind, char *err, size_t errlen);
+
+/* A file being written: data goes to tmp, which replaces path on commit;
+ * or, for a character device, straight to it (tmp NULL). Owns the strings
+ * and the stream. */
 typedef struct ag_atomic {
-    char *path;     /* the target */
-    char *tmp;      /* the temporary file beside it */
-    FILE *f;        /* open on tmp */
+    char *path;     /* the target (a symbolic link resolved to its file) */
+    char *tmp;      /* the temporary file beside it, or NULL for a device */
+    char *shown;    /* the name as given, fit for messages (ag_io_show) */
+    FILE *f;        /* open on tmp (or on the device) */
 } ag_atomic;
 
-/* Create a new temporary file in path's directory (O_EXCL, mode 0666 less the
- * umask) and open it for writing. On failure a is zeroed and err is set. */
+/* Open an output by ag_io_output_kind's rule. For a file, a new temporary
+ * file "NAME.tmp-PID-XXXXXXXX" beside the target (O_EXCL; mode 0666 less the
+ * umask, or the replaced file's mode; NAME cut so that the whole fits the
+ * directory's name limit), after removing this target's temporary files
+ * left by processes that no longer run. On failure a is zeroed and err is
+ * set. */
 ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errlen);
-/* fflush, fsync, fclose and rename tmp over path, then fsync the directory.
- * On any failure the temporary file is removed and path is untouched.
- * Always releases a. */
+/* fflush, fsync, fclose and rename tmp over path, then fsync the directory
+ * (for a device: fflush and fclose). On any failure the temporary file is
+ * removed and path is untouched. Always releases a. */
 ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen);
 /* Close and remove the temporary file; release a. Safe on a zeroed a. */
 void ag_atomic_abort(ag_atomic *a);
+/* Before any work: whether ag_atomic_open(path) would succeed now (the kind
+ * is allowed, the directory takes a temporary file: one is made and
+ * removed). The check for every output, so that a long run never ends in
+ * "cannot create". */
+ag_status ag_atomic_check(const char *path, char *err, size_t errlen);
+/* Whether a directory entry's name is one of ag_atomic's temporary files. */
+int ag_io_is_tmp_name(const char *name);
+
+/* How many values of tensor name of f are not 0 in the file but become 0
+ * when read as ag_real (an F64 file's 1e-50 in a float build); *first gets
+ * the first one's index. 0 when there are none or no such tensor. */
+size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first);
+
+/* Settings from a file's metadata (src/io/meta.c), read as hostile input:
+ * the value of key must be there and be exactly what is asked, a decimal
+ * number within [lo, hi] with nothing around it (no NaN, no Inf), or "true"
+ * or "false". Return 1, or 0 with a message naming path, the key and the
+ * value: "m.safetensors: metadata n_head '0' is not a whole number in
+ * 1..4096". Strings are borrowed from f. */
+int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const char **out,
+                char *err, size_t errlen);
+int ag_meta_long(const ag_st_file *f, const char *path, const char *key, long lo, long hi,
+                 long *out, char *err, size_t errlen);
+int ag_meta_int(const ag_st_file *f, const char *path, const char *key, int lo, int hi, int *out,
+                char *err, size_t errlen);
+int ag_meta_u64(const ag_st_file *f, const char *path, const char *key, uint64_t *out,
+                char *err, size_t errlen);
+int ag_meta_double(const ag_st_file *f, const char *path, const char *key, double lo, double hi,
+                   double *out, char *err, size_t errlen);
+int ag_meta_bool(const ag_st_file *f, const char *path, const char *key, int *out, char *err,
+                 size_t errlen);
 
 /* Bytes per element and the header's name of a dtype, for the reader and
  * the writer alike. */

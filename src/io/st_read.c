@@ -679,60 +679,15 @@ ag_status ag_st_load(const char *path, ag_st_file **out, char *err, size_t errle
     *out = NULL;
     if (!path)
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_load: path is NULL");
-    ag_status st = AG_OK;
-    unsigned char *buf = NULL;
-    size_t len = 0, cap;
-    struct stat sb;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fileno(fp), &sb) != 0) {
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        goto done;
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", path);
-        goto done;
-    }
-    /* A regular file's size is a good first guess; pipes grow as needed. */
-    cap = S_ISREG(sb.st_mode) && sb.st_size >= 0 && (uintmax_t)sb.st_size < SIZE_MAX
-              ? (size_t)sb.st_size + 1
-              : 4096;
-    buf = malloc(cap);
-    if (!buf) {
-        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", path, cap);
-        goto done;
-    }
-    for (;;) {
-        if (len == cap) {
-            if (cap > SIZE_MAX / 2) {
-                st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: too large to read", path);
-                goto done;
-            }
-            cap *= 2;
-            unsigned char *b = realloc(buf, cap);
-            if (!b) {
-                st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", path,
-                               cap);
-                goto done;
-            }
-            buf = b;
-        }
-        size_t got = fread(buf + len, 1, cap - len, fp);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(fp)) {
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        goto done;
-    }
-    fclose(fp);
-    return parse_owned(buf, len, path, out, err, errlen);
-done:
-    fclose(fp);
-    free(buf);
-    return st;
+    /* a regular file only, read no further than its size: /dev/zero or a
+     * FIFO is refused before a byte is read */
+    unsigned char *buf;
+    size_t len;
+    ag_status st = ag_io_read_file(path, SIZE_MAX - 1, &buf, &len, err, errlen);
+    if (st != AG_OK)
+        return st;
+    char shown[AG_IO_SHOW_LEN];
+    return parse_owned(buf, len, ag_io_show(path, shown, sizeof(shown)), out, err, errlen);
 }
 
 void ag_st_free(ag_st_file *f)
@@ -885,6 +840,24 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
     for (size_t i = 0; i < t->count; i++)
         dst[i] = (ag_real)get_f64(src + 8 * i);
     return AG_OK;
+}
+
+size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first)
+{
+    size_t n = 0;
+#ifdef AG_REAL_DOUBLE
+    (void)f, (void)name, (void)first;   /* F32 and F64 both fit a double */
+#else
+    const st_tensor *t = find(f, name);
+    if (!t || t->dtype != AG_ST_F64)
+        return 0;
+    for (size_t i = 0; i < t->count; i++) {
+        double v = get_f64(f->data + t->begin + 8 * i);
+        if (v != 0 && fabs(v) <= FLT_MAX && (float)v == 0 && n++ == 0 && first)
+            *first = i;
+    }
+#endif
+    return n;
 }
 
 static const st_meta *find_meta(const ag_st_file *f, const char *key)

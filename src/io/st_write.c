@@ -459,17 +459,19 @@ ag_status ag_st_save(ag_st_writer *w, const char *path, char *err, size_t errlen
     if (!w || !path)
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_save: %s is NULL",
                          w ? "path" : "writer");
+    char shown[AG_IO_SHOW_LEN];
+    ag_io_show(path, shown, sizeof(shown));
     if (w->status != AG_OK)
-        return ag_io_err(w->status, err, errlen, "%s: not saved: %s", path, w->error);
+        return ag_io_err(w->status, err, errlen, "%s: not saved: %s", shown, w->error);
     plan pl;
-    ag_status st = plan_make(w, &pl, path, err, errlen);
+    ag_status st = plan_make(w, &pl, shown, err, errlen);
     if (st != AG_OK)
         return st;
     ag_atomic a;
     st = ag_atomic_open(&a, path, err, errlen);
     if (st == AG_OK) {
         sink k = {.f = a.f};
-        st = write_all(w, &pl, &k, path, err, errlen);
+        st = write_all(w, &pl, &k, shown, err, errlen);
         if (st == AG_OK)
             st = ag_atomic_commit(&a, err, errlen);
         else

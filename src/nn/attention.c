@@ -1,8 +1,8 @@
 /*
  * attention.c - the multi-head attention layer: four (d, d) weights and a
- * forward pass in one of two forms with the same math (DESIGN.md). Fused
- * (the default) records one op, src/ops/attention_fused.c, computed tile by
- * tile, that keeps no (B,H,T,T) tensor: fast and lean. Op by op
+ * forward pass in one of two forms with the same math (docs/attention-layer.md).
+ * Fused (the default) records one op, src/ops/attention_fused.c, computed tile
+ * by tile, that keeps no (B,H,T,T) tensor: fast and lean. Op by op
  * records each step (products, split heads, scale, mask, softmax, merge) so
  * that every intermediate and its gradient can be inspected. Either way the
  * softmax weights P are handed back to a caller who asks for them.
@@ -146,20 +146,32 @@ ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_ten
     ag_tensor *q = ag_matmul(tape, x, w[WQ]);
     ag_tensor *k = ag_matmul(tape, x, w[WK]);
     ag_tensor *v = ag_matmul(tape, x, w[WV]);
+    ag_tensor *o = ag_nn_attend(tape, q, k, v, H, layer->causal, attn_out);   /* (B,T,d) */
+    /* out = O wo: (B,T,d) */
+    ag_tensor *out = ag_matmul(tape, o, w[WO]);
+    if (!out && attn_out)
+        *attn_out = NULL;
+    return out;
+}
+
+ag_tensor *ag_nn_attend(ag_tape *tape, const ag_tensor *q, const ag_tensor *k,
+                        const ag_tensor *v, int heads, int causal, ag_tensor **p_out)
+{
+    if (p_out)
+        *p_out = NULL;
     /* head h takes columns h*dh .. h*dh+dh-1: (B,T,d) -> (B,H,T,dh) */
-    ag_tensor *qh = ag_split_heads(tape, q, H);
-    ag_tensor *kh = ag_split_heads(tape, k, H);
-    ag_tensor *vh = ag_split_heads(tape, v, H);
+    ag_tensor *qh = ag_split_heads(tape, q, heads);
+    ag_tensor *kh = ag_split_heads(tape, k, heads);
+    ag_tensor *vh = ag_split_heads(tape, v, heads);
     /* S_h = Q_h K_h^T / sqrt(dh): (B,H,T,T), row i = query i, column j = key j */
-    ag_tensor *s = ag_scale(tape, ag_matmul_bt(tape, qh, kh), 1.0 / sqrt((double)(d / H)));
-    if (layer->causal)
+    int dh = qh ? qh->shape[3] : 1;
+    ag_tensor *s = ag_scale(tape, ag_matmul_bt(tape, qh, kh), 1.0 / sqrt((double)dh));
+    if (causal)
         s = ag_causal_mask(tape, s);   /* j > i -> -inf */
     /* P_h = softmax(S_h) over keys; O_h = P_h V_h: (B,H,T,dh) */
     ag_tensor *p = ag_softmax(tape, s);
     ag_tensor *o = ag_merge_heads(tape, ag_matmul(tape, p, vh));   /* (B,T,d) */
-    /* out = O wo: (B,T,d) */
-    ag_tensor *out = ag_matmul(tape, o, w[WO]);
-    if (out && attn_out)
-        *attn_out = p;
-    return out;
+    if (o && p_out)
+        *p_out = p;
+    return o;
 }

@@ -5,7 +5,7 @@
  *
  *   x      = emb0[tok0] + emb1[tok1]           (B,T,d)   two token slots
  *   x      = x + PE[0:T]                       (B,T,d)   when positions are on
- *   h      = attention(x)                      (B,T,d)   DESIGN.md's layer
+ *   h      = attention(x)                      (B,T,d)   the attention layer
  *   logits = h readout                         (B,T,A,C) A answers of C classes
  *   loss   = cross_entropy(logits, targets)    mean over the answers present
  */

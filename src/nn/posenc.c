@@ -1,10 +1,11 @@
 /*
- * posenc.c - positional encodings. Attention by itself is blind to order:
- * permuting the tokens permutes the outputs and changes nothing else. Adding
- * a vector that depends on the position t to token t's vector breaks that
- * symmetry, so "the token before me" becomes something a query can match.
+ * posenc.c - positional encodings. Non-causal attention by itself is
+ * permutation-equivariant: permuting the tokens permutes the outputs and
+ * changes nothing else. Adding a vector that depends on the position t to
+ * token t's vector breaks that symmetry, so "the token before me" becomes
+ * something a query can match.
  *
- *   none         x unchanged (order-blind: useful to see why positions matter)
+ *   none         x unchanged (no order: useful to see why positions matter)
  *   sinusoidal   PE[t,2i] = sin(t / 10000^(2i/d)), PE[t,2i+1] = cos(same angle),
  *                fixed; the Transformer paper's choice
  *   learned      PE is a (max_len, d) parameter, looked up with ids 0..T-1

@@ -28,8 +28,14 @@ ag_tensor *ag_add(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
     ag_tensor *out = ag_tensor_make(tape, a->ndim, a->shape, 0, ag_any_grad(2, in));
     if (!out || !ag_tape_push(tape, &add_op, out, 2, in))
         return NULL;
-    for (size_t i = 0; i < a->size; i++)
-        out->data[i] = a->data[i] + b->data[i % b->size];
+    /* b repeats every n elements: a loop per repeat, no division per element */
+    size_t n = b->size;
+    for (size_t r = 0; r < a->size; r += n) {
+        const ag_real *x = a->data + r;
+        ag_real *y = out->data + r;
+        for (size_t j = 0; j < n; j++)
+            y[j] = x[j] + b->data[j];
+    }
     return out;
 }
 
@@ -43,6 +49,7 @@ static void add_backward(ag_tape *tape, const ag_entry *e)
         for (size_t i = 0; i < a->size; i++)
             a->grad[i] += dy[i];
     if (b->grad)
-        for (size_t i = 0; i < a->size; i++)
-            b->grad[i % b->size] += dy[i];
+        for (size_t r = 0; r < a->size; r += b->size)
+            for (size_t j = 0; j < b->size; j++)
+                b->grad[j] += dy[r + j];
 }

@@ -1,6 +1,7 @@
 /*
  * attention_fused.c - the whole attention layer as one op, for speed and
- * memory. The math is DESIGN.md's, as the op-by-op layer records it:
+ * memory. The math is the layer's (docs/attention-layer.md), as the op by
+ * op form records it:
  *
  *   Q = x wq, K = x wk, V = x wv                         (B,T,d)
  *   P_h = softmax(Q_h K_h^T / sqrt(dh)) over keys        (B,H,T,T), masked if causal

@@ -14,8 +14,11 @@ ag_tensor *ag_mul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
     ag_tensor *out = ag_tensor_make(tape, a->ndim, a->shape, 0, ag_any_grad(2, in));
     if (!out || !ag_tape_push(tape, &mul_op, out, 2, in))
         return NULL;
-    for (size_t i = 0; i < a->size; i++)
-        out->data[i] = a->data[i] * b->data[i % b->size];
+    /* b repeats every n elements: a loop per repeat, no division per element */
+    size_t n = b->size;
+    for (size_t r = 0; r < a->size; r += n)
+        for (size_t j = 0; j < n; j++)
+            out->data[r + j] = a->data[r + j] * b->data[j];
     return out;
 }
 
@@ -25,10 +28,13 @@ static void mul_backward(ag_tape *tape, const ag_entry *e)
     (void)tape;
     ag_tensor *a = e->in[0], *b = e->in[1];
     const ag_real *dy = e->out->grad;
+    size_t n = b->size;
     if (a->grad)
-        for (size_t i = 0; i < a->size; i++)
-            a->grad[i] += dy[i] * b->data[i % b->size];
+        for (size_t r = 0; r < a->size; r += n)
+            for (size_t j = 0; j < n; j++)
+                a->grad[r + j] += dy[r + j] * b->data[j];
     if (b->grad)
-        for (size_t i = 0; i < a->size; i++)
-            b->grad[i % b->size] += dy[i] * a->data[i];
+        for (size_t r = 0; r < a->size; r += n)
+            for (size_t j = 0; j < n; j++)
+                b->grad[j] += dy[r + j] * a->data[r + j];
 }

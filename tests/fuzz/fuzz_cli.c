@@ -1,7 +1,8 @@
 /*
  * fuzz_cli.c - libFuzzer target for the command line: each input is an
  * argv (arguments separated by NUL bytes, the first one the command's
- * name), handed to that command's parse step (train, grad, explain, demo;
+ * name), handed to that command's parse step (train and its text task,
+ * sample, eval, grad, explain, demo;
  * see src/cli/opts.h), which must answer run, help or usage error without
  * crashing, and when it says run, the options must be ones the run step can
  * trust. The same input also goes through the strict number parsers and
@@ -54,10 +55,8 @@ static void check_train(const ag_train_opts *o)
     check_path(o->plot_path);
     check_path(o->save_path);
     check_path(o->load_path);
-    const char *paths[3] = {o->log_path, o->plot_path, o->save_path};
-    for (int a = 0; a < 3; a++)
-        for (int b = a + 1; b < 3; b++)
-            CHECK(!paths[a] || !paths[b] || strcmp(paths[a], paths[b]) != 0);
+    /* two names of one file are the run step's to find (ag_cli_check_files):
+     * that takes the file system, which the parse step does not touch */
     if (!o->load_path) {
         /* the configuration is complete: the run step builds it as is */
         const ag_model_config *m = &o->config.model;
@@ -76,10 +75,51 @@ static void check_train(const ag_train_opts *o)
     }
 }
 
+/* The text task: what the run step builds from without checking again. */
+static void check_text(const ag_text_opts *o)
+{
+    CHECK(o->text_path && *o->text_path);
+    CHECK(o->steps >= 1 && o->eval_every >= 1 && o->eval_iters >= 1);
+    CHECK(o->threads >= 1 && o->threads <= 256);
+    check_path(o->log_path);
+    check_path(o->plot_path);
+    check_path(o->save_path);
+    check_path(o->load_path);
+    const ag_gpt_config *m = &o->model;
+    CHECK(m->dropout >= 0 && m->dropout < 1);
+    if (!o->load_path) {
+        CHECK(o->train.decay_steps >= 1);
+        CHECK(m->heads >= 1 && m->dim % m->heads == 0 && m->layers >= 1 && m->seq >= 1);
+        CHECK(o->train.batch >= 1 && isfinite(o->train.lr) && o->train.lr > 0);
+        CHECK(ag_cli_attention_values((uint64_t)o->train.batch, (uint64_t)m->heads,
+                                      (uint64_t)m->seq) <= AG_CLI_MAX_VALUES);
+    }
+}
+
 static void parse_command(int argc, char **argv)
 {
     const char *cmd = argv[0];
-    if (strcmp(cmd, "train") == 0) {
+    if (strcmp(cmd, "train") == 0 && ag_cli_is_text_task(argc, argv)) {
+        ag_text_opts o;
+        int r = ag_cli_text_parse(argc, argv, &o);
+        CHECK(answered(r));
+        if (r == AG_CLI_GO)
+            check_text(&o);
+    } else if (strcmp(cmd, "sample") == 0) {
+        ag_sample_opts o;
+        int r = ag_cli_sample_parse(argc, argv, &o);
+        CHECK(answered(r));
+        if (r == AG_CLI_GO) {
+            CHECK(o.load_path && *o.load_path);
+            CHECK(o.tokens >= 0 && o.top_k >= 0 && o.temperature >= 0 && isfinite(o.temperature));
+        }
+    } else if (strcmp(cmd, "eval") == 0) {
+        ag_eval_opts o;
+        int r = ag_cli_eval_parse(argc, argv, &o);
+        CHECK(answered(r));
+        if (r == AG_CLI_GO)
+            CHECK(o.load_path && *o.load_path && o.text_path && *o.text_path && o.threads >= 1);
+    } else if (strcmp(cmd, "train") == 0) {
         ag_train_opts o;
         int r = ag_cli_train_parse(argc, argv, &o);
         CHECK(answered(r));
@@ -101,17 +141,28 @@ static void parse_command(int argc, char **argv)
             check_path(o.model_path);
             check_path(o.batch_path);
             check_path(o.out_path);
-            CHECK(strcmp(o.out_path, o.model_path) != 0 && strcmp(o.out_path, o.batch_path) != 0);
         }
     } else if (strcmp(cmd, "explain") == 0) {
         ag_explain_opts o;
         int r = ag_cli_explain_parse(argc, argv, &o);
         CHECK(answered(r));
-        if (r == AG_CLI_GO) {
+        if (r == AG_CLI_GO && o.topic == AG_EXPLAIN_SOFTMAX) {
             CHECK(o.n >= 1 && o.n <= AG_EXPLAIN_MAX_LOGITS);
             CHECK(o.decimals >= 4 && o.decimals <= 10);
-            for (int i = 0; i < o.n; i++)
-                CHECK(isfinite(o.z[i]) && isfinite(o.g[i]));
+            for (int i = 0; i < o.n; i++)   /* -inf is a masked logit */
+                CHECK((isfinite(o.z[i]) || o.z[i] == -INFINITY) && isfinite(o.g[i]));
+        } else if (r == AG_CLI_GO && o.topic == AG_EXPLAIN_POSENC) {
+            CHECK(o.seq >= 1 && o.seq <= AG_EXPLAIN_MAX_SEQ && o.dim >= 1 && o.dim <= AG_EXPLAIN_MAX_SEQ);
+            if (o.plot)
+                check_path(o.plot);
+            if (o.load)
+                check_path(o.load);
+        } else if (r == AG_CLI_GO) {
+            CHECK(o.topic == AG_EXPLAIN_ATTENTION && o.lr > 0);
+            if (o.dot)
+                check_path(o.dot);
+            if (o.png)
+                check_path(o.png);
         }
     } else if (strcmp(cmd, "demo") == 0) {
         ag_demo_opts o;

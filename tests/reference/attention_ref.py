@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference for `attograd grad`: the attention layer of DESIGN.md
+"""Independent reference for `attograd grad`: the attention layer of docs/attention-layer.md
 written in numpy (forward and a hand-derived backward), and in PyTorch
 (autograd) when it is installed. Optional: never part of the build or of
 `make check`. Use Debian's interpreter, /usr/bin/python3 (python3-numpy,
@@ -35,7 +35,7 @@ def write_st(path, tensors, meta=None):
 
 
 def numpy_reference(m, x, y, heads, causal):
-    """Forward with DESIGN.md's math, then the backward derived by hand."""
+    """Forward with the layer's math (docs/attention-layer.md), then the backward derived by hand."""
     wq, wk, wv, wo = m["wq"], m["wk"], m["wv"], m["wo"]
     B, T, d = x.shape
     dh = d // heads

@@ -1,0 +1,126 @@
+/*
+ * sample.c - `attograd sample`: a trained GPT writes. The prompt, then each
+ * new character as soon as it is drawn, go to stdout and nothing else does,
+ * so the output can be piped or saved as it is. A key/value cache makes
+ * each character cost one position of the model, not the whole window.
+ */
+#include "opts.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const ag_command ag_cmd_sample_info = {
+    "sample", ag_cmd_sample,
+    "attograd sample --load CKPT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] "
+    "[--seed S]",
+    "let a trained GPT (train --task text --save) write text",
+};
+
+static int print_help(void)
+{
+    printf("usage: %s\n\n"
+           "Generate text with a GPT checkpoint written by `attograd train --task text --save`.\n"
+           "The prompt and the generated characters stream to stdout as they are made.\n\n"
+           "options:\n"
+           "  --load CKPT          the checkpoint (required)\n"
+           "  --prompt TEXT        text to continue (default: start after a newline, not printed);\n"
+           "                       every character must be in the checkpoint's vocabulary\n"
+           "  --tokens N           characters to generate (default 500)\n"
+           "  --temperature T      divide the logits by T: below 1 is safer, above 1 wilder;\n"
+           "                       0 always takes the likeliest (default 1)\n"
+           "  --top-k K            draw only among the K likeliest characters; 0: all (default 0)\n"
+           "  --seed S             the same seed writes the same text (default 1)\n",
+           ag_cmd_sample_info.usage);
+    return AG_EXIT_OK;
+}
+
+int ag_cli_sample_parse(int argc, char **argv, ag_sample_opts *o)
+{
+    const ag_command *cmd = &ag_cmd_sample_info;
+    memset(o, 0, sizeof(*o));
+    o->tokens = 500;
+    o->temperature = 1;
+    o->seed = 1;
+    const ag_cli_flag flags[] = {
+        {"--load", AG_FLAG_PATH, &o->load_path, 0, 0, NULL},
+        {"--prompt", AG_FLAG_STRING, &o->prompt, 0, 0, NULL},
+        {"--tokens", AG_FLAG_LONG, &o->tokens, 0, 1000000000, NULL},
+        {"--temperature", AG_FLAG_DOUBLE, &o->temperature, 0, 100, NULL},
+        {"--top-k", AG_FLAG_INT, &o->top_k, 0, AG_VOCAB_MAX, NULL},
+        {"--seed", AG_FLAG_U64, &o->seed, 0, 0, NULL},
+    };
+    int r = ag_cli_parse_flags(cmd, argc, argv, flags, sizeof(flags) / sizeof(flags[0]));
+    if (r != AG_CLI_GO)
+        return r;
+    if (!o->load_path)
+        return ag_cli_usage_error(cmd, "--load CKPT is required: the model to sample from");
+    return AG_CLI_GO;
+}
+
+/* Each character as it is made; a failed write (a closed pipe) stops. */
+static int emit(int id, void *ctx)
+{
+    char buf[8];
+    size_t n = ag_vocab_utf8(ctx, id, buf);
+    return fwrite(buf, 1, n, stdout) != n || fflush(stdout) != 0;
+}
+
+int ag_cli_sample_run(const ag_sample_opts *o)
+{
+    char err[512];
+    int status = AG_EXIT_FAIL;
+    ag_gpt_file *f = NULL;
+    ag_gpt *g = NULL;
+    ag_gpt_cache *cache = NULL;
+    int *ids = NULL;
+    if (ag_gpt_file_load(o->load_path, &f, err, sizeof(err)) != AG_OK ||
+        !(g = ag_gpt_file_model(f, err, sizeof(err))) ||
+        !(cache = ag_gpt_cache_new(g, err, sizeof(err)))) {
+        fprintf(stderr, "attograd sample: %s\n", err);
+        goto done;
+    }
+    const ag_vocab *vocab = ag_gpt_file_vocab(f);
+    size_t len = o->prompt ? strlen(o->prompt) : 0, n = 0;
+    if (!(ids = malloc((len ? len : 1) * sizeof(int)))) {
+        fprintf(stderr, "attograd sample: out of memory\n");
+        goto done;
+    }
+    if (len == 0) {
+        /* no prompt: start where a text starts anew, after a newline */
+        int nl = ag_vocab_id(vocab, '\n');
+        ids[0] = nl >= 0 ? nl : 0;
+        n = 1;
+    } else if (ag_vocab_encode(vocab, o->prompt, len, ids, &n, err, sizeof(err)) != AG_OK) {
+        fprintf(stderr, "attograd sample: --prompt: %s of %s\n", err, o->load_path);
+        goto done;
+    }
+    if (len) {
+        fwrite(o->prompt, 1, len, stdout);
+        fflush(stdout);
+    }
+    ag_rng rng = ag_rng_new(o->seed);
+    if (ag_gpt_generate(cache, ids, n, (size_t)o->tokens, o->temperature, o->top_k, &rng, emit,
+                        (void *)vocab, err, sizeof(err)) != AG_OK) {
+        fprintf(stderr, "attograd sample: %s\n", err);
+        goto done;
+    }
+    status = AG_EXIT_OK;
+done:
+    free(ids);
+    ag_gpt_cache_free(cache);
+    ag_gpt_free(g);
+    ag_gpt_file_free(f);
+    return status;
+}
+
+int ag_cmd_sample(int argc, char **argv)
+{
+    ag_sample_opts o;
+    int r = ag_cli_sample_parse(argc, argv, &o);
+    if (r == AG_CLI_HELP)
+        return print_help();
+    if (r != AG_CLI_GO)
+        return r;
+    return ag_cli_sample_run(&o);
+}

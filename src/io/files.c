@@ -1,0 +1,587 @@
+/*
+ * files.c - the rules for every file a caller names, in one place:
+ *
+ *   reading   only a regular file (or a link to one), and no more than its
+ *             size when opened: a directory, a FIFO, a socket or a device
+ *             such as /dev/zero is refused before a byte is read, and
+ *             opening never waits for a FIFO's writer;
+ *   writing   a regular file (or a link to one) or a new name is replaced
+ *             atomically: a temporary file beside the target, fsync,
+ *             rename; a character device (/dev/null, a terminal) is
+ *             written through, never replaced; a directory, FIFO, socket,
+ *             block device or a link that leads nowhere is refused;
+ *   showing   a name in a message escapes control bytes and cuts the
+ *             middle of a long one, so no name can drive a terminal or
+ *             hide the reason at the end of the message.
+ *
+ * A temporary file is named "NAME.tmp-PID-XXXXXXXX" (NAME cut so that the
+ * whole fits the file system's name limit) and is removed by the next
+ * write of the same target once the process PID is gone, so a run killed
+ * during a save (SIGKILL, a power cut) leaves nothing behind for long.
+ */
+#define _XOPEN_SOURCE 700   /* realpath: POSIX.1-2008, but glibc wants XSI for it */
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- showing a name ---- */
+
+/* The unit at s (a whole UTF-8 character, or one byte that is not part of
+ * one): its length in bytes, and in *width its length as shown. */
+static size_t show_unit(const unsigned char *s, size_t *width)
+{
+    unsigned c = s[0];
+    if (c == '\n' || c == '\t') {
+        *width = 2;                 /* \n \t */
+        return 1;
+    }
+    if (c < 0x20 || c == 0x7f) {
+        *width = 4;                 /* \x1b */
+        return 1;
+    }
+    if (c < 0x80) {
+        *width = 1;
+        return 1;
+    }
+    size_t k = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    for (size_t j = 1; j < k; j++)
+        if ((s[j] & 0xC0) != 0x80)  /* stops at the NUL too */
+            k = 0;
+    if (k == 0 || !ag_utf8_valid(s, k)) {
+        *width = 4;                 /* a stray byte: \xff */
+        return 1;
+    }
+    /* a C1 control (U+0080..U+009F, e.g. CSI) drives terminals too */
+    *width = c == 0xC2 && s[1] <= 0x9F ? 8 : k;
+    return k;
+}
+
+static size_t put_unit(const unsigned char *s, size_t k, size_t width, char *out)
+{
+    if (width == k) {
+        memcpy(out, s, k);
+    } else if (width == 2) {
+        out[0] = '\\';
+        out[1] = s[0] == '\n' ? 'n' : 't';
+    } else if (width == 4) {
+        snprintf(out, 5, "\\x%02x", s[0]);
+    } else {
+        snprintf(out, 9, "\\x%02x\\x%02x", s[0], s[1]);
+    }
+    return width;
+}
+
+const char *ag_io_show(const char *str, char *buf, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "(null)");
+    size_t total = 0, w, n = 0;
+    if (!buf || len == 0)
+        return buf;
+    for (size_t i = 0; s[i];) {
+        i += show_unit(s + i, &w);
+        total += w;
+    }
+    /* what is kept of each end when the whole does not fit */
+    char mark[48];
+    size_t head = SIZE_MAX, tail = 0, cut_from = 0, cut_to = 0;
+    if (total >= len) {
+        size_t room = len - 1 > sizeof(mark) ? len - 1 - sizeof(mark) : 0;
+        head = room - room / 3;
+        tail = room / 3;
+        size_t at = 0;
+        cut_from = cut_to = SIZE_MAX;
+        for (size_t i = 0; s[i];) {
+            size_t k = show_unit(s + i, &w);
+            if (cut_from == SIZE_MAX && at + w > head)
+                cut_from = i;
+            if (cut_from != SIZE_MAX && total - at <= tail) {
+                cut_to = i;
+                break;
+            }
+            at += w;
+            i += k;
+        }
+        if (cut_to == SIZE_MAX)
+            cut_to = strlen((const char *)s);
+        snprintf(mark, sizeof(mark), "[...%zu bytes...]", cut_to - cut_from);
+    }
+    for (size_t i = 0; s[i];) {
+        if (head != SIZE_MAX && i == cut_from) {
+            size_t m = strlen(mark);
+            if (n + m < len)
+                memcpy(buf + n, mark, m), n += m;
+            i = cut_to;
+            head = SIZE_MAX;
+            continue;
+        }
+        size_t k = show_unit(s + i, &w);
+        if (n + w >= len)
+            break;
+        n += put_unit(s + i, k, w, buf + n);
+        i += k;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---- kinds of files ---- */
+
+static const char *kind_name(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO (a pipe)"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISLNK(m)  ? "a symbolic link"
+                         : "not a regular file";
+}
+
+/* The directory holding path, in a new string ("." when path has no '/'). */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* ---- reading ---- */
+
+ag_status ag_io_open_input(const char *path, FILE **out, size_t *size, char *err, size_t errlen)
+{
+    char shown[AG_IO_SHOW_LEN];
+    struct stat sb;
+    *out = NULL;
+    *size = 0;
+    if (!path || !*path)
+        return ag_io_err(AG_ERR_ARG, err, errlen, "the file name is empty");
+    ag_io_show(path, shown, sizeof(shown));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is
+     * refused below, like every file that is not a regular one */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))   /* a socket cannot be opened */
+            return ag_io_err(AG_ERR_IO, err, errlen, "%s: is %s, not a regular file", shown,
+                             kind_name(sb.st_mode));
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open: %s", shown, strerror(e));
+    }
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        if (S_ISDIR(sb.st_mode))
+            return ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", shown);
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: is %s, not a regular file", shown,
+                         kind_name(sb.st_mode));
+    }
+    if (sb.st_size < 0 || (uintmax_t)sb.st_size >= SIZE_MAX) {
+        close(fd);
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: too large to read", shown);
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    *out = fdopen(fd, "rb");
+    if (!*out) {
+        int e = errno;
+        close(fd);
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
+    }
+    *size = (size_t)sb.st_size;
+    return AG_OK;
+}
+
+ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, size_t *len,
+                          char *err, size_t errlen)
+{
+    char shown[AG_IO_SHOW_LEN];
+    FILE *f;
+    size_t size = 0;
+    *buf = NULL;
+    *len = 0;
+    ag_status st = ag_io_open_input(path, &f, &size, err, errlen);
+    if (st != AG_OK)
+        return st;
+    ag_io_show(path, shown, sizeof(shown));
+    if (size > max) {
+        fclose(f);
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: is %zu bytes, more than the %zu it may be",
+                         shown, size, max);
+    }
+    unsigned char *b = malloc(size + 1);
+    if (!b) {
+        fclose(f);
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", shown, size + 1);
+    }
+    /* the size when opened bounds the read: a file that grows meanwhile
+     * (a log being written) is read as it was */
+    size_t got = fread(b, 1, size, f);
+    int e = errno, bad = ferror(f);
+    fclose(f);
+    if (got != size) {
+        free(b);
+        if (bad)
+            return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: it shrank while being read",
+                         shown);
+    }
+    b[size] = '\0';
+    *buf = b;
+    *len = size;
+    return AG_OK;
+}
+
+/* ---- writing: what an output name is ---- */
+
+/* Whether a file can be created in dir. */
+static ag_status check_dir(const char *shown, const char *dir, char *err, size_t errlen)
+{
+    char sd[AG_IO_SHOW_LEN];
+    struct stat sb;
+    ag_io_show(dir, sd, sizeof(sd));
+    if (stat(dir, &sb) != 0)
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write there: directory '%s': %s",
+                         shown, sd, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write there: '%s' is not a directory",
+                         shown, sd);
+    if (access(dir, W_OK | X_OK) != 0)
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write in directory '%s': %s", shown,
+                         sd, strerror(errno));
+    return AG_OK;
+}
+
+ag_status ag_io_output_kind(const char *path, ag_out_kind *kind, char *err, size_t errlen)
+{
+    char shown[AG_IO_SHOW_LEN];
+    struct stat sb;
+    *kind = AG_OUT_NEW;
+    if (!path || !*path)
+        return ag_io_err(AG_ERR_ARG, err, errlen, "the file name is empty");
+    ag_io_show(path, shown, sizeof(shown));
+    size_t n = strlen(path);
+    if (stat(path, &sb) == 0) {
+        if (S_ISREG(sb.st_mode)) {
+            *kind = AG_OUT_FILE;
+            char *real = realpath(path, NULL);   /* a link: the file it leads to is replaced */
+            char *dir = real ? dir_of(real) : NULL;
+            ag_status st = dir ? check_dir(shown, dir, err, errlen)
+                               : ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot resolve: %s",
+                                           shown, strerror(errno));
+            free(dir);
+            free(real);
+            return st;
+        }
+        if (S_ISCHR(sb.st_mode)) {
+            *kind = AG_OUT_DEVICE;
+            if (access(path, W_OK) != 0)
+                return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown,
+                                 strerror(errno));
+            return AG_OK;
+        }
+        if (S_ISDIR(sb.st_mode))
+            return ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", shown);
+        return ag_io_err(AG_ERR_IO, err, errlen,
+                         "%s: is %s: an output is a regular file (replaced whole) or a "
+                         "character device such as /dev/null (written through)",
+                         shown, kind_name(sb.st_mode));
+    }
+    int e = errno;
+    if (e != ENOENT)
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write there: %s", shown, strerror(e));
+    if (lstat(path, &sb) == 0)
+        return ag_io_err(AG_ERR_IO, err, errlen,
+                         "%s: is a symbolic link to a file that does not exist", shown);
+    if (path[n - 1] == '/')
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", shown);
+    *kind = AG_OUT_NEW;
+    char *dir = dir_of(path);
+    if (!dir)
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
+    ag_status st = check_dir(shown, dir, err, errlen);
+    free(dir);
+    return st;
+}
+
+/* ---- temporary files ---- */
+
+#define TMP_TAG ".tmp-"
+
+/* The longest name the directory dir takes. */
+static size_t name_max(const char *dir)
+{
+    long m = pathconf(dir, _PC_NAME_MAX);
+    return m > 0 && m < 4096 ? (size_t)m : 255;
+}
+
+/* How many bytes of base start a temporary name beside it: all of them,
+ * unless base, TMP_TAG, the pid and the random part would exceed the
+ * directory's name limit; never half a UTF-8 character. */
+static size_t tmp_keep(const char *base, size_t suffix, size_t max)
+{
+    size_t keep = strlen(base);
+    if (keep + suffix > max) {
+        keep = max > suffix ? max - suffix : 0;
+        while (keep > 0 && ((unsigned char)base[keep] & 0xC0) == 0x80)
+            keep--;
+    }
+    return keep;
+}
+
+/* Whether name (in a directory) is a temporary file "PREFIX.tmp-PID-XXXXXXXX"
+ * of prefix (the first keep bytes of a base); *pid gets its process. */
+static int tmp_of(const char *name, const char *prefix, size_t keep, long *pid)
+{
+    if (strncmp(name, prefix, keep) != 0 || strncmp(name + keep, TMP_TAG, strlen(TMP_TAG)) != 0)
+        return 0;
+    const char *p = name + keep + strlen(TMP_TAG);
+    long v = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9' && digits < 10; p++, digits++)
+        v = v * 10 + (*p - '0');
+    if (digits == 0 || *p != '-')
+        return 0;
+    p++;
+    for (int k = 0; k < 8; k++, p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    if (*p != '\0')
+        return 0;
+    *pid = v;
+    return 1;
+}
+
+/* Remove the temporary files of this target in dir left by processes that
+ * are gone (killed during a save): ours only (same owner), regular files
+ * only, never one whose process still runs. */
+static void remove_stale(const char *dir, const char *base, size_t keep)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t dl = strlen(dir);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid;
+        if (!tmp_of(e->d_name, base, keep, &pid) || pid <= 0 || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;                       /* alive, or not ours to know */
+        size_t nl = strlen(e->d_name);
+        char *p = malloc(dl + nl + 2);
+        if (!p)
+            break;
+        memcpy(p, dir, dl);
+        p[dl] = '/';
+        memcpy(p + dl + 1, e->d_name, nl + 1);
+        struct stat sb;
+        if (lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid())
+            unlink(p);
+        free(p);
+    }
+    closedir(d);
+}
+
+int ag_io_is_tmp_name(const char *name)
+{
+    const char *tag = strstr(name, TMP_TAG);
+    long pid;
+    while (tag) {
+        if (tmp_of(tag, "", 0, &pid))
+            return 1;
+        tag = strstr(tag + 1, TMP_TAG);
+    }
+    return 0;
+}
+
+/* ---- atomic replacement ---- */
+
+static void release(ag_atomic *a)
+{
+    free(a->path);
+    free(a->tmp);
+    free(a->shown);
+    memset(a, 0, sizeof(*a));
+}
+
+/* A character device: opened as it is, written through. */
+static ag_status open_device(ag_atomic *a, const char *path, const char *shown, char *err,
+                             size_t errlen)
+{
+    /* O_NONBLOCK: should path have become a FIFO since it was looked at,
+     * the open fails instead of waiting; fstat then confirms the kind */
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0) {
+        int e = errno;
+        release(a);
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown, strerror(e));
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISCHR(sb.st_mode)) {
+        close(fd);
+        release(a);
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: changed while being opened", shown);
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    a->path = strdup(path);
+    a->f = a->path ? fdopen(fd, "wb") : NULL;
+    if (!a->f) {
+        close(fd);
+        release(a);
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
+    }
+    return AG_OK;
+}
+
+ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errlen)
+{
+    char shown[AG_IO_SHOW_LEN];
+    ag_out_kind kind = AG_OUT_NEW;
+    memset(a, 0, sizeof(*a));
+    if (!path || !*path)
+        return ag_io_err(AG_ERR_ARG, err, errlen, "save: empty file name");
+    ag_status st = ag_io_output_kind(path, &kind, err, errlen);
+    if (st != AG_OK)
+        return st;
+    ag_io_show(path, shown, sizeof(shown));
+    a->shown = strdup(shown);
+    if (!a->shown)
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
+    if (kind == AG_OUT_DEVICE)
+        return open_device(a, path, shown, err, errlen);
+
+    /* a link to a file: the file it leads to is replaced, the link stays */
+    struct stat old;
+    int replacing = kind == AG_OUT_FILE && stat(path, &old) == 0;
+    a->path = kind == AG_OUT_FILE ? realpath(path, NULL) : strdup(path);
+    char *dir = a->path ? dir_of(a->path) : NULL;
+    const char *slash = a->path ? strrchr(a->path, '/') : NULL;
+    const char *base = slash ? slash + 1 : a->path;
+    size_t prefix = base ? (size_t)(base - a->path) : 0;
+    /* TMP_TAG, up to 10 digits of pid, '-', 8 hex digits */
+    const size_t suffix = strlen(TMP_TAG) + 10 + 1 + 8;
+    a->tmp = a->path ? malloc(prefix + strlen(base) + suffix + 1) : NULL;
+    if (!dir || !a->tmp) {
+        free(dir);
+        release(a);
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
+    }
+    char pid[16];
+    snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+    size_t keep = tmp_keep(base, strlen(TMP_TAG) + strlen(pid) + 1 + 8, name_max(dir));
+    remove_stale(dir, base, keep);
+
+    /* A fresh name beside the target. O_EXCL makes it ours alone; unlike
+     * mkstemp (mode 0600) the file gets 0666 less the umask, like any other
+     * file the user writes, or the mode of the file it replaces. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ag_rng rng = ag_rng_new((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+                            ((uint64_t)getpid() << 17) ^ (uint64_t)(uintptr_t)a);
+    int fd = -1, e = 0;
+    for (int tries = 0; tries < 100 && fd < 0; tries++) {
+        snprintf(a->tmp, prefix + strlen(base) + suffix + 1, "%.*s%.*s" TMP_TAG "%s-%08lx",
+                 (int)prefix, a->path, (int)keep, base, pid,
+                 (unsigned long)(ag_rng_next(&rng) & 0xffffffffUL));
+        fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+        e = errno;
+        if (fd < 0 && e != EEXIST)
+            break;
+    }
+    free(dir);
+    if (fd < 0) {
+        release(a);
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot create a temporary file beside it: %s",
+                         shown, strerror(e));
+    }
+    if (replacing)
+        fchmod(fd, old.st_mode & 07777);
+    a->f = fdopen(fd, "wb");
+    if (!a->f) {
+        e = errno;
+        close(fd);
+        unlink(a->tmp);
+        release(a);
+        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open a temporary file: %s", shown,
+                         strerror(e));
+    }
+    return AG_OK;
+}
+
+ag_status ag_atomic_check(const char *path, char *err, size_t errlen)
+{
+    ag_out_kind kind = AG_OUT_NEW;
+    ag_status st = ag_io_output_kind(path, &kind, err, errlen);
+    if (st != AG_OK || kind == AG_OUT_DEVICE)
+        return st;   /* a device is not opened twice: opening some has effects */
+    ag_atomic a;
+    st = ag_atomic_open(&a, path, err, errlen);
+    if (st == AG_OK)
+        ag_atomic_abort(&a);
+    return st;
+}
+
+void ag_atomic_abort(ag_atomic *a)
+{
+    if (a->f) {
+        fclose(a->f);
+        if (a->tmp)
+            unlink(a->tmp);
+    }
+    release(a);
+}
+
+ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen)
+{
+    const char *what = NULL;
+    int e = 0;
+    if (fflush(a->f) != 0)
+        what = "cannot write", e = errno;
+    else if (a->tmp && fsync(fileno(a->f)) != 0)
+        what = "cannot sync", e = errno;
+    int closed = fclose(a->f);
+    a->f = NULL;
+    if (!what && closed != 0)
+        what = "cannot write", e = errno;
+    if (!what && a->tmp && rename(a->tmp, a->path) != 0)
+        what = "cannot replace it", e = errno;
+    ag_status st = AG_OK;
+    if (what) {
+        if (a->tmp)
+            unlink(a->tmp);
+        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: %s: %s", a->shown, what, strerror(e));
+    } else if (a->tmp) {
+        /* make the rename itself durable; a failure here loses nothing */
+        char *dir = dir_of(a->path);
+        int fd = dir ? open(dir, O_RDONLY | O_CLOEXEC) : -1;
+        if (fd >= 0) {
+            fsync(fd);
+            close(fd);
+        }
+        free(dir);
+    }
+    release(a);
+    return st;
+}

@@ -1,0 +1,243 @@
+/*
+ * gpt_train.c - training a GPT on a text, as the common PyTorch recipe
+ * does: random windows of the training part, AdamW (weight decay on the
+ * 2-D weights only: decaying a layer norm's gain or a bias toward zero only
+ * fights the normalisation), the global gradient norm clipped, and the
+ * learning rate warmed up linearly, then decayed along a cosine.
+ */
+#include "gpt.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA_STREAM 0xda7aULL
+#define DROPOUT_STREAM 0xd209057ULL
+#define ESTIMATE_STREAM 0xe571a7e5ULL
+
+ag_gpt_train_config ag_gpt_train_defaults(void)
+{
+    ag_gpt_train_config c;
+    memset(&c, 0, sizeof(c));
+    c.batch = 12;
+    c.lr = 1e-3;
+    c.min_lr = 1e-4;
+    c.warmup = 100;
+    c.decay_steps = 2000;
+    c.beta1 = 0.9;
+    c.beta2 = 0.99;
+    c.eps = 1e-8;
+    c.weight_decay = 0.1;
+    c.clip = 1.0;
+    c.seed = 1;
+    return c;
+}
+
+double ag_gpt_lr_at(const ag_gpt_train_config *c, long step)
+{
+    if (step < c->warmup)
+        return c->lr * (double)(step + 1) / (double)(c->warmup + 1);
+    long end = c->decay_steps - 1;   /* the last step of the schedule runs at min_lr */
+    if (step >= end)
+        return c->min_lr;
+    double r = (double)(step - c->warmup) / (double)(end - c->warmup);
+    return c->min_lr + 0.5 * (1.0 + cos(3.14159265358979323846 * r)) * (c->lr - c->min_lr);
+}
+
+static int check_train_config(const ag_gpt_train_config *c, char *err, size_t errlen)
+{
+    const char *bad = NULL;
+    if (c->batch < 1)
+        bad = "batch must be at least 1";
+    else if (!(c->lr > 0 && isfinite(c->lr)) || !(c->min_lr >= 0 && isfinite(c->min_lr)))
+        bad = "learning rates must be finite, lr > 0 and min_lr >= 0";
+    else if (c->warmup < 0 || c->decay_steps < 1)
+        bad = "warmup must be >= 0 and decay_steps >= 1";
+    else if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1) ||
+             !(c->eps > 0 && isfinite(c->eps)))
+        bad = "betas must be in [0, 1) and eps > 0";
+    else if (!(c->weight_decay >= 0 && isfinite(c->weight_decay)) ||
+             !(c->clip >= 0 && isfinite(c->clip)))
+        bad = "weight_decay and clip must be finite and >= 0";
+    if (bad)
+        ag_nn_set_err(err, errlen, "trainer: %s", bad);
+    return bad == NULL;
+}
+
+/* The two parameter groups: 2-D weights decay, the rest do not. */
+static int make_optimizers(ag_gpt_trainer *t)
+{
+    ag_gpt *g = t->g;
+    size_t n = g->n_params, count[2] = {0, 0};
+    ag_tensor **groups = ag_malloc(2 * n * sizeof(*groups));
+    if (!groups)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        int k = g->params[i]->ndim >= 2 ? 0 : 1;
+        t->group[i] = k;
+        t->index[i] = count[k];
+        groups[k * n + count[k]++] = g->params[i];
+    }
+    const ag_gpt_train_config *c = &t->cfg;
+    int ok = 1;
+    for (int k = 0; k < 2; k++) {
+        if (count[k] == 0)
+            continue;
+        t->opt[k] = ag_adam_new(groups + k * n, count[k], c->lr, c->beta1, c->beta2, c->eps,
+                                k == 0 ? c->weight_decay : 0);
+        ok &= t->opt[k] != NULL;
+    }
+    free(groups);
+    return ok;
+}
+
+ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text,
+                                   const ag_gpt_train_config *cfg, char *err, size_t errlen)
+{
+    if (!g || !text || !cfg) {
+        ag_nn_set_err(err, errlen, "trainer: %s is NULL", !g ? "the model" : !text ? "the text"
+                      : "the configuration");
+        return NULL;
+    }
+    if (!check_train_config(cfg, err, errlen))
+        return NULL;
+    if (ag_vocab_size(text->vocab) != g->cfg.vocab) {
+        ag_nn_set_err(err, errlen, "trainer: the text has %d distinct characters, the model a "
+                      "vocabulary of %d", ag_vocab_size(text->vocab), g->cfg.vocab);
+        return NULL;
+    }
+    if (ag_text_check_seq(text, g->cfg.seq, err, errlen) != AG_OK)
+        return NULL;
+    size_t cells;
+    if (!ag_mul_size((size_t)cfg->batch, (size_t)g->cfg.seq, &cells) || cells > INT32_MAX) {
+        ag_nn_set_err(err, errlen, "trainer: batch %d of %d positions is too large", cfg->batch,
+                      g->cfg.seq);
+        return NULL;
+    }
+    ag_gpt_trainer *t = ag_calloc(1, sizeof(*t));
+    if (!t) {
+        ag_nn_set_err(err, errlen, "trainer: out of memory");
+        return NULL;
+    }
+    t->g = g;
+    t->text = text;
+    t->cfg = *cfg;
+    t->data_rng = ag_rng_new(cfg->seed ^ DATA_STREAM);
+    t->dropout_rng = ag_rng_new(cfg->seed ^ DROPOUT_STREAM);
+    t->tape = ag_tape_new();
+    t->group = ag_calloc(g->n_params, sizeof(*t->group));
+    t->index = ag_calloc(g->n_params, sizeof(*t->index));
+    t->x = ag_malloc(2 * cells * sizeof(int));
+    if (!t->tape || !t->group || !t->index || !t->x || !make_optimizers(t)) {
+        ag_gpt_trainer_free(t);
+        ag_nn_set_err(err, errlen, "trainer: out of memory");
+        return NULL;
+    }
+    t->y = t->x + cells;
+    return t;
+}
+
+void ag_gpt_trainer_free(ag_gpt_trainer *t)
+{
+    if (!t)
+        return;
+    ag_tape_free(t->tape);
+    ag_optim_free(t->opt[0]);
+    ag_optim_free(t->opt[1]);
+    free(t->group);
+    free(t->index);
+    free(t->x);
+    free(t);
+}
+
+long ag_gpt_trainer_steps(const ag_gpt_trainer *t)
+{
+    return t ? t->step : 0;
+}
+
+const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t)
+{
+    return t ? &t->cfg : NULL;
+}
+
+/* The first parameter holding NaN or Inf after an update: its index, or -1. */
+static long first_bad(const ag_gpt *g, size_t *elem)
+{
+    for (size_t p = 0; p < g->n_params; p++)
+        for (size_t i = 0; i < g->params[p]->size; i++)
+            if (!isfinite(g->params[p]->data[i])) {
+                *elem = i;
+                return (long)p;
+            }
+    return -1;
+}
+
+ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen)
+{
+    if (!t) {
+        ag_nn_set_err(err, errlen, "trainer: NULL");
+        return AG_ERR_ARG;
+    }
+    ag_gpt *g = t->g;
+    int B = t->cfg.batch, T = g->cfg.seq;
+    ag_text_batch(t->text, AG_SPLIT_TRAIN, B, T, &t->data_rng, t->x, t->y);
+    double lr = ag_gpt_lr_at(&t->cfg, t->step);
+    for (int k = 0; k < 2; k++)
+        if (t->opt[k])
+            ag_optim_set_lr(t->opt[k], lr);
+    ag_zero_grad(g->params, g->n_params);
+    ag_rng *drop = g->cfg.dropout > 0 ? &t->dropout_rng : NULL;
+    ag_tensor *l = ag_gpt_loss(t->tape, g, t->x, t->y, B, T, drop, NULL);
+    ag_status st = ag_backward(t->tape, l);
+    /* measures the gradients' norm, and clips them when clip > 0 */
+    double norm = st == AG_OK ? ag_clip_grad_norm(g->params, g->n_params, t->cfg.clip) : 0;
+    if (st == AG_OK && (!isfinite(l->data[0]) || !isfinite(norm))) {
+        st = ag_tape_find_anomaly(t->tape);
+        if (st == AG_OK)
+            st = ag_tape_fail(t->tape, AG_ERR_NUMERIC, "the gradient norm is %g", norm);
+    }
+    if (st != AG_OK) {
+        ag_nn_set_err(err, errlen, "step %ld: %s", t->step + 1, ag_tape_error(t->tape));
+        ag_tape_reset(t->tape);
+        return st;
+    }
+    if (loss)
+        *loss = l->data[0];
+    ag_tape_reset(t->tape);
+    for (int k = 0; k < 2; k++)
+        if (t->opt[k])
+            ag_optim_step(t->opt[k]);
+    size_t elem;
+    long bad = first_bad(g, &elem);
+    if (bad >= 0) {
+        ag_real v = g->params[bad]->data[elem];
+        ag_nn_set_err(err, errlen, "step %ld: the AdamW update (lr %g) made parameter '%s' %s at "
+                      "element %zu (the gradient norm was %g)", t->step + 1, lr, g->names[bad],
+                      isnan(v) ? "NaN" : "Inf", elem, norm);
+        return AG_ERR_NUMERIC;
+    }
+    t->step++;
+    return AG_OK;
+}
+
+ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, double *loss,
+                                  char *err, size_t errlen)
+{
+    if (!t || !loss || iters < 1 || (split != AG_SPLIT_TRAIN && split != AG_SPLIT_VAL)) {
+        ag_nn_set_err(err, errlen, "estimate: bad arguments");
+        return AG_ERR_ARG;
+    }
+    int B = t->cfg.batch, T = t->g->cfg.seq;
+    ag_rng rng = ag_rng_new(t->cfg.seed ^ ESTIMATE_STREAM ^ (uint64_t)split);
+    double sum = 0;
+    ag_status st = AG_OK;
+    ag_gpt_grads_off(t->g);
+    for (int i = 0; i < iters && st == AG_OK; i++) {
+        ag_text_batch(t->text, split, B, T, &rng, t->x, t->y);
+        st = ag_gpt_eval_batch(t->tape, t->g, t->x, t->y, B, T, &sum, err, errlen);
+    }
+    ag_gpt_grads_on(t->g);
+    if (st == AG_OK)
+        *loss = sum / ((double)iters * (double)B * (double)T);
+    return st;
+}
