@@ -36,16 +36,17 @@ START_TEST(test_bench_attention_line)
     int rc = run_cli("bench attention --batch 2 --seq 5 --dim 6 --heads 3 --steps 3 --causal", out,
                      sizeof(out));
     ck_assert_int_eq(rc, 0);
-    double us = -1, gflops = -1, peak = -1, model = -1, allocs = -1;
+    double us = -1, cpu = -1, gflops = -1, peak = -1, model = -1, allocs = -1;
     char form[8] = "", tail = 0;
     int got = sscanf(out,
-                     "bench: op=attention B=2 T=5 d=6 H=3 threads=1 us_per_step=%lf gflops=%lf "
-                     "peak_bytes=%lf model_bytes=%lf allocs_per_step=%lf form=%7[a-z]%c",
-                     &us, &gflops, &peak, &model, &allocs, form, &tail);
-    ck_assert_msg(got == 7 && tail == '\n', "unexpected output: %s", out);
+                     "bench: op=attention B=2 T=5 d=6 H=3 threads=1 us_per_step=%lf "
+                     "cpu_us_per_step=%lf gflops=%lf peak_bytes=%lf model_bytes=%lf "
+                     "allocs_per_step=%lf form=%7[a-z]%c",
+                     &us, &cpu, &gflops, &peak, &model, &allocs, form, &tail);
+    ck_assert_msg(got == 8 && tail == '\n', "unexpected output: %s", out);
     ck_assert_str_eq(form, "fused");
     ck_assert_msg(allocs == 0, "a steady step allocates: %s", out);
-    ck_assert_msg(us > 0 && gflops > 0, "unexpected output: %s", out);
+    ck_assert_msg(us > 0 && cpu >= 0 && gflops > 0, "unexpected output: %s", out);
     /* model: 16 d^2 reals of state + (6 B T d + B H T) of activations */
     ck_assert_double_eq(model, (double)((16 * 36 + 6 * 60 + 2 * 3 * 5) * sizeof(ag_real)));
     ck_assert_msg(peak >= model, "peak %g < model %g", peak, model);
@@ -65,12 +66,13 @@ START_TEST(test_bench_attention_forms)
                  ops ? " --op-by-op" : "");
         int rc = run_cli(cmd, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
-        double us, gflops, model, allocs;
+        double us, cpu, gflops, model, allocs;
         int got = sscanf(out,
                          "bench: op=attention B=2 T=32 d=16 H=2 threads=1 us_per_step=%lf "
-                         "gflops=%lf peak_bytes=%lf model_bytes=%lf allocs_per_step=%lf form=%7s",
-                         &us, &gflops, &peak[ops], &model, &allocs, form);
-        ck_assert_msg(got == 6, "unexpected output: %s", out);
+                         "cpu_us_per_step=%lf gflops=%lf peak_bytes=%lf model_bytes=%lf "
+                         "allocs_per_step=%lf form=%7s",
+                         &us, &cpu, &gflops, &peak[ops], &model, &allocs, form);
+        ck_assert_msg(got == 7, "unexpected output: %s", out);
         ck_assert_str_eq(form, ops ? "ops" : "fused");
         ck_assert_msg(allocs == 0, "a steady step allocates: %s", out);
     }

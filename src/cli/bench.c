@@ -25,11 +25,22 @@ const ag_command ag_cmd_bench_info = {
     "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
 };
 
-static double now_seconds(void)
+static double clock_seconds(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double now_seconds(void)
+{
+    return clock_seconds(CLOCK_MONOTONIC);
+}
+
+/* CPU time of the whole process, all threads together. */
+static double cpu_seconds(void)
+{
+    return clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 static int compare_double(const void *a, const void *b)
@@ -177,10 +188,14 @@ static int bench_attention(int argc, char **argv)
                    "y of shape (B,T,d): zero_grad, forward, mse loss, backward, Adam step over\n"
                    "wq, wk, wv, wo, tape reset. After a few warm-up steps it prints one line:\n"
                    "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
-                   "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A form=F\n"
-                   "US is the median step time in microseconds; G counts the matmuls of\n"
-                   "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient),\n"
-                   "with T (T + 1) / 2 for T^2 when causal (the pairs the mask leaves);\n"
+                   "         cpu_us_per_step=C gflops=G peak_bytes=P model_bytes=M\n"
+                   "         allocs_per_step=A form=F\n"
+                   "US is the median step time in microseconds; C the median CPU time of a\n"
+                   "step, all threads together (on a busy machine, with one thread, steadier\n"
+                   "than US: it leaves out the time other work held the core); G counts\n"
+                   "the matmuls of forward and backward, 18 B T d^2 + 12 B T^2 d (x needs\n"
+                   "no gradient), with T (T + 1) / 2 for T^2 when causal (the pairs the\n"
+                   "mask leaves);\n"
                    "P is the step's memory: the tape's high-water bytes plus parameters,\n"
                    "gradients and Adam's state; M is what a step cannot do without:\n"
                    "parameters, gradients and Adam's state (16 d^2 reals) plus the\n"
@@ -279,29 +294,32 @@ static int bench_attention(int argc, char **argv)
         double want = once > 0 ? 1.0 / once : 2000;
         steps = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
     }
-    times = malloc((size_t)steps * sizeof(*times));
+    times = malloc(2 * (size_t)steps * sizeof(*times));   /* wall, then CPU */
     if (!times) {
         fprintf(stderr, "attograd bench attention: out of memory\n");
         goto done;
     }
     size_t allocs = ag_alloc_count();
     for (int k = 0; k < steps; k++) {
+        double c0 = cpu_seconds();
         t0 = now_seconds();
         if (!att_step(&b))
             goto step_failed;
         times[k] = now_seconds() - t0;
+        times[steps + k] = cpu_seconds() - c0;
     }
     allocs = ag_alloc_count() - allocs;
-    double sec = median_of(times, (size_t)steps);
+    double sec = median_of(times, (size_t)steps), cpu = median_of(times + steps, (size_t)steps);
     double Bd = B, Td = T, dd = d, Hd = H, real = sizeof(ag_real);
     double pairs = causal ? Td * (Td + 1) / 2 : Td * Td;   /* (query, key) pairs computed */
     double flops = 18 * Bd * Td * dd * dd + 12 * Bd * pairs * dd;
     double state = 16 * dd * dd * real;   /* wq..wo, their gradients, Adam's m and v */
     double peak = (double)ag_tape_peak_bytes(b.tape) + state;
     double model = state + (6 * Bd * Td * dd + Bd * Hd * Td) * real;
-    printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f gflops=%.2f "
-           "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g form=%s\n",
-           B, T, d, H, threads, sec * 1e6, sec > 0 ? flops / sec / 1e9 : 0, peak, model,
+    printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f "
+           "cpu_us_per_step=%.2f gflops=%.2f peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g "
+           "form=%s\n",
+           B, T, d, H, threads, sec * 1e6, cpu * 1e6, sec > 0 ? flops / sec / 1e9 : 0, peak, model,
            (double)allocs / steps, op_by_op ? "ops" : "fused");
     status = AG_EXIT_OK;
     goto done;
