@@ -97,12 +97,14 @@ for _ in range(1 if fixed_steps else 3):
     step()
 once = (time.perf_counter() - t0) / (1 if fixed_steps else 3)
 steps = fixed_steps or (max(5, min(2000, int(1.0 / once))) if once > 0 else 2000)
-times = []
+times, cpu = [], []
 for _ in range(steps):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     step()
     times.append(time.perf_counter() - t0)
-print("us_per_step=%.2f steps=%d blas=%s" % (statistics.median(times) * 1e6, steps, loaded_blas()))
+    cpu.append(time.process_time() - c0)
+print("us_per_step=%.2f cpu_us_per_step=%.2f steps=%d blas=%s" % (
+    statistics.median(times) * 1e6, statistics.median(cpu) * 1e6, steps, loaded_blas()))
 """
 
 
@@ -116,13 +118,24 @@ def torch_env(kind, openblas):
     return env
 
 
+def parse_torch(out):
+    """PyTorch's line from TORCH_CODE: {us_per_step, cpu_us_per_step, blas}."""
+    m = re.search(r"us_per_step=([0-9.]+) cpu_us_per_step=([0-9.]+) steps=(\d+) blas=(\S+)", out)
+    return {"us_per_step": float(m.group(1)), "cpu_us_per_step": float(m.group(2)),
+            "blas": m.group(4)}
+
+
+# the time a comparison uses: wall ("us_per_step") or, with --cpu, CPU time
+TIME_KEY = "us_per_step"
+
+
 def run_torch(python, shape, env):
     out = subprocess.run([python, "-c", TORCH_CODE] + [str(v) for v in shape], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False, text=True)
     if out.returncode != 0:
         sys.exit("torch failed at %s:\n%s" % (shape, out.stderr))
-    m = re.search(r"us_per_step=([0-9.]+) steps=(\d+) blas=(\S+)", out.stdout)
-    return float(m.group(1)), m.group(3)
+    f = parse_torch(out.stdout)
+    return f[TIME_KEY], f["blas"]
 
 
 def run_attograd(binary, shape, threads=1):
@@ -148,7 +161,12 @@ def main():
     ap.add_argument("--no-threads", action="store_true", help="skip the --threads 2 run")
     ap.add_argument("--also", help="a second attograd binary to time in the same rounds")
     ap.add_argument("--no-torch", action="store_true", help="time attograd only")
+    ap.add_argument("--cpu", action="store_true",
+                    help="compare CPU times per step instead of wall times (a busy machine)")
     args = ap.parse_args()
+    global TIME_KEY
+    if args.cpu:
+        TIME_KEY = "cpu_us_per_step"
     if not os.path.exists(args.bin):
         sys.exit("%s not found: run make first" % args.bin)
     openblas = find_openblas(args.openblas_dir) if args.torch == "best" else None
@@ -157,7 +175,9 @@ def main():
 
     print("date %s, load average %s" % (datetime.datetime.now().isoformat(timespec="minutes"),
                                         " ".join(open("/proc/loadavg").read().split()[:3])))
-    print("torch: %s configuration%s" % (args.torch, ", OpenBLAS from " + openblas if openblas else ""))
+    print("torch: %s configuration%s; times: %s" % (
+        args.torch, ", OpenBLAS from " + openblas if openblas else "",
+        "CPU per step" if args.cpu else "wall per step"))
     ours = {c: [] for c, _ in picks}
     also = {c: [] for c, _ in picks}
     theirs = {c: [] for c, _ in picks}
@@ -180,9 +200,9 @@ def main():
                 got.reverse()
             f = got[0]
             t, blas = got[1] if not args.no_torch else (float("nan"), blas)
-            a = float(f["us_per_step"])
+            a = float(f[TIME_KEY])
             if args.also:
-                also[shape].append(float(got[-1]["us_per_step"]) / a)
+                also[shape].append(float(got[-1][TIME_KEY]) / a)
             fields[shape] = f
             ours[shape].append(a)
             theirs[shape].append(t)
@@ -190,13 +210,14 @@ def main():
             line = "round %d  %-16s attograd %10.1f us  torch %10.1f us  ratio %7.2f" % (
                 r + 1, "(%d,%d,%d,%d)" % shape, a, t, t / a)
             if args.also:
-                line += "  also %10.1f us (x%.3f)" % (float(got[-1]["us_per_step"]), also[shape][-1])
+                line += "  also %10.1f us (x%.3f)" % (float(got[-1][TIME_KEY]), also[shape][-1])
             if shape == big and not args.no_threads:
                 f2 = run_attograd(args.bin, shape, threads=2)
-                t2 = float(f2["us_per_step"])
+                # wall times: what a second thread saves
+                t1, t2 = float(f["us_per_step"]), float(f2["us_per_step"])
                 t2s.append(t2)
-                speedups.append(a / t2)
-                line += "  threads=2 %10.1f us (x%.2f)" % (t2, a / t2)
+                speedups.append(t1 / t2)
+                line += "  threads=2 %10.1f us (x%.2f)" % (t2, t1 / t2)
             print(line, flush=True)
     print("torch's BLAS: %s" % blas)
     print()

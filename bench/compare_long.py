@@ -10,7 +10,9 @@ side that goes first alternating. Each side
 reports its median step time; the script also takes each process's peak
 resident memory from the kernel (wait4), so both sides' memory is measured
 the same way, and prints attograd's own peak_bytes (the tape's high-water
-mark plus parameters, gradients and Adam's state). At the 4096 point it also
+mark plus parameters, gradients and Adam's state). Times are given as wall
+time and as CPU time per step; the table's ratio uses CPU time, which on a
+busy shared machine leaves out the time other work held the core. At the 4096 point it also
 runs attograd with --threads 2 and, with --also BIN, a second attograd
 binary (an older build, say) in the same rounds.
 
@@ -33,14 +35,13 @@ Only the standard library is needed here; torch runs under --python (default
 import argparse
 import datetime
 import os
-import re
 import statistics
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from blas import find_openblas  # noqa: E402
-from compare_attention import TORCH_CODE, torch_env  # noqa: E402
+from compare_attention import TORCH_CODE, parse_torch, torch_env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -79,8 +80,7 @@ def run_attograd(binary, T, threads=1):
 def run_torch(python, T, env):
     out, rss = run_measured([python, "-c", TORCH_CODE, str(B), str(T), str(D), str(H), "1",
                              str(steps_for(T) or 5)], env)
-    m = re.search(r"us_per_step=([0-9.]+) steps=(\d+) blas=(\S+)", out)
-    return {"us_per_step": float(m.group(1)), "rss_bytes": rss, "blas": m.group(3)}
+    return dict(parse_torch(out), rss_bytes=rss)
 
 
 def mem_available():
@@ -137,52 +137,60 @@ def main():
             got = {name: fn() for name, fn in runs}
             a = got["attograd"]
             ours[T].append(a)
-            line = "round %d  T=%-6d attograd %12.1f us %8.1f GFLOPS peak %7.1f MB rss %7.1f MB" % (
-                r + 1, T, float(a["us_per_step"]), float(a["gflops"]),
+            line = "round %d  T=%-6d attograd %11.1f us (CPU %11.1f) peak %6.1f MB rss %6.1f MB" % (
+                r + 1, T, float(a["us_per_step"]), float(a["cpu_us_per_step"]),
                 float(a["peak_bytes"]) / 1e6, a["rss_bytes"] / 1e6)
             if "torch" in got:
                 t = got["torch"]
                 theirs[T].append(t)
                 blas = t["blas"]
-                line += "  torch %12.1f us rss %7.1f MB (x%.2f)" % (
-                    t["us_per_step"], t["rss_bytes"] / 1e6, t["us_per_step"] / float(a["us_per_step"]))
-            else:
-                line += "  torch skipped (6 (T,T) tensors > half of MemAvailable)" if not args.no_torch else ""
-            for name in ("threads=2", "also"):
+                line += "  torch %11.1f us (CPU %11.1f) rss %6.0f MB (x%.2f, CPU x%.2f)" % (
+                    t["us_per_step"], t["cpu_us_per_step"], t["rss_bytes"] / 1e6,
+                    t["us_per_step"] / float(a["us_per_step"]),
+                    t["cpu_us_per_step"] / float(a["cpu_us_per_step"]))
+            elif not args.no_torch:
+                line += "  torch skipped (6 (T,T) tensors > half of MemAvailable)"
+            # two threads save wall time; an older build is compared in CPU time
+            for name, key in (("threads=2", "us_per_step"), ("also", "cpu_us_per_step")):
                 if name in got:
-                    us = float(got[name]["us_per_step"])
-                    extra[name].append((float(a["us_per_step"]), us))
-                    line += "  %s %.1f us (x%.2f)" % (name, us, float(a["us_per_step"]) / us)
+                    mine, other = float(a[key]), float(got[name][key])
+                    extra[name].append((mine, other))
+                    line += "  %s %.1f us (x%.2f)" % (name, other, mine / other)
             print(line, flush=True)
     print("torch's BLAS: %s; load average at the end %s" % (blas, load()))
     print()
-    print("| T | attograd ms/step | GFLOPS | peak_bytes (MB) | attograd RSS (MB) | torch ms/step "
-          "| torch RSS (MB) | torch / attograd |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| T | attograd ms/step | CPU ms/step | GFLOPS (CPU) | peak_bytes (MB) | RSS (MB) "
+          "| torch ms/step | CPU ms/step | torch RSS (MB) | torch / attograd (CPU) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     rows = []
     for T in args.seq:
         med = lambda xs, k: statistics.median(float(x[k]) for x in xs)
-        a_us, a_gf = med(ours[T], "us_per_step"), med(ours[T], "gflops")
+        a_us, a_cpu = med(ours[T], "us_per_step"), med(ours[T], "cpu_us_per_step")
+        a_gf = statistics.median(float(x["gflops"]) * float(x["us_per_step"]) /
+                                 float(x["cpu_us_per_step"]) for x in ours[T])
         a_peak, a_rss = med(ours[T], "peak_bytes"), med(ours[T], "rss_bytes")
         if theirs[T]:
-            t_us, t_rss = med(theirs[T], "us_per_step"), med(theirs[T], "rss_bytes")
-            ratio = statistics.median(float(t["us_per_step"]) / float(a["us_per_step"])
-                                      for t, a in zip(theirs[T], ours[T]))
-            tcols = "%.1f | %.0f | %.1f" % (t_us / 1e3, t_rss / 1e6, ratio)
+            t_us, t_cpu = med(theirs[T], "us_per_step"), med(theirs[T], "cpu_us_per_step")
+            t_rss = med(theirs[T], "rss_bytes")
+            ratio = statistics.median(float(t["cpu_us_per_step"]) / float(x["cpu_us_per_step"])
+                                      for t, x in zip(theirs[T], ours[T]))
+            tcols = "%.1f | %.1f | %.0f | %.1f" % (t_us / 1e3, t_cpu / 1e3, t_rss / 1e6, ratio)
         else:
-            t_us = t_rss = float("nan")
-            tcols = "- | - | -"
-        print("| %d | %.1f | %.1f | %.1f | %.0f | %s |" % (T, a_us / 1e3, a_gf, a_peak / 1e6,
-                                                          a_rss / 1e6, tcols))
-        rows.append((T, a_us, a_gf, a_peak, a_rss, t_us, t_rss))
-    for name, label in (("threads=2", "two threads over one"), ("also", "--also over --bin")):
+            t_us = t_cpu = t_rss = float("nan")
+            tcols = "- | - | - | -"
+        print("| %d | %.1f | %.1f | %.1f | %.1f | %.0f | %s |" % (
+            T, a_us / 1e3, a_cpu / 1e3, a_gf, a_peak / 1e6, a_rss / 1e6, tcols))
+        rows.append((T, a_us, a_cpu, a_gf, a_peak, a_rss, t_us, t_cpu, t_rss))
+    for name, label in (("threads=2", "one thread's wall time over two threads'"),
+                        ("also", "--also's CPU time over --bin's")):
         if extra[name]:
             print("T=%d: %s x%.2f (median of per-round ratios; %s)" % (
-                THREADS_AT, label, statistics.median(one / other for one, other in extra[name]),
+                THREADS_AT, label, statistics.median(other / mine for mine, other in extra[name])
+                if name == "also" else statistics.median(mine / other for mine, other in extra[name]),
                 ", ".join("%.0f/%.0f us" % p for p in extra[name])))
     with open(args.out, "w") as f:
-        f.write("# T\tattograd_us\tattograd_gflops\tattograd_peak_bytes\tattograd_rss_bytes\t"
-                "torch_us\ttorch_rss_bytes\n")
+        f.write("# T\tattograd_us\tattograd_cpu_us\tattograd_gflops_cpu\tattograd_peak_bytes\t"
+                "attograd_rss_bytes\ttorch_us\ttorch_cpu_us\ttorch_rss_bytes\n")
         for row in rows:
             f.write("\t".join("NaN" if v != v else "%g" % v for v in row) + "\n")
     print("wrote %s" % args.out)

@@ -16,16 +16,16 @@ set grid
 set key top left
 set multiplot layout 1,2 title "causal attention training step, B=1 d=256 H=8, one thread"
 
-set title "time per step"
+set title "CPU time per step"
 set ylabel "ms"
 set xlabel "sequence length T"
 set format y "%g"
-plot data using 1:($2/1e3) with linespoints lw 2 pt 7 lc rgb "#7030a0" title "attograd", \
-     data using 1:($6/1e3) with linespoints lw 2 pt 5 lc rgb "#009e73" title "PyTorch 1.13"
+plot data using 1:($3/1e3) with linespoints lw 2 pt 7 lc rgb "#7030a0" title "attograd", \
+     data using 1:($8/1e3) with linespoints lw 2 pt 5 lc rgb "#009e73" title "PyTorch 1.13"
 
 set title "memory of the step"
 set ylabel "MB"
-plot data using 1:($4/1e6) with linespoints lw 2 pt 7 lc rgb "#7030a0" title "attograd (peak\\_bytes)", \
-     data using 1:($5/1e6) with linespoints lw 2 pt 6 dt 3 lc rgb "#7030a0" title "attograd (process RSS)", \
-     data using 1:($7/1e6) with linespoints lw 2 pt 5 lc rgb "#009e73" title "PyTorch 1.13 (process RSS)"
+plot data using 1:($5/1e6) with linespoints lw 2 pt 7 lc rgb "#7030a0" title "attograd (peak\\_bytes)", \
+     data using 1:($6/1e6) with linespoints lw 2 pt 6 dt 3 lc rgb "#7030a0" title "attograd (process RSS)", \
+     data using 1:($9/1e6) with linespoints lw 2 pt 5 lc rgb "#009e73" title "PyTorch 1.13 (process RSS)"
 unset multiplot

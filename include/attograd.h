@@ -1090,6 +1090,9 @@ void ag_gpt_trainer_free(ag_gpt_trainer *t);   /* NULL does nothing; g and text 
  * step has run. */
 ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen);
 long ag_gpt_trainer_steps(const ag_gpt_trainer *t);     /* steps done */
+/* The most bytes one step's tape has held (ag_tape_peak_bytes of the
+ * trainer's tape), for measuring a step's memory. */
+size_t ag_gpt_trainer_peak_bytes(const ag_gpt_trainer *t);
 const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t);
 /* The mean loss over iters random batches of a part (AG_SPLIT_TRAIN or
  * AG_SPLIT_VAL), without dropout. The batches come from a stream of their

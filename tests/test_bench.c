@@ -36,16 +36,17 @@ START_TEST(test_bench_attention_line)
     int rc = run_cli("bench attention --batch 2 --seq 5 --dim 6 --heads 3 --steps 3 --causal", out,
                      sizeof(out));
     ck_assert_int_eq(rc, 0);
-    double us = -1, gflops = -1, peak = -1, model = -1, allocs = -1;
+    double us = -1, cpu = -1, gflops = -1, peak = -1, model = -1, allocs = -1;
     char form[8] = "", tail = 0;
     int got = sscanf(out,
-                     "bench: op=attention B=2 T=5 d=6 H=3 threads=1 us_per_step=%lf gflops=%lf "
-                     "peak_bytes=%lf model_bytes=%lf allocs_per_step=%lf form=%7[a-z]%c",
-                     &us, &gflops, &peak, &model, &allocs, form, &tail);
-    ck_assert_msg(got == 7 && tail == '\n', "unexpected output: %s", out);
+                     "bench: op=attention B=2 T=5 d=6 H=3 threads=1 us_per_step=%lf "
+                     "cpu_us_per_step=%lf gflops=%lf peak_bytes=%lf model_bytes=%lf "
+                     "allocs_per_step=%lf form=%7[a-z]%c",
+                     &us, &cpu, &gflops, &peak, &model, &allocs, form, &tail);
+    ck_assert_msg(got == 8 && tail == '\n', "unexpected output: %s", out);
     ck_assert_str_eq(form, "fused");
     ck_assert_msg(allocs == 0, "a steady step allocates: %s", out);
-    ck_assert_msg(us > 0 && gflops > 0, "unexpected output: %s", out);
+    ck_assert_msg(us > 0 && cpu >= 0 && gflops > 0, "unexpected output: %s", out);
     /* model: 16 d^2 reals of state + (6 B T d + B H T) of activations */
     ck_assert_double_eq(model, (double)((16 * 36 + 6 * 60 + 2 * 3 * 5) * sizeof(ag_real)));
     ck_assert_msg(peak >= model, "peak %g < model %g", peak, model);
@@ -65,16 +66,35 @@ START_TEST(test_bench_attention_forms)
                  ops ? " --op-by-op" : "");
         int rc = run_cli(cmd, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
-        double us, gflops, model, allocs;
+        double us, cpu, gflops, model, allocs;
         int got = sscanf(out,
                          "bench: op=attention B=2 T=32 d=16 H=2 threads=1 us_per_step=%lf "
-                         "gflops=%lf peak_bytes=%lf model_bytes=%lf allocs_per_step=%lf form=%7s",
-                         &us, &gflops, &peak[ops], &model, &allocs, form);
-        ck_assert_msg(got == 6, "unexpected output: %s", out);
+                         "cpu_us_per_step=%lf gflops=%lf peak_bytes=%lf model_bytes=%lf "
+                         "allocs_per_step=%lf form=%7s",
+                         &us, &cpu, &gflops, &peak[ops], &model, &allocs, form);
+        ck_assert_msg(got == 7, "unexpected output: %s", out);
         ck_assert_str_eq(form, ops ? "ops" : "fused");
         ck_assert_msg(allocs == 0, "a steady step allocates: %s", out);
     }
     ck_assert_msg(peak[0] < peak[1], "fused peak %g, op by op %g", peak[0], peak[1]);
+}
+END_TEST
+
+START_TEST(test_bench_gpt_line)
+{
+    char out[4096];
+    int rc = run_cli("bench gpt --layers 2 --dim 8 --heads 2 --seq 6 --batch 3 --steps 3 --threads 2",
+                     out, sizeof(out));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    double us, gflops, peak, allocs;
+    char tail;
+    int got = sscanf(out,
+                     "bench: op=gpt layers=2 dim=8 heads=2 seq=6 batch=3 threads=2 us_per_step=%lf "
+                     "gflops=%lf peak_bytes=%lf allocs_per_step=%lf%c",
+                     &us, &gflops, &peak, &allocs, &tail);
+    ck_assert_msg(got == 5 && tail == '\n', "line: %s", out);
+    ck_assert(us > 0 && gflops > 0 && peak > 0);
+    ck_assert_msg(allocs == 0, "a steady step allocated: %s", out);
 }
 END_TEST
 
@@ -107,6 +127,10 @@ START_TEST(test_bench_usage)
         {"bench attention --op-by-op=1", "--op-by-op=1"},
         {"bench matmul 512", "unexpected argument '512' (options start with --)"},
         {"bench attention --seq 0", "--seq: 0 is out of range (1..1048576)"},
+        {"bench gpt --layers 0", "--layers"},
+        {"bench gpt --heads 3", "--heads 3 does not divide --dim 128"},
+        {"bench gpt --steps", "--steps"},
+        {"bench gpt --text x", "--text"},
     };
     char out[4096];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -119,6 +143,8 @@ START_TEST(test_bench_usage)
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd bench matmul"));
     ck_assert_int_eq(run_cli("bench attention --help", out, sizeof(out)), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: attograd bench attention"));
+    ck_assert_int_eq(run_cli("bench gpt --help", out, sizeof(out)), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: attograd bench gpt"));
 }
 END_TEST
 
@@ -130,6 +156,7 @@ Suite *suite_bench(void)
     tcase_add_test(tc, test_bench_matmul_line);
     tcase_add_test(tc, test_bench_attention_line);
     tcase_add_test(tc, test_bench_attention_forms);
+    tcase_add_test(tc, test_bench_gpt_line);
     tcase_add_test(tc, test_bench_usage);
     suite_add_tcase(s, tc);
     return s;

@@ -17,25 +17,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const ag_command ag_cmd_bench_info = {
     .name = "bench",
     .run = ag_cmd_bench,
-    .usage = "attograd bench <matmul|attention> [options]",
+    .usage = "attograd bench <matmul|attention|gpt> [options]",
     .summary = "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
 };
 
-static int compare_double(const void *a, const void *b)
+/* CPU time of the whole process, all threads together. */
+static double cpu_seconds(void)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of v[0..n), n >= 1 (sorts v). */
-static double median_of(double *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), compare_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- bench matmul ---- */
@@ -101,7 +97,7 @@ static int run_matmul(const matmul_opts *o)
         double dt = ag_cli_now() - t0;
         rates[r] = dt > 0 ? flops * (double)calls / dt / 1e9 : 0;
     }
-    double median = median_of(rates, (size_t)reps);
+    double median = ag_cli_median(rates, (size_t)reps);
     printf("bench: op=matmul n=%d threads=%d gflops=%.1f\n", n, o->threads, median);
     ag_set_threads(1);
     free(a), free(b), free(c), free(rates);
@@ -168,10 +164,14 @@ static void print_attention_help(const ag_command *cmd)
            "y of shape (B,T,d): zero_grad, forward, mse loss, backward, Adam step over\n"
            "wq, wk, wv, wo, tape reset. After a few warm-up steps it prints one line:\n"
            "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
-           "         gflops=G peak_bytes=P model_bytes=M allocs_per_step=A form=F\n"
-           "US is the median step time in microseconds; G counts the matmuls of\n"
-           "forward and backward, 18 B T d^2 + 12 B T^2 d (x needs no gradient),\n"
-           "with T (T + 1) / 2 for T^2 when causal (the pairs the mask leaves);\n"
+           "         cpu_us_per_step=C gflops=G peak_bytes=P model_bytes=M\n"
+           "         allocs_per_step=A form=F\n"
+           "US is the median step time in microseconds; C the median CPU time of a\n"
+           "step, all threads together (on a busy machine, with one thread, steadier\n"
+           "than US: it leaves out the time other work held the core); G counts\n"
+           "the matmuls of forward and backward, 18 B T d^2 + 12 B T^2 d (x needs\n"
+           "no gradient), with T (T + 1) / 2 for T^2 when causal (the pairs the\n"
+           "mask leaves);\n"
            "P is the step's memory: the tape's high-water bytes plus parameters,\n"
            "gradients and Adam's state; M is what a step cannot do without:\n"
            "parameters, gradients and Adam's state (16 d^2 reals) plus the\n"
@@ -193,7 +193,7 @@ typedef struct att_bench {
     ag_tensor *params[4];
     ag_real *x, *y;          /* (B,T,d) each, the same batch every step */
     int shape[3];
-    double *times;           /* (steps) seconds per timed step */
+    double *times;           /* (2, steps) seconds per timed step: wall, then CPU */
 } att_bench;
 
 static void att_free(att_bench *b)
@@ -263,17 +263,19 @@ static int att_time(att_bench *b, int *steps, double *allocs)
         double want = once > 0 ? 1.0 / once : 2000;
         *steps = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
     }
-    b->times = malloc((size_t)*steps * sizeof(*b->times));
+    b->times = malloc(2 * (size_t)*steps * sizeof(*b->times));
     if (!b->times) {
         fprintf(stderr, "attograd bench attention: out of memory\n");
         return 0;
     }
     size_t count = ag_alloc_count();
     for (int k = 0; k < *steps; k++) {
+        double c0 = cpu_seconds();
         t0 = ag_cli_now();
         if (!att_step(b))
             goto step_failed;
         b->times[k] = ag_cli_now() - t0;
+        b->times[*steps + k] = cpu_seconds() - c0;
     }
     *allocs = (double)(ag_alloc_count() - count) / *steps;
     return 1;
@@ -284,16 +286,18 @@ step_failed:
 
 static void att_report(att_bench *b, const attention_opts *o, int steps, double allocs)
 {
-    double sec = median_of(b->times, (size_t)steps);
+    double sec = ag_cli_median(b->times, (size_t)steps);
+    double cpu = ag_cli_median(b->times + steps, (size_t)steps);
     double B = o->batch, T = o->seq, d = o->dim, H = o->heads, real = sizeof(ag_real);
     double pairs = o->causal ? T * (T + 1) / 2 : T * T;   /* (query, key) pairs computed */
     double flops = 18 * B * T * d * d + 12 * B * pairs * d;
     double state = 16 * d * d * real;   /* wq..wo, their gradients, Adam's m and v */
     double peak = (double)ag_tape_peak_bytes(b->tape) + state;
     double model = state + (6 * B * T * d + B * H * T) * real;
-    printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f gflops=%.2f "
-           "peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g form=%s\n",
-           o->batch, o->seq, o->dim, o->heads, o->threads, sec * 1e6,
+    printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f "
+           "cpu_us_per_step=%.2f gflops=%.2f peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g "
+           "form=%s\n",
+           o->batch, o->seq, o->dim, o->heads, o->threads, sec * 1e6, cpu * 1e6,
            sec > 0 ? flops / sec / 1e9 : 0, peak, model, allocs, o->op_by_op ? "ops" : "fused");
 }
 
@@ -352,6 +356,7 @@ static const struct {
 } benchmarks[] = {
     {"matmul", bench_matmul, "GFLOPS of C = A B for (n x n) matrices"},
     {"attention", bench_attention, "a training step of the attention layer (time, memory)"},
+    {"gpt", ag_cli_bench_gpt, "a training step of the text task's GPT (time, memory)"},
 };
 #define N_BENCHMARKS (sizeof(benchmarks) / sizeof(benchmarks[0]))
 

@@ -221,6 +221,8 @@ int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *p
 
 /* Seconds on a monotonic clock (run.c). */
 double ag_cli_now(void);
+/* The median of v[0..n), n >= 1 (sorts v; run.c). */
+double ag_cli_median(double *v, size_t n);
 
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);
@@ -235,6 +237,7 @@ int ag_cmd_grad(int argc, char **argv);
 extern const ag_command ag_cmd_grad_info;
 int ag_cmd_bench(int argc, char **argv);
 extern const ag_command ag_cmd_bench_info;
+int ag_cli_bench_gpt(int argc, char **argv);   /* bench_gpt.c: `attograd bench gpt` */
 int ag_cmd_sample(int argc, char **argv);
 extern const ag_command ag_cmd_sample_info;
 int ag_cmd_eval(int argc, char **argv);

@@ -1,13 +1,15 @@
 /*
  * run.c - what the training commands share: Ctrl-C, SIGTERM and SIGHUP only
  * ask the run to stop (it finishes its step, saves, and exits 128 + the
- * signal); and a monotonic clock for the seconds it reports. (Their files
- * are checked before any work by ag_cli_check_files, outfile.c.)
+ * signal); a monotonic clock for the seconds it reports, and the median the
+ * benchmarks report. (Their files are checked before any work by
+ * ag_cli_check_files, outfile.c.)
  */
 #include "cli.h"
 #include "signals.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -56,4 +58,16 @@ double ag_cli_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double ag_cli_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), compare_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }

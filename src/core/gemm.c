@@ -51,7 +51,7 @@ static void micro_generic(size_t kc, const ag_real *restrict a, const ag_real *r
 }
 
 static const ag_gemm_kernel kernel_generic = {
-    "generic", GEN_MR, GEN_NR, 256, 128, 1024, micro_generic, 0, NULL, NULL,
+    "generic", GEN_MR, GEN_NR, 256, 128, 1024, micro_generic, 0, NULL, NULL, NULL,
 };
 
 /* ---- choosing the kernel ---- */
@@ -311,6 +311,9 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
         return;
     }
     ag_real *bbuf = abuf + mc_max * kc_max;
+    /* A row-major op(A) is read in place (packing it is a transpose per
+     * block); A^T's columns are already runs of rows and pack by copying */
+    int in_place = !g->ta && k->micro_rows != NULL;
 
     for (size_t jc = j0; jc < j1; jc += k->nc) {
         size_t nc = min_size(k->nc, j1 - jc);
@@ -320,14 +323,20 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
             pack_b(g, pc, kc, jc, nc, bbuf);
             for (size_t ic = i0; ic < i1; ic += k->mc) {
                 size_t mc = min_size(k->mc, i1 - ic);
-                pack_a(g, ic, mc, pc, kc, abuf);
+                if (!in_place)
+                    pack_a(g, ic, mc, pc, kc, abuf);
                 for (size_t jr = 0; jr < nc; jr += nr) {
                     size_t cols = min_size(nr, nc - jr);
                     const ag_real *bp = bbuf + jr * kc;
                     for (size_t ir = 0; ir < mc; ir += mr) {
                         size_t rows = min_size(mr, mc - ir);
-                        k->micro(kc, abuf + ir * kc, bp, g->C + (ic + ir) * g->ldc + jc + jr,
-                                 g->ldc, g->alpha, beta, (int)rows, (int)cols);
+                        ag_real *c = g->C + (ic + ir) * g->ldc + jc + jr;
+                        if (in_place)
+                            k->micro_rows(kc, g->A + (ic + ir) * g->lda + pc, g->lda, bp, c,
+                                          g->ldc, g->alpha, beta, (int)rows, (int)cols);
+                        else
+                            k->micro(kc, abuf + ir * kc, bp, c, g->ldc, g->alpha, beta, (int)rows,
+                                     (int)cols);
                     }
                 }
             }

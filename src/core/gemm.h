@@ -68,6 +68,13 @@ typedef void (*ag_direct_fn)(size_t M, size_t N, size_t K, ag_real alpha, const 
                              size_t rsa, size_t csa, const ag_real *B, size_t ldb, ag_real beta,
                              ag_real *C, size_t ldc);
 
+/* The micro-kernel with A unpacked: row i of the tile's a is a + i*lda,
+ * a[i*lda + p] for p < kc (A row-major, not transposed); rows past the
+ * edge are not read. The same arithmetic as the packed micro-kernel. */
+typedef void (*ag_micro_rows_fn)(size_t kc, const ag_real *a, size_t lda, const ag_real *b,
+                                 ag_real *c, size_t ldc, ag_real alpha, ag_real beta, int rows,
+                                 int cols);
+
 /* dst[c*ldd + r] = src[r*lds + c] for r < rows, c < cols. */
 typedef void (*ag_transpose_fn)(size_t rows, size_t cols, const ag_real *src, size_t lds,
                                 ag_real *dst, size_t ldd);
@@ -80,6 +87,7 @@ typedef struct ag_gemm_kernel {
     size_t direct_n;       /* widest N for direct (0: none) */
     ag_direct_fn direct;   /* NULL when there is none */
     ag_transpose_fn transpose;   /* a fast transpose for packing, or NULL */
+    ag_micro_rows_fn micro_rows; /* micro with A in place (no packing of A), or NULL */
 } ag_gemm_kernel;
 
 /* The SIMD kernels, or NULL when this compiler or architecture has none.

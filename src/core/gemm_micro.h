@@ -19,6 +19,10 @@
  * for i < rows, j < cols; a tile at the edge of C has rows < MR or cols < NR
  * (a and b are zero-padded there) and only its valid part is read or written.
  */
+MICRO_TARGET static inline __attribute__((always_inline)) void
+MICRO_STORE_NAME(VEC acc[MR][NV], ag_real *restrict c, size_t ldc, ag_real alpha, ag_real beta,
+                 int rows, int cols);
+
 MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
                                     const ag_real *restrict b, ag_real *restrict c, size_t ldc,
                                     ag_real alpha, ag_real beta, int rows, int cols)
@@ -44,6 +48,50 @@ MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
         a += MR;
         b += NV * W;
     }
+    MICRO_STORE_NAME(acc, c, ldc, alpha, beta, rows, cols);
+}
+
+/* The same tile with A read in place, row i of the tile at a + i*lda (A
+ * row-major, not transposed), so A needs no packing: the same products in
+ * the same order, so the same numbers. Rows past the edge read the last
+ * valid row again (their results are never stored). */
+MICRO_TARGET static void MICRO_ROWS_NAME(size_t kc, const ag_real *restrict a, size_t lda,
+                                         const ag_real *restrict b, ag_real *restrict c,
+                                         size_t ldc, ag_real alpha, ag_real beta, int rows,
+                                         int cols)
+{
+    VEC acc[MR][NV];
+    const ag_real *ar[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) {
+        ar[i] = a + (size_t)(i < rows ? i : rows - 1) * lda;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = VZERO();
+    }
+    for (size_t p = 0; p < kc; p++) {
+        VEC bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            bv[v] = VLOAD(b + v * W);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            VEC ai = VSET1(ar[i][p]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = VFMA(ai, bv[v], acc[i][v]);
+        }
+        b += NV * W;
+    }
+    MICRO_STORE_NAME(acc, c, ldc, alpha, beta, rows, cols);
+}
+
+/* c = alpha acc + beta c on the tile's first rows x cols (c not read when
+ * beta == 0). */
+MICRO_TARGET static inline __attribute__((always_inline)) void
+MICRO_STORE_NAME(VEC acc[MR][NV], ag_real *restrict c, size_t ldc, ag_real alpha, ag_real beta,
+                 int rows, int cols)
+{
     VEC va = VSET1(alpha), vb = VSET1(beta);
     if (rows == MR && cols == NV * W) {
 #pragma GCC unroll 16

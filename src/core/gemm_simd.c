@@ -29,6 +29,8 @@
 
 /* ---- AVX2 + FMA: 6 rows x 2 vectors, 12 accumulators of 16 registers ---- */
 #define MICRO_NAME micro_avx2
+#define MICRO_ROWS_NAME micro_rows_avx2
+#define MICRO_STORE_NAME micro_store_avx2
 #define DIRECT_NAME direct_avx2
 #define DIRECT_TILE direct_tile_avx2
 #define MICRO_TARGET __attribute__((target("avx2,fma")))
@@ -68,6 +70,8 @@
 /* the tile sizes the kernel struct below tells gemm.c's packing */
 enum { AVX2_MR = MR, AVX2_NR = NV * W, AVX2_DIRECT_N = DIRECT_NV * W };
 #undef MICRO_NAME
+#undef MICRO_ROWS_NAME
+#undef MICRO_STORE_NAME
 #undef DIRECT_NAME
 #undef DIRECT_TILE
 #undef MICRO_TARGET
@@ -91,6 +95,8 @@ enum { AVX2_MR = MR, AVX2_NR = NV * W, AVX2_DIRECT_N = DIRECT_NV * W };
 
 /* ---- AVX-512F: 12 rows x 2 vectors, 24 accumulators of 32 registers ---- */
 #define MICRO_NAME micro_avx512
+#define MICRO_ROWS_NAME micro_rows_avx512
+#define MICRO_STORE_NAME micro_store_avx512
 #define DIRECT_NAME direct_avx512
 #define DIRECT_TILE direct_tile_avx512
 #define MICRO_TARGET __attribute__((target("avx512f")))
@@ -210,11 +216,11 @@ __attribute__((target("avx2"))) static void transpose_avx2(size_t rows, size_t c
  * L1, 1 MB L2): fewer passes over C outweigh a B panel larger than L1. */
 static const ag_gemm_kernel kernel_avx2 = {
     "avx2", AVX2_MR, AVX2_NR, 256, 144, 2048, micro_avx2,
-    AVX2_DIRECT_N, direct_avx2, transpose_avx2,
+    AVX2_DIRECT_N, direct_avx2, transpose_avx2, micro_rows_avx2,
 };
 static const ag_gemm_kernel kernel_avx512 = {
     "avx512", AVX512_MR, AVX512_NR, 512, 96, 2048, micro_avx512,
-    AVX512_DIRECT_N, direct_avx512, transpose_avx2,
+    AVX512_DIRECT_N, direct_avx512, transpose_avx2, micro_rows_avx512,
 };
 
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void)

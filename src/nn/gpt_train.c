@@ -150,6 +150,11 @@ void ag_gpt_trainer_free(ag_gpt_trainer *t)
     free(t);
 }
 
+size_t ag_gpt_trainer_peak_bytes(const ag_gpt_trainer *t)
+{
+    return t ? ag_tape_peak_bytes(t->tape) : 0;
+}
+
 long ag_gpt_trainer_steps(const ag_gpt_trainer *t)
 {
     return t ? t->step : 0;
