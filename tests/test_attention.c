@@ -657,6 +657,7 @@ START_TEST(test_fused_kernels_match_ops)
         {{1, 70, 16}, 2},   /* dh 8, two blocks */
         {{2, 130, 48}, 1},  /* dh 48: three vectors of 16 */
         {{1, 200, 80}, 1},  /* dh 80: more than one micro-tile's columns; four groups */
+        {{4, 128, 32}, 8},  /* 32 heads a chunk: one group, dQ added in its rows directly */
     };
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))

@@ -141,7 +141,8 @@ static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
         ag_gemm(0, 0, nc, dh, nr, 1, p, br, b->d_o + r0 * dh, dh, beta, dv, ldo);
         ag_gemm(0, 0, nc, dh, nr, 1, ds, br, b->q + r0 * dh, dh, beta, dk, ldo);
-        ag_gemm(1, 0, nr, dh, nc, 1, ds, br, kj, dh, b->first ? 0 : 1, b->dq + r0 * dh, dh);
+        ag_gemm(1, 0, nr, dh, nc, 1, ds, br, kj, dh, b->first ? 0 : 1, b->dq + r0 * b->ldq,
+                b->ldq);
     }
 }
 

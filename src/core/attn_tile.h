@@ -54,7 +54,8 @@ typedef struct ag_attn_bwd {
                                     query block at a time (block i at i dh br), zero past T */
     const ag_real *lse;          /* (tpad): L from forward (in score_unit), +inf past T */
     const ag_real *dsum;         /* (tpad): D = rowsum(dO * O), 0 past T */
-    ag_real *dq;                 /* (T, dh): dS K added, or written when first */
+    ag_real *dq;                 /* (T, ldq): dS K added, or written when first */
+    size_t ldq;
     int first;                   /* this key block is the first to reach dq's rows */
     ag_real *dk, *dv;            /* (T, ldo): dS^T Q and P^T dO, the key block's rows written */
 } ag_attn_bwd;

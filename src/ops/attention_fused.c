@@ -118,7 +118,8 @@ typedef struct head_job {
     ag_real *d_oh;                /* (heads, T, dh): dO head by head */
     ag_real *qt, *d_ot;           /* (heads, dh, tpad): Q^T (scaled), dO^T in blocks (attn_tile.h) */
     ag_real *dsum;                /* (heads, tpad): D */
-    ag_real *dq;                  /* (groups, heads, T, dh): partial sums of dS K */
+    ag_real *dq;                  /* (groups, heads, T, dh): partial sums of dS K; or with one
+                                     group, the rows of dQ, (rows, d) (in d_o) */
     ag_real *dk, *dv;             /* (rows, d) */
 } head_job;
 
@@ -324,8 +325,15 @@ static void bwd_lane(void *ctx, size_t lane)
             .scale = j->scale, .q = j->q + hoff, .k = j->k + hoff, .v = j->v + hoff,
             .d_o = j->d_oh + hoff, .qt = j->qt + t * dh * tpad, .d_ot = j->d_ot + t * dh * tpad,
             .lse = j->lse + t * tpad, .dsum = j->dsum + t * tpad,
-            .dq = j->dq + (g * j->heads + t) * T * dh, .dk = j->dk + off, .dv = j->dv + off,
+            .dk = j->dk + off, .dv = j->dv + off,
         };
+        if (j->dq == j->d_o) {   /* one group, straight into dQ's rows */
+            b.dq = j->dq + off;
+            b.ldq = d;
+        } else {
+            b.dq = j->dq + (g * j->heads + t) * T * dh;
+            b.ldq = dh;
+        }
         /* group g: key blocks g, g + groups, ... (with a causal mask, early
          * key blocks cost the most; interleaving evens the groups out); the
          * first writes the group's dQ rows, the others add to them */
@@ -408,12 +416,12 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     if (!tiles)
         return;   /* the arena set the tape's error */
     ag_real *d_o = grads;   /* dO as rows; once the tiles have run, dQ as rows */
-    ag_real *rest = grads + (1 + n_heads) * n;
+    ag_real *rest = grads + (1 + n_heads) * n, *parts = rest + 2 * n;
     head_job job = {
         .kern = kern, .H = H, .T = T, .d = d, .dh = dh, .tpad = tpad, .scale = scale,
         .causal = sv->causal, .wrong = tape->bug == AG_BUG_SOFTMAX, .blocks = blocks,
         .per_lane = kern->bwd_scratch(dh), .d_o = d_o, .d_oh = grads + n_heads * n,
-        .dk = rest, .dv = rest + n, .dq = rest + 2 * n,
+        .dk = rest, .dv = rest + n,
         .qt = tiles, .d_ot = tiles + n_t, .dsum = tiles + 2 * n_t,
     };
     size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS);   /* at most that many items */
@@ -432,13 +440,15 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
         ag_parallel_for(heads, prep_head, &job);
         job.groups = groups_for(nb, H, blocks);
         job.items = heads * job.groups;
+        /* dQ as rows: with one group the tiles write them, into d_o (which
+         * they no longer read: they read dO head by head, unless there is
+         * one head, whose dQ partial is already rows); with more, the
+         * partials are added up afterwards */
+        job.dq = job.groups == 1 && H > 1 ? d_o : parts;
         run_lanes(&job, lanes, bwd_lane);
-        /* dQ as rows: one group's with one head already is */
-        const ag_real *dq = job.dq;
-        if (job.groups > 1 || H > 1) {
+        if (job.groups > 1)
             ag_parallel_for(heads, sum_head, &job);
-            dq = d_o;
-        }
+        const ag_real *dq = job.groups == 1 ? job.dq : d_o;
         /* Q = x wq: dwq += x^T dQ and dx += dQ wq^T; the same for K and V.
          * dQ and dK still lack the scale: it goes in as alpha. */
         const ag_real *xc = x->data + b0 * T * d, *dqkv[3] = {dq, job.dk, job.dv};
