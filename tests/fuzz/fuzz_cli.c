@@ -146,7 +146,8 @@ static void parse_command(int argc, char **argv)
         ag_explain_opts o;
         int r = ag_cli_explain_parse(argc, argv, &o);
         CHECK(answered(r));
-        if (r == AG_CLI_GO && o.topic == AG_EXPLAIN_SOFTMAX) {
+        if (r == AG_CLI_GO && (o.topic == AG_EXPLAIN_SOFTMAX || o.topic == AG_EXPLAIN_LAYERNORM)) {
+            /* layernorm reads its row into z and dL/dy into g, like softmax */
             CHECK(o.n >= 1 && o.n <= AG_EXPLAIN_MAX_LOGITS);
             CHECK(o.decimals >= 4 && o.decimals <= 10);
             for (int i = 0; i < o.n; i++)   /* -inf is a masked logit */
