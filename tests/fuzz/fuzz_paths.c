@@ -28,6 +28,7 @@
  */
 #define _XOPEN_SOURCE 700   /* realpath, mknod */
 #include "cli/cli.h"
+#include "io/io.h"
 
 #include <dirent.h>
 #include <ftw.h>
@@ -272,7 +273,7 @@ static void check_shown(const char *s)
     static const size_t lens[] = {1, 2, 9, 49, 64, 200, AG_IO_SHOW_LEN};
     char buf[AG_IO_SHOW_LEN];
     for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
-        const char *out = k == 5 ? ag_cli_quote(s, buf, lens[k]) : ag_io_show(s, buf, lens[k]);
+        const char *out = k == 5 ? ag_quote(s, buf, lens[k]) : ag_io_show(s, buf, lens[k]);
         size_t n = strlen(out);
         CHECK(n < lens[k]);
         CHECK(ag_utf8_valid((const unsigned char *)out, n));
@@ -391,7 +392,7 @@ static int same_file_oracle(const char *a, const char *b)
     return same;
 }
 
-static const ag_command fuzz_cmd = {"fuzz", NULL, "fuzz_paths", "the fuzz target's command"};
+static const ag_command fuzz_cmd = {"fuzz", NULL, "fuzz_paths", "the fuzz target's command", NULL, 0, 0};
 
 static void check_same(const char *a, const char *b, int b_output)
 {
