@@ -7,7 +7,7 @@
  * character device (a /dev/null made with mknod, when root), and symbolic
  * links to each, to nothing and to themselves. For each path it checks:
  *
- *   - ag_io_show and ag_cli_quote: within the buffer, valid UTF-8, no
+ *   - ag_io_show and ag_quote: within the buffer, valid UTF-8, no
  *     control byte (C0, DEL, C1), whatever the bytes and the buffer size;
  *   - ag_io_output_kind agrees with what lstat and stat say the name is;
  *   - ag_atomic_open + write + commit (or abort): a directory, FIFO,
