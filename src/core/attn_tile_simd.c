@@ -105,8 +105,10 @@ AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds,
 #define VFILL_BELOW fill_below_avx512
 #define VPOS_OR_ZERO pos_or_zero_avx512
 #define VTRANSPOSE transpose_avx512
-#define QK_ACC 16
-#define PV_ACC 16
+/* 24 accumulators of 32 registers (the rest for a row of B and a broadcast):
+ * backward at T = 4096 ran about 8% faster than with 16 */
+#define QK_ACC 24
+#define PV_ACC 24
 #define PV_NV 4
 #include "attn_tile_micro.h"
 #undef NAME
