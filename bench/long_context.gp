@@ -25,6 +25,7 @@ plot data using 1:($3/1e3) with linespoints lw 2 pt 7 lc rgb "#7030a0" title "at
 
 set title "memory of the step"
 set ylabel "MB"
+set key bottom right
 plot data using 1:($5/1e6) with linespoints lw 2 pt 7 lc rgb "#7030a0" title "attograd (peak\\_bytes)", \
      data using 1:($6/1e6) with linespoints lw 2 pt 6 dt 3 lc rgb "#7030a0" title "attograd (process RSS)", \
      data using 1:($9/1e6) with linespoints lw 2 pt 5 lc rgb "#009e73" title "PyTorch 1.13 (process RSS)"

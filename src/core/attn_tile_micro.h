@@ -24,8 +24,8 @@
  * Two kinds of micro-tile do all the products, both with a vector of C's
  * columns in registers and A's elements broadcast one at a time:
  *   qk_rows: a (keys x queries) tile t = A B over the head's dh features,
- *     A a block of K or V rows, B = scale Q^T or dO^T (dh, br): S, or at
- *     once the weights P = exp(S - L), or dS = P (dP - D).
+ *     A a block of K or V rows, B = scale log2(e) Q^T or dO^T (dh, br): S
+ *     (in base 2), or at once the weights P = 2^(S - L), or dS = P (dP - D).
  *   pv_rows: rows of a (rows x dh) product over keys or queries, A read
  *     through any strides (a tile, or its transpose), B rows of V, dO, Q or
  *     K: O += P V, dV += P^T dO, dK += dS^T Q, dQ += dS K.
@@ -53,7 +53,7 @@
  * Rows i < R of a tile t (row stride br), NV vectors each:
  *   acc[i][r] = sum_{p < dh} a[i*lda + p] b[p*ldb + r]
  * stored as (mode) S = acc, -inf where masked, and mx[r] = max(mx[r], S
- * over the rows); P = exp(acc - vec[r]), 0 where masked; dS = pt[i][r] (acc -
+ * over the rows); P = 2^(acc - vec[r]), 0 where masked; dS = pt[i][r] (acc -
  * vec[r]) (vec NULL: acc alone). Masked: lanes below k0 + i - v W of vector
  * v, the queries before key i (k0 = the first key minus the first query,
  * when causal).
@@ -285,7 +285,7 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
 {
     const size_t br = (size_t)NV * W, bc = br;
     size_t dh = f->dh, ldo = f->ldo, nr = min_of(br, f->T - r0);
-    float *qt = scratch;            /* (dh, br): scale Q_i^T */
+    float *qt = scratch;            /* (dh, br): scale log2(e) Q_i^T */
     float *s = qt + dh * br;        /* (bc, br): scores, then weights */
     float *acc = s + bc * br;       /* (br, dh): O_i before dividing by l */
     float *m = acc + br * dh, *mt = m + br, *l = mt + br, *alpha = l + br;   /* (br) each */
@@ -297,7 +297,7 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
     size_t keys = f->causal ? r0 + nr : f->T;
     for (size_t c0 = 0; c0 < keys; c0 += bc) {
         size_t nc = min_of(bc, keys - c0);
-        /* S_ij^T = K_j (scale Q_i)^T, -inf where the mask hides a key; the
+        /* S_ij^T = K_j (scale log2(e) Q_i)^T, -inf where the mask hides a key; the
          * new max mt, from the old one and the scores as they are stored */
         for (size_t v = 0; v < br; v += W)
             VSTORE(mt + v, VLOAD(m + v));
@@ -346,7 +346,7 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         size_t nr = min_of(br, b->T - r0);
         int add = r0 != r_first;
         long diag = (long)c0 - (long)r0;
-        /* P_ij^T = exp(K_j (scale Q_i)^T - L_i); dS_ij^T = P (V_j dO_i^T - D_i) */
+        /* P_ij^T = 2^(K_j (scale log2(e) Q_i)^T - L_i); dS_ij^T = P (V_j dO_i^T - D_i) */
         NAME(qk_tile)(nc, dh, kj, dh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, NULL,
                       b->causal, diag, NV);
         NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
