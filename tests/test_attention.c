@@ -733,6 +733,7 @@ Suite *suite_attention(void)
     tcase_add_test(tc, test_permutation);
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
+    tcase_set_timeout(tc, 120);   /* Check's default 4 s is too short under sanitizers on a busy machine */
     tcase_add_loop_test(tc, test_layer_grad, 0, 2 * N_CONFIGS);
     tcase_add_test(tc, test_fused_grad_blocks);
     tcase_add_test(tc, test_fused_matches_ops);
