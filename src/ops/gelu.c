@@ -34,7 +34,7 @@ static const ag_op gelu_op = {"gelu", gelu_backward, 0};
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(AG_NO_SIMD) && !defined(AG_REAL_DOUBLE)
 #define AG_GELU_SIMD 1
-#include <immintrin.h>
+#include "../core/vexp.h"   /* exp's constants, shared with softmax and the attention tiles */
 
 /* erf's polynomials (fitted in 40-digit arithmetic, minimax in relative
  * error): |z| < 1, c0 and Q; |z| >= 1, erfc(a) exp(a^2) = P(a) / D(a). */

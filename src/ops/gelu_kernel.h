@@ -16,19 +16,15 @@
  * kernels give the same bits; the polynomials are documented in gelu.c.
  */
 
-/* exp(x) for x in [-87.3, 0] (Cephes' expf, as softmax.c's): x = n ln 2 + r
- * with |r| <= ln 2 / 2, a polynomial in r, times 2^n. */
-TARGET static inline V NAME(exp)(V x)
+/* exp(x) for x in [-87.3, 0]: vexp.h's Cephes expf (its constants and
+ * Horner macro), with 2^n applied by SCALE2, which needs no underflow clamp
+ * in this range. Named exp_neg to stand apart from vexp.h's exp_avx2/512. */
+TARGET static inline V NAME(exp_neg)(V x)
 {
-    V n = ROUND(MUL(x, SET1(1.44269504088896341f)));
-    V r = FNMA(n, SET1(0.693359375f), x);   /* ln 2 in two parts: n ln2_hi is exact */
-    r = FNMA(n, SET1(-2.12194440e-4f), r);
-    V p = SET1(1.9875691500e-4f);
-    p = FMA(p, r, SET1(1.3981999507e-3f));
-    p = FMA(p, r, SET1(8.3334519073e-3f));
-    p = FMA(p, r, SET1(4.1665795894e-2f));
-    p = FMA(p, r, SET1(1.6666665459e-1f));
-    p = FMA(p, r, SET1(5.0000001201e-1f));
+    V n = ROUND(MUL(x, SET1(EXP_LOG2E)));
+    V r = FNMA(n, SET1(EXP_LN2_HI), x);   /* ln 2 in two parts: n ln2_hi is exact */
+    r = FNMA(n, SET1(EXP_LN2_LO), r);
+    V p = AG_VEXP_HORNER5(FMA, SET1, r, EXP_P0, EXP_P1, EXP_P2, EXP_P3, EXP_P4, EXP_P5);
     p = FMA(p, MUL(r, r), ADD(r, SET1(1.0f)));
     return SCALE2(p, n);
 }
@@ -59,7 +55,7 @@ TARGET static inline void NAME(erf_parts)(V z, V t, V t_lo, V *small, V *tail, V
     d = FMA(d, a, SET1(ERF_Q2));
     d = FMA(d, a, SET1(ERF_Q1));
     d = FMA(d, a, SET1(1.0f));
-    V ex = NAME(exp)(MUL(MIN(t, SET1(EXP_MAX)), SET1(-1.0f)));
+    V ex = NAME(exp_neg)(MUL(MIN(t, SET1(EXP_MAX)), SET1(-1.0f)));
     *e = LT(t, SET1(EXP_MAX), FNMA(ex, t_lo, ex), SET1(0.0f));
     *tail = MUL(*e, DIV(p, d));
 }
