@@ -44,4 +44,10 @@ def openblas_env(base, openblas_dir, unset=()):
         env["LD_LIBRARY_PATH"] = openblas_dir + (os.pathsep + rest if rest else "")
     for k in unset:
         env.pop(k, None)
+    # On a VM that hides its CPU model OpenBLAS detects "Prescott" (OPENBLAS_VERBOSE=2
+    # says so) and runs its slowest kernels; AG_OPENBLAS_CORETYPE names the real core
+    # (e.g. Cooperlake, SkylakeX, Zen) for every comparison script at once.
+    coretype = os.environ.get("AG_OPENBLAS_CORETYPE")
+    if coretype and "OPENBLAS_CORETYPE" in unset:
+        env["OPENBLAS_CORETYPE"] = coretype
     return env

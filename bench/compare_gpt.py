@@ -145,6 +145,7 @@ def main():
     env = torch_env(openblas)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
+    print("# OPENBLAS_CORETYPE for torch: %s" % env.get("OPENBLAS_CORETYPE", "unset (detected)"))
     print("# %s, load average %s, shape layers,dim,heads,seq,batch,vocab = %s" %
           (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), load,
            ",".join(map(str, SHAPE))))
