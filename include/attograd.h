@@ -849,6 +849,65 @@ ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_opt
 void ag_checkpoint_free(ag_checkpoint *ck);   /* NULL does nothing */
 
 /* ------------------------------------------------------------------------
+ * A training run of the toy model, whole: the model, its optimizer
+ * (ag_train_optim_new), a tape, a fresh batch of cfg->batch examples per
+ * step and a fixed held-out set of AG_TRAINER_HELD_OUT examples, each from
+ * its own stream derived from cfg->seed (the weights from the seed itself),
+ * so a seed fixes the run, bit for bit, on any thread count. `attograd
+ * train` is this plus its progress, log and plots.
+ *
+ *     ag_trainer *t = ag_trainer_new(&cfg, NULL, NULL, err, sizeof(err));
+ *     for (int s = 0; s < 600; s++)
+ *         if (ag_trainer_step(t, &loss, err, sizeof(err)) != AG_OK) ...
+ *     ag_trainer_evaluate(t, &eval_loss, &accuracy, err, sizeof(err));
+ *     ag_trainer_save(t, "run.safetensors", err, sizeof(err));
+ *     ag_trainer_free(t);
+ *
+ * Resuming: ag_checkpoint_load gives ck and st; ag_trainer_new(&st.config,
+ * ck, &st, ...) (or a config that changes lr, momentum, weight_decay, clip
+ * or batch on purpose) goes on with the steps the saved run would have
+ * taken; ck may be freed once it returns.
+ * ------------------------------------------------------------------------ */
+typedef struct ag_trainer ag_trainer;
+#define AG_TRAINER_HELD_OUT 512
+
+/* A run for cfg, with fresh weights; or, with ck and st (from one
+ * ag_checkpoint_load), the checkpoint's weights, optimizer state, step and
+ * data stream. NULL with a one-line message on a bad setting (the model's,
+ * as ag_model_config_check says; batch, lr, momentum, weight_decay and clip
+ * within the AG_TRAIN_* ranges), a checkpoint that does not fit, or out of
+ * memory. The caller owns it; ck and st are only read. */
+ag_trainer *ag_trainer_new(const ag_train_config *cfg, const ag_checkpoint *ck,
+                           const ag_train_state *st, char *err, size_t errlen);
+void ag_trainer_free(ag_trainer *t);   /* NULL does nothing */
+/* One step: a fresh batch, forward, backward, the gradients' global norm
+ * clipped at cfg->clip, the optimizer's update. *loss (may be NULL) gets
+ * the batch's loss. A NaN or Inf stops it with AG_ERR_NUMERIC and a message
+ * naming the step and the op that made it ("step 7: anomaly: ..."), or,
+ * after the update, the parameter it broke; the weights are then not to be
+ * trusted, and the step is not counted. Allocates nothing once the first
+ * step has run. */
+ag_status ag_trainer_step(ag_trainer *t, double *loss, char *err, size_t errlen);
+/* The held-out set's mean loss and accuracy (the share of positions asked
+ * something whose every answer is right, as ag_model_score counts). A NaN
+ * or Inf: AG_ERR_NUMERIC, "step N (held-out evaluation): ...". */
+ag_status ag_trainer_evaluate(ag_trainer *t, double *loss, double *accuracy, char *err,
+                              size_t errlen);
+/* Held-out example 0 run alone, to show: its logits (1,T,answers,classes)
+ * and attention weights (1,H,T,T), tensors of the trainer's tape, valid
+ * until the next call on t. */
+ag_status ag_trainer_example(ag_trainer *t, const ag_tensor **logits, const ag_tensor **attn,
+                             char *err, size_t errlen);
+/* The run as a checkpoint (ag_checkpoint_save): settings, steps done, the
+ * data stream's position, the model and the optimizer's state. */
+ag_status ag_trainer_save(ag_trainer *t, const char *path, char *err, size_t errlen);
+long ag_trainer_steps(const ag_trainer *t);   /* steps done, a checkpoint's included */
+const ag_train_config *ag_trainer_config(const ag_trainer *t);
+ag_model *ag_trainer_model(ag_trainer *t);           /* borrowed */
+ag_tape *ag_trainer_tape(ag_trainer *t);             /* borrowed: e.g. ag_tape_detect_anomaly */
+const ag_batch *ag_trainer_held_out(const ag_trainer *t);   /* borrowed: labels for an example */
+
+/* ------------------------------------------------------------------------
  * Text: characters as tokens. A vocabulary is a sorted list of distinct
  * Unicode code points; token id i is the i-th of them. Text is UTF-8.
  *
