@@ -1268,6 +1268,17 @@ ag_status ag_st_shape(const ag_st_file *f, const char *name, int *ndim, int *sha
  * arguments or ndim outside 0..AG_MAX_DIMS. dst is untouched on failure. */
 ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *shape,
                     ag_real *dst, char *err, size_t errlen);
+/* ag_st_get, then every value checked before it is trusted: finite, and
+ * with nonneg none negative (Adam's v, a mean of squares). AG_ERR_NUMERIC
+ * with "PATH: tensor 'NAME' holds NaN at element I" (Inf, a negative
+ * value); dst then holds the values read. */
+ag_status ag_st_get_finite(const ag_st_file *f, const char *name, int ndim, const int *shape,
+                           ag_real *dst, int nonneg, char *err, size_t errlen);
+/* How many values of tensor name are not 0 in the file but become 0 as
+ * ag_real (an F64 file's 1e-50 in a float build), for a program to say so;
+ * *first (may be NULL) gets the first one's index. 0 when there are none or
+ * no such tensor. */
+size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first);
 /* Metadata: the value for key, or NULL when absent (borrowed from f); the
  * count and the i-th key, in key order. */
 const char *ag_st_meta(const ag_st_file *f, const char *key);
@@ -1335,6 +1346,44 @@ ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n);
 ag_status ag_csv_close(ag_csv *csv, char *err, size_t errlen);
 /* Discard an unfinished log (the temporary file is removed) and free csv. */
 void ag_csv_free(ag_csv *csv);
+
+/* ------------------------------------------------------------------------
+ * Files a program names. Every output of the library follows one rule: a
+ * regular file (or a symbolic link to one) or a new name is replaced whole
+ * (a temporary file "NAME.tmp-PID-XXXXXXXX" beside it, fsync, rename), a
+ * character device (/dev/null, a terminal) is written through, and a
+ * directory, FIFO, socket, block device or a link to nothing is refused.
+ * These give a program's own files the same rule, and the checks that
+ * belong before any work.
+ * ------------------------------------------------------------------------ */
+/* Whether path can be written later by the rule (a temporary file is made
+ * in its directory and removed). AG_OK, or the error with a message naming
+ * path. Check every output before a long run, so it never ends in "cannot
+ * create". */
+ag_status ag_file_check_output(const char *path, char *err, size_t errlen);
+/* Write len bytes of data to path by the rule; on failure path is as it
+ * was. */
+ag_status ag_file_write(const char *path, const void *data, size_t len, char *err,
+                        size_t errlen);
+/* For a file another program writes by name (Graphviz's `dot -o`):
+ * ag_file_tmp_name makes an empty temporary file where the rule would
+ * (beside the file a link leads to; in $TMPDIR or /tmp when path is a
+ * device) and writes its name to tmp (tmplen bytes); once the program has
+ * written it, ag_file_tmp_commit puts it in place (renamed over the file,
+ * copied into a device) and removes it, also on failure. Both refuse what
+ * the rule refuses. */
+ag_status ag_file_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
+ag_status ag_file_tmp_commit(const char *tmp, const char *path, char *err, size_t errlen);
+/* Whether names a and b lead to one file: an existing file by device and
+ * inode (./x, dir/../x, a symbolic or a second hard link all match), a new
+ * name by its directory resolved and its last component. *device (may be
+ * NULL) is set to 1 when they do and it is a character device, which two
+ * writers share harmlessly. So a program can refuse an output that would
+ * replace one of its inputs under another name. */
+int ag_file_same(const char *a, const char *b, int *device);
+/* Whether path is an existing regular file open on file descriptor fd
+ * (`--out g.st > g.st`: the output would replace the messages' file). */
+int ag_file_is_fd(const char *path, int fd);
 
 /* ------------------------------------------------------------------------
  * Text from outside: strict numbers and safe quoting, for a file's metadata

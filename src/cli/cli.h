@@ -196,7 +196,6 @@ typedef struct ag_cli_file {
     const char *may_be;        /* the flag of an input this output may name (train's
                                 * --save over --load: resuming in place), or NULL */
 } ag_cli_file;
-#define AG_CLI_MAX_FILES 8
 
 /* Before any work, for all the files of one command:
  * - no output is another of its files under another name (./x, dir/../x,

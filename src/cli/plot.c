@@ -7,14 +7,14 @@
  * on its stdin, and writes the picture to its stdout, a pipe, so no file
  * name is ever part of the script. The picture is kept only when it is a
  * whole PNG (a gnuplot that fails, or exits 0 having written nothing, makes
- * no file), and is then written like every other output (ag_atomic: a
+ * no file), and is then written like every other output (ag_file_write: a
  * temporary file renamed into place, or a device written through). gnuplot
  * runs in its own process group with a time limit; Ctrl-C, SIGTERM or SIGHUP
  * while it runs stop it, and the caller learns which signal came.
  */
+#include "attograd.h"
 #include "plot.h"
 #include "signals.h"
-#include "../io/io.h"   /* the file layer's rule for the picture: ag_atomic */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -341,17 +341,9 @@ int ag_cli_gnuplot_end(ag_cli_gnuplot *g, const char *png, int *sig, char *err, 
     }
     if (ok) {
         /* written like every output; a signal waits until it is whole or gone */
-        ag_atomic a;
         sigset_t held;
         ag_cli_hold_signals(1, &held);
-        ok = ag_atomic_open(&a, png, err, errlen) == AG_OK;
-        if (ok && fwrite(r.png, 1, r.png_len, a.f) != r.png_len) {
-            snprintf(err, errlen, "%s: cannot write: %s", shown, strerror(errno));
-            ag_atomic_abort(&a);
-            ok = 0;
-        } else if (ok) {
-            ok = ag_atomic_commit(&a, err, errlen) == AG_OK;
-        }
+        ok = ag_file_write(png, r.png, r.png_len, err, errlen) == AG_OK;
         ag_cli_hold_signals(0, &held);
     }
     free(prog);

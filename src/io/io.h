@@ -101,11 +101,6 @@ ag_status ag_atomic_check(const char *path, char *err, size_t errlen);
 /* Whether a directory entry's name is one of ag_atomic's temporary files. */
 int ag_io_is_tmp_name(const char *name);
 
-/* How many values of tensor name of f are not 0 in the file but become 0
- * when read as ag_real (an F64 file's 1e-50 in a float build); *first gets
- * the first one's index. 0 when there are none or no such tensor. */
-size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first);
-
 /* Settings from a file's metadata (src/io/meta.c), read as hostile input:
  * the value of key must be there and be exactly what is asked, a decimal
  * number within [lo, hi] with nothing around it (no NaN, no Inf), or "true"
