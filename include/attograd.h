@@ -1279,6 +1279,15 @@ ag_status ag_st_get_finite(const ag_st_file *f, const char *name, int ndim, cons
  * *first (may be NULL) gets the first one's index. 0 when there are none or
  * no such tensor. */
 size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first);
+
+/* An attention layer from a file in `attograd grad`'s model format (the
+ * common format for comparing with numpy or PyTorch): tensors wq, wk, wv,
+ * wo, each (d, d), and metadata n_heads (a whole number dividing d) and
+ * causal ("true" or "false"; absent: false). Every weight must be finite.
+ * path is f's name for messages. NULL with a one-line message naming the
+ * file and what is wrong ("m.st: metadata 'n_heads' is missing"). The
+ * caller owns the layer. */
+ag_attention *ag_attention_load(const ag_st_file *f, const char *path, char *err, size_t errlen);
 /* Metadata: the value for key, or NULL when absent (borrowed from f); the
  * count and the i-th key, in key order. */
 const char *ag_st_meta(const ag_st_file *f, const char *key);

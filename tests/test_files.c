@@ -248,6 +248,74 @@ START_TEST(test_st_flushed)
 }
 END_TEST
 
+/* A model file: wq..wo (d, d) filled with v, and the metadata given (NULL: absent). */
+static ag_st_file *model_file(const char *path, int d, ag_real v, const char *heads,
+                              const char *causal)
+{
+    char err[256];
+    static const char *const names[4] = {"wq", "wk", "wv", "wo"};
+    ag_real w[16];
+    for (int i = 0; i < d * d; i++)
+        w[i] = v;
+    ag_st_writer *wr = ag_st_writer_new(AG_ST_REAL);
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(ag_st_add(wr, names[k], 2, (const int[]){d, d}, w), AG_OK);
+    if (heads)
+        ag_st_add_meta(wr, "n_heads", heads);
+    if (causal)
+        ag_st_add_meta(wr, "causal", causal);
+    ck_assert_int_eq(ag_st_save(wr, path, err, sizeof(err)), AG_OK);
+    ag_st_writer_free(wr);
+    ag_st_file *f;
+    ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_OK);
+    return f;
+}
+
+START_TEST(test_attention_load)
+{
+    char path[128], err[256], want[256];
+    make_dir();
+    in_dir(path, sizeof(path), "m.safetensors");
+    ag_st_file *f = model_file(path, 4, 0.5f, "2", "true");
+    ag_attention *a = ag_attention_load(f, path, err, sizeof(err));
+    ck_assert_msg(a != NULL, "%s", err);
+    ck_assert_int_eq(ag_attention_dim(a), 4);
+    ck_assert_int_eq(ag_attention_heads(a), 2);
+    ck_assert_int_eq(ag_attention_causal(a), 1);
+    ck_assert(ag_attention_param(a, "wo")->data[15] == 0.5f);
+    ag_attention_free(a);
+    ag_st_free(f);
+    f = model_file(path, 4, 0.5f, "2", NULL);   /* causal absent: false */
+    a = ag_attention_load(f, path, err, sizeof(err));
+    ck_assert_int_eq(ag_attention_causal(a), 0);
+    ag_attention_free(a);
+    ag_st_free(f);
+    /* each fault named, with the file */
+    const struct {
+        const char *heads, *causal, *why;
+    } bad[] = {
+        {NULL, NULL, "metadata 'n_heads' is missing"},
+        {"3", NULL, "metadata n_heads '3' must be a whole number dividing d = 4"},
+        {"2", "yes", "metadata causal 'yes' must be \"true\" or \"false\""},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        f = model_file(path, 4, 0.5f, bad[k].heads, bad[k].causal);
+        ck_assert_ptr_null(ag_attention_load(f, path, err, sizeof(err)));
+        snprintf(want, sizeof(want), "%s: %s", path, bad[k].why);
+        ck_assert_str_eq(err, want);
+        ag_st_free(f);
+    }
+    f = model_file(path, 4, NAN, "1", NULL);
+    ck_assert_ptr_null(ag_attention_load(f, path, err, sizeof(err)));
+    snprintf(want, sizeof(want), "%s: tensor 'wq' holds NaN at element 0", path);
+    ck_assert_str_eq(err, want);
+    ag_st_free(f);
+    ck_assert_ptr_null(ag_attention_load(NULL, path, err, sizeof(err)));
+    ck_assert_str_eq(err, "ag_attention_load: the file is NULL");
+    remove_dir();
+}
+END_TEST
+
 Suite *suite_files(void)
 {
     Suite *s = suite_create("files");
@@ -260,6 +328,7 @@ Suite *suite_files(void)
     tc = tcase_create("tensors");
     tcase_add_test(tc, test_st_get_finite);
     tcase_add_test(tc, test_st_flushed);
+    tcase_add_test(tc, test_attention_load);
     suite_add_tcase(s, tc);
     return s;
 }

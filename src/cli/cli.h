@@ -217,6 +217,10 @@ int ag_cli_check_files(const ag_command *cmd, const ag_cli_file *files, size_t n
 int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *path,
                        const char *name, int ndim, const int *shape, ag_real *dst, int nonneg,
                        char *err, size_t errlen);
+/* ag_cli_read_tensor's note, for a tensor read by the library
+ * (ag_attention_load): said on stderr when values of name became 0. */
+void ag_cli_note_flushed(const ag_command *cmd, const ag_st_file *f, const char *path,
+                         const char *name);
 
 /* Seconds on a monotonic clock (run.c). */
 double ag_cli_now(void);

@@ -91,13 +91,19 @@ int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *p
                        const char *name, int ndim, const int *shape, ag_real *dst, int nonneg,
                        char *err, size_t errlen)
 {
-    char shown[AG_QUOTE_LEN];
     if (ag_st_get_finite(f, name, ndim, shape, dst, nonneg, err, errlen) != AG_OK)
         return 0;
+    ag_cli_note_flushed(cmd, f, path, name);
+    return 1;
+}
+
+void ag_cli_note_flushed(const ag_command *cmd, const ag_st_file *f, const char *path,
+                         const char *name)
+{
+    char shown[AG_QUOTE_LEN];
     size_t first = 0, flushed = ag_st_flushed(f, name, &first);
     if (flushed)
         ag_cli_error(cmd, "note: %s: tensor '%s': %zu value(s) too small for %s became 0 "
                      "(the first at element %zu)", ag_quote(path, shown, sizeof(shown)), name,
                      flushed, AG_REAL_NAME, first);
-    return 1;
 }
