@@ -52,7 +52,7 @@ static int library_softmax(const double *z, const double *g, int n, double *s, d
             }
             ok = 1;
         } else {
-            fprintf(stderr, "attograd explain: %s\n", ag_tape_error(tape));
+            ag_cli_error(&ag_cmd_explain_info, "%s", ag_tape_error(tape));
         }
     }
     ag_param_free(zt);

@@ -127,7 +127,7 @@ static int library_layernorm(const double *x, const double *g, const double *w, 
                 dx[i] = xt->grad[i];
             ok = 1;
         } else {
-            fprintf(stderr, "attograd explain: %s\n", ag_tape_error(tape));
+            ag_cli_error(&ag_cmd_explain_info, "%s", ag_tape_error(tape));
         }
     }
     ag_param_free(xt);
