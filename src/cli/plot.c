@@ -177,6 +177,32 @@ static int make_pipe(int p[2])
     return 1;
 }
 
+/* Start prog with in, out and err as its standard streams, in its own
+ * process group (Ctrl-C at the terminal reaches attograd, which stops it).
+ * Returns its pid, or -1. */
+static pid_t spawn(const char *prog, int in, int out, int err)
+{
+    static const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* only async-signal-safe calls until exec */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int k = 0; k < 4; k++)
+        sigaction(sigs[k], &dfl, NULL);
+    setpgid(0, 0);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    char *const argv[] = {"gnuplot", NULL};
+    execv(prog, argv);
+    _exit(127);
+}
+
 /* Run prog with script on its stdin until it ends, the time is up or a
  * signal asks to stop (*sig). Returns 0 when it could not be started. */
 static int run_gnuplot(const char *prog, const char *script, size_t len, gp_run *r, int *sig)
@@ -194,26 +220,7 @@ static int run_gnuplot(const char *prog, const char *script, size_t len, gp_run 
     stop_signal = 0;
     for (int k = 0; k < 3; k++)
         sigaction(sigs[k], &sa, &old[k]);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* its own process group: Ctrl-C at the terminal reaches attograd,
-         * which stops gnuplot; only async-signal-safe calls until exec */
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof(dfl));
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset(&dfl.sa_mask);
-        for (int k = 0; k < 3; k++)
-            sigaction(sigs[k], &dfl, NULL);
-        sigaction(SIGPIPE, &dfl, NULL);
-        setpgid(0, 0);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        dup2(er[1], 2);
-        char *const argv[] = {"gnuplot", NULL};
-        execv(prog, argv);
-        _exit(127);
-    }
+    pid_t pid = spawn(prog, in[0], out[1], er[1]);
     close_fd(&in[0]), close_fd(&out[1]), close_fd(&er[1]);
     if (pid < 0) {
         close_fd(&in[1]), close_fd(&out[0]), close_fd(&er[0]);
