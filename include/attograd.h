@@ -363,6 +363,15 @@ ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, i
                        const ag_gradcheck_opts *opts, ag_gradcheck_result *result,
                        char *err, size_t errlen);
 
+/* The vector-Jacobian product, what a backward pass computes: y =
+ * build(tape, inputs, ctx) on a private tape, then backward of L = <g, y>
+ * (g: size values, y's element count). Each input's gradient is zeroed
+ * first and then holds dL/dinput = g^T J; y's values go to y (size values;
+ * may be NULL). AG_OK, or the error with the tape's message in err (a
+ * result of another size: AG_ERR_SHAPE). */
+ag_status ag_vjp(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
+                 const ag_real *g, ag_real *y, size_t size, char *err, size_t errlen);
+
 /* The library's own checks (src/check/cases.c): one row per check of an
  * op's backward, a loss or the attention layer, as `attograd gradcheck`
  * prints them. Rows are numbered 0 .. ag_gradcheck_case_count() - 1. */
