@@ -123,6 +123,9 @@ void ag_zero_grad(ag_tensor *const *params, size_t n);
 /* Shape helpers. ag_shape_str writes "[2x3]" into buf and returns buf. */
 int ag_same_shape(const ag_tensor *a, const ag_tensor *b);
 char *ag_shape_str(const ag_tensor *t, char *buf, size_t len);
+/* Element i of t (row-major) as its indices, "[2][3]", into buf; returns
+ * buf ("" when i is beyond t's size). */
+char *ag_index_str(const ag_tensor *t, size_t i, char *buf, size_t len);
 
 /* Print in the numpy style with the given decimals:
  * [[0.40 0.20 0.40]
@@ -402,6 +405,10 @@ ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, cha
                                   size_t errlen);
 /* Release what the setup owns; s is zeroed. NULL does nothing. */
 void ag_gradcheck_case_free(ag_case_setup *s);
+/* The setup's inputs as a table row shows them, "a[3x4] b[4x5]"; inputs
+ * of one shape share it: "a,b[2x3]", "wq..wo[4x4]". Writes buf (cut at len
+ * bytes) and returns it. */
+const char *ag_gradcheck_case_inputs(const ag_case_setup *s, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------
  * Ops for models: attention heads, token lookup and classification loss.
