@@ -777,6 +777,9 @@ ag_tensor *ag_model_forward(ag_tape *tape, ag_model *m, const ag_batch *b, ag_te
 /* Add to *correct and *total: a position that asks something counts once,
  * and is correct when the argmax of every answer it asks is right. */
 void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, long *total);
+/* The class the model answers at position t of example ex, answer a: the
+ * argmax of its logits (the first among equals). */
+int ag_model_answer(const ag_batch *b, const ag_tensor *logits, int ex, int t, int a);
 
 /* ------------------------------------------------------------------------
  * Training runs: their settings, and checkpoints to stop and resume them.

@@ -84,6 +84,16 @@ START_TEST(test_trainer_example_shapes)
             sum += attn->data[r * 5 + j];
         ck_assert_double_eq_tol(sum, 1, 1e-5);
     }
+    /* the answer is the argmax of each position's logits */
+    const ag_batch *b = ag_trainer_held_out(t);
+    int A = b->answers, C = ag_task_classes(b->kind);
+    for (int i = 0; i < 5; i++)
+        for (int a = 0; a < A; a++) {
+            const ag_real *z = logits->data + ((size_t)i * A + a) * C;
+            int got = ag_model_answer(b, logits, 0, i, a);
+            for (int k = 0; k < C; k++)
+                ck_assert(z[k] <= z[got]);
+        }
     /* the example's tensors do not disturb the next step */
     steps(t, 1, NULL);
     ck_assert_int_eq(ag_trainer_steps(t), 4);

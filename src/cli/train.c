@@ -220,7 +220,7 @@ typedef struct run {
 static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_tensor *logits)
 {
     static const char shades[] = " .:-=+*#%@";
-    int H = attn->shape[1], T = attn->shape[2], A = b->answers, C = ag_task_classes(b->kind);
+    int H = attn->shape[1], T = attn->shape[2], A = b->answers;
     char label[32];
     printf("\nattention of one held-out example (row: a position, columns: where it looks):\n");
     for (int h = 0; h < H; h++) {
@@ -242,11 +242,7 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
             for (int a = 0; a < A; a++) {
                 if (y[a] < 0)
                     continue;
-                const ag_real *z = logits->data + ((size_t)i * A + a) * C;
-                int best = 0;
-                for (int c = 1; c < C; c++)
-                    if (z[c] > z[best])
-                        best = c;
+                int best = ag_model_answer(b, logits, 0, i, a);
                 char got[16], want[16];
                 printf("%s %s (want %s)", a ? "," : "  ->",
                        ag_task_class_label(b->kind, best, got, sizeof(got)),
