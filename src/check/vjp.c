@@ -33,7 +33,7 @@ ag_status ag_vjp(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_i
                      size);
     ag_tensor *gt = out ? ag_tensor_from(tape, out->ndim, out->shape, g) : NULL;
     ag_status st = ag_backward(tape, ag_sum(tape, ag_mul(tape, out, gt)));
-    if (st == AG_OK && y)
+    if (st == AG_OK && y && out)
         memcpy(y, out->data, size * sizeof(ag_real));
     if (st != AG_OK && err && errlen)
         snprintf(err, errlen, "%s", ag_tape_error(tape));

@@ -477,7 +477,7 @@ static int alloc_history(text_run *r)
         return fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)"), 1;
     r->cap = (size_t)(o->steps < PLOT_POINTS ? o->steps : PLOT_POINTS);
     r->stride = (o->steps + (long)r->cap - 1) / (long)r->cap;
-    if (!(r->hist = malloc(5 * r->cap * sizeof(double))))
+    if (!(r->hist = calloc(5 * r->cap, sizeof(double))))
         return fail("out of memory");
     return 1;
 }
