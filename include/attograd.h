@@ -123,6 +123,9 @@ void ag_zero_grad(ag_tensor *const *params, size_t n);
 /* Shape helpers. ag_shape_str writes "[2x3]" into buf and returns buf. */
 int ag_same_shape(const ag_tensor *a, const ag_tensor *b);
 char *ag_shape_str(const ag_tensor *t, char *buf, size_t len);
+/* Element i of t (row-major) as its indices, "[2][3]", into buf; returns
+ * buf ("" when i is beyond t's size). */
+char *ag_index_str(const ag_tensor *t, size_t i, char *buf, size_t len);
 
 /* Print in the numpy style with the given decimals:
  * [[0.40 0.20 0.40]
@@ -363,6 +366,15 @@ ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, i
                        const ag_gradcheck_opts *opts, ag_gradcheck_result *result,
                        char *err, size_t errlen);
 
+/* The vector-Jacobian product, what a backward pass computes: y =
+ * build(tape, inputs, ctx) on a private tape, then backward of L = <g, y>
+ * (g: size values, y's element count). Each input's gradient is zeroed
+ * first and then holds dL/dinput = g^T J; y's values go to y (size values;
+ * may be NULL). AG_OK, or the error with the tape's message in err (a
+ * result of another size: AG_ERR_SHAPE). */
+ag_status ag_vjp(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
+                 const ag_real *g, ag_real *y, size_t size, char *err, size_t errlen);
+
 /* The library's own checks (src/check/cases.c): one row per check of an
  * op's backward, a loss or the attention layer, as `attograd gradcheck`
  * prints them. Rows are numbered 0 .. ag_gradcheck_case_count() - 1. */
@@ -393,6 +405,10 @@ ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, cha
                                   size_t errlen);
 /* Release what the setup owns; s is zeroed. NULL does nothing. */
 void ag_gradcheck_case_free(ag_case_setup *s);
+/* The setup's inputs as a table row shows them, "a[3x4] b[4x5]"; inputs
+ * of one shape share it: "a,b[2x3]", "wq..wo[4x4]". Writes buf (cut at len
+ * bytes) and returns it. */
+const char *ag_gradcheck_case_inputs(const ag_case_setup *s, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------
  * Ops for models: attention heads, token lookup and classification loss.
@@ -761,6 +777,9 @@ ag_tensor *ag_model_forward(ag_tape *tape, ag_model *m, const ag_batch *b, ag_te
 /* Add to *correct and *total: a position that asks something counts once,
  * and is correct when the argmax of every answer it asks is right. */
 void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, long *total);
+/* The class the model answers at position t of example ex, answer a: the
+ * argmax of its logits (the first among equals). */
+int ag_model_answer(const ag_batch *b, const ag_tensor *logits, int ex, int t, int a);
 
 /* ------------------------------------------------------------------------
  * Training runs: their settings, and checkpoints to stop and resume them.
@@ -847,6 +866,65 @@ ag_status ag_checkpoint_load(const char *path, ag_checkpoint **out, ag_train_sta
 ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_optim *opt,
                                 char *err, size_t errlen);
 void ag_checkpoint_free(ag_checkpoint *ck);   /* NULL does nothing */
+
+/* ------------------------------------------------------------------------
+ * A training run of the toy model, whole: the model, its optimizer
+ * (ag_train_optim_new), a tape, a fresh batch of cfg->batch examples per
+ * step and a fixed held-out set of AG_TRAINER_HELD_OUT examples, each from
+ * its own stream derived from cfg->seed (the weights from the seed itself),
+ * so a seed fixes the run, bit for bit, on any thread count. `attograd
+ * train` is this plus its progress, log and plots.
+ *
+ *     ag_trainer *t = ag_trainer_new(&cfg, NULL, NULL, err, sizeof(err));
+ *     for (int s = 0; s < 600; s++)
+ *         if (ag_trainer_step(t, &loss, err, sizeof(err)) != AG_OK) ...
+ *     ag_trainer_evaluate(t, &eval_loss, &accuracy, err, sizeof(err));
+ *     ag_trainer_save(t, "run.safetensors", err, sizeof(err));
+ *     ag_trainer_free(t);
+ *
+ * Resuming: ag_checkpoint_load gives ck and st; ag_trainer_new(&st.config,
+ * ck, &st, ...) (or a config that changes lr, momentum, weight_decay, clip
+ * or batch on purpose) goes on with the steps the saved run would have
+ * taken; ck may be freed once it returns.
+ * ------------------------------------------------------------------------ */
+typedef struct ag_trainer ag_trainer;
+#define AG_TRAINER_HELD_OUT 512
+
+/* A run for cfg, with fresh weights; or, with ck and st (from one
+ * ag_checkpoint_load), the checkpoint's weights, optimizer state, step and
+ * data stream. NULL with a one-line message on a bad setting (the model's,
+ * as ag_model_config_check says; batch, lr, momentum, weight_decay and clip
+ * within the AG_TRAIN_* ranges), a checkpoint that does not fit, or out of
+ * memory. The caller owns it; ck and st are only read. */
+ag_trainer *ag_trainer_new(const ag_train_config *cfg, const ag_checkpoint *ck,
+                           const ag_train_state *st, char *err, size_t errlen);
+void ag_trainer_free(ag_trainer *t);   /* NULL does nothing */
+/* One step: a fresh batch, forward, backward, the gradients' global norm
+ * clipped at cfg->clip, the optimizer's update. *loss (may be NULL) gets
+ * the batch's loss. A NaN or Inf stops it with AG_ERR_NUMERIC and a message
+ * naming the step and the op that made it ("step 7: anomaly: ..."), or,
+ * after the update, the parameter it broke; the weights are then not to be
+ * trusted, and the step is not counted. Allocates nothing once the first
+ * step has run. */
+ag_status ag_trainer_step(ag_trainer *t, double *loss, char *err, size_t errlen);
+/* The held-out set's mean loss and accuracy (the share of positions asked
+ * something whose every answer is right, as ag_model_score counts). A NaN
+ * or Inf: AG_ERR_NUMERIC, "step N (held-out evaluation): ...". */
+ag_status ag_trainer_evaluate(ag_trainer *t, double *loss, double *accuracy, char *err,
+                              size_t errlen);
+/* Held-out example 0 run alone, to show: its logits (1,T,answers,classes)
+ * and attention weights (1,H,T,T), tensors of the trainer's tape, valid
+ * until the next call on t. */
+ag_status ag_trainer_example(ag_trainer *t, const ag_tensor **logits, const ag_tensor **attn,
+                             char *err, size_t errlen);
+/* The run as a checkpoint (ag_checkpoint_save): settings, steps done, the
+ * data stream's position, the model and the optimizer's state. */
+ag_status ag_trainer_save(ag_trainer *t, const char *path, char *err, size_t errlen);
+long ag_trainer_steps(const ag_trainer *t);   /* steps done, a checkpoint's included */
+const ag_train_config *ag_trainer_config(const ag_trainer *t);
+ag_model *ag_trainer_model(ag_trainer *t);           /* borrowed */
+ag_tape *ag_trainer_tape(ag_trainer *t);             /* borrowed: e.g. ag_tape_detect_anomaly */
+const ag_batch *ag_trainer_held_out(const ag_trainer *t);   /* borrowed: labels for an example */
 
 /* ------------------------------------------------------------------------
  * Text: characters as tokens. A vocabulary is a sorted list of distinct
@@ -1209,6 +1287,26 @@ ag_status ag_st_shape(const ag_st_file *f, const char *name, int *ndim, int *sha
  * arguments or ndim outside 0..AG_MAX_DIMS. dst is untouched on failure. */
 ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *shape,
                     ag_real *dst, char *err, size_t errlen);
+/* ag_st_get, then every value checked before it is trusted: finite, and
+ * with nonneg none negative (Adam's v, a mean of squares). AG_ERR_NUMERIC
+ * with "PATH: tensor 'NAME' holds NaN at element I" (Inf, a negative
+ * value); dst then holds the values read. */
+ag_status ag_st_get_finite(const ag_st_file *f, const char *name, int ndim, const int *shape,
+                           ag_real *dst, int nonneg, char *err, size_t errlen);
+/* How many values of tensor name are not 0 in the file but become 0 as
+ * ag_real (an F64 file's 1e-50 in a float build), for a program to say so;
+ * *first (may be NULL) gets the first one's index. 0 when there are none or
+ * no such tensor. */
+size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first);
+
+/* An attention layer from a file in `attograd grad`'s model format (the
+ * common format for comparing with numpy or PyTorch): tensors wq, wk, wv,
+ * wo, each (d, d), and metadata n_heads (a whole number dividing d) and
+ * causal ("true" or "false"; absent: false). Every weight must be finite.
+ * path is f's name for messages. NULL with a one-line message naming the
+ * file and what is wrong ("m.st: metadata 'n_heads' is missing"). The
+ * caller owns the layer. */
+ag_attention *ag_attention_load(const ag_st_file *f, const char *path, char *err, size_t errlen);
 /* Metadata: the value for key, or NULL when absent (borrowed from f); the
  * count and the i-th key, in key order. */
 const char *ag_st_meta(const ag_st_file *f, const char *key);
@@ -1276,6 +1374,44 @@ ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n);
 ag_status ag_csv_close(ag_csv *csv, char *err, size_t errlen);
 /* Discard an unfinished log (the temporary file is removed) and free csv. */
 void ag_csv_free(ag_csv *csv);
+
+/* ------------------------------------------------------------------------
+ * Files a program names. Every output of the library follows one rule: a
+ * regular file (or a symbolic link to one) or a new name is replaced whole
+ * (a temporary file "NAME.tmp-PID-XXXXXXXX" beside it, fsync, rename), a
+ * character device (/dev/null, a terminal) is written through, and a
+ * directory, FIFO, socket, block device or a link to nothing is refused.
+ * These give a program's own files the same rule, and the checks that
+ * belong before any work.
+ * ------------------------------------------------------------------------ */
+/* Whether path can be written later by the rule (a temporary file is made
+ * in its directory and removed). AG_OK, or the error with a message naming
+ * path. Check every output before a long run, so it never ends in "cannot
+ * create". */
+ag_status ag_file_check_output(const char *path, char *err, size_t errlen);
+/* Write len bytes of data to path by the rule; on failure path is as it
+ * was. */
+ag_status ag_file_write(const char *path, const void *data, size_t len, char *err,
+                        size_t errlen);
+/* For a file another program writes by name (Graphviz's `dot -o`):
+ * ag_file_tmp_name makes an empty temporary file where the rule would
+ * (beside the file a link leads to; in $TMPDIR or /tmp when path is a
+ * device) and writes its name to tmp (tmplen bytes); once the program has
+ * written it, ag_file_tmp_commit puts it in place (renamed over the file,
+ * copied into a device) and removes it, also on failure. Both refuse what
+ * the rule refuses. */
+ag_status ag_file_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
+ag_status ag_file_tmp_commit(const char *tmp, const char *path, char *err, size_t errlen);
+/* Whether names a and b lead to one file: an existing file by device and
+ * inode (./x, dir/../x, a symbolic or a second hard link all match), a new
+ * name by its directory resolved and its last component. *device (may be
+ * NULL) is set to 1 when they do and it is a character device, which two
+ * writers share harmlessly. So a program can refuse an output that would
+ * replace one of its inputs under another name. */
+int ag_file_same(const char *a, const char *b, int *device);
+/* Whether path is an existing regular file open on file descriptor fd
+ * (`--out g.st > g.st`: the output would replace the messages' file). */
+int ag_file_is_fd(const char *path, int fd);
 
 /* ------------------------------------------------------------------------
  * Text from outside: strict numbers and safe quoting, for a file's metadata

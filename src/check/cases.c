@@ -156,6 +156,32 @@ void ag_gradcheck_case_free(ag_case_setup *s)
     memset(s, 0, sizeof(*s));
 }
 
+const char *ag_gradcheck_case_inputs(const ag_case_setup *s, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (!buf || len == 0)
+        return buf;
+    buf[0] = '\0';
+    for (int i = 0; s && i < s->n_inputs;) {
+        int j = i;   /* inputs i..j have one shape */
+        while (j + 1 < s->n_inputs && ag_same_shape(s->inputs[i], s->inputs[j + 1]))
+            j++;
+        char shape[64];
+        ag_shape_str(s->inputs[i], shape, sizeof(shape));
+        int n;
+        if (j == i)
+            n = snprintf(buf + used, len - used, "%s%s%s", used ? " " : "", s->names[i], shape);
+        else
+            n = snprintf(buf + used, len - used, "%s%s%s%s%s", used ? " " : "", s->names[i],
+                         j == i + 1 ? "," : "..", s->names[j], shape);
+        if (n < 0 || (size_t)n >= len - used)
+            break;
+        used += (size_t)n;
+        i = j + 1;
+    }
+    return buf;
+}
+
 /* The layer rows: x, then the layer's weights (and learned positions). */
 static ag_status setup_layer(const gc_row *r, ag_rng *rng, ag_case_setup *s, char *err,
                              size_t errlen)

@@ -63,7 +63,7 @@ static int run_matmul(const matmul_opts *o)
     ag_real *a = malloc(nn * sizeof(*a)), *b = malloc(nn * sizeof(*b)), *c = malloc(nn * sizeof(*c));
     double *rates = malloc((size_t)reps * sizeof(*rates));
     if (!a || !b || !c || !rates) {
-        fprintf(stderr, "attograd bench matmul: out of memory for n=%d\n", n);
+        ag_cli_error(&bench_matmul_info, "out of memory for n=%d", n);
         free(a), free(b), free(c), free(rates);
         return AG_EXIT_FAIL;
     }
@@ -75,8 +75,8 @@ static int run_matmul(const matmul_opts *o)
     ag_set_threads(o->threads);
     const char *want = getenv("AG_GEMM");
     if (want && *want && strcmp(want, "auto") != 0 && strcmp(want, ag_gemm_kernel_name()) != 0)
-        fprintf(stderr, "attograd bench matmul: AG_GEMM=%s cannot run here; using %s\n", want,
-                ag_gemm_kernel_name());
+        ag_cli_error(&bench_matmul_info, "AG_GEMM=%s cannot run here; using %s", want,
+                     ag_gemm_kernel_name());
 
     /* Warm up (pool, packing buffers, caches), then size each repetition to
      * last about 50 ms so small n is not lost in the clock's resolution. */
@@ -215,7 +215,7 @@ static int att_setup(att_bench *b, const attention_opts *o)
     ag_rng rng = ag_rng_new(1);
     b->att = ag_attention_new(o->dim, o->heads, o->causal, &rng, err, sizeof(err));
     if (!b->att) {
-        fprintf(stderr, "attograd bench attention: %s\n", err);
+        ag_cli_error(&bench_attention_info, "%s", err);
         return 0;
     }
     ag_attention_set_fused(b->att, !o->op_by_op);
@@ -225,7 +225,7 @@ static int att_setup(att_bench *b, const attention_opts *o)
     b->x = malloc(n * sizeof(ag_real));
     b->y = malloc(n * sizeof(ag_real));
     if (!b->opt || !b->tape || !b->x || !b->y) {
-        fprintf(stderr, "attograd bench attention: out of memory\n");
+        ag_cli_error(&bench_attention_info, "out of memory");
         return 0;
     }
     for (size_t i = 0; i < n; i++)
@@ -265,7 +265,7 @@ static int att_time(att_bench *b, int *steps, double *allocs)
     }
     b->times = malloc(2 * (size_t)*steps * sizeof(*b->times));
     if (!b->times) {
-        fprintf(stderr, "attograd bench attention: out of memory\n");
+        ag_cli_error(&bench_attention_info, "out of memory");
         return 0;
     }
     size_t count = ag_alloc_count();
@@ -280,7 +280,7 @@ static int att_time(att_bench *b, int *steps, double *allocs)
     *allocs = (double)(ag_alloc_count() - count) / *steps;
     return 1;
 step_failed:
-    fprintf(stderr, "attograd bench attention: %s\n", ag_tape_error(b->tape));
+    ag_cli_error(&bench_attention_info, "%s", ag_tape_error(b->tape));
     return 0;
 }
 
@@ -376,6 +376,5 @@ int ag_cmd_bench(int argc, char **argv)
     for (size_t i = 0; i < N_BENCHMARKS; i++)
         if (strcmp(argv[1], benchmarks[i].name) == 0)
             return benchmarks[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "attograd bench: unknown benchmark '%s'\nusage: %s\n", argv[1], cmd->usage);
-    return AG_EXIT_USAGE;
+    return ag_cli_usage_error(cmd, "unknown benchmark '%s'", argv[1]);
 }

@@ -176,7 +176,7 @@ int ag_cli_bench_gpt(int argc, char **argv)
     status = AG_EXIT_OK;
     goto done;
 failed:
-    fprintf(stderr, "attograd bench gpt: %s\n", err);
+    ag_cli_error(&bench_gpt_info, "%s", err);
 done:
     ag_set_threads(1);
     free(times);

@@ -196,7 +196,6 @@ typedef struct ag_cli_file {
     const char *may_be;        /* the flag of an input this output may name (train's
                                 * --save over --load: resuming in place), or NULL */
 } ag_cli_file;
-#define AG_CLI_MAX_FILES 8
 
 /* Before any work, for all the files of one command:
  * - no output is another of its files under another name (./x, dir/../x,
@@ -218,6 +217,10 @@ int ag_cli_check_files(const ag_command *cmd, const ag_cli_file *files, size_t n
 int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *path,
                        const char *name, int ndim, const int *shape, ag_real *dst, int nonneg,
                        char *err, size_t errlen);
+/* ag_cli_read_tensor's note, for a tensor read by the library
+ * (ag_attention_load): said on stderr when values of name became 0. */
+void ag_cli_note_flushed(const ag_command *cmd, const ag_st_file *f, const char *path,
+                         const char *name);
 
 /* Seconds on a monotonic clock (run.c). */
 double ag_cli_now(void);

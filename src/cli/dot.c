@@ -67,7 +67,7 @@ int ag_cli_render_dot(const char *png, const ag_tape *tape, const ag_tensor_name
     char src[4096], dst[4096];
     sigset_t saved;
     ag_cli_hold_signals(1, &saved);
-    int ok = ag_cli_tmp_name(png, src, sizeof(src), err, errlen);
+    int ok = ag_file_tmp_name(png, src, sizeof(src), err, errlen) == AG_OK;
     if (ok) {
         FILE *f = fopen(src, "w");
         ag_status st = f ? ag_tape_dot(tape, f, names, n_names, title) : AG_ERR_IO;
@@ -76,10 +76,10 @@ int ag_cli_render_dot(const char *png, const ag_tape *tape, const ag_tensor_name
         if (st != AG_OK)
             snprintf(err, errlen, "cannot write %s: %s", png,
                      st == AG_ERR_NOMEM ? "out of memory" : strerror(errno));
-        ok = st == AG_OK && ag_cli_tmp_name(png, dst, sizeof(dst), err, errlen);
+        ok = st == AG_OK && ag_file_tmp_name(png, dst, sizeof(dst), err, errlen) == AG_OK;
         if (ok) {
             ok = run_dot(src, dst, &saved, err, errlen) &&
-                 ag_cli_tmp_rename(dst, png, err, errlen);
+                 ag_file_tmp_commit(dst, png, err, errlen) == AG_OK;
             if (!ok)
                 remove(dst);
         }

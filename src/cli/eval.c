@@ -68,7 +68,7 @@ int ag_cli_eval_run(const ag_eval_opts *o)
     if (ok)
         printf("eval: val_loss=%.6f windows=%zu\n", loss, windows);
     else
-        fprintf(stderr, "attograd eval: %s\n", err);
+        ag_cli_error(&ag_cmd_eval_info, "%s", err);
     ag_text_free(text);
     ag_gpt_free(g);
     ag_gpt_file_free(f);

@@ -31,32 +31,30 @@ void ag_cli_explain_vec(const char *label, const double *v, int n, int dec)
     printf("]\n");
 }
 
+static ag_tensor *softmax_of(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    return ag_softmax(tape, in[0]);
+}
+
 /* The library's own answer: s = ag_softmax(z), then backward of <g, s>. */
 static int library_softmax(const double *z, const double *g, int n, double *s, double *dz)
 {
-    ag_tape *tape = ag_tape_new();
     ag_tensor *zt = ag_param_new(1, (int[]){n});
-    int ok = 0;
-    if (tape && zt) {
-        ag_real gr[MAX_LOGITS];
-        for (int i = 0; i < n; i++) {
-            zt->data[i] = (ag_real)z[i];
-            gr[i] = (ag_real)g[i];
-        }
-        ag_tensor *st = ag_softmax(tape, zt);
-        ag_tensor *loss = ag_sum(tape, ag_mul(tape, st, ag_tensor_from(tape, 1, (int[]){n}, gr)));
-        if (ag_backward(tape, loss) == AG_OK) {
-            for (int i = 0; i < n; i++) {
-                s[i] = st->data[i];
-                dz[i] = zt->grad[i];
-            }
-            ok = 1;
-        } else {
-            fprintf(stderr, "attograd explain: %s\n", ag_tape_error(tape));
-        }
+    ag_real gr[MAX_LOGITS], sr[MAX_LOGITS];
+    char err[AG_CLI_ERR_LEN] = "out of memory";
+    for (int i = 0; zt && i < n; i++) {
+        zt->data[i] = (ag_real)z[i];
+        gr[i] = (ag_real)g[i];
     }
+    int ok = zt && ag_vjp(softmax_of, NULL, &zt, 1, gr, sr, (size_t)n, err, sizeof(err)) == AG_OK;
+    for (int i = 0; ok && i < n; i++) {
+        s[i] = sr[i];
+        dz[i] = zt->grad[i];
+    }
+    if (!ok)
+        ag_cli_error(&ag_cmd_explain_info, "%s", err);
     ag_param_free(zt);
-    ag_tape_free(tape);
     return ok;
 }
 

@@ -378,7 +378,7 @@ static int check_step(int bug)
     ag_gradcheck_result r;
     char err[256];
     if (ag_gradcheck(build_loss, NULL, w, N_W, &opts, &r, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd explain: gradient check: %s\n", err);
+        ag_cli_error(&ag_cmd_explain_info, "gradient check: %s", err);
         goto done;
     }
     printf("\nGradient check of this step: ag_gradcheck moves each of the %d numbers in wq,\n"
@@ -483,7 +483,7 @@ static int draw_tape(const ag_explain_opts *o, const story *st, const ag_tape *t
                                     sizeof(err)) != AG_OK) ||
         (o->png && !ag_cli_render_dot(o->png, tape, st->names, st->n_names, title, err,
                                       sizeof(err)))) {
-        fprintf(stderr, "attograd explain: %s\n", err);
+        ag_cli_error(&ag_cmd_explain_info, "%s", err);
         return 0;
     }
     return 1;
@@ -497,8 +497,8 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
     const char *dot = o->dot;
     const int bug = o->bug;
     if (o->png && !ag_cli_have_program("dot")) {   /* before any file is written */
-        fprintf(stderr, "attograd explain: Graphviz's dot is not installed, so no picture "
-                        "(apt-get install graphviz)\n");
+        ag_cli_error(&ag_cmd_explain_info, "Graphviz's dot is not installed, so no picture "
+                     "(apt-get install graphviz)");
         return AG_EXIT_FAIL;
     }
     story st;
@@ -518,7 +518,7 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
 
     ag_tensor *loss = forward(tape, st.w, &st.s);
     if (!loss || ag_backward(tape, loss) != AG_OK) {
-        fprintf(stderr, "attograd explain: %s\n", ag_tape_error(tape));
+        ag_cli_error(&ag_cmd_explain_info, "%s", ag_tape_error(tape));
         goto done;
     }
     const step *s = &st.s;
@@ -540,7 +540,7 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
     ag_tape_reset(tape);
     step after;
     if (!forward(tape, st.w, &after)) {
-        fprintf(stderr, "attograd explain: %s\n", ag_tape_error(tape));
+        ag_cli_error(&ag_cmd_explain_info, "%s", ag_tape_error(tape));
         goto done;
     }
     tell_after(&before, &after, lr);
@@ -555,7 +555,7 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
         printf("The tape as a picture: %s\n", o->png);
     goto done;
 oom:
-    fprintf(stderr, "attograd explain: out of memory\n");
+    ag_cli_error(&ag_cmd_explain_info, "out of memory");
 done:
     ag_optim_free(sgd);
     for (int m = 0; m < N_W; m++)

@@ -104,34 +104,34 @@ static double loss(const double *x, const double *g, const double *w, const doub
     return l;
 }
 
+/* y = ag_layernorm(x, w, b) for ag_vjp; ctx holds w and b, (2, n). */
+static ag_tensor *layernorm_of(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    const ag_real *wb = ctx;
+    int n = in[0]->shape[0];
+    return ag_layernorm(tape, in[0], ag_tensor_from(tape, 1, &n, wb),
+                        ag_tensor_from(tape, 1, &n, wb + n));
+}
+
 /* The library's own answer: y = ag_layernorm(x, w, b), then backward of <g, y>. */
 static int library_layernorm(const double *x, const double *g, const double *w, const double *b,
                              int n, double *dx)
 {
-    ag_tape *tape = ag_tape_new();
     ag_tensor *xt = ag_param_new(1, (int[]){n});
-    int ok = 0;
-    if (tape && xt) {
-        ag_real gr[MAX_N], wr[MAX_N], br[MAX_N];
-        for (int i = 0; i < n; i++) {
-            xt->data[i] = (ag_real)x[i];
-            gr[i] = (ag_real)g[i];
-            wr[i] = (ag_real)w[i];
-            br[i] = (ag_real)b[i];
-        }
-        ag_tensor *y = ag_layernorm(tape, xt, ag_tensor_from(tape, 1, (int[]){n}, wr),
-                                    ag_tensor_from(tape, 1, (int[]){n}, br));
-        ag_tensor *l = ag_sum(tape, ag_mul(tape, y, ag_tensor_from(tape, 1, (int[]){n}, gr)));
-        if (ag_backward(tape, l) == AG_OK) {
-            for (int i = 0; i < n; i++)
-                dx[i] = xt->grad[i];
-            ok = 1;
-        } else {
-            fprintf(stderr, "attograd explain: %s\n", ag_tape_error(tape));
-        }
+    ag_real gr[MAX_N], wb[2 * MAX_N];
+    char err[AG_CLI_ERR_LEN] = "out of memory";
+    for (int i = 0; xt && i < n; i++) {
+        xt->data[i] = (ag_real)x[i];
+        gr[i] = (ag_real)g[i];
+        wb[i] = (ag_real)w[i];
+        wb[n + i] = (ag_real)b[i];
     }
+    int ok = xt && ag_vjp(layernorm_of, wb, &xt, 1, gr, NULL, (size_t)n, err, sizeof(err)) == AG_OK;
+    for (int i = 0; ok && i < n; i++)
+        dx[i] = xt->grad[i];
+    if (!ok)
+        ag_cli_error(&ag_cmd_explain_info, "%s", err);
     ag_param_free(xt);
-    ag_tape_free(tape);
     return ok;
 }
 

@@ -110,7 +110,7 @@ static double *load_table(const char *path, int *T, int *d)
     ag_st_free(f);
     return pe;
 fail:
-    fprintf(stderr, "attograd explain: %s\n", err);
+    ag_cli_error(&ag_cmd_explain_info, "%s", err);
     free(raw);
     free(pe);
     ag_st_free(f);
@@ -124,7 +124,7 @@ static double *sinusoidal_table(int T, int d)
     ag_posenc *pe = ag_posenc_new(AG_POSENC_SINUSOIDAL, T, d, NULL, err, sizeof(err));
     double *v = pe ? calloc((size_t)T * (size_t)d, sizeof(*v)) : NULL;
     if (!v) {
-        fprintf(stderr, "attograd explain: %s\n", pe ? "out of memory" : err);
+        ag_cli_error(&ag_cmd_explain_info, "%s", pe ? "out of memory" : err);
         ag_posenc_free(pe);
         return NULL;
     }
@@ -173,8 +173,8 @@ static void print_table(const double *m, int rows, int cols, const char *row_nam
 int ag_cli_explain_posenc_run(const ag_explain_opts *o)
 {
     if (o->plot && !ag_cli_have_program("gnuplot")) {   /* before any work */
-        fprintf(stderr, "attograd explain: gnuplot is not installed, so no plot "
-                        "(apt-get install gnuplot-nox)\n");
+        ag_cli_error(&ag_cmd_explain_info, "gnuplot is not installed, so no plot "
+                     "(apt-get install gnuplot-nox)");
         return AG_EXIT_FAIL;
     }
     char err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
@@ -188,7 +188,7 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
         return AG_EXIT_FAIL;
     double *sim = calloc((size_t)T * (size_t)T, sizeof(*sim));
     if (!sim) {
-        fprintf(stderr, "attograd explain: out of memory\n");
+        ag_cli_error(&ag_cmd_explain_info, "out of memory");
         free(pe);
         return AG_EXIT_FAIL;
     }

@@ -49,30 +49,6 @@ static int print_help(const ag_command *cmd)
     return AG_EXIT_OK;
 }
 
-/* The model's metadata: n_heads (an integer dividing d) and causal. */
-static int read_config(const ag_st_file *f, const char *path, int d, int *heads, int *causal)
-{
-    const ag_command *cmd = &ag_cmd_grad_info;
-    const char *h = ag_st_meta(f, "n_heads"), *c = ag_st_meta(f, "causal");
-    char q[AG_CLI_QUOTE_LEN];
-    if (!h)
-        return !ag_cli_error(cmd, "%s: metadata 'n_heads' is missing", path);
-    long v = 0;
-    if (ag_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0)
-        return !ag_cli_error(cmd, "%s: metadata n_heads '%s' must be a whole number dividing d = %d",
-                             path, ag_quote(h, q, sizeof(q)), d);
-    *heads = (int)v;
-    if (!c || strcmp(c, "false") == 0) {
-        *causal = 0;   /* absent means not causal */
-    } else if (strcmp(c, "true") == 0) {
-        *causal = 1;
-    } else {
-        return !ag_cli_error(cmd, "%s: metadata causal '%s' must be \"true\" or \"false\"", path,
-                             ag_quote(c, q, sizeof(q)));
-    }
-    return 1;
-}
-
 int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o)
 {
     const ag_command *cmd = &ag_cmd_grad_info;
@@ -111,58 +87,36 @@ typedef struct grad_job {
 
 static const char *const wnames[4] = {"wq", "wk", "wv", "wo"};
 
-/* d from wq (every other shape must agree with it), the heads and causal
- * from the metadata, B and T from x; one step's size within the limit. */
-static int read_shapes(grad_job *g)
+/* The layer from the model file (ag_attention_load: d from wq, the heads
+ * and causal from the metadata, every weight finite); B and T from x, one
+ * step's size within the limit; x and y on the tape, finite. */
+static int read_inputs(grad_job *g)
 {
     const ag_command *cmd = &ag_cmd_grad_info;
-    const char *model_path = g->o->model_path, *batch_path = g->o->batch_path;
+    const char *model = g->o->model_path, *batch = g->o->batch_path;
     char err[AG_CLI_ERR_LEN];
-    int nd, w[AG_MAX_DIMS], *x = g->xshape;
-    if (ag_st_shape(g->mf, "wq", &nd, w, err, sizeof(err)) != AG_OK)
+    int nd, *x = g->xshape;
+    if (!(g->layer = ag_attention_load(g->mf, model, err, sizeof(err))))
         return !ag_cli_error(cmd, "%s", err);
-    if (nd != 2 || w[0] != w[1] || w[0] < 1) {
-        if (nd == 2)
-            return !ag_cli_error(cmd, "%s: tensor 'wq' is [%dx%d], must be square (d, d)",
-                                 model_path, w[0], w[1]);
-        return !ag_cli_error(cmd, "%s: tensor 'wq' has %d dims, must be square (d, d)", model_path,
-                             nd);
-    }
-    g->d = w[0];
-    if (!read_config(g->mf, model_path, g->d, &g->heads, &g->causal))
-        return 0;
+    g->d = ag_attention_dim(g->layer);
+    g->heads = ag_attention_heads(g->layer);
+    g->causal = ag_attention_causal(g->layer);
+    for (int k = 0; k < 4; k++)
+        ag_cli_note_flushed(cmd, g->mf, model, wnames[k]);
     if (ag_st_shape(g->bf, "x", &nd, x, err, sizeof(err)) != AG_OK)
         return !ag_cli_error(cmd, "%s", err);
     if (nd != 3 || x[2] != g->d || x[0] < 1 || x[1] < 1)
-        return !ag_cli_error(cmd, "%s: tensor 'x' must be (B, T, %d) to fit the model", batch_path,
+        return !ag_cli_error(cmd, "%s: tensor 'x' must be (B, T, %d) to fit the model", batch,
                              g->d);
     uint64_t values = ag_cli_attention_values((uint64_t)x[0], (uint64_t)g->heads, (uint64_t)x[1]);
     if (values > AG_CLI_MAX_VALUES)
         return !ag_cli_error(cmd,
                              "%s: tensor 'x' is [%dx%dx%d]: with %d head(s) its attention "
                              "weights would hold %llu values, more than %llu",
-                             batch_path, x[0], x[1], x[2], g->heads, (unsigned long long)values,
+                             batch, x[0], x[1], x[2], g->heads, (unsigned long long)values,
                              (unsigned long long)AG_CLI_MAX_VALUES);
-    return 1;
-}
-
-/* The layer with the file's weights, and x and y on the tape, all finite
- * (ag_cli_read_tensor). */
-static int read_inputs(grad_job *g)
-{
-    const ag_command *cmd = &ag_cmd_grad_info;
-    const char *batch = g->o->batch_path;
-    char err[AG_CLI_ERR_LEN];
-    g->layer = ag_attention_new(g->d, g->heads, g->causal, NULL, err, sizeof(err));
-    g->tape = ag_tape_new();
-    if (!g->layer || !g->tape)
-        return !ag_cli_error(cmd, "%s", g->layer ? "out of memory" : err);
-    for (int k = 0; k < 4; k++) {
-        ag_tensor *p = ag_attention_param(g->layer, wnames[k]);
-        if (!ag_cli_read_tensor(cmd, g->mf, g->o->model_path, wnames[k], 2, p->shape, p->data, 0,
-                                err, sizeof(err)))
-            return !ag_cli_error(cmd, "%s", err);
-    }
+    if (!(g->tape = ag_tape_new()))
+        return !ag_cli_error(cmd, "out of memory");
     g->x = ag_requires_grad(g->tape, ag_tensor_new(g->tape, 3, g->xshape));
     g->y = ag_tensor_new(g->tape, 3, g->xshape);
     if (!g->x || !g->y)
@@ -252,7 +206,7 @@ int ag_cli_grad_run(const ag_grad_opts *o)
         ag_cli_error(cmd, "%s", err);
         goto done;
     }
-    if (!read_shapes(&g) || !read_inputs(&g))
+    if (!read_inputs(&g))
         goto done;
     g.out = ag_attention_forward(g.tape, g.layer, g.x, &g.attn);
     g.loss = ag_mse(g.tape, g.out, g.y);

@@ -13,43 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "a[3x4] b[4x5]"; inputs of one shape share it: "a,b[2x3]", "wq..wo[4x4]". */
-static void describe_inputs(const ag_case_setup *p, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < p->n_inputs;) {
-        int j = i;   /* inputs i..j have one shape */
-        while (j + 1 < p->n_inputs && ag_same_shape(p->inputs[i], p->inputs[j + 1]))
-            j++;
-        char s[64];
-        ag_shape_str(p->inputs[i], s, sizeof(s));
-        int n;
-        if (j == i)
-            n = snprintf(buf + used, len - used, "%s%s%s", used ? " " : "", p->names[i], s);
-        else
-            n = snprintf(buf + used, len - used, "%s%s%s%s%s", used ? " " : "", p->names[i],
-                         j == i + 1 ? "," : "..", p->names[j], s);
-        if (n < 0 || (size_t)n >= len - used)
-            return;
-        used += (size_t)n;
-        i = j + 1;
-    }
-}
-
-/* "b[2][3]" for flat index i of t. */
-static void describe_element(const char *name, const ag_tensor *t, size_t i, char *buf, size_t len)
-{
-    size_t idx[AG_MAX_DIMS] = {0};
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        idx[d] = i % (size_t)t->shape[d];
-        i /= (size_t)t->shape[d];
-    }
-    size_t used = (size_t)snprintf(buf, len, "%s", name);
-    for (int d = 0; d < t->ndim && used < len; d++)
-        used += (size_t)snprintf(buf + used, len - used, "[%zu]", idx[d]);
-}
-
 /* ---- options ---- */
 
 typedef struct gc_opts {
@@ -181,7 +144,7 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
             continue;
         }
         char inputs[128], checked[32];
-        describe_inputs(&p, inputs, sizeof(inputs));
+        ag_gradcheck_case_inputs(&p, inputs, sizeof(inputs));
         snprintf(checked, sizeof(checked), "%zu/%zu", res.checked, res.total);
         printf("%-31s %-30s %8s", ag_gradcheck_case_name(i), inputs, checked);
         print_number(res.max_abs);
@@ -190,8 +153,8 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
         if (o->verbose && res.worst_input >= 0) {
             const ag_tensor *t = p.inputs[res.worst_input];
             char where[64];
-            describe_element(p.names[res.worst_input], t, res.worst_index, where, sizeof(where));
-            printf("    worst element %s: analytic gradient %.6g\n", where,
+            printf("    worst element %s%s: analytic gradient %.6g\n", p.names[res.worst_input],
+                   ag_index_str(t, res.worst_index, where, sizeof(where)),
                    (double)t->grad[res.worst_index]);
         }
         n++;
@@ -285,7 +248,7 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
         if (!run_row(r, o, &g, &res, &p))
             return AG_EXIT_FAIL;
         if (k == 0)
-            describe_inputs(&p, inputs, sizeof(inputs));
+            ag_gradcheck_case_inputs(&p, inputs, sizeof(inputs));
         abs_err[k] = res.max_abs;
         rel_err[k] = res.max_rel;
         ag_gradcheck_case_free(&p);

@@ -56,8 +56,8 @@ static int finish(int status)
     int e = errno;
     if (!flushed || ferror(stdout)) {
         /* errno is only known when the last write is the one that failed */
-        fprintf(stderr, "attograd: cannot write the output%s%s\n", flushed ? "" : ": ",
-                flushed ? "" : strerror(e));
+        ag_cli_error(NULL, "cannot write the output%s%s", flushed ? "" : ": ",
+                     flushed ? "" : strerror(e));
         return status == AG_EXIT_OK ? AG_EXIT_FAIL : status;
     }
     return status;

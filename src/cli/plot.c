@@ -7,14 +7,14 @@
  * on its stdin, and writes the picture to its stdout, a pipe, so no file
  * name is ever part of the script. The picture is kept only when it is a
  * whole PNG (a gnuplot that fails, or exits 0 having written nothing, makes
- * no file), and is then written like every other output (ag_atomic: a
+ * no file), and is then written like every other output (ag_file_write: a
  * temporary file renamed into place, or a device written through). gnuplot
  * runs in its own process group with a time limit; Ctrl-C, SIGTERM or SIGHUP
  * while it runs stop it, and the caller learns which signal came.
  */
+#include "attograd.h"
 #include "plot.h"
 #include "signals.h"
-#include "../io/io.h"   /* the file layer's rule for the picture: ag_atomic */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -177,6 +177,32 @@ static int make_pipe(int p[2])
     return 1;
 }
 
+/* Start prog with in, out and err as its standard streams, in its own
+ * process group (Ctrl-C at the terminal reaches attograd, which stops it).
+ * Returns its pid, or -1. */
+static pid_t spawn(const char *prog, int in, int out, int err)
+{
+    static const int sigs[4] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* only async-signal-safe calls until exec */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int k = 0; k < 4; k++)
+        sigaction(sigs[k], &dfl, NULL);
+    setpgid(0, 0);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    char *const argv[] = {"gnuplot", NULL};
+    execv(prog, argv);
+    _exit(127);
+}
+
 /* Run prog with script on its stdin until it ends, the time is up or a
  * signal asks to stop (*sig). Returns 0 when it could not be started. */
 static int run_gnuplot(const char *prog, const char *script, size_t len, gp_run *r, int *sig)
@@ -194,26 +220,7 @@ static int run_gnuplot(const char *prog, const char *script, size_t len, gp_run 
     stop_signal = 0;
     for (int k = 0; k < 3; k++)
         sigaction(sigs[k], &sa, &old[k]);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* its own process group: Ctrl-C at the terminal reaches attograd,
-         * which stops gnuplot; only async-signal-safe calls until exec */
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof(dfl));
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset(&dfl.sa_mask);
-        for (int k = 0; k < 3; k++)
-            sigaction(sigs[k], &dfl, NULL);
-        sigaction(SIGPIPE, &dfl, NULL);
-        setpgid(0, 0);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        dup2(er[1], 2);
-        char *const argv[] = {"gnuplot", NULL};
-        execv(prog, argv);
-        _exit(127);
-    }
+    pid_t pid = spawn(prog, in[0], out[1], er[1]);
     close_fd(&in[0]), close_fd(&out[1]), close_fd(&er[1]);
     if (pid < 0) {
         close_fd(&in[1]), close_fd(&out[0]), close_fd(&er[0]);
@@ -341,17 +348,9 @@ int ag_cli_gnuplot_end(ag_cli_gnuplot *g, const char *png, int *sig, char *err, 
     }
     if (ok) {
         /* written like every output; a signal waits until it is whole or gone */
-        ag_atomic a;
         sigset_t held;
         ag_cli_hold_signals(1, &held);
-        ok = ag_atomic_open(&a, png, err, errlen) == AG_OK;
-        if (ok && fwrite(r.png, 1, r.png_len, a.f) != r.png_len) {
-            snprintf(err, errlen, "%s: cannot write: %s", shown, strerror(errno));
-            ag_atomic_abort(&a);
-            ok = 0;
-        } else if (ok) {
-            ok = ag_atomic_commit(&a, err, errlen) == AG_OK;
-        }
+        ok = ag_file_write(png, r.png, r.png_len, err, errlen) == AG_OK;
         ag_cli_hold_signals(0, &held);
     }
     free(prog);

@@ -1,6 +1,5 @@
 /*
- * plot.h - drawing with gnuplot, when it is installed (plot.c, heatmap.c),
- * and the temporary files another program writes for us (outfile.c).
+ * plot.h - drawing with gnuplot, when it is installed (plot.c, heatmap.c).
  */
 #ifndef AG_CLI_PLOT_H
 #define AG_CLI_PLOT_H
@@ -40,8 +39,8 @@ int ag_cli_gnuplot_begin(ag_cli_gnuplot *g, int width, int height, char *err, si
 /* Run gnuplot on the script and put the picture at png; releases g.
  * No name reaches gnuplot: it reads the script on its stdin and writes the
  * PNG to its stdout, a pipe. The picture is kept only when it is a whole
- * PNG (signature to IEND), then written by the file layer's rule (see
- * ag_atomic_open). gnuplot gets AG_GNUPLOT_SECONDS seconds (environment,
+ * PNG (signature to IEND), then written by the file layer's rule
+ * (ag_file_write). gnuplot gets AG_GNUPLOT_SECONDS seconds (environment,
  * default 60); Ctrl-C, SIGTERM or SIGHUP while it runs stops it and sets
  * *sig. Returns 1, or 0 with the reason in err (nothing written). */
 int ag_cli_gnuplot_end(ag_cli_gnuplot *g, const char *png, int *sig, char *err, size_t errlen);
@@ -59,16 +58,5 @@ int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, cons
  * of its rows. Returns 1, or 0 with the reason in err (and *sig). */
 int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const double *pe,
                        const double *sim, int *sig, char *err, size_t errlen);
-
-/* For files another program writes by name (Graphviz's dot): ag_cli_tmp_name
- * makes an empty temporary file for path, as the file layer's ag_atomic_open
- * would (beside the file a link leads to, "NAME.tmp-PID-XXXXXXXX"; in the
- * temporary directory when path is a device), tmp gets its name;
- * ag_cli_tmp_rename puts it in place by the file layer's rule (renamed over
- * a file, copied into a device) and removes it. Both refuse what the file
- * layer refuses as an output. Files attograd writes itself go through the
- * library (ag_st_save, ag_csv_close, ag_tape_dot_save). */
-int ag_cli_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
-int ag_cli_tmp_rename(const char *tmp, const char *path, char *err, size_t errlen);
 
 #endif /* AG_CLI_PLOT_H */

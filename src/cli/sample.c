@@ -77,13 +77,13 @@ int ag_cli_sample_run(const ag_sample_opts *o)
     if (ag_gpt_file_load(o->load_path, &f, err, sizeof(err)) != AG_OK ||
         !(g = ag_gpt_file_model(f, err, sizeof(err))) ||
         !(cache = ag_gpt_cache_new(g, err, sizeof(err)))) {
-        fprintf(stderr, "attograd sample: %s\n", err);
+        ag_cli_error(&ag_cmd_sample_info, "%s", err);
         goto done;
     }
     const ag_vocab *vocab = ag_gpt_file_vocab(f);
     size_t len = o->prompt ? strlen(o->prompt) : 0, n = 0;
     if (!(ids = malloc((len ? len : 1) * sizeof(int)))) {
-        fprintf(stderr, "attograd sample: out of memory\n");
+        ag_cli_error(&ag_cmd_sample_info, "out of memory");
         goto done;
     }
     if (len == 0) {
@@ -92,7 +92,7 @@ int ag_cli_sample_run(const ag_sample_opts *o)
         ids[0] = nl >= 0 ? nl : 0;
         n = 1;
     } else if (ag_vocab_encode(vocab, o->prompt, len, ids, &n, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd sample: --prompt: %s of %s\n", err, o->load_path);
+        ag_cli_error(&ag_cmd_sample_info, "--prompt: %s of %s", err, o->load_path);
         goto done;
     }
     if (len) {
@@ -102,7 +102,7 @@ int ag_cli_sample_run(const ag_sample_opts *o)
     ag_rng rng = ag_rng_new(o->seed);
     if (ag_gpt_generate(cache, ids, n, (size_t)o->tokens, o->temperature, o->top_k, &rng, emit,
                         (void *)vocab, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "attograd sample: %s\n", err);
+        ag_cli_error(&ag_cmd_sample_info, "%s", err);
         goto done;
     }
     status = AG_EXIT_OK;

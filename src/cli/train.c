@@ -9,16 +9,12 @@
 #include "plot.h"
 #include "signals.h"
 
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define EVAL_EXAMPLES 512
-#define MAX_PARAMS 8
 
 /* The choices' words: the library's names for tasks and positions. */
 static const char *task_word(int k)
@@ -171,7 +167,7 @@ int ag_cli_train_check(const ag_train_opts *o)
     }
     /* the held-out set is evaluated in one batch too; the attention weights
      * (T^2 per head) are made only for the one example the heatmap shows */
-    uint64_t b = (uint64_t)(o->config.batch > EVAL_EXAMPLES ? o->config.batch : EVAL_EXAMPLES);
+    uint64_t b = (uint64_t)(o->config.batch > AG_TRAINER_HELD_OUT ? o->config.batch : AG_TRAINER_HELD_OUT);
     uint64_t attn = ag_cli_attention_values(1, (uint64_t)m->heads, (uint64_t)m->seq);
     uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, (uint64_t)m->dim);
     if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
@@ -179,7 +175,7 @@ int ag_cli_train_check(const ag_train_opts *o)
             cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
             "hold %llu values in one tensor (at most %llu; the held-out set counts as a batch of %d)",
             m->seq, o->config.batch, m->dim, m->heads, (unsigned long long)(attn > act ? attn : act),
-            (unsigned long long)AG_CLI_MAX_VALUES, EVAL_EXAMPLES);
+            (unsigned long long)AG_CLI_MAX_VALUES, AG_TRAINER_HELD_OUT);
     return 1;
 }
 
@@ -202,17 +198,11 @@ int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o)
 
 typedef struct run {
     ag_train_opts *o;
-    ag_model *model;
-    ag_tensor *params[MAX_PARAMS];
-    const char *names[MAX_PARAMS];
-    size_t n_params;
-    ag_optim *opt;
-    ag_tape *tape;
-    ag_batch *train, *eval;   /* a fresh training batch per step; one fixed held-out set */
-    ag_rng data_rng;          /* the training stream */
+    ag_trainer *t;            /* the model, its optimizer, the batches (src/nn/trainer.c) */
+    const ag_batch *eval;     /* the trainer's held-out set */
     long step;                /* steps done, including those of a loaded checkpoint */
     double loss, eval_loss, accuracy;
-    /* the last evaluation's outputs, kept on the tape for the final heatmap */
+    /* the last evaluation's example 0, kept on the trainer's tape for the final heatmap */
     const ag_tensor *kept_logits, *kept_attn;
     ag_csv *log;
     /* for --plot: a thinned loss history, the accuracy at each evaluation,
@@ -226,14 +216,11 @@ typedef struct run {
     double seconds;           /* the training loop's time */
 } run;
 
-/* The held-out set comes from its own stream, never from the training one. */
-#define EVAL_STREAM 0x5ca1ab1e0ddba11ULL
-
 /* The attention weights of held-out example 0 as a small text heatmap. */
 static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_tensor *logits)
 {
     static const char shades[] = " .:-=+*#%@";
-    int H = attn->shape[1], T = attn->shape[2], A = b->answers, C = ag_task_classes(b->kind);
+    int H = attn->shape[1], T = attn->shape[2], A = b->answers;
     char label[32];
     printf("\nattention of one held-out example (row: a position, columns: where it looks):\n");
     for (int h = 0; h < H; h++) {
@@ -255,11 +242,7 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
             for (int a = 0; a < A; a++) {
                 if (y[a] < 0)
                     continue;
-                const ag_real *z = logits->data + ((size_t)i * A + a) * C;
-                int best = 0;
-                for (int c = 1; c < C; c++)
-                    if (z[c] > z[best])
-                        best = c;
+                int best = ag_model_answer(b, logits, 0, i, a);
                 char got[16], want[16];
                 printf("%s %s (want %s)", a ? "," : "  ->",
                        ag_task_class_label(b->kind, best, got, sizeof(got)),
@@ -270,60 +253,39 @@ static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_ten
     }
 }
 
-/* Why a step (or an evaluation after it) failed: the tape's message, which
- * for NaN or Inf names the first op that made one. */
-static void report_failure(const run *r, ag_status st, const char *where)
+/* Why a step (or an evaluation after it) failed: the trainer's message,
+ * which for NaN or Inf names the first op that made one (or the parameter
+ * an update broke). */
+static void report_failure(ag_status st, const char *err)
 {
-    ag_cli_error(&ag_cmd_train_info, "step %ld%s: %s", r->step + (where[0] ? 0 : 1), where,
-                 ag_tape_error(r->tape));
+    ag_cli_error(&ag_cmd_train_info, "%s", err);
     if (st == AG_ERR_NUMERIC)
         ag_cli_error(&ag_cmd_train_info,
                      "stopped; try a smaller --lr or --clip (nothing was saved)");
 }
 
-/* Loss and accuracy on the held-out set. With keep, the tape is left as it
- * is, holding the logits and weights of held-out example 0, run once more
- * alone, for show_final (so the attention weights, which grow with T^2, are
- * made for the one example shown); otherwise it is reset. */
+/* Loss and accuracy on the held-out set. With keep, held-out example 0
+ * is run once more alone and kept on the trainer's tape for show_final (so
+ * the attention weights, which grow with T^2, are made for the one example
+ * shown). */
 static int evaluate(run *r, int keep)
 {
-    ag_tensor *logits, *attn = NULL;
-    ag_tensor *loss = ag_model_forward(r->tape, r->model, r->eval, &logits, NULL);
-    ag_status st = ag_tape_status(r->tape);
-    if (st == AG_OK && !isfinite(loss->data[0]))
-        st = ag_tape_find_anomaly(r->tape);
-    if (st != AG_OK) {
-        report_failure(r, st, " (held-out evaluation)");
-        ag_tape_reset(r->tape);
-        return 0;
-    }
-    long correct = 0, total = 0;
-    ag_model_score(r->eval, logits, &correct, &total);
-    r->eval_loss = loss->data[0];
-    r->accuracy = total ? (double)correct / (double)total : 0;
+    char err[AG_CLI_ERR_LEN];
+    ag_status st = ag_trainer_evaluate(r->t, &r->eval_loss, &r->accuracy, err, sizeof(err));
+    if (st != AG_OK)
+        return report_failure(st, err), 0;
     if (r->acc_hist && r->n_acc < r->cap_acc) {
         r->acc_step[r->n_acc] = r->step;
         r->acc_hist[r->n_acc++] = r->accuracy;
     }
-    if (!keep) {
-        ag_tape_reset(r->tape);
-        return 1;
-    }
-    ag_batch first = *r->eval;
-    first.batch = 1;
-    ag_model_forward(r->tape, r->model, &first, &logits, &attn);
-    if ((st = ag_tape_status(r->tape)) != AG_OK) {
-        report_failure(r, st, " (held-out evaluation)");
-        ag_tape_reset(r->tape);
-        return 0;
-    }
-    r->kept_logits = logits;
-    r->kept_attn = attn;
+    if (keep && (st = ag_trainer_example(r->t, &r->kept_logits, &r->kept_attn, err,
+                                         sizeof(err))) != AG_OK)
+        return report_failure(st, err), 0;
     return 1;
 }
 
 /* After training: the heatmap of the evaluation evaluate(r, 1) kept, on the
- * terminal and for --plot; then the tape is released. */
+ * terminal and for --plot. */
 static void show_final(run *r)
 {
     if (!r->o->quiet)
@@ -339,7 +301,6 @@ static void show_final(run *r)
             r->heads0[i] = r->kept_attn->data[i];
     }
     r->kept_attn = r->kept_logits = NULL;
-    ag_tape_reset(r->tape);
 }
 
 /* --plot-heads: held-out example 0's attention, a heatmap per head, its
@@ -387,45 +348,18 @@ static int alloc_history(run *r)
     return r->loss_step && r->loss_hist && r->acc_step && r->acc_hist && r->attn0;
 }
 
-/* One step: a fresh batch, forward, backward, clip, update. A NaN or Inf
- * stops the run at the step that made it: in the loss or a gradient (the
- * tape names the first op), or in a weight after the update. */
+/* One step (ag_trainer_step), its loss kept for --plot. */
 static int train_step(run *r)
 {
-    ag_task_sample(r->train, &r->data_rng);
-    ag_zero_grad(r->params, r->n_params);
-    ag_tensor *loss = ag_model_forward(r->tape, r->model, r->train, NULL, NULL);
-    ag_status st = ag_backward(r->tape, loss);
-    /* measures the gradients' norm, and clips them when --clip is on */
-    double norm = st == AG_OK ? ag_clip_grad_norm(r->params, r->n_params, r->o->config.clip) : 0;
-    if (st == AG_OK && (!isfinite(loss->data[0]) || !isfinite(norm)))
-        st = ag_tape_find_anomaly(r->tape);
-    if (st != AG_OK) {
-        report_failure(r, st, "");
-        ag_tape_reset(r->tape);
-        return 0;
-    }
-    r->loss = loss->data[0];
-    ag_tape_reset(r->tape);
+    char err[AG_CLI_ERR_LEN];
+    ag_status st = ag_trainer_step(r->t, &r->loss, err, sizeof(err));
+    if (st != AG_OK)
+        return report_failure(st, err), 0;
     if (r->loss_hist && r->step % r->loss_stride == 0 && r->n_loss < r->cap_loss) {
         r->loss_step[r->n_loss] = r->step + 1;
         r->loss_hist[r->n_loss++] = r->loss;
     }
-    ag_optim_step(r->opt);
-    size_t elem;
-    long bad = ag_first_nonfinite_param(r->params, r->n_params, &elem);
-    if (bad >= 0) {
-        double v = r->params[bad]->data[elem];
-        ag_cli_error(&ag_cmd_train_info,
-                     "step %ld: the %s update (lr %g) made parameter '%s' %s "
-                     "at element %zu (the gradient norm was %g)",
-                     r->step + 1, ag_optim_name(r->opt), r->o->config.lr, r->names[bad],
-                     isnan(v) ? "NaN" : "Inf", elem, norm);
-        ag_cli_error(&ag_cmd_train_info,
-                     "stopped; try a smaller --lr or --clip (nothing was saved)");
-        return 0;
-    }
-    r->step++;
+    r->step = ag_trainer_steps(r->t);
     return 1;
 }
 
@@ -443,18 +377,6 @@ static void print_progress(const run *r, long done, long todo, double elapsed, i
                r->eval_loss, r->accuracy, rate);
     }
     fflush(stdout);
-}
-
-/* What a checkpoint records of this run. */
-static ag_train_state state_of(const ag_train_opts *o, const run *r)
-{
-    ag_train_state st;
-    memset(&st, 0, sizeof(st));
-    st.config = o->config;
-    st.data_rng = r->data_rng.state;
-    st.step = r->step;
-    st.optim_steps = ag_optim_steps(r->opt);
-    return st;
 }
 
 /* With --load, the checkpoint fixes the model, the optimizer and the seed:
@@ -513,61 +435,41 @@ static int load_checkpoint(ag_train_opts *o, ag_checkpoint **ck, ag_train_state 
     return AG_EXIT_OK;
 }
 
-/* The model (fresh from the seed, or ck's), its optimizer, the tape, the
- * batches and the history for --plot. Returns 0 after saying why not. */
+/* The trainer (fresh from the seed, or ck's run) and the history for
+ * --plot. Returns 0 after saying why not. */
 static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
 {
     const ag_train_opts *o = r->o;
     const ag_train_config *c = &o->config;
     char err[AG_CLI_ERR_LEN];
-    ag_rng init_rng = ag_rng_new(c->seed);
-    ag_rng eval_rng = ag_rng_new(c->seed ^ EVAL_STREAM);
-    r->data_rng = ag_rng_new(c->seed ^ 0xda7aULL);
-    r->model = ag_model_new(&c->model, ck ? NULL : &init_rng, err, sizeof(err));
-    if (!r->model) {
+    r->t = ag_trainer_new(c, ck, ck ? st : NULL, err, sizeof(err));
+    if (!r->t) {
         ag_cli_error(&ag_cmd_train_info, "%s", err);
         return 0;
     }
-    r->n_params = ag_model_params(r->model, r->params, r->names, MAX_PARAMS);
-    r->opt = ag_train_optim_new(c, r->params, r->n_params);
-    r->tape = ag_tape_new();
-    r->train = ag_batch_new(c->model.task, c->batch, c->model.seq);
-    r->eval = ag_batch_new(c->model.task, EVAL_EXAMPLES, c->model.seq);
+    r->eval = ag_trainer_held_out(r->t);
+    r->step = ag_trainer_steps(r->t);
     if (r->plot_heads)
         r->heads0 = malloc((size_t)c->model.heads * (size_t)c->model.seq * (size_t)c->model.seq *
                            sizeof(double));
-    if (!r->opt || !r->tape || !r->train || !r->eval || (r->plot && !alloc_history(r)) ||
-        (r->plot_heads && !r->heads0)) {
+    if ((r->plot && !alloc_history(r)) || (r->plot_heads && !r->heads0)) {
         ag_cli_error(&ag_cmd_train_info, "out of memory");
         return 0;
     }
-    if (ck) {
-        if (ag_checkpoint_restore(ck, r->model, r->opt, err, sizeof(err)) != AG_OK) {
-            ag_cli_error(&ag_cmd_train_info, "%s", err);
-            return 0;
-        }
-        r->data_rng.state = st->data_rng;
-        r->step = st->step;
-    }
-    ag_task_sample(r->eval, &eval_rng);
-    ag_tape_detect_anomaly(r->tape, o->detect_anomaly);
+    ag_tape_detect_anomaly(ag_trainer_tape(r->t), o->detect_anomaly);
     return 1;
 }
 
 static void run_free(run *r)
 {
     ag_csv_free(r->log);   /* an unfinished log is discarded, never left half-written */
-    ag_batch_free(r->train);
-    ag_batch_free(r->eval);
     free(r->loss_step);
     free(r->loss_hist);
     free(r->acc_step);
     free(r->acc_hist);
     free(r->attn0);
     free(r->heads0);
-    ag_tape_free(r->tape);
-    ag_optim_free(r->opt);
-    ag_model_free(r->model);
+    ag_trainer_free(r->t);
 }
 
 /* The steps, until --steps are done or a signal asks to stop: evaluate,
@@ -659,8 +561,7 @@ static int run_finish(run *r)
     if (log && ag_csv_close(log, err, sizeof(err)) != AG_OK)
         return ag_cli_error(cmd, "%s", err);
     if (o->save_path) {
-        ag_train_state st = state_of(o, r);
-        if (ag_checkpoint_save(o->save_path, r->model, r->opt, &st, err, sizeof(err)) != AG_OK)
+        if (ag_trainer_save(r->t, o->save_path, err, sizeof(err)) != AG_OK)
             return ag_cli_error(cmd, "%s", err);
         if (!o->quiet)
             printf("saved: %s (step %ld)\n", ag_quote(o->save_path, shown, sizeof(shown)), r->step);

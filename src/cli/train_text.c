@@ -444,18 +444,13 @@ static void print_header(const text_run *r)
     fflush(stdout);
 }
 
-int ag_cli_text_run(ag_text_opts *o)
+/* Before any work: every output can be written, none is another file of
+ * the run under another name (--save over --load resumes in place); then
+ * --load's checkpoint, its settings adopted. AG_CLI_GO or the status. */
+static int prepare(text_run *r)
 {
+    ag_text_opts *o = r->o;
     char err[AG_CLI_ERR_LEN];
-    text_run r;
-    memset(&r, 0, sizeof(r));
-    r.o = o;
-    r.train_est = r.val_est = NAN;
-    r.est_step = -1;
-    int status = AG_EXIT_FAIL;
-    ag_cli_stop stop_signals = {0};
-    /* before any work: every output can be written, none is another file
-     * of the run under another name (--save over --load resumes in place) */
     const ag_cli_file files[] = {
         {"--log", o->log_path, 1, NULL},   {"--plot", o->plot_path, 1, NULL},
         {"--save", o->save_path, 1, "--load"}, {"--load", o->load_path, 0, NULL},
@@ -464,29 +459,46 @@ int ag_cli_text_run(ag_text_opts *o)
     int checked = ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
     if (checked != AG_EXIT_OK)
         return checked;
-    if (o->load_path) {
-        if (ag_gpt_file_load(o->load_path, &r.file, err, sizeof(err)) != AG_OK) {
-            fail(err);
-            return AG_EXIT_FAIL;
-        }
-        int a = adopt_checkpoint(o, r.file);
-        if (a != AG_CLI_GO) {
-            ag_gpt_file_free(r.file);
-            return a;
-        }
+    if (!o->load_path)
+        return AG_CLI_GO;
+    if (ag_gpt_file_load(o->load_path, &r->file, err, sizeof(err)) != AG_OK)
+        return fail(err), AG_EXIT_FAIL;
+    return adopt_checkpoint(o, r->file);
+}
+
+/* --plot's history, when gnuplot is there (else said, and no plot).
+ * Returns 0 when out of memory. */
+static int alloc_history(text_run *r)
+{
+    const ag_text_opts *o = r->o;
+    if (!o->plot_path)
+        return 1;
+    if (!ag_cli_have_program("gnuplot"))
+        return fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)"), 1;
+    r->cap = (size_t)(o->steps < PLOT_POINTS ? o->steps : PLOT_POINTS);
+    r->stride = (o->steps + (long)r->cap - 1) / (long)r->cap;
+    if (!(r->hist = calloc(5 * r->cap, sizeof(double))))
+        return fail("out of memory");
+    return 1;
+}
+
+int ag_cli_text_run(ag_text_opts *o)
+{
+    char err[AG_CLI_ERR_LEN];
+    text_run r;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    r.train_est = r.val_est = NAN;
+    r.est_step = -1;
+    int status = prepare(&r);
+    ag_cli_stop stop_signals = {0};
+    if (status != AG_CLI_GO) {
+        ag_gpt_file_free(r.file);
+        return status;
     }
-    if (!setup(&r, err, sizeof(err)))
+    status = AG_EXIT_FAIL;
+    if (!setup(&r, err, sizeof(err)) || !alloc_history(&r))
         goto done;
-    if (o->plot_path && !ag_cli_have_program("gnuplot")) {
-        fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
-    } else if (o->plot_path) {
-        r.cap = (size_t)(o->steps < PLOT_POINTS ? o->steps : PLOT_POINTS);
-        r.stride = (o->steps + (long)r.cap - 1) / (long)r.cap;
-        if (!(r.hist = malloc(5 * r.cap * sizeof(double)))) {
-            fail("out of memory");
-            goto done;
-        }
-    }
     ag_set_threads(o->threads);
     /* from here on a temporary file may exist: a signal only asks the loop to stop */
     ag_cli_stop_begin(&stop_signals);

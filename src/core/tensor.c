@@ -70,6 +70,25 @@ char *ag_shape_str(const ag_tensor *t, char *buf, size_t len)
     return ag_dims_str(t->ndim, t->shape, buf, len);
 }
 
+char *ag_index_str(const ag_tensor *t, size_t i, char *buf, size_t len)
+{
+    size_t idx[AG_MAX_DIMS] = {0}, used = 0;
+    if (!buf || len == 0)
+        return buf;
+    buf[0] = '\0';
+    if (!t || i >= t->size)
+        return buf;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        idx[d] = i % (size_t)t->shape[d];
+        i /= (size_t)t->shape[d];
+    }
+    for (int d = 0; d < t->ndim && used < len; d++) {
+        int n = snprintf(buf + used, len - used, "[%zu]", idx[d]);
+        used = n < 0 ? len : used + (size_t)n;
+    }
+    return buf;
+}
+
 int ag_same_shape(const ag_tensor *a, const ag_tensor *b)
 {
     if (!a || !b || a->ndim != b->ndim)

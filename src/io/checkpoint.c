@@ -145,10 +145,7 @@ void ag_checkpoint_free(ag_checkpoint *ck)
 static ag_status read_tensor(const ag_checkpoint *ck, const char *name, const ag_tensor *like,
                              ag_real *dst, int nonneg, char *err, size_t errlen)
 {
-    ag_status st = ag_st_get(ck->file, name, like->ndim, like->shape, dst, err, errlen);
-    if (st != AG_OK)
-        return st;
-    return ag_io_check_values(ck->path, name, dst, like->size, nonneg, err, errlen);
+    return ag_st_get_finite(ck->file, name, like->ndim, like->shape, dst, nonneg, err, errlen);
 }
 
 ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_optim *opt,

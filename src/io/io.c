@@ -55,41 +55,6 @@ int ag_utf8_valid(const unsigned char *s, size_t len)
     return 1;
 }
 
-const char *ag_io_quote(const char *s, char *buf, size_t len)
-{
-    const size_t max = 48;
-    size_t n = 0, i = 0;
-    if (!buf || len == 0)
-        return buf;
-    if (!s)
-        s = "(null)";
-    while (s[i]) {
-        unsigned char c = (unsigned char)s[i];
-        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
-        int bad = c >= 0x80 && (c & 0xC0) == 0x80;    /* a stray continuation byte */
-        for (size_t j = 1; j < k && !bad; j++)
-            bad = ((unsigned char)s[i + j] & 0xC0) != 0x80;
-        if (bad)
-            k = 1;
-        if (i >= max || n + k + 4 > len)
-            break;    /* cut, always between whole characters */
-        /* C0 and C1 controls could drive a terminal: show them as '?' */
-        if (bad || c < 0x20 || c == 0x7F || (c == 0xC2 && (unsigned char)s[i + 1] <= 0x9F)) {
-            buf[n++] = '?';
-        } else {
-            memcpy(buf + n, s + i, k);
-            n += k;
-        }
-        i += k;
-    }
-    if (s[i] && n + 4 <= len) {
-        memcpy(buf + n, "...", 3);
-        n += 3;
-    }
-    buf[n] = '\0';
-    return buf;
-}
-
 const char *ag_io_shape_str(int ndim, const unsigned long long *shape, char *buf, size_t len)
 {
     size_t pos = 0;

@@ -24,12 +24,6 @@ ag_status ag_io_err(ag_status status, char *err, size_t errlen, const char *fmt,
  * surrogates, nothing beyond U+10FFFF). */
 int ag_utf8_valid(const unsigned char *s, size_t len);
 
-/* Copy s into buf (len bytes) for a message: at most 48 bytes of it, control
- * characters replaced by '?', "..." appended when cut, never cutting a UTF-8
- * sequence in half. s must be valid UTF-8. Returns buf. */
-const char *ag_io_quote(const char *s, char *buf, size_t len);
-#define AG_IO_QUOTE_LEN 64      /* a buffer that ag_io_quote never overflows */
-
 /* Make room for element n of an array *arr of elem-byte elements with room
  * for *cap (doubling, from 16): returns 1, or 0 when out of memory (*arr
  * and *cap unchanged). */
@@ -47,6 +41,14 @@ const char *ag_io_shape_str(int ndim, const unsigned long long *shape, char *buf
  * ends show. Returns buf. */
 const char *ag_io_show(const char *s, char *buf, size_t len);
 #define AG_IO_SHOW_LEN 512      /* enough for any name a message shows */
+/* A name inside a message about something else (a tensor's name, a
+ * metadata value): the same rule as ag_io_show, in a shorter buffer, so a
+ * long one shows its two ends and the message its reason. */
+#define AG_IO_QUOTE_LEN 128
+static inline const char *ag_io_quote(const char *s, char *buf, size_t len)
+{
+    return ag_io_show(s, buf, len);
+}
 
 /* Open path for reading, only when it is a regular file (or a symbolic
  * link to one): a directory, FIFO, socket or device (/dev/zero, /dev/stdin)
@@ -100,11 +102,6 @@ void ag_atomic_abort(ag_atomic *a);
 ag_status ag_atomic_check(const char *path, char *err, size_t errlen);
 /* Whether a directory entry's name is one of ag_atomic's temporary files. */
 int ag_io_is_tmp_name(const char *name);
-
-/* How many values of tensor name of f are not 0 in the file but become 0
- * when read as ag_real (an F64 file's 1e-50 in a float build); *first gets
- * the first one's index. 0 when there are none or no such tensor. */
-size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first);
 
 /* Settings from a file's metadata (src/io/meta.c), read as hostile input:
  * the value of key must be there and be exactly what is asked, a decimal

@@ -842,6 +842,18 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
     return AG_OK;
 }
 
+ag_status ag_st_get_finite(const ag_st_file *f, const char *name, int ndim, const int *shape,
+                           ag_real *dst, int nonneg, char *err, size_t errlen)
+{
+    ag_status st = ag_st_get(f, name, ndim, shape, dst, err, errlen);
+    if (st != AG_OK)
+        return st;
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= (size_t)shape[d];   /* ag_st_get checked that it is the tensor's count */
+    return ag_io_check_values(f->name, name, dst, n, nonneg, err, errlen);
+}
+
 size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first)
 {
     size_t n = 0;

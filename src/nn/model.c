@@ -165,9 +165,21 @@ ag_tensor *ag_model_forward(ag_tape *tape, ag_model *m, const ag_batch *b, ag_te
     return ag_cross_entropy(tape, logits, b->targets, (size_t)B * T * A);
 }
 
-void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, long *total)
+int ag_model_answer(const ag_batch *b, const ag_tensor *logits, int ex, int t, int a)
 {
     int C = ag_task_classes(b->kind), A = b->answers;
+    size_t p = (size_t)ex * (size_t)b->seq + (size_t)t;
+    const ag_real *z = logits->data + (p * A + a) * C;
+    int best = 0;
+    for (int c = 1; c < C; c++)
+        if (z[c] > z[best])
+            best = c;
+    return best;
+}
+
+void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, long *total)
+{
+    int A = b->answers;
     size_t positions = (size_t)b->batch * (size_t)b->seq;
     for (size_t p = 0; p < positions; p++) {
         const int *y = b->targets + p * A;
@@ -176,12 +188,8 @@ void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, l
             if (y[a] < 0)
                 continue;
             asked = 1;
-            const ag_real *z = logits->data + (p * A + a) * C;
-            int best = 0;
-            for (int c = 1; c < C; c++)
-                if (z[c] > z[best])
-                    best = c;
-            right &= best == y[a];
+            right &= ag_model_answer(b, logits, (int)(p / (size_t)b->seq),
+                                     (int)(p % (size_t)b->seq), a) == y[a];
         }
         if (asked) {
             *total += 1;

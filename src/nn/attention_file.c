@@ -1,0 +1,75 @@
+/*
+ * attention_file.c - an attention layer read from a safetensors file in
+ * the format `attograd grad` documents, so that a model made with numpy or
+ * PyTorch runs here unchanged: wq, wk, wv, wo, each (d, d), and metadata
+ * n_heads (dividing d) and causal ("true" or "false"). The file is hostile
+ * input: every setting and every weight is checked before it is used.
+ */
+#include "nn.h"
+
+#include <string.h>
+
+static const char *const weight_names[4] = {"wq", "wk", "wv", "wo"};
+
+/* d from wq, which must be square. */
+static int read_dim(const ag_st_file *f, const char *path, int *d, char *err, size_t errlen)
+{
+    int nd, w[AG_MAX_DIMS];
+    if (ag_st_shape(f, "wq", &nd, w, err, errlen) != AG_OK)
+        return 0;
+    if (nd == 2 && (w[0] != w[1] || w[0] < 1))
+        ag_nn_set_err(err, errlen, "%s: tensor 'wq' is [%dx%d], must be square (d, d)", path,
+                      w[0], w[1]);
+    else if (nd != 2)
+        ag_nn_set_err(err, errlen, "%s: tensor 'wq' has %d dims, must be square (d, d)", path,
+                      nd);
+    *d = w[0];
+    return nd == 2 && w[0] == w[1] && w[0] >= 1;
+}
+
+/* The metadata: n_heads (a whole number dividing d) and causal (absent: false). */
+static int read_config(const ag_st_file *f, const char *path, int d, int *heads, int *causal,
+                       char *err, size_t errlen)
+{
+    const char *h = ag_st_meta(f, "n_heads"), *c = ag_st_meta(f, "causal");
+    char q[200];
+    long v = 0;
+    if (!h) {
+        ag_nn_set_err(err, errlen, "%s: metadata 'n_heads' is missing", path);
+        return 0;
+    }
+    if (ag_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
+        ag_nn_set_err(err, errlen, "%s: metadata n_heads '%s' must be a whole number dividing "
+                      "d = %d", path, ag_quote(h, q, sizeof(q)), d);
+        return 0;
+    }
+    *heads = (int)v;
+    *causal = c && strcmp(c, "true") == 0;
+    if (c && !*causal && strcmp(c, "false") != 0) {
+        ag_nn_set_err(err, errlen, "%s: metadata causal '%s' must be \"true\" or \"false\"", path,
+                      ag_quote(c, q, sizeof(q)));
+        return 0;
+    }
+    return 1;
+}
+
+ag_attention *ag_attention_load(const ag_st_file *f, const char *path, char *err, size_t errlen)
+{
+    int d, heads, causal;
+    if (!f || !path) {
+        ag_nn_set_err(err, errlen, "ag_attention_load: %s is NULL", f ? "path" : "the file");
+        return NULL;
+    }
+    if (!read_dim(f, path, &d, err, errlen) ||
+        !read_config(f, path, d, &heads, &causal, err, errlen))
+        return NULL;
+    ag_attention *layer = ag_attention_new(d, heads, causal, NULL, err, errlen);
+    for (int k = 0; layer && k < 4; k++) {
+        ag_tensor *p = ag_attention_param(layer, weight_names[k]);
+        if (ag_st_get_finite(f, weight_names[k], 2, p->shape, p->data, 0, err, errlen) != AG_OK) {
+            ag_attention_free(layer);
+            return NULL;
+        }
+    }
+    return layer;
+}

@@ -1,0 +1,334 @@
+/*
+ * test_files.c - the file layer's public rules for a program's own files
+ * (src/io/outputs.c): outputs checked and written whole, temporary names for
+ * files another program writes, two names of one file recognised; and
+ * tensors read from a file checked before they are trusted.
+ */
+#include "test_util.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/ag_files_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static const char *in_dir(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", dir, name);
+    return buf;
+}
+
+/* The whole of a file as a string (at most 255 bytes). */
+static const char *contents(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* How many entries dir holds (temporary files left behind would show). */
+static int entries(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+START_TEST(test_file_write)
+{
+    char path[128], buf[256], err[256];
+    make_dir();
+    in_dir(path, sizeof(path), "out.txt");
+    ck_assert_int_eq(ag_file_write(path, "first", 5, err, sizeof(err)), AG_OK);
+    ck_assert_str_eq(contents(path, buf, sizeof(buf)), "first");
+    ck_assert_int_eq(ag_file_write(path, "second", 6, err, sizeof(err)), AG_OK);
+    ck_assert_str_eq(contents(path, buf, sizeof(buf)), "second");
+    ck_assert_int_eq(entries(), 1);   /* no temporary file left */
+    ck_assert_int_eq(ag_file_write("/dev/null", "x", 1, err, sizeof(err)), AG_OK);
+    /* a directory is refused, by name, and nothing is made */
+    ck_assert_int_ne(ag_file_write(dir, "x", 1, err, sizeof(err)), AG_OK);
+    ck_assert_msg(strstr(err, dir) != NULL && strstr(err, "directory") != NULL, "%s", err);
+    ck_assert_int_ne(ag_file_check_output(dir, err, sizeof(err)), AG_OK);
+    ck_assert_msg(strstr(err, dir) != NULL, "%s", err);
+    in_dir(path, sizeof(path), "no/such/dir/out.txt");
+    ck_assert_int_ne(ag_file_check_output(path, err, sizeof(err)), AG_OK);
+    in_dir(path, sizeof(path), "new.txt");
+    ck_assert_int_eq(ag_file_check_output(path, err, sizeof(err)), AG_OK);
+    ck_assert_int_eq(access(path, F_OK), -1);   /* checked, not made */
+    ck_assert_int_eq(entries(), 1);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(test_file_tmp_name)
+{
+    char path[128], tmp[512], buf[256], err[256];
+    make_dir();
+    in_dir(path, sizeof(path), "pic.png");
+    ck_assert_int_eq(ag_file_tmp_name(path, tmp, sizeof(tmp), err, sizeof(err)), AG_OK);
+    ck_assert_msg(strncmp(tmp, path, strlen(path)) == 0, "%s is not beside %s", tmp, path);
+    ck_assert_int_eq(access(tmp, F_OK), 0);   /* made, empty, for the other program */
+    FILE *f = fopen(tmp, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("picture", f);
+    fclose(f);
+    ck_assert_int_eq(ag_file_tmp_commit(tmp, path, err, sizeof(err)), AG_OK);
+    ck_assert_str_eq(contents(path, buf, sizeof(buf)), "picture");
+    ck_assert_int_eq(access(tmp, F_OK), -1);
+    /* through a device: the temporary file waits elsewhere and is removed */
+    ck_assert_int_eq(ag_file_tmp_name("/dev/null", tmp, sizeof(tmp), err, sizeof(err)), AG_OK);
+    ck_assert_int_eq(access(tmp, F_OK), 0);
+    ck_assert_int_eq(ag_file_tmp_commit(tmp, "/dev/null", err, sizeof(err)), AG_OK);
+    ck_assert_int_eq(access(tmp, F_OK), -1);
+    /* refused like any output; a name that does not fit is said */
+    ck_assert_int_ne(ag_file_tmp_name(dir, tmp, sizeof(tmp), err, sizeof(err)), AG_OK);
+    ck_assert_int_ne(ag_file_tmp_name(path, tmp, 8, err, sizeof(err)), AG_OK);
+    ck_assert_msg(strstr(err, "too long") != NULL, "%s", err);
+    ck_assert_int_eq(entries(), 1);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(test_file_same)
+{
+    char a[128], b[128], c[128], soft[128], hard[128], dotted[256], err[256];
+    int device = -1;
+    make_dir();
+    in_dir(a, sizeof(a), "a");
+    in_dir(b, sizeof(b), "b");
+    in_dir(c, sizeof(c), "new");
+    ck_assert_int_eq(ag_file_write(a, "a", 1, err, sizeof(err)), AG_OK);
+    ck_assert_int_eq(ag_file_write(b, "b", 1, err, sizeof(err)), AG_OK);
+    in_dir(soft, sizeof(soft), "soft");
+    in_dir(hard, sizeof(hard), "hard");
+    ck_assert_int_eq(symlink(a, soft), 0);
+    ck_assert_int_eq(link(a, hard), 0);
+    snprintf(dotted, sizeof(dotted), "%s/../%s/./a", dir, strrchr(dir, '/') + 1);
+    ck_assert(ag_file_same(a, a, &device));
+    ck_assert_int_eq(device, 0);
+    ck_assert(ag_file_same(a, soft, NULL));
+    ck_assert(ag_file_same(hard, a, NULL));
+    ck_assert(ag_file_same(dotted, a, NULL));
+    ck_assert(!ag_file_same(a, b, &device));
+    ck_assert_int_eq(device, 0);
+    /* a new name: by its directory */
+    snprintf(dotted, sizeof(dotted), "%s/../%s/new", dir, strrchr(dir, '/') + 1);
+    ck_assert(ag_file_same(c, dotted, NULL));
+    ck_assert(!ag_file_same(c, a, NULL));
+    ck_assert(ag_file_same("/dev/null", "/dev/null", &device));
+    ck_assert_int_eq(device, 1);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(test_file_is_fd)
+{
+    char a[128], b[128], err[256];
+    make_dir();
+    in_dir(a, sizeof(a), "a");
+    in_dir(b, sizeof(b), "b");
+    ck_assert_int_eq(ag_file_write(a, "a", 1, err, sizeof(err)), AG_OK);
+    ck_assert_int_eq(ag_file_write(b, "b", 1, err, sizeof(err)), AG_OK);
+    int fd = open(a, O_WRONLY | O_APPEND);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(ag_file_is_fd(a, fd));
+    ck_assert(!ag_file_is_fd(b, fd));
+    ck_assert(!ag_file_is_fd(dir, fd));
+    close(fd);
+    fd = open("/dev/null", O_WRONLY);
+    ck_assert(!ag_file_is_fd("/dev/null", fd));   /* a device is not a file to protect */
+    close(fd);
+    remove_dir();
+}
+END_TEST
+
+/* A file holding tensor "t" of n values (F64 when f64). */
+static ag_st_file *file_of(const char *path, const double *v, int n, int f64)
+{
+    char err[256];
+    ag_st_writer *w = ag_st_writer_new(f64 ? AG_ST_F64 : AG_ST_F32);
+    ag_real r[8];
+    for (int i = 0; i < n; i++)
+        r[i] = (ag_real)v[i];
+    ck_assert_int_eq(ag_st_add(w, "t", 1, (const int[]){n}, r), AG_OK);
+    ck_assert_int_eq(ag_st_save(w, path, err, sizeof(err)), AG_OK);
+    ag_st_writer_free(w);
+    ag_st_file *f;
+    ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_OK);
+    return f;
+}
+
+START_TEST(test_st_get_finite)
+{
+    char path[128], err[256], want[256];
+    ag_real dst[4];
+    make_dir();
+    in_dir(path, sizeof(path), "t.safetensors");
+    ag_st_file *f = file_of(path, (const double[]){1, -2, 3}, 3, 0);
+    ck_assert_int_eq(ag_st_get_finite(f, "t", 1, (const int[]){3}, dst, 0, err, sizeof(err)),
+                     AG_OK);
+    ck_assert(dst[1] == -2);
+    ck_assert_int_eq(ag_st_get_finite(f, "t", 1, (const int[]){3}, dst, 1, err, sizeof(err)),
+                     AG_ERR_NUMERIC);
+    snprintf(want, sizeof(want), "%s: tensor 't' holds a negative value at element 1", path);
+    ck_assert_str_eq(err, want);
+    /* the shape is ag_st_get's to check */
+    ck_assert_int_eq(ag_st_get_finite(f, "t", 1, (const int[]){2}, dst, 0, err, sizeof(err)),
+                     AG_ERR_SHAPE);
+    ck_assert_uint_eq(ag_st_flushed(f, "t", NULL), 0);
+    ag_st_free(f);
+    f = file_of(path, (const double[]){0, NAN}, 2, 0);
+    ck_assert_int_eq(ag_st_get_finite(f, "t", 1, (const int[]){2}, dst, 0, err, sizeof(err)),
+                     AG_ERR_NUMERIC);
+    snprintf(want, sizeof(want), "%s: tensor 't' holds NaN at element 1", path);
+    ck_assert_str_eq(err, want);
+    ag_st_free(f);
+    remove_dir();
+}
+END_TEST
+
+START_TEST(test_st_flushed)
+{
+    char path[128], err[256];
+    make_dir();
+    in_dir(path, sizeof(path), "t.safetensors");
+    /* an F64 file with values too small for float */
+    ag_st_writer *w = ag_st_writer_new(AG_ST_F64);
+#ifdef AG_REAL_DOUBLE
+    ag_real v[3] = {1, 1e-50, 1e-60};
+#else
+    ag_real v[3] = {1, 0, 0};   /* a float build cannot hold them: write the file by hand below */
+#endif
+    ck_assert_int_eq(ag_st_add(w, "t", 1, (const int[]){3}, v), AG_OK);
+    ck_assert_int_eq(ag_st_save(w, path, err, sizeof(err)), AG_OK);
+    ag_st_writer_free(w);
+#ifndef AG_REAL_DOUBLE
+    /* put 1e-50 and 1e-60 into the data section: the last 16 bytes */
+    FILE *fp = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(fp);
+    double tiny[2] = {1e-50, 1e-60};
+    ck_assert_int_eq(fseek(fp, -16, SEEK_END), 0);
+    ck_assert_uint_eq(fwrite(tiny, sizeof(double), 2, fp), 2);   /* little-endian host */
+    fclose(fp);
+#endif
+    ag_st_file *f;
+    ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_OK);
+    size_t first = 99;
+#ifdef AG_REAL_DOUBLE
+    ck_assert_uint_eq(ag_st_flushed(f, "t", &first), 0);   /* a double holds them */
+#else
+    ck_assert_uint_eq(ag_st_flushed(f, "t", &first), 2);
+    ck_assert_uint_eq(first, 1);
+#endif
+    ck_assert_uint_eq(ag_st_flushed(f, "none", &first), 0);
+    ag_st_free(f);
+    remove_dir();
+}
+END_TEST
+
+/* A model file: wq..wo (d, d) filled with v, and the metadata given (NULL: absent). */
+static ag_st_file *model_file(const char *path, int d, ag_real v, const char *heads,
+                              const char *causal)
+{
+    char err[256];
+    static const char *const names[4] = {"wq", "wk", "wv", "wo"};
+    ag_real w[16];
+    for (int i = 0; i < d * d; i++)
+        w[i] = v;
+    ag_st_writer *wr = ag_st_writer_new(AG_ST_REAL);
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(ag_st_add(wr, names[k], 2, (const int[]){d, d}, w), AG_OK);
+    if (heads)
+        ag_st_add_meta(wr, "n_heads", heads);
+    if (causal)
+        ag_st_add_meta(wr, "causal", causal);
+    ck_assert_int_eq(ag_st_save(wr, path, err, sizeof(err)), AG_OK);
+    ag_st_writer_free(wr);
+    ag_st_file *f;
+    ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_OK);
+    return f;
+}
+
+START_TEST(test_attention_load)
+{
+    char path[128], err[256], want[256];
+    make_dir();
+    in_dir(path, sizeof(path), "m.safetensors");
+    ag_st_file *f = model_file(path, 4, 0.5f, "2", "true");
+    ag_attention *a = ag_attention_load(f, path, err, sizeof(err));
+    ck_assert_msg(a != NULL, "%s", err);
+    ck_assert_int_eq(ag_attention_dim(a), 4);
+    ck_assert_int_eq(ag_attention_heads(a), 2);
+    ck_assert_int_eq(ag_attention_causal(a), 1);
+    ck_assert(ag_attention_param(a, "wo")->data[15] == 0.5f);
+    ag_attention_free(a);
+    ag_st_free(f);
+    f = model_file(path, 4, 0.5f, "2", NULL);   /* causal absent: false */
+    a = ag_attention_load(f, path, err, sizeof(err));
+    ck_assert_int_eq(ag_attention_causal(a), 0);
+    ag_attention_free(a);
+    ag_st_free(f);
+    /* each fault named, with the file */
+    const struct {
+        const char *heads, *causal, *why;
+    } bad[] = {
+        {NULL, NULL, "metadata 'n_heads' is missing"},
+        {"3", NULL, "metadata n_heads '3' must be a whole number dividing d = 4"},
+        {"2", "yes", "metadata causal 'yes' must be \"true\" or \"false\""},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        f = model_file(path, 4, 0.5f, bad[k].heads, bad[k].causal);
+        ck_assert_ptr_null(ag_attention_load(f, path, err, sizeof(err)));
+        snprintf(want, sizeof(want), "%s: %s", path, bad[k].why);
+        ck_assert_str_eq(err, want);
+        ag_st_free(f);
+    }
+    f = model_file(path, 4, NAN, "1", NULL);
+    ck_assert_ptr_null(ag_attention_load(f, path, err, sizeof(err)));
+    snprintf(want, sizeof(want), "%s: tensor 'wq' holds NaN at element 0", path);
+    ck_assert_str_eq(err, want);
+    ag_st_free(f);
+    ck_assert_ptr_null(ag_attention_load(NULL, path, err, sizeof(err)));
+    ck_assert_str_eq(err, "ag_attention_load: the file is NULL");
+    remove_dir();
+}
+END_TEST
+
+Suite *suite_files(void)
+{
+    Suite *s = suite_create("files");
+    TCase *tc = tcase_create("outputs");
+    tcase_add_test(tc, test_file_write);
+    tcase_add_test(tc, test_file_tmp_name);
+    tcase_add_test(tc, test_file_same);
+    tcase_add_test(tc, test_file_is_fd);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("tensors");
+    tcase_add_test(tc, test_st_get_finite);
+    tcase_add_test(tc, test_st_flushed);
+    tcase_add_test(tc, test_attention_load);
+    suite_add_tcase(s, tc);
+    return s;
+}

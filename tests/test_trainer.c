@@ -1,0 +1,255 @@
+/*
+ * test_trainer.c - the toy model's training run (src/nn/trainer.c): it
+ * learns, a seed fixes it bit for bit, a checkpoint resumes it exactly, a
+ * NaN stops it naming the step, a steady step allocates nothing, and bad
+ * settings are refused with a message.
+ */
+#include "test_util.h"
+
+#include <unistd.h>
+
+static ag_train_config lookup_config(void)
+{
+    ag_train_config c = {.model = {.task = AG_TASK_LOOKUP, .seq = 5, .dim = 32, .heads = 1,
+                                   .posenc = AG_POSENC_NONE},
+                         .optimizer_adam = 1, .lr = 3e-3, .clip = 1, .batch = 32, .seed = 7};
+    return c;
+}
+
+static ag_trainer *new_trainer(const ag_train_config *c)
+{
+    char err[256] = "";
+    ag_trainer *t = ag_trainer_new(c, NULL, NULL, err, sizeof(err));
+    ck_assert_msg(t != NULL, "%s", err);
+    return t;
+}
+
+static void steps(ag_trainer *t, long n, double *loss)
+{
+    char err[256];
+    for (long k = 0; k < n; k++)
+        ck_assert_msg(ag_trainer_step(t, loss, err, sizeof(err)) == AG_OK, "%s", err);
+}
+
+static int same_weights(ag_trainer *a, ag_trainer *b)
+{
+    ag_tensor *pa[8], *pb[8];
+    size_t n = ag_model_params(ag_trainer_model(a), pa, NULL, 8);
+    if (n != ag_model_params(ag_trainer_model(b), pb, NULL, 8))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(pa[i]->data, pb[i]->data, pa[i]->size * sizeof(ag_real)) != 0)
+            return 0;
+    return 1;
+}
+
+START_TEST(test_trainer_learns_lookup)
+{
+    ag_train_config c = lookup_config();
+    ag_trainer *t = new_trainer(&c);
+    double loss = 0, eval_loss = 0, acc = 0, first = 0;
+    char err[256];
+    ck_assert_int_eq(ag_trainer_evaluate(t, &first, &acc, err, sizeof(err)), AG_OK);
+    steps(t, 300, &loss);
+    ck_assert_int_eq(ag_trainer_steps(t), 300);
+    ck_assert_int_eq(ag_trainer_evaluate(t, &eval_loss, &acc, err, sizeof(err)), AG_OK);
+    ck_assert_msg(eval_loss < first / 10, "held-out loss %g from %g", eval_loss, first);
+    ck_assert_msg(acc > 0.95, "held-out accuracy %g", acc);
+    ck_assert_int_eq(ag_trainer_held_out(t)->batch, AG_TRAINER_HELD_OUT);
+    ck_assert_int_eq(ag_trainer_config(t)->batch, 32);
+    ag_trainer_free(t);
+    ag_trainer_free(NULL);
+}
+END_TEST
+
+START_TEST(test_trainer_example_shapes)
+{
+    ag_train_config c = lookup_config();
+    c.model.task = AG_TASK_LOOKUP2;
+    c.model.heads = 2;
+    ag_trainer *t = new_trainer(&c);
+    const ag_tensor *logits = NULL, *attn = NULL;
+    char err[256];
+    steps(t, 3, NULL);
+    ck_assert_int_eq(ag_trainer_example(t, &logits, &attn, err, sizeof(err)), AG_OK);
+    ck_assert_int_eq(attn->ndim, 4);
+    ck_assert_int_eq(attn->shape[0], 1);
+    ck_assert_int_eq(attn->shape[1], 2);
+    ck_assert_int_eq(attn->shape[2], 5);
+    ck_assert_int_eq(logits->shape[0], 1);
+    ck_assert_int_eq(logits->shape[2], ag_task_answers(AG_TASK_LOOKUP2));
+    for (int r = 0; r < 2 * 5; r++) {   /* every row of weights sums to 1 */
+        double sum = 0;
+        for (int j = 0; j < 5; j++)
+            sum += attn->data[r * 5 + j];
+        ck_assert_double_eq_tol(sum, 1, 1e-5);
+    }
+    /* the answer is the argmax of each position's logits */
+    const ag_batch *b = ag_trainer_held_out(t);
+    int A = b->answers, C = ag_task_classes(b->kind);
+    for (int i = 0; i < 5; i++)
+        for (int a = 0; a < A; a++) {
+            const ag_real *z = logits->data + ((size_t)i * A + a) * C;
+            int got = ag_model_answer(b, logits, 0, i, a);
+            for (int k = 0; k < C; k++)
+                ck_assert(z[k] <= z[got]);
+        }
+    /* the example's tensors do not disturb the next step */
+    steps(t, 1, NULL);
+    ck_assert_int_eq(ag_trainer_steps(t), 4);
+    ag_trainer_free(t);
+}
+END_TEST
+
+START_TEST(test_trainer_seed_fixes_run)
+{
+    ag_train_config c = lookup_config();
+    ag_trainer *a = new_trainer(&c), *b = new_trainer(&c);
+    double la, lb;
+    steps(a, 20, &la);
+    steps(b, 20, &lb);
+    ck_assert(la == lb);
+    ck_assert(same_weights(a, b));
+    c.seed = 8;
+    ag_trainer *other = new_trainer(&c);
+    steps(other, 20, &lb);
+    ck_assert(!same_weights(a, other));
+    ag_trainer_free(a);
+    ag_trainer_free(b);
+    ag_trainer_free(other);
+}
+END_TEST
+
+START_TEST(test_trainer_resume_is_exact)
+{
+    char dir[] = "/tmp/ag_trainer_XXXXXX", path[64], err[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/run.safetensors", dir);
+    for (int adam = 0; adam <= 1; adam++) {
+        ag_train_config c = lookup_config();
+        c.optimizer_adam = adam;
+        c.lr = adam ? 3e-3 : 0.1;
+        c.momentum = 0.9;
+        ag_trainer *a = new_trainer(&c);
+        double la, lb;
+        steps(a, 10, &la);
+        ck_assert_int_eq(ag_trainer_save(a, path, err, sizeof(err)), AG_OK);
+        steps(a, 10, &la);
+        ag_checkpoint *ck;
+        ag_train_state st;
+        ck_assert_int_eq(ag_checkpoint_load(path, &ck, &st, err, sizeof(err)), AG_OK);
+        ck_assert_int_eq(st.step, 10);
+        ag_trainer *b = ag_trainer_new(&st.config, ck, &st, err, sizeof(err));
+        ag_checkpoint_free(ck);
+        ck_assert_msg(b != NULL, "%s", err);
+        ck_assert_int_eq(ag_trainer_steps(b), 10);
+        steps(b, 10, &lb);
+        ck_assert(la == lb);
+        ck_assert(same_weights(a, b));
+        ag_trainer_free(a);
+        ag_trainer_free(b);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_trainer_steady_step_allocates_nothing)
+{
+    ag_train_config c = lookup_config();
+    ag_trainer *t = new_trainer(&c);
+    double loss, acc;
+    char err[256];
+    steps(t, 1, &loss);
+    ck_assert_int_eq(ag_trainer_evaluate(t, &loss, &acc, err, sizeof(err)), AG_OK);
+    size_t before = ag_alloc_count();
+    steps(t, 50, &loss);
+    ck_assert_int_eq(ag_trainer_evaluate(t, &loss, &acc, err, sizeof(err)), AG_OK);
+    steps(t, 50, &loss);
+    ck_assert_uint_eq(ag_alloc_count() - before, 0);
+    ag_trainer_free(t);
+}
+END_TEST
+
+START_TEST(test_trainer_nan_stops_step)
+{
+    ag_train_config c = lookup_config();
+    c.optimizer_adam = 0;
+    c.lr = 100;
+    c.clip = 0;
+    ag_trainer *t = new_trainer(&c);
+    char err[256] = "";
+    ag_status st = AG_OK;
+    long k = 0;
+    while (k < 200 && (st = ag_trainer_step(t, NULL, err, sizeof(err))) == AG_OK)
+        k++;
+    ck_assert_int_eq(st, AG_ERR_NUMERIC);
+    ck_assert_int_eq(ag_trainer_steps(t), k);   /* the failed step is not counted */
+    char want[32];
+    snprintf(want, sizeof(want), "step %ld: ", k + 1);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+    ck_assert_msg(strstr(err, "NaN") || strstr(err, "Inf"), "%s", err);
+    ag_trainer_free(t);
+}
+END_TEST
+
+START_TEST(test_trainer_bad_settings)
+{
+    char err[256];
+    ag_train_config c = lookup_config();
+    ck_assert_ptr_null(ag_trainer_new(NULL, NULL, NULL, err, sizeof(err)));
+    ck_assert_str_eq(err, "trainer: the configuration is NULL");
+    c.batch = 0;
+    ck_assert_ptr_null(ag_trainer_new(&c, NULL, NULL, err, sizeof(err)));
+    ck_assert_str_eq(err, "trainer: batch must be in 1..65536");
+    c = lookup_config();
+    c.lr = NAN;
+    ck_assert_ptr_null(ag_trainer_new(&c, NULL, NULL, err, sizeof(err)));
+    ck_assert_str_eq(err, "trainer: lr must be in 1e-12..1000");
+    c = lookup_config();
+    c.clip = -1;
+    ck_assert_ptr_null(ag_trainer_new(&c, NULL, NULL, err, sizeof(err)));
+    ck_assert_str_eq(err, "trainer: weight_decay must be in 0..1000 and clip in 0..1e12");
+    c = lookup_config();
+    c.model.seq = 12;
+    ck_assert_ptr_null(ag_trainer_new(&c, NULL, NULL, err, sizeof(err)));
+    ck_assert_str_eq(err, "seq 12 is out of range for task lookup (2..9)");
+    /* a checkpoint of another model does not restore into this one */
+    char dir[] = "/tmp/ag_trainer_XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/run.safetensors", dir);
+    c = lookup_config();
+    ag_trainer *t = new_trainer(&c);
+    ck_assert_int_eq(ag_trainer_save(t, path, err, sizeof(err)), AG_OK);
+    ag_trainer_free(t);
+    ag_checkpoint *ck;
+    ag_train_state st;
+    ck_assert_int_eq(ag_checkpoint_load(path, &ck, &st, err, sizeof(err)), AG_OK);
+    c.model.dim = 16;
+    ck_assert_ptr_null(ag_trainer_new(&c, ck, &st, err, sizeof(err)));
+    ck_assert_msg(strstr(err, path) != NULL, "%s", err);
+    ck_assert_ptr_null(ag_trainer_new(&st.config, ck, NULL, err, sizeof(err)));
+    ck_assert_str_eq(err, "trainer: a checkpoint without its ag_train_state");
+    ag_checkpoint_free(ck);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+Suite *suite_trainer(void)
+{
+    Suite *s = suite_create("trainer");
+    TCase *tc = tcase_create("training");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_trainer_learns_lookup);
+    tcase_add_test(tc, test_trainer_example_shapes);
+    tcase_add_test(tc, test_trainer_seed_fixes_run);
+    tcase_add_test(tc, test_trainer_resume_is_exact);
+    tcase_add_test(tc, test_trainer_steady_step_allocates_nothing);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_trainer_nan_stops_step);
+    tcase_add_test(tc, test_trainer_bad_settings);
+    suite_add_tcase(s, tc);
+    return s;
+}
