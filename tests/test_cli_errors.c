@@ -5,8 +5,10 @@
  * and nothing at all on stdout. The rows run the real command (AG_BIN)
  * with argv passed as is, so tabs, newlines and empty strings arrive intact.
  */
-#include "cli_run.h"
+#include "run.h"
 #include "test_util.h"
+
+#include <unistd.h>
 
 
 #define MAX_ARGS 24
@@ -198,7 +200,7 @@ START_TEST(test_bad_command_line)
     const bad_line *b = &bad_lines[_i];
     const char *argv[MAX_ARGS + 2];
     char shown[512] = "attograd";
-    argv[0] = cli_bin();
+    argv[0] = run_bin();
     int n = 1;
     for (int k = 0; b->argv[k]; k++) {
         argv[n++] = b->argv[k];
@@ -206,7 +208,7 @@ START_TEST(test_bad_command_line)
         strncat(shown, b->argv[k], sizeof(shown) - strlen(shown) - 1);
     }
     argv[n] = NULL;
-    cli_proc p = cli_run_argv(argv, NULL);
+    run_proc p = run_exec(argv, NULL);
     ck_assert_msg(p.signal == 0, "row %d (%s): killed by signal %d", _i, shown, p.signal);
     ck_assert_msg(p.status == b->status, "row %d (%s): exit status %d, want %d; stderr:\n%s", _i,
                   shown, p.status, b->status, p.err);
@@ -230,43 +232,43 @@ START_TEST(test_bad_command_line)
     if (b->status == 1 || command)
         ck_assert_msg(lines == (b->status == 1 ? 1u : 3u), "row %d (%s): %zu lines on stderr:\n%s",
                       _i, shown, lines, p.err);
-    cli_proc_free(&p);
+    run_free(&p);
 }
 END_TEST
 
 /* A flag given twice counts the last time, like most Unix tools. */
 START_TEST(test_repeated_flag_last_wins)
 {
-    cli_proc p = cli_run("demo", "--decimals", "3", "--decimals", "1", NULL);
-    cli_assert_status(&p, 0);
+    run_proc p = run_cmd("demo", "--decimals", "3", "--decimals", "1", NULL);
+    run_assert_status(&p, 0);
     ck_assert_str_eq(p.out, "weights:\n[[0.4 0.2 0.4]\n [0.2 0.4 0.4]\n [0.2 0.2 0.5]]\n"
                             "output:\n[[0.8 0.6]\n [0.6 0.8]\n [0.8 0.8]]\n");
-    cli_proc_free(&p);
-    p = cli_run("explain", "softmax", "--logits", "5,5,5,5", "--logits", "1,2", NULL);
-    cli_assert_status(&p, 0);
-    cli_assert_has(p.out, "  z            [ 1.0000  2.0000]\n");
-    cli_proc_free(&p);
+    run_free(&p);
+    p = run_cmd("explain", "softmax", "--logits", "5,5,5,5", "--logits", "1,2", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "  z            [ 1.0000  2.0000]\n");
+    run_free(&p);
 }
 END_TEST
 
 /* Values that look odd but are numbers are accepted (not over-strict). */
 START_TEST(test_odd_but_valid_numbers)
 {
-    cli_proc p = cli_run("demo", "--decimals", "+1", NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    p = cli_run("explain", "softmax", "--logits", "-1,.5,2.,1e0,-0", NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    run_proc p = run_cmd("demo", "--decimals", "+1", NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("explain", "softmax", "--logits", "-1,.5,2.,1e0,-0", NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
     /* a value may begin with a single dash: it is a negative number */
-    p = cli_run("explain", "softmax", "--logits", "-1,-2", NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    p = run_cmd("explain", "softmax", "--logits", "-1,-2", NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
     /* --flag=value takes the value literally, even one that starts with -- */
-    p = cli_run("demo", "--decimals=--1", NULL);
-    cli_assert_status(&p, 2);
-    cli_assert_has(p.err, "--decimals: '--1' is not an integer");
-    cli_proc_free(&p);
+    p = run_cmd("demo", "--decimals=--1", NULL);
+    run_assert_status(&p, 2);
+    run_assert_has(p.err, "--decimals: '--1' is not an integer");
+    run_free(&p);
 }
 END_TEST
 
@@ -279,12 +281,12 @@ START_TEST(test_help_everywhere)
         {"explain", "--help", NULL}, {"explain", "softmax", "--help"},
     };
     for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
-        cli_proc p = cli_run(cmds[k][0], cmds[k][1], cmds[k][2], NULL);
-        cli_assert_status(&p, 0);
-        cli_assert_has(p.out, "usage: ");
+        run_proc p = run_cmd(cmds[k][0], cmds[k][1], cmds[k][2], NULL);
+        run_assert_status(&p, 0);
+        run_assert_has(p.out, "usage: ");
         ck_assert_msg(p.err_len == 0, "%s %s: stderr:\n%s", cmds[k][0], cmds[k][1] ? cmds[k][1] : "",
                       p.err);
-        cli_proc_free(&p);
+        run_free(&p);
     }
 }
 END_TEST
@@ -295,24 +297,12 @@ START_TEST(test_stdout_full)
 {
     if (access("/dev/full", W_OK) != 0)
         return;   /* not on this system */
-    const char *argv[] = {cli_bin(), "demo", NULL};
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int full = open("/dev/full", O_WRONLY);
-        int null = open("/dev/null", O_WRONLY);
-        if (full < 0 || null < 0)
-            _exit(126);
-        dup2(full, 1);
-        dup2(null, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int w;
-    ck_assert_int_eq(waitpid(pid, &w, 0), pid);
-    ck_assert_msg(WIFEXITED(w), "killed by signal %d", WIFSIGNALED(w) ? WTERMSIG(w) : 0);
-    ck_assert_int_eq(WEXITSTATUS(w), 1);
+    const char *args[] = {"demo", NULL};
+    run_proc p = run_args(args, &(run_opts){.out_file = "/dev/full"});
+    run_assert_status(&p, 1);
+    /* one line, the reason named */
+    ck_assert_str_eq(p.err, "attograd: cannot write the output: No space left on device\n");
+    run_free(&p);
 }
 END_TEST
 
