@@ -251,19 +251,70 @@ START_TEST(test_repeated_flag_last_wins)
 }
 END_TEST
 
-/* Values that look odd but are numbers are accepted (not over-strict). */
+/* Values that look odd but are numbers are accepted (not over-strict), and
+ * mean what they say: each row's stdout shows the value the command took.
+ * An explicit +, leading zeros (decimal, not octal: 08 is eight), a bare
+ * point (.5, 2.), an exponent in either case, a single leading minus. */
+#ifdef AG_REAL_DOUBLE
+#define DEMO_8_DECIMALS "weights:\n[[0.40111209 0.19777581 0.40111209]\n"
+#else
+#define DEMO_8_DECIMALS "weights:\n[[0.40111208 0.19777581 0.40111208]\n"
+#endif
+
 START_TEST(test_odd_but_valid_numbers)
 {
-    run_proc p = run_cmd("demo", "--decimals", "+1", NULL);
+    static const struct {
+        const char *args[10];
+        const char *shows;   /* on stdout */
+    } rows[] = {
+        {{"demo", "--decimals", "+1"}, "weights:\n[[0.4 0.2 0.4]\n"},
+        {{"demo", "--decimals", "08"}, DEMO_8_DECIMALS},
+        {{"demo", "--decimals=007"}, "weights:\n[[0.4011121 0.1977758 0.4011121]\n"},
+        {{"explain", "softmax", "--logits", "-1,.5,2.,1e0,-0"},
+         "\n  z            [-1.0000  0.5000  2.0000  1.0000  0.0000]\n"},
+        /* a value may begin with a single dash: it is a negative number */
+        {{"explain", "softmax", "--logits", "-1,-2"}, "\n  z            [-1.0000 -2.0000]\n"},
+        {{"explain", "softmax", "--logits", "1", "--upstream", "+2.5E0"},
+         "\n  g            [ 2.5000]\n"},
+        {{"explain", "layernorm", "--x", "1,2", "--decimals", "05"}, "\n  x            [ 1.00000  2.00000]\n"},
+        {{"explain", "posenc", "--seq", "03", "--dim", "004"}, " 3 positions\nof width 4:\n"},
+        {{"gradcheck", "--op", "softmax", "--eps", "1.E-2"}, " with eps 0.01, "},
+        {{"bench", "matmul", "--n", "017", "--threads", "02", "--reps", "01"},
+         "bench: op=matmul n=17 threads=2 gflops="},
+    };
+    for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+        run_proc p = run_args(rows[k].args, NULL);
+        ck_assert_msg(p.status == 0 && p.signal == 0, "row %zu (%s %s): status %d\n%s", k,
+                      rows[k].args[0], rows[k].args[1], p.status, p.err);
+        ck_assert_msg(strstr(p.out, rows[k].shows), "row %zu (%s %s): '%s' not in:\n%s", k,
+                      rows[k].args[0], rows[k].args[1], rows[k].shows, p.out);
+        run_free(&p);
+    }
+
+    /* train's settings, as the checkpoint records them */
+    char dir[256], ck[300];
+    file_path(ck, sizeof(ck), file_tmpdir(dir, sizeof(dir)), "c.st");
+    run_proc p = run_cmd("train", "--steps", "010", "--seed", "010", "--seq", "+5", "--dim", "016",
+                         "--heads", "02", "--batch", "0016", "--optimizer", "sgd", "--lr", "+.5e-1",
+                         "--momentum", ".5", "--weight-decay", "1E-2", "--clip", "5e0", "--quiet",
+                         "--save", ck, NULL);
     run_assert_status(&p, 0);
+    run_assert_has(p.out, "result: task=lookup steps=10 ");
     run_free(&p);
-    p = run_cmd("explain", "softmax", "--logits", "-1,.5,2.,1e0,-0", NULL);
-    run_assert_status(&p, 0);
-    run_free(&p);
-    /* a value may begin with a single dash: it is a negative number */
-    p = run_cmd("explain", "softmax", "--logits", "-1,-2", NULL);
-    run_assert_status(&p, 0);
-    run_free(&p);
+    ag_train_state st;
+    test_checkpoint_state(ck, &st);
+    ck_assert_int_eq(st.step, 10);
+    ck_assert_uint_eq(st.config.seed, 10);
+    ck_assert_int_eq(st.config.model.seq, 5);
+    ck_assert_int_eq(st.config.model.dim, 16);
+    ck_assert_int_eq(st.config.model.heads, 2);
+    ck_assert_int_eq(st.config.batch, 16);
+    ck_assert_double_eq(st.config.lr, 0.05);
+    ck_assert_double_eq(st.config.momentum, 0.5);
+    ck_assert_double_eq(st.config.weight_decay, 0.01);
+    ck_assert_double_eq(st.config.clip, 5);
+    file_rmdir(dir);
+
     /* --flag=value takes the value literally, even one that starts with -- */
     p = run_cmd("demo", "--decimals=--1", NULL);
     run_assert_status(&p, 2);

@@ -1092,10 +1092,19 @@ START_TEST(test_hex_floats)
         run_assert_has(p.err, "is not a number");
         run_free(&p);
     }
-    /* decimal with an exponent still is one */
-    run_proc p = run_cmd("train", "--steps", "1", "--quiet", "--lr", "1E-3", "--clip", "5e0", NULL);
+    /* decimal with an exponent still is one, and the run takes its value */
+    scratch s;
+    scratch_new(&s);
+    const char *ck = at(&s, "c.st");
+    run_proc p = run_cmd("train", "--steps", "1", "--quiet", "--lr", "1E-3", "--clip", "5e0",
+                         "--save", ck, NULL);
     run_assert_status(&p, 0);
     run_free(&p);
+    ag_train_state st;
+    test_checkpoint_state(ck, &st);
+    ck_assert_double_eq(st.config.lr, 1e-3);
+    ck_assert_double_eq(st.config.clip, 5);
+    scratch_free(&s);
 }
 END_TEST
 
