@@ -74,15 +74,18 @@ START_TEST(test_valgrind_train)
     file_tmpdir(dir, sizeof(dir));
     file_path(ck, sizeof(ck), dir, "c.safetensors");
     file_path(log, sizeof(log), dir, "l.csv");
-    /* with saving and logging; then loading, a failing load and a blow-up */
-    const char *plain[] = {"train", "--steps", "20", "--quiet", "--save", ck, "--log", log, NULL};
+    /* with saving and logging; then loading, a failing load and a blow-up.
+     * A small model: the code paths are the same, and valgrind runs each
+     * step some 50 times slower (dim 12 = one 8-wide vector and a tail) */
+    const char *plain[] = {"train", "--steps", "20", "--dim", "12", "--batch", "4", "--quiet",
+                           "--save", ck, "--log", log, NULL};
     vg_run(0, plain);
     const char *load[] = {"train", "--load", ck, "--steps", "2", "--quiet", NULL};
     vg_run(0, load);
     const char *bad_load[] = {"train", "--load", log, NULL};
     vg_run(1, bad_load);
-    const char *nan[] = {"train", "--optimizer", "sgd", "--lr", "1000", "--clip", "0",
-                         "--steps", "50", "--quiet", "--log", log, NULL};
+    const char *nan[] = {"train", "--optimizer", "sgd", "--lr", "1000", "--clip", "0", "--dim",
+                         "12", "--batch", "4", "--steps", "50", "--quiet", "--log", log, NULL};
     vg_run(1, nan);
     file_rmdir(dir);
 }
