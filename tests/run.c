@@ -116,6 +116,20 @@ static void child(const char *const *argv, const run_opts *o, const int in[2], c
     _exit(127);
 }
 
+/* argv as a command line in buf, for messages: the program's base name,
+ * then the arguments, cut to fit. */
+static void show_cmd(char *buf, size_t len, const char *const *argv)
+{
+    size_t used = 0;
+    for (int k = 0; argv[k] && used + 1 < len; k++) {
+        const char *a = k ? argv[k] : strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", k ? " " : "", *a ? a : "''");
+    }
+    for (char *c = buf; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+}
+
 run_proc run_start(const char *const *argv, const run_opts *o)
 {
     static const run_opts defaults;
@@ -159,6 +173,7 @@ run_proc run_start(const char *const *argv, const run_opts *o)
     p.out = calloc(1, 1);
     p.err = calloc(1, 1);
     ck_assert(p.out && p.err);
+    show_cmd(p.cmd, sizeof(p.cmd), argv);
     return p;
 }
 
@@ -336,6 +351,15 @@ run_proc run_interrupt(const char *const *args, const char *until, int sig)
     ck_assert_int_eq(kill(p.pid, sig), 0);
     run_wait(&p);
     return p;
+}
+
+void run_assert_usage(const run_proc *p, const char *usage)
+{
+    ck_assert_msg(p->status == 2 && p->signal == 0, "`%s`: exit status %d (signal %d), want 2 "
+                  "(bad usage)\n--- stderr:\n%s", p->cmd, p->status, p->signal, p->err);
+    ck_assert_msg(p->out_len == 0, "`%s`: bad usage, and this on stdout:\n%s", p->cmd, p->out);
+    ck_assert_msg(strstr(p->err, usage) != NULL, "`%s`: '%s' not on stderr:\n%s", p->cmd, usage,
+                  p->err);
 }
 
 void run_assert_picture(const run_proc *p, const char *said, const char *png, const char *dir,

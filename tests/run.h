@@ -48,6 +48,8 @@ typedef struct run_proc {
     size_t out_len, err_len;
     int status;                 /* exit status, or -1 when a signal ended it */
     int signal;                 /* that signal, or 0 */
+    char cmd[160];              /* the command line, to name it in a failure (cut, '?' for a
+                                   control byte, '' for an empty argument) */
 } run_proc;
 
 /* ---- what to run ---- */
@@ -110,14 +112,18 @@ run_proc run_interrupt(const char *const *args, const char *until, int sig);
 /* Free what a run captured; the struct may be reused. */
 void run_free(run_proc *p);
 
-/* Fail with the child's output shown, so a failure explains itself. */
+/* Fail with the command and its output shown, so a failure explains itself. */
 #define run_assert_status(p, want)                                                               \
     ck_assert_msg((p)->status == (want) && (p)->signal == 0,                                     \
-                  "exit status %d (signal %d), want %d\n--- stdout:\n%s--- stderr:\n%s",         \
-                  (p)->status, (p)->signal, (want), (p)->out, (p)->err)
+                  "`%s`: exit status %d (signal %d), want %d\n--- stdout:\n%s--- stderr:\n%s",   \
+                  (p)->cmd, (p)->status, (p)->signal, (want), (p)->out, (p)->err)
 
 #define run_assert_has(text, fragment)                                                            \
     ck_assert_msg(strstr((text), (fragment)) != NULL, "'%s' not found in:\n%s", (fragment), (text))
+
+/* p is bad usage as the command line promises: exit status 2, nothing on
+ * stdout, and usage (such as "usage: attograd gradcheck") on stderr. */
+void run_assert_usage(const run_proc *p, const char *usage);
 
 /* p succeeded and said `said` followed by png on stdout; png is a whole PNG
  * image, and dir holds exactly the names in listing (no temporary file). */

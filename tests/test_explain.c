@@ -42,12 +42,10 @@ static void assert_usage_errors(const char *topic, const char *const (*bad)[MAX_
         for (int k = 0; k < MAX_BAD_ARGS && bad[i][k]; k++)
             args[k + 2] = bad[i][k];
         run_proc p = run_args(args, NULL);
-        ck_assert_msg(p.status == 2, "%s '%s': exited %d:\n%s", topic, bad[i][0], p.status, p.err);
-        ck_assert_msg(p.out_len == 0, "%s '%s': stdout:\n%s", topic, bad[i][0], p.out);
-        const char *nl = strstr(p.err, usage);
-        ck_assert_msg(nl, "%s '%s': no usage line:\n%s", topic, bad[i][0], p.err);
+        run_assert_usage(&p, usage);
         const char *flag = strstr(p.err, "--");
-        ck_assert_msg(flag && flag < nl, "%s '%s': the message names no flag:\n%s", topic, bad[i][0], p.err);
+        ck_assert_msg(flag && flag < strstr(p.err, usage), "`%s`: the message names no flag:\n%s",
+                      p.cmd, p.err);
         run_free(&p);
     }
 }

@@ -81,7 +81,7 @@ START_TEST(test_defaults_and_edges)
         char words[128];
         snprintf(words, sizeof(words), "explain layernorm %s", args[i]);
         run_proc p = run_words(words);
-        ck_assert_msg(p.status == 0, "'%s' exited %d:\n%s%s", args[i], p.status, p.out, p.err);
+        run_assert_status(&p, 0);
         ck_assert_msg(strstr(p.out, "  agree\n") && !strstr(p.out, "DISAGREE"), "'%s':\n%s", args[i], p.out);
         run_free(&p);
     }
@@ -93,18 +93,9 @@ START_TEST(test_defaults_and_edges)
 }
 END_TEST
 
-/* A usage error: status 2, the usage line on stderr, nothing on stdout. */
-static void assert_usage(run_proc *p, const char *what)
-{
-    ck_assert_msg(p->status == 2, "'%s' exited %d:\n%s", what, p->status, p->err);
-    ck_assert_msg(strstr(p->err, "usage: attograd explain layernorm"), "'%s': no usage line:\n%s",
-                  what, p->err);
-    ck_assert_msg(p->out_len == 0, "'%s': stdout:\n%s", what, p->out);
-    run_free(p);
-}
-
 START_TEST(test_bad_usage)
 {
+    static const char usage[] = "usage: attograd explain layernorm";
     static const char *const bad[] = {
         "",                          "--x 1,,2",
         "--x 1,2 --upstream 1",      "--x 1,2 --weight 1,2,3", "--x 1,2 --bias 1",
@@ -115,10 +106,12 @@ START_TEST(test_bad_usage)
         char words[128];
         snprintf(words, sizeof(words), "explain layernorm%s%s", *bad[i] ? " " : "", bad[i]);
         run_proc p = run_words(words);
-        assert_usage(&p, bad[i]);
+        run_assert_usage(&p, usage);
+        run_free(&p);
     }
     run_proc p = run_cmd("explain", "layernorm", "--x", "", NULL);
-    assert_usage(&p, "--x ''");
+    run_assert_usage(&p, usage);
+    run_free(&p);
     p = run_cmd("explain", "layernorm", "--help", NULL);
     run_assert_status(&p, 0);
     run_assert_has(p.out, "--weight W1,W2,...");

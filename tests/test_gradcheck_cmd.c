@@ -159,31 +159,26 @@ START_TEST(test_one_op)
 }
 END_TEST
 
-/* A usage error: status 2, the usage line on stderr, nothing on stdout. */
-static void assert_usage(run_proc *p, const char *what)
-{
-    ck_assert_msg(p->status == 2, "'%s' exited %d:\n%s", what, p->status, p->err);
-    ck_assert_msg(strstr(p->err, "usage: attograd gradcheck"), "'%s': no usage line:\n%s", what, p->err);
-    ck_assert_msg(p->out_len == 0, "'%s': stdout:\n%s", what, p->out);
-    run_free(p);
-}
-
 START_TEST(test_bad_usage)
 {
+    static const char usage[] = "usage: attograd gradcheck";
     run_proc p = run_cmd("gradcheck", "--op", "nosuch", NULL);
+    run_assert_usage(&p, usage);
     run_assert_has(p.err, "unknown op 'nosuch'");
     run_assert_has(p.err, "matmul_bt");   /* the names are listed */
-    assert_usage(&p, "--op nosuch");
+    run_free(&p);
     static const char *const bad[] = {
         "gradcheck --inject-bug matmul", "gradcheck --eps 0", "gradcheck --eps abc",
         "gradcheck --seed -1", "gradcheck --plot x.png", "gradcheck --op", "gradcheck --bogus",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         p = run_words(bad[i]);
-        assert_usage(&p, bad[i]);
+        run_assert_usage(&p, usage);
+        run_free(&p);
     }
     p = run_cmd("gradcheck", "--sweep", "--plot", "", NULL);
-    assert_usage(&p, "--sweep --plot ''");
+    run_assert_usage(&p, usage);
+    run_free(&p);
     p = run_cmd("gradcheck", "--help", NULL);
     run_assert_status(&p, 0);
     run_assert_has(p.out, "--inject-bug softmax");
