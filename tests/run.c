@@ -49,6 +49,7 @@ int run_sanitized(void)
 
 const char *run_which(const char *program, char *buf, size_t len)
 {
+    ck_assert(buf != NULL && len > 0);
     for (const char *path = getenv("PATH"); path && *path;) {
         size_t n = strcspn(path, ":");
         int got = snprintf(buf, len, "%.*s/%s", (int)n, n ? path : ".", program);
