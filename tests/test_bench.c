@@ -4,16 +4,21 @@
  * `make check`). Never asserts a speed.
  */
 #include "test_util.h"
-#include "cmd_run.h"
+#include "run.h"
 
-/* Run `$AG_BIN args 2>&1`, its output in out (cut to len); returns the exit
- * status (-1 when it did not exit normally). */
+/* Run `attograd ARGS` (words split at spaces); returns the exit status. A
+ * success says its piece on stdout alone, a failure on stderr alone: that
+ * stream goes to out (cut to len), and the other must be empty. */
 static int run_cli(const char *args, char *out, size_t len)
 {
-    int status;
-    char *text = cmd_run(&status, "'%s' %s 2>&1", cmd_bin(), args);
-    snprintf(out, len, "%s", text);
-    free(text);
+    run_proc p = run_words(args);
+    ck_assert_msg(p.signal == 0, "'%s': killed by signal %d", args, p.signal);
+    const char *said = p.status == 0 ? p.out : p.err, *other = p.status == 0 ? p.err : p.out;
+    ck_assert_msg(*other == '\0', "'%s' exited %d and also wrote on std%s:\n%s", args, p.status,
+                  p.status == 0 ? "err" : "out", other);
+    snprintf(out, len, "%s", said);
+    int status = p.status;
+    run_free(&p);
     return status;
 }
 

@@ -5,8 +5,10 @@
  * and nothing at all on stdout. The rows run the real command (AG_BIN)
  * with argv passed as is, so tabs, newlines and empty strings arrive intact.
  */
-#include "cli_run.h"
+#include "run.h"
 #include "test_util.h"
+
+#include <unistd.h>
 
 
 #define MAX_ARGS 24
@@ -198,7 +200,7 @@ START_TEST(test_bad_command_line)
     const bad_line *b = &bad_lines[_i];
     const char *argv[MAX_ARGS + 2];
     char shown[512] = "attograd";
-    argv[0] = cli_bin();
+    argv[0] = run_bin();
     int n = 1;
     for (int k = 0; b->argv[k]; k++) {
         argv[n++] = b->argv[k];
@@ -206,7 +208,7 @@ START_TEST(test_bad_command_line)
         strncat(shown, b->argv[k], sizeof(shown) - strlen(shown) - 1);
     }
     argv[n] = NULL;
-    cli_proc p = cli_run_argv(argv, NULL);
+    run_proc p = run_exec(argv, NULL);
     ck_assert_msg(p.signal == 0, "row %d (%s): killed by signal %d", _i, shown, p.signal);
     ck_assert_msg(p.status == b->status, "row %d (%s): exit status %d, want %d; stderr:\n%s", _i,
                   shown, p.status, b->status, p.err);
@@ -230,43 +232,94 @@ START_TEST(test_bad_command_line)
     if (b->status == 1 || command)
         ck_assert_msg(lines == (b->status == 1 ? 1u : 3u), "row %d (%s): %zu lines on stderr:\n%s",
                       _i, shown, lines, p.err);
-    cli_proc_free(&p);
+    run_free(&p);
 }
 END_TEST
 
 /* A flag given twice counts the last time, like most Unix tools. */
 START_TEST(test_repeated_flag_last_wins)
 {
-    cli_proc p = cli_run("demo", "--decimals", "3", "--decimals", "1", NULL);
-    cli_assert_status(&p, 0);
+    run_proc p = run_cmd("demo", "--decimals", "3", "--decimals", "1", NULL);
+    run_assert_status(&p, 0);
     ck_assert_str_eq(p.out, "weights:\n[[0.4 0.2 0.4]\n [0.2 0.4 0.4]\n [0.2 0.2 0.5]]\n"
                             "output:\n[[0.8 0.6]\n [0.6 0.8]\n [0.8 0.8]]\n");
-    cli_proc_free(&p);
-    p = cli_run("explain", "softmax", "--logits", "5,5,5,5", "--logits", "1,2", NULL);
-    cli_assert_status(&p, 0);
-    cli_assert_has(p.out, "  z            [ 1.0000  2.0000]\n");
-    cli_proc_free(&p);
+    run_free(&p);
+    p = run_cmd("explain", "softmax", "--logits", "5,5,5,5", "--logits", "1,2", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "  z            [ 1.0000  2.0000]\n");
+    run_free(&p);
 }
 END_TEST
 
-/* Values that look odd but are numbers are accepted (not over-strict). */
+/* Values that look odd but are numbers are accepted (not over-strict), and
+ * mean what they say: each row's stdout shows the value the command took.
+ * An explicit +, leading zeros (decimal, not octal: 08 is eight), a bare
+ * point (.5, 2.), an exponent in either case, a single leading minus. */
+#ifdef AG_REAL_DOUBLE
+#define DEMO_8_DECIMALS "weights:\n[[0.40111209 0.19777581 0.40111209]\n"
+#else
+#define DEMO_8_DECIMALS "weights:\n[[0.40111208 0.19777581 0.40111208]\n"
+#endif
+
 START_TEST(test_odd_but_valid_numbers)
 {
-    cli_proc p = cli_run("demo", "--decimals", "+1", NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    p = cli_run("explain", "softmax", "--logits", "-1,.5,2.,1e0,-0", NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    /* a value may begin with a single dash: it is a negative number */
-    p = cli_run("explain", "softmax", "--logits", "-1,-2", NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    static const struct {
+        const char *args[10];
+        const char *shows;   /* on stdout */
+    } rows[] = {
+        {{"demo", "--decimals", "+1"}, "weights:\n[[0.4 0.2 0.4]\n"},
+        {{"demo", "--decimals", "08"}, DEMO_8_DECIMALS},
+        {{"demo", "--decimals=007"}, "weights:\n[[0.4011121 0.1977758 0.4011121]\n"},
+        {{"explain", "softmax", "--logits", "-1,.5,2.,1e0,-0"},
+         "\n  z            [-1.0000  0.5000  2.0000  1.0000  0.0000]\n"},
+        /* a value may begin with a single dash: it is a negative number */
+        {{"explain", "softmax", "--logits", "-1,-2"}, "\n  z            [-1.0000 -2.0000]\n"},
+        {{"explain", "softmax", "--logits", "1", "--upstream", "+2.5E0"},
+         "\n  g            [ 2.5000]\n"},
+        {{"explain", "layernorm", "--x", "1,2", "--decimals", "05"}, "\n  x            [ 1.00000  2.00000]\n"},
+        {{"explain", "posenc", "--seq", "03", "--dim", "004"}, " 3 positions\nof width 4:\n"},
+        {{"gradcheck", "--op", "softmax", "--eps", "1.E-2"}, " with eps 0.01, "},
+        {{"bench", "matmul", "--n", "017", "--threads", "02", "--reps", "01"},
+         "bench: op=matmul n=17 threads=2 gflops="},
+    };
+    for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+        run_proc p = run_args(rows[k].args, NULL);
+        ck_assert_msg(p.status == 0 && p.signal == 0, "row %zu (%s %s): status %d\n%s", k,
+                      rows[k].args[0], rows[k].args[1], p.status, p.err);
+        ck_assert_msg(strstr(p.out, rows[k].shows), "row %zu (%s %s): '%s' not in:\n%s", k,
+                      rows[k].args[0], rows[k].args[1], rows[k].shows, p.out);
+        run_free(&p);
+    }
+
+    /* train's settings, as the checkpoint records them */
+    char dir[256], ck[300];
+    file_path(ck, sizeof(ck), file_tmpdir(dir, sizeof(dir)), "c.st");
+    run_proc p = run_cmd("train", "--steps", "010", "--seed", "010", "--seq", "+5", "--dim", "016",
+                         "--heads", "02", "--batch", "0016", "--optimizer", "sgd", "--lr", "+.5e-1",
+                         "--momentum", ".5", "--weight-decay", "1E-2", "--clip", "5e0", "--quiet",
+                         "--save", ck, NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "result: task=lookup steps=10 ");
+    run_free(&p);
+    ag_train_state st;
+    test_checkpoint_state(ck, &st);
+    ck_assert_int_eq(st.step, 10);
+    ck_assert_uint_eq(st.config.seed, 10);
+    ck_assert_int_eq(st.config.model.seq, 5);
+    ck_assert_int_eq(st.config.model.dim, 16);
+    ck_assert_int_eq(st.config.model.heads, 2);
+    ck_assert_int_eq(st.config.batch, 16);
+    ck_assert_double_eq(st.config.lr, 0.05);
+    ck_assert_double_eq(st.config.momentum, 0.5);
+    ck_assert_double_eq(st.config.weight_decay, 0.01);
+    ck_assert_double_eq(st.config.clip, 5);
+    file_rmdir(dir);
+
     /* --flag=value takes the value literally, even one that starts with -- */
-    p = cli_run("demo", "--decimals=--1", NULL);
-    cli_assert_status(&p, 2);
-    cli_assert_has(p.err, "--decimals: '--1' is not an integer");
-    cli_proc_free(&p);
+    p = run_cmd("demo", "--decimals=--1", NULL);
+    run_assert_status(&p, 2);
+    run_assert_has(p.err, "--decimals: '--1' is not an integer");
+    run_free(&p);
 }
 END_TEST
 
@@ -279,12 +332,12 @@ START_TEST(test_help_everywhere)
         {"explain", "--help", NULL}, {"explain", "softmax", "--help"},
     };
     for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
-        cli_proc p = cli_run(cmds[k][0], cmds[k][1], cmds[k][2], NULL);
-        cli_assert_status(&p, 0);
-        cli_assert_has(p.out, "usage: ");
+        run_proc p = run_cmd(cmds[k][0], cmds[k][1], cmds[k][2], NULL);
+        run_assert_status(&p, 0);
+        run_assert_has(p.out, "usage: ");
         ck_assert_msg(p.err_len == 0, "%s %s: stderr:\n%s", cmds[k][0], cmds[k][1] ? cmds[k][1] : "",
                       p.err);
-        cli_proc_free(&p);
+        run_free(&p);
     }
 }
 END_TEST
@@ -295,24 +348,12 @@ START_TEST(test_stdout_full)
 {
     if (access("/dev/full", W_OK) != 0)
         return;   /* not on this system */
-    const char *argv[] = {cli_bin(), "demo", NULL};
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int full = open("/dev/full", O_WRONLY);
-        int null = open("/dev/null", O_WRONLY);
-        if (full < 0 || null < 0)
-            _exit(126);
-        dup2(full, 1);
-        dup2(null, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int w;
-    ck_assert_int_eq(waitpid(pid, &w, 0), pid);
-    ck_assert_msg(WIFEXITED(w), "killed by signal %d", WIFSIGNALED(w) ? WTERMSIG(w) : 0);
-    ck_assert_int_eq(WEXITSTATUS(w), 1);
+    const char *args[] = {"demo", NULL};
+    run_proc p = run_args(args, &(run_opts){.out_file = "/dev/full"});
+    run_assert_status(&p, 1);
+    /* one line, the reason named */
+    ck_assert_str_eq(p.err, "attograd: cannot write the output: No space left on device\n");
+    run_free(&p);
 }
 END_TEST
 

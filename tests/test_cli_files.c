@@ -8,9 +8,11 @@
  * Under `make check SANITIZE=address,undefined` the same runs prove that
  * no bad input reaches undefined behaviour.
  */
-#include "cli_run.h"
+#include "run.h"
 #include "st_edit.h"
 #include "test_util.h"
+
+#include <unistd.h>
 
 #define PREVIOUS "previous content\n"
 
@@ -67,7 +69,7 @@ static void save_raw(const char *path, const char *json, size_t len)
     for (int i = 0; i < 8; i++)
         buf[i] = (unsigned char)((uint64_t)h >> (8 * i));
     memcpy(buf + 8, json, h);
-    cli_write_file(path, buf, 8 + h + len);
+    file_write(path, buf, 8 + h + len);
     free(buf);
 }
 
@@ -75,10 +77,10 @@ static void save_raw(const char *path, const char *json, size_t len)
 static void truncate_copy(const char *src, const char *dst, size_t keep)
 {
     size_t len;
-    char *data = cli_read_file(src, &len);
+    char *data = file_read(src, &len);
     ck_assert_ptr_nonnull(data);
     ck_assert_uint_gt(len, keep);
-    cli_write_file(dst, data, keep);
+    file_write(dst, data, keep);
     free(data);
 }
 
@@ -121,7 +123,7 @@ static void m_truncated(const char *m, const char *b)
 {
     good_pair(m, b);
     size_t len;
-    free(cli_read_file(m, &len));
+    free(file_read(m, &len));
     truncate_copy(m, m, len - 10);
 }
 static void m_truncated_header(const char *m, const char *b)
@@ -132,17 +134,17 @@ static void m_truncated_header(const char *m, const char *b)
 static void m_empty(const char *m, const char *b)
 {
     good_pair(m, b);
-    cli_write_file(m, "", 0);
+    file_write(m, "", 0);
 }
 static void m_garbage(const char *m, const char *b)
 {
     good_pair(m, b);
-    cli_write_file(m, "hello, this is not safetensors at all\n", 38);
+    file_write(m, "hello, this is not safetensors at all\n", 38);
 }
 static void m_huge_header(const char *m, const char *b)
 {
     good_pair(m, b);
-    cli_write_file(m, "\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10);
+    file_write(m, "\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10);
 }
 static void m_f16(const char *m, const char *b)
 {
@@ -250,7 +252,7 @@ static void b_truncated(const char *m, const char *b)
 {
     good_pair(m, b);
     size_t len;
-    free(cli_read_file(b, &len));
+    free(file_read(b, &len));
     truncate_copy(b, b, len / 2);
 }
 
@@ -292,14 +294,14 @@ START_TEST(test_grad_bad_file)
 {
     const grad_case *c = &grad_cases[_i];
     char dir[256], m[512], b[512], out[512], listing[1024];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(m, sizeof(m), dir, "m.safetensors");
-    cli_path(b, sizeof(b), dir, "b.safetensors");
-    cli_path(out, sizeof(out), dir, "out.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(m, sizeof(m), dir, "m.safetensors");
+    file_path(b, sizeof(b), dir, "b.safetensors");
+    file_path(out, sizeof(out), dir, "out.safetensors");
     c->make(m, b);
-    cli_write_file(out, PREVIOUS, strlen(PREVIOUS));
+    file_write(out, PREVIOUS, strlen(PREVIOUS));
 
-    cli_proc p = cli_run("grad", "--model", m, "--batch", b, "--out", out, NULL);
+    run_proc p = run_cmd("grad", "--model", m, "--batch", b, "--out", out, NULL);
     ck_assert_msg(p.status == 1 && p.signal == 0, "%s: exit status %d (signal %d), want 1\n%s%s",
                   c->what, p.status, p.signal, p.out, p.err);
     char want[600];
@@ -308,13 +310,13 @@ START_TEST(test_grad_bad_file)
     ck_assert_msg(strchr(p.err, '\n') == p.err + p.err_len - 1, "%s: not one line:\n%s", c->what, p.err);
     ck_assert_msg(p.out_len == 0, "%s: stdout:\n%s", c->what, p.out);
     /* the output is untouched and nothing else was left behind */
-    char *kept = cli_read_file(out, NULL);
+    char *kept = file_read(out, NULL);
     ck_assert_str_eq(kept, PREVIOUS);
     free(kept);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)),
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)),
                      "b.safetensors m.safetensors out.safetensors");
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    run_free(&p);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -323,15 +325,15 @@ END_TEST
 START_TEST(test_grad_good_files)
 {
     char dir[256], m[512], b[512], out[512], listing[1024], err[256];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(m, sizeof(m), dir, "m.safetensors");
-    cli_path(b, sizeof(b), dir, "b.safetensors");
-    cli_path(out, sizeof(out), dir, "out.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(m, sizeof(m), dir, "m.safetensors");
+    file_path(b, sizeof(b), dir, "b.safetensors");
+    file_path(out, sizeof(out), dir, "out.safetensors");
     good_pair(m, b);
-    cli_write_file(out, PREVIOUS, strlen(PREVIOUS));
-    cli_proc p = cli_run("grad", "--model", m, "--batch", b, "--out", out, NULL);
-    cli_assert_status(&p, 0);
-    cli_assert_has(p.out, "grad: B=2 T=3 d=4 heads=2 causal=false loss=");
+    file_write(out, PREVIOUS, strlen(PREVIOUS));
+    run_proc p = run_cmd("grad", "--model", m, "--batch", b, "--out", out, NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "grad: B=2 T=3 d=4 heads=2 causal=false loss=");
     ag_st_file *f;
     ck_assert_msg(ag_st_load(out, &f, err, sizeof(err)) == AG_OK, "%s", err);
     static const char *const names[] = {"attn", "grad.wk", "grad.wo", "grad.wq", "grad.wv",
@@ -340,10 +342,10 @@ START_TEST(test_grad_good_files)
     for (size_t i = 0; i < 8; i++)
         ck_assert_str_eq(ag_st_name(f, i), names[i]);
     ag_st_free(f);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)),
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)),
                      "b.safetensors m.safetensors out.safetensors");
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    run_free(&p);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -393,30 +395,30 @@ static const load_case load_cases[] = {
 /* A real checkpoint to break: a few steps of a small lookup model. */
 static void make_checkpoint(const char *path)
 {
-    cli_proc p = cli_run("train", "--steps", "3", "--dim", "16", "--quiet", "--save", path, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    run_proc p = run_cmd("train", "--steps", "3", "--dim", "16", "--quiet", "--save", path, NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
 }
 
 START_TEST(test_load_bad_checkpoint)
 {
     const load_case *c = &load_cases[_i];
     char dir[256], good[512], ck[512], save[512], log[512], listing[1024];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(good, sizeof(good), dir, "good.safetensors");
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
-    cli_path(save, sizeof(save), dir, "s.safetensors");
-    cli_path(log, sizeof(log), dir, "l.csv");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(good, sizeof(good), dir, "good.safetensors");
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_path(save, sizeof(save), dir, "s.safetensors");
+    file_path(log, sizeof(log), dir, "l.csv");
     make_checkpoint(good);
     if (c->truncate)
         truncate_copy(good, ck, (size_t)c->truncate);
     else
         st_rewrite(good, ck, &c->e);
     remove(good);
-    cli_write_file(save, PREVIOUS, strlen(PREVIOUS));
-    cli_write_file(log, PREVIOUS, strlen(PREVIOUS));
+    file_write(save, PREVIOUS, strlen(PREVIOUS));
+    file_write(log, PREVIOUS, strlen(PREVIOUS));
 
-    cli_proc p = cli_run("train", "--load", ck, "--steps", "2", "--save", save, "--log", log, NULL);
+    run_proc p = run_cmd("train", "--load", ck, "--steps", "2", "--save", save, "--log", log, NULL);
     ck_assert_msg(p.status == 1 && p.signal == 0, "%s: exit status %d (signal %d), want 1\n%s%s",
                   c->what, p.status, p.signal, p.out, p.err);
     char want[600];
@@ -424,15 +426,15 @@ START_TEST(test_load_bad_checkpoint)
     ck_assert_msg(strstr(p.err, want) != NULL, "%s: '%s' not in stderr:\n%s", c->what, want, p.err);
     ck_assert_msg(strchr(p.err, '\n') == p.err + p.err_len - 1, "%s: not one line:\n%s", c->what, p.err);
     ck_assert_msg(p.out_len == 0, "%s: stdout:\n%s", c->what, p.out);
-    char *kept = cli_read_file(save, NULL);
+    char *kept = file_read(save, NULL);
     ck_assert_str_eq(kept, PREVIOUS);
     free(kept);
-    kept = cli_read_file(log, NULL);
+    kept = file_read(log, NULL);
     ck_assert_str_eq(kept, PREVIOUS);
     free(kept);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "c.safetensors l.csv s.safetensors");
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "c.safetensors l.csv s.safetensors");
+    run_free(&p);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -440,30 +442,30 @@ END_TEST
 START_TEST(test_load_not_a_checkpoint)
 {
     char dir[256], m[512], b[512], save[512], listing[1024];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(m, sizeof(m), dir, "m.safetensors");
-    cli_path(b, sizeof(b), dir, "b.safetensors");
-    cli_path(save, sizeof(save), dir, "s.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(m, sizeof(m), dir, "m.safetensors");
+    file_path(b, sizeof(b), dir, "b.safetensors");
+    file_path(save, sizeof(save), dir, "s.safetensors");
     good_pair(m, b);   /* grad's model: safetensors, but no checkpoint metadata */
-    cli_write_file(save, PREVIOUS, strlen(PREVIOUS));
+    file_write(save, PREVIOUS, strlen(PREVIOUS));
     const char *loads[] = {m, dir, "/nonexistent/c.safetensors"};
     const char *fragments[] = {"metadata 'format' is missing", "is a directory",
                                "cannot open: No such file or directory"};
     for (int k = 0; k < 3; k++) {
-        cli_proc p = cli_run("train", "--load", loads[k], "--steps", "2", "--save", save, NULL);
-        cli_assert_status(&p, 1);
+        run_proc p = run_cmd("train", "--load", loads[k], "--steps", "2", "--save", save, NULL);
+        run_assert_status(&p, 1);
         char want[600];
         snprintf(want, sizeof(want), "attograd train: %s: %s", loads[k], fragments[k]);
-        cli_assert_has(p.err, want);
+        run_assert_has(p.err, want);
         ck_assert_uint_eq(p.out_len, 0);
-        cli_proc_free(&p);
+        run_free(&p);
     }
-    char *kept = cli_read_file(save, NULL);
+    char *kept = file_read(save, NULL);
     ck_assert_str_eq(kept, PREVIOUS);
     free(kept);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)),
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)),
                      "b.safetensors m.safetensors s.safetensors");
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -471,24 +473,24 @@ END_TEST
 START_TEST(test_load_conflicting_flag)
 {
     char dir[256], ck[512], save[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
-    cli_path(save, sizeof(save), dir, "s.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_path(save, sizeof(save), dir, "s.safetensors");
     make_checkpoint(ck);
     char want[600];
-    cli_proc p = cli_run("train", "--load", ck, "--task", "reverse", "--save", save, NULL);
-    cli_assert_status(&p, 2);
+    run_proc p = run_cmd("train", "--load", ck, "--task", "reverse", "--save", save, NULL);
+    run_assert_status(&p, 2);
     snprintf(want, sizeof(want), "--task reverse conflicts with %s, made with lookup", ck);
-    cli_assert_has(p.err, want);
-    cli_assert_has(p.err, "usage: attograd train");
-    cli_proc_free(&p);
-    p = cli_run("train", "--load", ck, "--heads", "3", NULL);
-    cli_assert_status(&p, 2);
+    run_assert_has(p.err, want);
+    run_assert_has(p.err, "usage: attograd train");
+    run_free(&p);
+    p = run_cmd("train", "--load", ck, "--heads", "3", NULL);
+    run_assert_status(&p, 2);
     snprintf(want, sizeof(want), "--heads 3 conflicts with %s, made with 1", ck);
-    cli_assert_has(p.err, want);
-    cli_proc_free(&p);
+    run_assert_has(p.err, want);
+    run_free(&p);
     ck_assert_int_ne(access(save, F_OK), 0);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 

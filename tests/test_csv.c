@@ -3,12 +3,14 @@
  * on close, and errors that leave the previous log alone.
  */
 #include "test_util.h"
-#include "cli_run.h"
+#include "run.h"
+
+#include <unistd.h>
 
 /* Assert that the file at path holds exactly want. */
 static void assert_contents(const char *path, const char *want)
 {
-    char *text = cli_read_file(path, NULL);
+    char *text = file_read(path, NULL);
     ck_assert_str_eq(text, want);
     free(text);
 }
@@ -16,7 +18,7 @@ static void assert_contents(const char *path, const char *want)
 START_TEST(test_csv_rows)
 {
     char dir[256], path[512], err[768], listing[1024];
-    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "train.csv");
+    file_path(path, sizeof(path), file_tmpdir(dir, sizeof(dir)), "train.csv");
     ag_csv *log;
     ck_assert_int_eq(ag_csv_open(path, "step,loss,accuracy", &log, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_csv_row(log, (double[]){0, 1.5, 0.25}, 3), AG_OK);
@@ -25,15 +27,15 @@ START_TEST(test_csv_rows)
     ck_assert_int_eq(access(path, F_OK), -1);
     ck_assert_int_eq(ag_csv_close(log, err, sizeof(err)), AG_OK);
     assert_contents(path, "step,loss,accuracy\n0,1.5,0.25\n100,0.0123456789,1\n");
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "train.csv");
-    cli_rmdir(dir);
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "train.csv");
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_csv_errors)
 {
     char dir[256], path[512], err[768], want[768], listing[1024];
-    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "train.csv");
+    file_path(path, sizeof(path), file_tmpdir(dir, sizeof(dir)), "train.csv");
     ag_csv *log = NULL;
 
     /* a first, good log */
@@ -50,7 +52,7 @@ START_TEST(test_csv_errors)
     snprintf(want, sizeof(want), "%s: row 2 has 3 values, the header has 2 columns", path);
     ck_assert_str_eq(err, want);
     assert_contents(path, "step,loss\n1,2\n");
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "train.csv");
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "train.csv");
 
     /* discarded with ag_csv_free: old log kept, no temporary file */
     ck_assert_int_eq(ag_csv_open(path, "a", &log, err, sizeof(err)), AG_OK);
@@ -58,7 +60,7 @@ START_TEST(test_csv_errors)
     ag_csv_free(log);
     ag_csv_free(NULL);
     assert_contents(path, "step,loss\n1,2\n");
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "train.csv");
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "train.csv");
 
     /* bad headers and paths */
     ck_assert_int_eq(ag_csv_open(path, "a\nb", &log, err, sizeof(err)), AG_ERR_ARG);
@@ -77,7 +79,7 @@ START_TEST(test_csv_errors)
     ck_assert_str_eq(err, "ag_csv_close: csv is NULL");
     ck_assert_int_eq(ag_csv_row(NULL, (double[]){1}, 1), AG_ERR_ARG);
 
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 

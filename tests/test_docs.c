@@ -25,15 +25,13 @@
  * AG_DOCS names the directory of markdown files (default: docs).
  */
 #include "test_util.h"
-#include "cli_run.h"
-#include "cmd_run.h"
+#include "run.h"
 
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- lines ---- */
@@ -321,16 +319,16 @@ static void load_docs(void)
 /* ---- running ---- */
 
 /* Run cmd as the docs say; returns the output (caller frees), *status the
- * shell's exit status. */
+ * shell's exit status (-1 when a signal ended it). */
 static char *run_doc_cmd(const char *cmd, int *status)
 {
     /* its directory goes first on PATH */
     char real[PATH_MAX];
-    snprintf(real, sizeof(real), "%s", cli_bin());
+    snprintf(real, sizeof(real), "%s", run_bin());
     char *slash = strrchr(real, '/');
     *slash = '\0';
     char tmp[256];
-    cli_tmpdir(tmp, sizeof(tmp));
+    file_tmpdir(tmp, sizeof(tmp));
     /* the shipped example texts, as from the repository's root:
      * `attograd train --task text --text examples/mill.txt` */
     char cwd[PATH_MAX], examples[PATH_MAX + 16], link[PATH_MAX];
@@ -344,9 +342,15 @@ static char *run_doc_cmd(const char *cmd, int *status)
     char *sh = malloc(len);
     ck_assert_ptr_nonnull(sh);
     snprintf(sh, len, "cd '%s' && PATH='%s':\"$PATH\" && export PATH && { %s\n} 2>&1", tmp, real, cmd);
-    char *out = cmd_run_str(status, sh);
+    run_proc p = run_shell(sh);
     free(sh);
-    cli_rmdir(tmp);
+    file_rmdir(tmp);
+    /* the command's stderr is in its output: the shell itself says nothing */
+    ck_assert_msg(p.err_len == 0, "`%s`: the shell said:\n%s", cmd, p.err);
+    *status = p.status;
+    char *out = p.out;
+    p.out = NULL;
+    run_free(&p);
     return out;
 }
 
@@ -380,7 +384,7 @@ START_TEST(test_doc_command)
 {
     ck_assert_msg(n_cmds > 0, "no doc tests found: %s", docs_error[0] ? docs_error : "no blocks");
     const doc_cmd *c = &cmds[_i];
-    if (c->needs[0] && !cli_have(c->needs))
+    if (c->needs[0] && !run_have(c->needs))
         return;   /* an optional program this machine lacks */
     int status, skip;
     int how = compare_mode(c, &skip);

@@ -9,8 +9,7 @@
  * story is told from and drawn with.
  */
 #include "test_util.h"
-#include "cli_run.h"
-#include "cmd_run.h"
+#include "run.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -29,21 +28,25 @@ static void assert_has(const char *out, const char *what, const char *label)
     ck_assert_msg(strstr(out, what), "%s: '%s' not in the output:\n%s", label, what, out);
 }
 
-/* Each of bad (n option strings) after `attograd explain TOPIC` is a usage
- * error: exit status 2, a first line naming a flag, then the topic's usage. */
-static void assert_usage_errors(const char *topic, const char *const *bad, size_t n)
+#define MAX_BAD_ARGS 6
+
+/* Each of bad (n lines of options, each NULL-terminated) after `attograd
+ * explain TOPIC` is a usage error: exit status 2, nothing on stdout, and on
+ * stderr a first line naming a flag, then the topic's usage. */
+static void assert_usage_errors(const char *topic, const char *const (*bad)[MAX_BAD_ARGS], size_t n)
 {
     char usage[64];
     snprintf(usage, sizeof(usage), "\nusage: attograd explain %s", topic);
     for (size_t i = 0; i < n; i++) {
-        int status;
-        char *out = cmd_run(&status, "'%s' explain %s %s 2>&1", cmd_bin(), topic, bad[i]);
-        ck_assert_msg(status == 2, "'%s' exited %d:\n%s", bad[i], status, out);
-        const char *nl = strstr(out, usage);
-        ck_assert_msg(nl, "'%s': no usage line:\n%s", bad[i], out);
-        const char *flag = strstr(out, "--");
-        ck_assert_msg(flag && flag < nl, "'%s': the message names no flag:\n%s", bad[i], out);
-        free(out);
+        const char *args[MAX_BAD_ARGS + 2] = {"explain", topic};
+        for (int k = 0; k < MAX_BAD_ARGS && bad[i][k]; k++)
+            args[k + 2] = bad[i][k];
+        run_proc p = run_args(args, NULL);
+        run_assert_usage(&p, usage);
+        const char *flag = strstr(p.err, "--");
+        ck_assert_msg(flag && flag < strstr(p.err, usage), "`%s`: the message names no flag:\n%s",
+                      p.cmd, p.err);
+        run_free(&p);
     }
 }
 
@@ -63,10 +66,9 @@ START_TEST(test_softmax_numbers)
     for (int i = 0; i < n; i++)
         dz[i] = s[i] * (g[i] - dot);
 
-    int status;
-    char *out = cmd_run(&status, "'%s' explain softmax --logits 0.5,-1,2,0 --upstream 1,0.5,-2,0.25",
-                        cmd_bin());
-    ck_assert_int_eq(status, 0);
+    run_proc p = run_words("explain softmax --logits 0.5,-1,2,0 --upstream 1,0.5,-2,0.25");
+    run_assert_status(&p, 0);
+    const char *out = p.out;
     char buf[128], want[160];
     format_row(buf, sizeof(buf), s, n);
     snprintf(want, sizeof(want), "  s            %s\n", buf);
@@ -87,18 +89,20 @@ START_TEST(test_softmax_numbers)
     snprintf(want, sizeof(want), "  attograd     %s\n", buf);
     assert_has(out, want, "library's gradient");
     ck_assert_ptr_null(strstr(out, "DISAGREE"));
-    free(out);
+    run_free(&p);
 }
 END_TEST
 
 START_TEST(test_softmax_bad_lists)
 {
-    static const char *const bad[] = {
-        "--logits ''",        "--logits 1,,2",         "--logits 1,2,",   "--logits 1,abc",
-        "--logits ' 1'",      "--logits 1e999",        "--logits 1,2 --upstream 1",
-        "--logits 1,nan",     "--upstream 1,2",        "--logits",        "--logits 1 --decimals 2",
-        "--logits 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
-        "--logits 1,inf",     "--logits 1,+inf",       "--logits 1,-INF", "--logits 1,2 --upstream 1,-inf",
+    static const char *const bad[][MAX_BAD_ARGS] = {
+        {"--logits", ""},        {"--logits", "1,,2"},    {"--logits", "1,2,"},
+        {"--logits", "1,abc"},   {"--logits", " 1"},      {"--logits", "1e999"},
+        {"--logits", "1,2", "--upstream", "1"},           {"--logits", "1,nan"},
+        {"--upstream", "1,2"},   {"--logits"},            {"--logits", "1", "--decimals", "2"},
+        {"--logits", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"},
+        {"--logits", "1,inf"},   {"--logits", "1,+inf"},  {"--logits", "1,-INF"},
+        {"--logits", "1,2", "--upstream", "1,-inf"},
     };
     assert_usage_errors("softmax", bad, sizeof(bad) / sizeof(bad[0]));
 }
@@ -108,10 +112,9 @@ END_TEST
  * masked row attends to nothing, without a NaN anywhere. */
 START_TEST(test_softmax_masked)
 {
-    int status;
-    char *out = cmd_run(&status, "'%s' explain softmax --logits 1,2,-inf --upstream 0.5,-1,0.25",
-                        cmd_bin());
-    ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
+    run_proc p = run_words("explain softmax --logits 1,2,-inf --upstream 0.5,-1,0.25");
+    run_assert_status(&p, 0);
+    const char *out = p.out;
     /* softmax(1, 2) = (0.2689, 0.7311); dL/dz = s * (g - <g, s>) with <g, s> = -0.5966 */
     double s0 = 1 / (1 + exp(1.0)), s1 = 1 - s0, dot = 0.5 * s0 - s1;
     double s[3] = {s0, s1, 0}, dz[3] = {s0 * (0.5 - dot), s1 * (-1 - dot), 0};
@@ -127,16 +130,16 @@ START_TEST(test_softmax_masked)
     assert_has(out, "dL/dz_2: finite difference 0.0000, backward 0.0000  agree", "check");
     ck_assert_ptr_null(strstr(out, "nan"));
     ck_assert_ptr_null(strstr(out, "-0.0000"));
-    free(out);
+    run_free(&p);
 
-    out = cmd_run(&status, "'%s' explain softmax --logits -inf,-inf,-inf --upstream 0.5,-1,0.25",
-                  cmd_bin());
-    ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
+    p = run_words("explain softmax --logits -inf,-inf,-inf --upstream 0.5,-1,0.25");
+    run_assert_status(&p, 0);
+    out = p.out;
     assert_has(out, "the row is fully masked", "explanation");
     assert_has(out, "  s            [ 0.0000  0.0000  0.0000]\n", "zero weights");
     assert_has(out, "  attograd     [ 0.0000  0.0000  0.0000]\n", "zero gradient");
     ck_assert_ptr_null(strstr(out, "nan"));
-    free(out);
+    run_free(&p);
 }
 END_TEST
 
@@ -156,9 +159,9 @@ START_TEST(test_attention_first_forward)
     }
     ck_assert_double_eq_tol(w[1][0], 0.20, 0.005);   /* the seed's [0.20 0.40 0.40] */
 
-    int status;
-    char *out = cmd_run(&status, "'%s' explain attention", cmd_bin());
-    ck_assert_int_eq(status, 0);
+    run_proc run = run_cmd("explain", "attention", NULL);
+    run_assert_status(&run, 0);
+    const char *out = run.out;
     const char *fwd = strstr(out, "[6] softmax(scores [3x3]) -> weights [3x3]");
     ck_assert_msg(fwd != NULL, "no softmax entry:\n%s", out);
     for (int i = 0; i < 3; i++) {
@@ -179,34 +182,31 @@ START_TEST(test_attention_first_forward)
         ck_assert_msg(q, "'%s' missing or out of order", parts[i]);
         p = q;
     }
-    free(out);
+    run_free(&run);
 }
 END_TEST
 
 START_TEST(test_attention_injected_bug)
 {
-    int status;
-    char *out = cmd_run(&status, "'%s' explain attention --inject-bug softmax", cmd_bin());
-    ck_assert_int_eq(status, 1);
-    assert_has(out, ": FAIL\n", "verdict");
-    assert_has(out, "The check caught the wrong backward", "explanation");
+    run_proc p = run_cmd("explain", "attention", "--inject-bug", "softmax", NULL);
+    run_assert_status(&p, 1);
+    assert_has(p.out, ": FAIL\n", "verdict");
+    assert_has(p.out, "The check caught the wrong backward", "explanation");
     /* the story itself is unchanged: the step used the correct backward */
-    assert_has(out, "sat now looks more at cat", "story");
-    free(out);
+    assert_has(p.out, "sat now looks more at cat", "story");
+    run_free(&p);
 }
 END_TEST
 
 START_TEST(test_attention_dot)
 {
-    char dir[] = "/tmp/ag_dot_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char path[64];
-    snprintf(path, sizeof(path), "%s/tape.dot", dir);
-    int status;
-    char *out = cmd_run(&status, "'%s' explain attention --dot '%s'", cmd_bin(), path);
-    ck_assert_int_eq(status, 0);
-    assert_has(out, path, "the file is named");
-    free(out);
+    char dir[256], path[300];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "tape.dot");
+    run_proc p = run_cmd("explain", "attention", "--dot", path, NULL);
+    run_assert_status(&p, 0);
+    assert_has(p.out, path, "the file is named");
+    run_free(&p);
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
     char text[8192];
@@ -239,49 +239,50 @@ END_TEST
 START_TEST(test_attention_png)
 {
     char dir[256], bin[512], png[512], dot[512], listing[1024];
-    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));
-    cli_path(png, sizeof(png), dir, "tape.png");
-    cli_path(dot, sizeof(dot), dir, "tape.dot");
-    const char *argv[] = {cli_bin(), "explain", "attention", "--dot", dot, "--png", png, NULL};
-    cli_proc p = cli_run_argv(argv, bin);
-    cli_assert_status(&p, 1);
+    file_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));
+    file_path(png, sizeof(png), dir, "tape.png");
+    file_path(dot, sizeof(dot), dir, "tape.dot");
+    const char *args[] = {"explain", "attention", "--dot", dot, "--png", png, NULL};
+    run_proc p = run_args(args, &(run_opts){.path = bin});
+    run_assert_status(&p, 1);
     ck_assert_str_eq(p.out, "");
     ck_assert_str_eq(p.err, "attograd explain: Graphviz's dot is not installed, so no picture "
                             "(apt-get install graphviz)\n");
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
-    cli_proc_free(&p);
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "bin");
+    run_free(&p);
 
-    if (cli_have("dot")) {
-        p = cli_run("explain", "attention", "--png", png, NULL);
+    if (run_have("dot")) {
+        p = run_cmd("explain", "attention", "--png", png, NULL);
         /* the picture alone is left: no temporary graph or image */
-        cli_assert_picture(&p, "The tape as a picture: ", png, dir, "bin tape.png");
-        cli_proc_free(&p);
+        run_assert_picture(&p, "The tape as a picture: ", png, dir, "bin tape.png");
+        run_free(&p);
     }
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_attention_errors)
 {
-    int status;
-    char *out = cmd_run(&status, "'%s' explain attention --dot /nonexistent-dir/t.dot 2>&1", cmd_bin());
-    ck_assert_int_eq(status, 1);
-    assert_has(out, "/nonexistent-dir/t.dot: cannot write there", "runtime message");
-    ck_assert_msg(strncmp(out, "attograd explain:", 17) == 0, "one message, before any story:\n%s", out);
-    free(out);
-    static const char *const bad[] = {
-        "--lr 0", "--lr x", "--lr", "--inject-bug matmul", "--dot ''", "--verbose", "--png ''",
-        "--png", "--dot a.dot --png a.dot",
+    run_proc p = run_cmd("explain", "attention", "--dot", "/nonexistent-dir/t.dot", NULL);
+    run_assert_status(&p, 1);
+    /* one message, before any story: nothing on stdout */
+    ck_assert_str_eq(p.out, "");
+    ck_assert_msg(strncmp(p.err, "attograd explain: /nonexistent-dir/t.dot: cannot write there", 60) == 0 &&
+                  strchr(p.err, '\n') == p.err + p.err_len - 1, "not one message:\n%s", p.err);
+    run_free(&p);
+    static const char *const bad[][MAX_BAD_ARGS] = {
+        {"--lr", "0"}, {"--lr", "x"}, {"--lr"}, {"--inject-bug", "matmul"}, {"--dot", ""},
+        {"--verbose"}, {"--png", ""}, {"--png"}, {"--dot", "a.dot", "--png", "a.dot"},
     };
     assert_usage_errors("attention", bad, sizeof(bad) / sizeof(bad[0]));
-    out = cmd_run(&status, "'%s' explain nothing 2>&1", cmd_bin());
-    ck_assert_int_eq(status, 2);
-    assert_has(out, "unknown topic 'nothing' (softmax, attention, posenc, layernorm)", "topics");
-    free(out);
-    out = cmd_run(&status, "'%s' explain attention --help", cmd_bin());
-    ck_assert_int_eq(status, 0);
-    assert_has(out, "--inject-bug softmax", "help");
-    free(out);
+    p = run_cmd("explain", "nothing", NULL);
+    run_assert_status(&p, 2);
+    assert_has(p.err, "unknown topic 'nothing' (softmax, attention, posenc, layernorm)", "topics");
+    run_free(&p);
+    p = run_cmd("explain", "attention", "--help", NULL);
+    run_assert_status(&p, 0);
+    assert_has(p.out, "--inject-bug softmax", "help");
+    run_free(&p);
 }
 END_TEST
 
@@ -384,9 +385,9 @@ END_TEST
 
 START_TEST(test_posenc_sinusoidal)
 {
-    int status;
-    char *out = cmd_run(&status, "'%s' explain posenc --seq 4 --dim 4", cmd_bin());
-    ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
+    run_proc p = run_words("explain posenc --seq 4 --dim 4");
+    run_assert_status(&p, 0);
+    const char *out = p.out;
     /* PE[t] = (sin t, cos t, sin(t/100), cos(t/100)) for d = 4 */
     for (int t = 0; t < 4; t++) {
         char want[128];
@@ -400,48 +401,48 @@ START_TEST(test_posenc_sinusoidal)
     snprintf(want, sizeof(want), "\n     1  %6.2f %6.2f %6.2f %6.2f\n", s1, 1.0, s1, s2);
     assert_has(out, want, "a row of the similarity");
     assert_has(out, "depends\nonly on the distance t - u", "the point");
-    free(out);
+    run_free(&p);
     /* wider than is printed: the first 8 columns and 12 positions, then "..." */
-    out = cmd_run(&status, "'%s' explain posenc --seq 20 --dim 10", cmd_bin());
-    ck_assert_int_eq(status, 0);
-    assert_has(out, "columns 0..7 of 10", "columns cut");
-    assert_has(out, "  ... (8 more)\n", "rows cut");
-    free(out);
+    p = run_words("explain posenc --seq 20 --dim 10");
+    run_assert_status(&p, 0);
+    assert_has(p.out, "columns 0..7 of 10", "columns cut");
+    assert_has(p.out, "  ... (8 more)\n", "rows cut");
+    run_free(&p);
 }
 END_TEST
 
 START_TEST(test_posenc_learned)
 {
     char dir[256], ckpt[512], plain[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(ckpt, sizeof(ckpt), dir, "rev.safetensors");
-    cli_path(plain, sizeof(plain), dir, "sin.safetensors");
-    cli_proc p = cli_run("train", "--task", "reverse", "--posenc", "learned", "--steps", "5",
+    file_tmpdir(dir, sizeof(dir));
+    file_path(ckpt, sizeof(ckpt), dir, "rev.safetensors");
+    file_path(plain, sizeof(plain), dir, "sin.safetensors");
+    run_proc p = run_cmd("train", "--task", "reverse", "--posenc", "learned", "--steps", "5",
                          "--quiet", "--save", ckpt, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    p = cli_run("explain", "posenc", "--load", ckpt, NULL);
-    cli_assert_status(&p, 0);
-    cli_assert_has(p.out, "The learned positional encoding 'pos' of ");
-    cli_assert_has(p.out, ": 6 positions of width 32.");
-    cli_assert_has(p.out, "columns 0..7 of 32");
-    cli_assert_has(p.out, "\n     5    ");   /* the last of 6 rows */
-    cli_proc_free(&p);
+    run_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("explain", "posenc", "--load", ckpt, NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "The learned positional encoding 'pos' of ");
+    run_assert_has(p.out, ": 6 positions of width 32.");
+    run_assert_has(p.out, "columns 0..7 of 32");
+    run_assert_has(p.out, "\n     5    ");   /* the last of 6 rows */
+    run_free(&p);
     /* a checkpoint without learned positions, a missing file: exit 1, one line */
-    p = cli_run("train", "--task", "reverse", "--steps", "1", "--quiet", "--save", plain, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    p = cli_run("explain", "posenc", "--load", plain, NULL);
-    cli_assert_status(&p, 1);
-    cli_assert_has(p.err, "has no tensor 'pos'");
+    p = run_cmd("train", "--task", "reverse", "--steps", "1", "--quiet", "--save", plain, NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("explain", "posenc", "--load", plain, NULL);
+    run_assert_status(&p, 1);
+    run_assert_has(p.err, "has no tensor 'pos'");
     ck_assert_str_eq(p.out, "");
-    cli_proc_free(&p);
-    cli_path(plain, sizeof(plain), dir, "missing.safetensors");
-    p = cli_run("explain", "posenc", "--load", plain, NULL);
-    cli_assert_status(&p, 1);
+    run_free(&p);
+    file_path(plain, sizeof(plain), dir, "missing.safetensors");
+    p = run_cmd("explain", "posenc", "--load", plain, NULL);
+    run_assert_status(&p, 1);
     ck_assert_str_eq(p.out, "");
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    run_free(&p);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -450,36 +451,36 @@ END_TEST
 START_TEST(test_posenc_plot)
 {
     char dir[256], bin[512], png[512], listing[1024];
-    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));
-    cli_path(png, sizeof(png), dir, "pe.png");
-    const char *argv[] = {cli_bin(), "explain", "posenc", "--plot", png, NULL};
-    cli_proc p = cli_run_argv(argv, bin);
-    cli_assert_status(&p, 1);
+    file_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));
+    file_path(png, sizeof(png), dir, "pe.png");
+    const char *args[] = {"explain", "posenc", "--plot", png, NULL};
+    run_proc p = run_args(args, &(run_opts){.path = bin});
+    run_assert_status(&p, 1);
     ck_assert_str_eq(p.out, "");
-    cli_assert_has(p.err, "gnuplot is not installed, so no plot");
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
-    cli_proc_free(&p);
-    if (cli_have("gnuplot")) {
-        p = cli_run("explain", "posenc", "--seq", "16", "--plot", png, NULL);
-        cli_assert_picture(&p, "plot: ", png, dir, "bin pe.png");
-        cli_proc_free(&p);
+    run_assert_has(p.err, "gnuplot is not installed, so no plot");
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "bin");
+    run_free(&p);
+    if (run_have("gnuplot")) {
+        p = run_cmd("explain", "posenc", "--seq", "16", "--plot", png, NULL);
+        run_assert_picture(&p, "plot: ", png, dir, "bin pe.png");
+        run_free(&p);
     }
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_posenc_usage)
 {
-    static const char *const bad[] = {
-        "--seq 0", "--seq 1025", "--dim 0", "--dim x", "--plot ''", "--load ''",
-        "--load a --seq 4", "--load a --plot a", "--bogus", "--seq",
+    static const char *const bad[][MAX_BAD_ARGS] = {
+        {"--seq", "0"},  {"--seq", "1025"}, {"--dim", "0"},  {"--dim", "x"},
+        {"--plot", ""},  {"--load", ""},    {"--load", "a", "--seq", "4"},
+        {"--load", "a", "--plot", "a"},     {"--bogus"},     {"--seq"},
     };
     assert_usage_errors("posenc", bad, sizeof(bad) / sizeof(bad[0]));
-    int status;
-    char *out = cmd_run(&status, "'%s' explain posenc --help", cmd_bin());
-    ck_assert_int_eq(status, 0);
-    assert_has(out, "--plot FILE.png", "help");
-    free(out);
+    run_proc p = run_cmd("explain", "posenc", "--help", NULL);
+    run_assert_status(&p, 0);
+    assert_has(p.out, "--plot FILE.png", "help");
+    run_free(&p);
 }
 END_TEST
 

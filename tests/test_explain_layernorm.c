@@ -5,7 +5,7 @@
  * finite-difference check agreeing, and bad usage exiting 2.
  */
 #include "test_util.h"
-#include "cmd_run.h"
+#include "run.h"
 
 /* Assert that out holds "<prefix>[ v0 v1 ...]<suffix>\n" with each value
  * as %7.4f, the way explain prints a row. */
@@ -42,12 +42,10 @@ START_TEST(test_numbers)
     for (int i = 0; i < n; i++)
         dx[i] = rstd * (gw[i] - gm - xhat[i] * gxm);
 
-    int status;
-    char *out = cmd_run(&status,
-                        "'%s' explain layernorm --x 0.5,-1,2,0 --upstream 1,0.5,-2,0.25 "
-                        "--weight 1,2,0.5,-1 --bias 0,0.1,0,-0.2",
-                        cmd_bin());
-    ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
+    run_proc p = run_words("explain layernorm --x 0.5,-1,2,0 --upstream 1,0.5,-2,0.25 "
+                           "--weight 1,2,0.5,-1 --bias 0,0.1,0,-0.2");
+    run_assert_status(&p, 0);
+    const char *out = p.out;
     char want[128];
     snprintf(want, sizeof(want), "1. The mean, %.4f.", mean);
     ck_assert_msg(strstr(out, want), "no '%s':\n%s", want, out);
@@ -69,7 +67,7 @@ START_TEST(test_numbers)
     expect_row(out, "  attograd     ", dx, n, "");
     ck_assert_ptr_nonnull(strstr(out, "dL/dx_3: finite difference"));
     ck_assert_ptr_null(strstr(out, "DISAGREE"));
-    free(out);
+    run_free(&p);
 }
 END_TEST
 
@@ -80,44 +78,48 @@ START_TEST(test_defaults_and_edges)
     static const char *const args[] = {"--x 1,2,3", "--x 2,2,2 --upstream 1,-1,3", "--x 7",
                                        "--x 1000,1000.001,999.999 --decimals 6"};
     for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
-        int status;
-        char *out = cmd_run(&status, "'%s' explain layernorm %s", cmd_bin(), args[i]);
-        ck_assert_msg(status == 0, "'%s' exited %d:\n%s", args[i], status, out);
-        ck_assert_msg(strstr(out, "  agree\n") && !strstr(out, "DISAGREE"), "'%s':\n%s", args[i], out);
-        free(out);
+        char words[128];
+        snprintf(words, sizeof(words), "explain layernorm %s", args[i]);
+        run_proc p = run_words(words);
+        run_assert_status(&p, 0);
+        ck_assert_msg(strstr(p.out, "  agree\n") && !strstr(p.out, "DISAGREE"), "'%s':\n%s", args[i], p.out);
+        run_free(&p);
     }
-    int status;
-    char *out = cmd_run(&status, "'%s' explain layernorm --x 1,2,3", cmd_bin());
-    ck_assert_ptr_nonnull(strstr(out, "here w = 1 and b = 0"));
-    ck_assert_ptr_nonnull(strstr(out, "  g            [ 1.0000  0.0000  0.0000]\n"));
-    free(out);
+    run_proc p = run_cmd("explain", "layernorm", "--x", "1,2,3", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "here w = 1 and b = 0");
+    run_assert_has(p.out, "  g            [ 1.0000  0.0000  0.0000]\n");
+    run_free(&p);
 }
 END_TEST
 
 START_TEST(test_bad_usage)
 {
+    static const char usage[] = "usage: attograd explain layernorm";
     static const char *const bad[] = {
-        "",                          "--x ''",         "--x 1,,2",
+        "",                          "--x 1,,2",
         "--x 1,2 --upstream 1",      "--x 1,2 --weight 1,2,3", "--x 1,2 --bias 1",
         "--x 1,nan",                 "--x 1 --decimals 2",     "--x 1 --logits 1",
         "--x 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",       "--x 1 extra",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        int status;
-        char *out = cmd_run(&status, "'%s' explain layernorm %s 2>&1", cmd_bin(), bad[i]);
-        ck_assert_msg(status == 2, "'%s' exited %d:\n%s", bad[i], status, out);
-        ck_assert_msg(strstr(out, "usage: attograd explain layernorm"), "'%s': no usage line", bad[i]);
-        free(out);
+        char words[128];
+        snprintf(words, sizeof(words), "explain layernorm%s%s", *bad[i] ? " " : "", bad[i]);
+        run_proc p = run_words(words);
+        run_assert_usage(&p, usage);
+        run_free(&p);
     }
-    int status;
-    char *out = cmd_run(&status, "'%s' explain layernorm --help", cmd_bin());
-    ck_assert_int_eq(status, 0);
-    ck_assert_ptr_nonnull(strstr(out, "--weight W1,W2,..."));
-    free(out);
-    out = cmd_run(&status, "'%s' explain --help", cmd_bin());
-    ck_assert_int_eq(status, 0);
-    ck_assert_ptr_nonnull(strstr(out, "  layernorm  "));
-    free(out);
+    run_proc p = run_cmd("explain", "layernorm", "--x", "", NULL);
+    run_assert_usage(&p, usage);
+    run_free(&p);
+    p = run_cmd("explain", "layernorm", "--help", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "--weight W1,W2,...");
+    run_free(&p);
+    p = run_cmd("explain", "--help", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "  layernorm  ");
+    run_free(&p);
 }
 END_TEST
 

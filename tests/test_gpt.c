@@ -9,7 +9,7 @@
  * hostile files refused.
  */
 #include "test_util.h"
-#include "cli_run.h"
+#include "run.h"
 
 #include <string.h>
 
@@ -532,7 +532,7 @@ START_TEST(test_trainer_learns)
     g = small_gpt(&cfg, 61);
     tc = ag_gpt_train_defaults();
     ck_assert_ptr_null(ag_gpt_trainer_new(g, text, &tc, err, sizeof(err)));
-    cli_assert_has(err, "too short for windows of 6");
+    run_assert_has(err, "too short for windows of 6");
     ag_gpt_free(g);
     ag_text_free(text);
 }
@@ -581,8 +581,8 @@ static int same_params(ag_gpt *a, ag_gpt *b)
 START_TEST(test_checkpoint_layout)
 {
     char dir[256], path[512], err[600];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(path, sizeof(path), dir, "g.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "g.safetensors");
     ag_text *text = letters(500, 7);
     ag_gpt_config cfg = small_config();
     cfg.bias = 1;
@@ -648,7 +648,7 @@ START_TEST(test_checkpoint_layout)
     ag_gpt_file_free(gf);
     ag_gpt_free(g);
     ag_text_free(text);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -657,9 +657,9 @@ END_TEST
 START_TEST(test_resume_bitwise)
 {
     char dir[256], p1[512], p2[512], err[600];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(p1, sizeof(p1), dir, "whole.safetensors");
-    cli_path(p2, sizeof(p2), dir, "resumed.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(p1, sizeof(p1), dir, "whole.safetensors");
+    file_path(p2, sizeof(p2), dir, "resumed.safetensors");
     ag_text *text = letters(2000, 7);
     ag_gpt_config cfg = small_config();
     cfg.dropout = 0.2;
@@ -691,13 +691,13 @@ START_TEST(test_resume_bitwise)
     ck_assert(same_params(a, b));
     ck_assert_int_eq(ag_gpt_trainer_save(tb, p2, err, sizeof(err)), AG_OK);
     size_t la = 0, lb = 1;
-    char *fa = cli_read_file(p1, &la), *fb = cli_read_file(p2, &lb);
+    char *fa = file_read(p1, &la), *fb = file_read(p2, &lb);
     ck_assert(la == lb && memcmp(fa, fb, la) == 0);
     free(fa), free(fb);
     ag_gpt_trainer_free(ta), ag_gpt_trainer_free(tb);
     ag_gpt_free(a), ag_gpt_free(b);
     ag_text_free(text);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -758,15 +758,15 @@ static void load_fails(const char *path, const char *message)
         ag_gpt_file_free(f);
     }
     ck_assert_ptr_null(g);
-    cli_assert_has(err, message);
+    run_assert_has(err, message);
 }
 
 START_TEST(test_checkpoint_hostile)
 {
     char dir[256], good[512], bad[512], err[600];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(good, sizeof(good), dir, "good.safetensors");
-    cli_path(bad, sizeof(bad), dir, "bad.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(good, sizeof(good), dir, "good.safetensors");
+    file_path(bad, sizeof(bad), dir, "bad.safetensors");
     ag_text *text = letters(500, 7);
     ag_gpt_config cfg = small_config();
     ag_gpt *g = small_gpt(&cfg, 101);
@@ -798,12 +798,12 @@ START_TEST(test_checkpoint_hostile)
     ck_assert_int_eq(ag_gpt_file_load(good, &f, err, sizeof(err)), AG_OK);
     ag_gpt_trainer *t = small_trainer(g, text, 1);
     ck_assert_int_eq(ag_gpt_trainer_restore(t, f, err, sizeof(err)), AG_ERR_FORMAT);
-    cli_assert_has(err, "holds a model but no training state");
+    run_assert_has(err, "holds a model but no training state");
     ag_gpt_trainer_free(t);
     ag_gpt_file_free(f);
     ag_gpt_free(g);
     ag_text_free(text);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 

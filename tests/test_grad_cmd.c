@@ -6,7 +6,7 @@
  * command: weights and batch written with ag_st, the output read back.
  */
 #include "test_util.h"
-#include "cmd_run.h"
+#include "run.h"
 
 #include <unistd.h>
 
@@ -104,11 +104,9 @@ static void check_config(int B, int T, int d, int H, int causal, uint64_t seed)
     ck_assert_int_eq(ag_st_save(mw, model, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_st_save(bw, batch, err, sizeof(err)), AG_OK);
 
-    int status;
-    char *text = cmd_run(&status, "'%s' grad --model '%s' --batch '%s' --out '%s'", cmd_bin(), model,
-                         batch, outp);
-    ck_assert_msg(status == 0, "grad failed: %s", text);
-    free(text);
+    run_proc run = run_cmd("grad", "--model", model, "--batch", batch, "--out", outp, NULL);
+    run_assert_status(&run, 0);
+    run_free(&run);
     ag_st_file *g;
     ck_assert_int_eq(ag_st_load(outp, &g, err, sizeof(err)), AG_OK);
 

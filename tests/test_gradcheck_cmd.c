@@ -5,7 +5,7 @@
  * usage exits 2.
  */
 #include "test_util.h"
-#include "cmd_run.h"
+#include "run.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -83,14 +83,14 @@ END_TEST
 
 START_TEST(test_all_rows_pass)
 {
-    int status;
-    char *out = cmd_run(&status, "'%s' gradcheck", cmd_bin());
-    ck_assert_msg(status == 0, "exit status %d:\n%s", status, out);
+    run_proc p = run_cmd("gradcheck", NULL);
+    run_assert_status(&p, 0);
+    const char *out = p.out;
     /* every op of the library's case table is checked on a row of its own name */
     for (size_t i = 0; i < ag_gradcheck_case_count(); i++) {
         char prefix[64];
         snprintf(prefix, sizeof(prefix), "%s ", ag_gradcheck_case_op(i));
-        ck_assert_msg(cmd_line(out, prefix), "no row for op %s:\n%s", prefix, out);
+        ck_assert_msg(text_line(out, prefix), "no row for op %s:\n%s", prefix, out);
     }
     static const char *const rows[] = {
         "matmul 2-D ", "matmul shared b ", "matmul batched ", "scale by ", "softmax ",
@@ -99,7 +99,7 @@ START_TEST(test_all_rows_pass)
         "attention H=2 op by op ", "attention H=2 causal op by op ",
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        const char *line = cmd_line(out, rows[i]);
+        const char *line = text_line(out, rows[i]);
         ck_assert_msg(line, "no row '%s'", rows[i]);
         const char *end = strchr(line, '\n');
         ck_assert_msg(end && end - line > 4 && strncmp(end - 4, "PASS", 4) == 0,
@@ -109,15 +109,15 @@ START_TEST(test_all_rows_pass)
     ck_assert_ptr_nonnull(strstr(out, "max_samples"));   /* the output says it samples */
     ck_assert_ptr_nonnull(strstr(out, " 256/320 "));     /* and a row shows it */
     ck_assert_ptr_nonnull(strstr(out, " passed, 0 failed."));
-    free(out);
+    run_free(&p);
 }
 END_TEST
 
 START_TEST(test_injected_bug_fails)
 {
-    int status;
-    char *out = cmd_run(&status, "'%s' gradcheck --inject-bug softmax", cmd_bin());
-    ck_assert_int_eq(status, 1);
+    run_proc p = run_cmd("gradcheck", "--inject-bug", "softmax", NULL);
+    run_assert_status(&p, 1);
+    const char *out = p.out;
     /* rows that go through softmax fail; the others still pass */
     static const struct {
         const char *row, *want;
@@ -132,57 +132,57 @@ START_TEST(test_injected_bug_fails)
         {"mse loss ", "PASS"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        const char *line = cmd_line(out, rows[i].row);
+        const char *line = text_line(out, rows[i].row);
         ck_assert_msg(line, "no row '%s'", rows[i].row);
         const char *end = strchr(line, '\n');
         ck_assert_msg(end && strncmp(end - 4, rows[i].want, 4) == 0, "row '%s' should %s",
                       rows[i].row, rows[i].want);
     }
     ck_assert_ptr_nonnull(strstr(out, "The rows that use ag_softmax's backward"));
-    free(out);
+    run_free(&p);
 }
 END_TEST
 
 START_TEST(test_one_op)
 {
-    int status;
-    char *out = cmd_run(&status, "'%s' gradcheck --op softmax --verbose", cmd_bin());
-    ck_assert_int_eq(status, 0);
-    ck_assert_ptr_nonnull(cmd_line(out, "softmax "));
-    ck_assert_ptr_null(cmd_line(out, "matmul"));
-    ck_assert_ptr_nonnull(strstr(out, "    worst element z["));
-    ck_assert_ptr_nonnull(strstr(out, "\n4 checks: 4 passed, 0 failed."));
-    free(out);
-    out = cmd_run(&status, "'%s' gradcheck --op attention --inject-bug softmax", cmd_bin());
-    ck_assert_int_eq(status, 1);
-    ck_assert_ptr_nonnull(strstr(out, "14 checks: 0 passed, 14 failed."));
-    free(out);
+    run_proc p = run_cmd("gradcheck", "--op", "softmax", "--verbose", NULL);
+    run_assert_status(&p, 0);
+    ck_assert_ptr_nonnull(text_line(p.out, "softmax "));
+    ck_assert_ptr_null(text_line(p.out, "matmul"));
+    run_assert_has(p.out, "    worst element z[");
+    run_assert_has(p.out, "\n4 checks: 4 passed, 0 failed.");
+    run_free(&p);
+    p = run_cmd("gradcheck", "--op", "attention", "--inject-bug", "softmax", NULL);
+    run_assert_status(&p, 1);
+    run_assert_has(p.out, "14 checks: 0 passed, 14 failed.");
+    run_free(&p);
 }
 END_TEST
 
 START_TEST(test_bad_usage)
 {
-    int status;
-    char *out = cmd_run(&status, "'%s' gradcheck --op nosuch 2>&1", cmd_bin());
-    ck_assert_int_eq(status, 2);
-    ck_assert_ptr_nonnull(strstr(out, "unknown op 'nosuch'"));
-    ck_assert_ptr_nonnull(strstr(out, "matmul_bt"));   /* the names are listed */
-    ck_assert_ptr_nonnull(strstr(out, "usage: attograd gradcheck"));
-    free(out);
+    static const char usage[] = "usage: attograd gradcheck";
+    run_proc p = run_cmd("gradcheck", "--op", "nosuch", NULL);
+    run_assert_usage(&p, usage);
+    run_assert_has(p.err, "unknown op 'nosuch'");
+    run_assert_has(p.err, "matmul_bt");   /* the names are listed */
+    run_free(&p);
     static const char *const bad[] = {
-        "--inject-bug matmul", "--eps 0", "--eps abc", "--seed -1", "--plot x.png", "--op",
-        "--bogus", "--sweep --plot ''",
+        "gradcheck --inject-bug matmul", "gradcheck --eps 0", "gradcheck --eps abc",
+        "gradcheck --seed -1", "gradcheck --plot x.png", "gradcheck --op", "gradcheck --bogus",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        out = cmd_run(&status, "'%s' gradcheck %s 2>&1", cmd_bin(), bad[i]);
-        ck_assert_msg(status == 2, "'%s' exited %d", bad[i], status);
-        ck_assert_msg(strstr(out, "usage: attograd gradcheck"), "'%s': no usage line", bad[i]);
-        free(out);
+        p = run_words(bad[i]);
+        run_assert_usage(&p, usage);
+        run_free(&p);
     }
-    out = cmd_run(&status, "'%s' gradcheck --help", cmd_bin());
-    ck_assert_int_eq(status, 0);
-    ck_assert_ptr_nonnull(strstr(out, "--inject-bug softmax"));
-    free(out);
+    p = run_cmd("gradcheck", "--sweep", "--plot", "", NULL);
+    run_assert_usage(&p, usage);
+    run_free(&p);
+    p = run_cmd("gradcheck", "--help", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "--inject-bug softmax");
+    run_free(&p);
 }
 END_TEST
 
@@ -212,47 +212,45 @@ static double sweep_best(const char *out, int *rises)
 
 START_TEST(test_sweep)
 {
-    int status;
-    char *out = cmd_run(&status, "'%s' gradcheck --sweep", cmd_bin());
-    ck_assert_int_eq(status, 0);
-    ck_assert_ptr_nonnull(cmd_line(out, "  1e+00 "));
+    run_proc p = run_cmd("gradcheck", "--sweep", NULL);
+    run_assert_status(&p, 0);
+    const char *out = p.out;
+    ck_assert_ptr_nonnull(text_line(out, "  1e+00 "));
     for (int k = 1; k <= 10; k++) {
         char eps[16];
         snprintf(eps, sizeof(eps), "  1e-%02d ", k);
-        ck_assert_msg(cmd_line(out, eps), "no row for eps 1e-%d", k);
+        ck_assert_msg(text_line(out, eps), "no row for eps 1e-%d", k);
     }
     int rises;
     double best = sweep_best(out, &rises);
     ck_assert_msg(rises, "the error does not rise again below the best eps:\n%s", out);
     /* and eps = 1 is worse than the best: truncation error is there too */
     double e1, a1;
-    ck_assert_int_eq(sscanf(cmd_line(out, "  1e+00 "), "%lf %lf", &e1, &a1), 2);
+    ck_assert_int_eq(sscanf(text_line(out, "  1e+00 "), "%lf %lf", &e1, &a1), 2);
     ck_assert_msg(best < 1 && a1 > 0, "eps = 1 is the best:\n%s", out);
 #ifdef AG_REAL_DOUBLE
     ck_assert_msg(best <= 1.5e-3, "double's best eps %g: round-off should come late", best);
 #else
     ck_assert_msg(best >= 0.9e-3, "float's best eps %g: round-off should come early", best);
 #endif
-    free(out);
-    out = cmd_run(&status, "'%s' gradcheck --sweep --op matmul", cmd_bin());
-    ck_assert_int_eq(status, 0);
-    ck_assert_ptr_nonnull(strstr(out, "sweep for matmul 2-D"));
-    free(out);
+    run_free(&p);
+    p = run_cmd("gradcheck", "--sweep", "--op", "matmul", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "sweep for matmul 2-D");
+    run_free(&p);
 }
 END_TEST
 
 START_TEST(test_sweep_plot_without_gnuplot)
 {
-    char dir[] = "/tmp/ag_gc_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    int status;
-    char *out = cmd_run(&status, "PATH=/nonexistent '%s' gradcheck --sweep --plot '%s/s.png' 2>&1",
-                        cmd_bin(), dir);
-    ck_assert_int_eq(status, 0);
-    ck_assert_ptr_nonnull(strstr(out, "gnuplot is not installed"));
-    free(out);
-    char png[64];
-    snprintf(png, sizeof(png), "%s/s.png", dir);
+    char dir[256], png[300];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(png, sizeof(png), dir, "s.png");
+    const char *args[] = {"gradcheck", "--sweep", "--plot", png, NULL};
+    run_proc p = run_args(args, &(run_opts){.path = "/nonexistent"});
+    run_assert_status(&p, 0);
+    run_assert_has(p.err, "gnuplot is not installed");
+    run_free(&p);
     ck_assert_int_ne(access(png, F_OK), 0);
     ck_assert_int_eq(rmdir(dir), 0);   /* nothing else was left there either */
 }

@@ -20,14 +20,21 @@
  * needs root (as in CI); without it those variants are skipped.
  */
 #define _XOPEN_SOURCE 700   /* mknodat */
-#include "cli_run.h"
-#include "cmd_run.h"
+#include "run.h"
 #include "st_edit.h"
 #include "test_util.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/socket.h>
-#include <time.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #ifdef __linux__
 #include <sys/sysmacros.h>
 #endif
@@ -48,8 +55,8 @@ typedef struct scratch {
 static void scratch_new(scratch *s)
 {
     memset(s, 0, sizeof(*s));
-    cli_tmpdir(s->dir, sizeof(s->dir));
-    cli_path(s->bin, sizeof(s->bin), s->dir, "bin");
+    file_tmpdir(s->dir, sizeof(s->dir));
+    file_path(s->bin, sizeof(s->bin), s->dir, "bin");
     ck_assert_int_eq(mkdir(s->bin, 0755), 0);
     snprintf(s->path, sizeof(s->path), "%s:/usr/bin:/bin", s->bin);
 }
@@ -68,7 +75,7 @@ static const char *at(scratch *s, const char *name)
 /* Remove the directory and everything in it; free the names. */
 static void scratch_free(scratch *s)
 {
-    cli_rmdir(s->dir);
+    file_rmdir(s->dir);
     for (int k = 0; k < s->n_names; k++)
         free(s->names[k]);
     s->n_names = 0;
@@ -125,7 +132,7 @@ static void fake_program(const scratch *s, const char *name, const char *body)
     char path[700], text[4096];
     snprintf(path, sizeof(path), "%s/%s", s->bin, name);
     snprintf(text, sizeof(text), "#!/bin/sh\n%s\n", body);
-    cli_write_file(path, text, strlen(text));
+    file_write(path, text, strlen(text));
     ck_assert_int_eq(chmod(path, 0755), 0);
 }
 
@@ -142,11 +149,9 @@ static void fake_gnuplot_ok(const scratch *s)
 }
 
 /* Run the command with argv (after "attograd", NULL-terminated) and PATH. */
-static cli_proc run_in(const scratch *s, const char *const *args)
+static run_proc run_in(const scratch *s, const char *const *args)
 {
-    cli_proc p = cli_spawn_args(args, s->path);
-    cli_wait(&p);
-    return p;
+    return run_args(args, &(run_opts){.path = s->path});
 }
 
 /* stderr is one line per message: no control byte but '\n', no C1 control. */
@@ -209,7 +214,7 @@ static void write_f64(const char *path, const char *const *names, int n, int ndi
             for (int b = 0; b < 8; b++)
                 buf[8 + used + ((size_t)k * count + i) * 8 + (size_t)b] = (unsigned char)(u >> (8 * b));
         }
-    cli_write_file(path, buf, total);
+    file_write(path, buf, total);
     free(buf);
 }
 
@@ -227,7 +232,7 @@ static void write_text(const char *path)
     char text[1024] = "";
     for (int k = 0; k < 12; k++)
         strcat(text, "the cat sat on the mat and looked at the hat. ");
-    cli_write_file(path, text, strlen(text));
+    file_write(path, text, strlen(text));
 }
 
 /* ---- 1. outputs that are not plain files ---- */
@@ -257,7 +262,7 @@ static const writer writers[] = {
 enum { K_NULL, K_FULL, K_DIR, K_FIFO, K_SOCKET, K_BLOCK, K_LINK_FILE, K_LINK_NOWHERE, K_LINK_DIR,
        N_KINDS };
 
-static cli_proc run_writer(scratch *s, const writer *w, const char *out)
+static run_proc run_writer(scratch *s, const writer *w, const char *out)
 {
     const char *args[28];
     int n = 0;
@@ -313,7 +318,7 @@ START_TEST(test_output_kinds)
         msg = "out: is a block device";
         break;
     case K_LINK_FILE:
-        cli_write_file(at(&s, "target"), PREVIOUS, strlen(PREVIOUS));
+        file_write(at(&s, "target"), PREVIOUS, strlen(PREVIOUS));
         ck_assert_int_eq(symlink("target", out), 0);
         want = 0;
         break;
@@ -328,7 +333,7 @@ START_TEST(test_output_kinds)
         break;
     }
     mode_t before = kind_of(out);
-    cli_proc p = run_writer(&s, w, out);
+    run_proc p = run_writer(&s, w, out);
     ck_assert_msg(p.status == want && p.signal == 0, "%s over kind %d: status %d (signal %d), want %d\n%s",
                   w->what, kind, p.status, p.signal, want, p.err);
     if (msg)
@@ -340,12 +345,12 @@ START_TEST(test_output_kinds)
     ck_assert_int_eq(kind_of(out), before);
     if (kind == K_LINK_FILE) {
         /* the link was followed: the file it leads to is the new output */
-        char *text = cli_read_file(at(&s, "target"), NULL);
+        char *text = file_read(at(&s, "target"), NULL);
         ck_assert_str_ne(text, PREVIOUS);
         free(text);
     }
     ck_assert_msg(!tmp_left(s.dir), "%s: a temporary file was left", w->what);
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -402,9 +407,9 @@ START_TEST(test_same_file)
     fake_gnuplot_ok(&s);
     ck_assert_int_eq(mkdir(at(&s, "sub"), 0755), 0);
     grad_files(at(&s, "m.st"), at(&s, "b.st"), 1, 1, 1);
-    cli_proc p = cli_run("train", "--steps", "2", "--quiet", "--save", at(&s, "ck.st"), NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    run_proc p = run_cmd("train", "--steps", "2", "--quiet", "--save", at(&s, "ck.st"), NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
     ck_assert_int_eq(symlink("m.st", at(&s, "link-m")), 0);
     ck_assert_int_eq(symlink("ck.st", at(&s, "link-ck")), 0);
     ck_assert_int_eq(link(at(&s, "b.st"), at(&s, "hard-b")), 0);
@@ -412,7 +417,7 @@ START_TEST(test_same_file)
     write_text(at(&s, "t.txt"));
     ck_assert_int_eq(link(at(&s, "t.txt"), at(&s, "hard-t")), 0);
     size_t mlen, cklen;
-    char *m0 = cli_read_file(at(&s, "m.st"), &mlen), *ck0 = cli_read_file(at(&s, "ck.st"), &cklen);
+    char *m0 = file_read(at(&s, "m.st"), &mlen), *ck0 = file_read(at(&s, "ck.st"), &cklen);
 
     const char *args[20];
     int n = 0;
@@ -424,14 +429,14 @@ START_TEST(test_same_file)
                   p.status, c->status, p.err);
     if (c->msg) {
         ck_assert_msg(strstr(p.err, c->msg) != NULL, "%s: '%s' not in:\n%s", c->what, c->msg, p.err);
-        cli_assert_has(p.err, "usage: attograd");
+        run_assert_has(p.err, "usage: attograd");
         ck_assert_uint_eq(p.out_len, 0);
         /* the inputs are untouched */
         size_t len = 0;
-        char *m1 = cli_read_file(at(&s, "m.st"), &len);
+        char *m1 = file_read(at(&s, "m.st"), &len);
         ck_assert(len == mlen && memcmp(m0, m1, len) == 0);
         free(m1);
-        char *ck1 = cli_read_file(at(&s, "ck.st"), &len);
+        char *ck1 = file_read(at(&s, "ck.st"), &len);
         ck_assert(len == cklen && memcmp(ck0, ck1, len) == 0);
         free(ck1);
         ck_assert_int_ne(access(at(&s, "new.x"), F_OK), 0);
@@ -439,7 +444,7 @@ START_TEST(test_same_file)
     ck_assert(!tmp_left(s.dir));
     free(m0);
     free(ck0);
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -452,15 +457,12 @@ START_TEST(test_output_is_stdout)
     grad_files(at(&s, "m.st"), at(&s, "b.st"), 1, 1, 1);
     const char *names[2] = {at(&s, "g.st"), "/dev/stdout"};
     for (int k = 0; k < 2; k++) {
-        char cmd[8192];
-        int status;
-        snprintf(cmd, sizeof(cmd), "'%s' grad --model '%s' --batch '%s' --out '%s' > '%s' 2> '%s'",
-                 cli_bin(), at(&s, "m.st"), at(&s, "b.st"), names[k], at(&s, "g.st"), at(&s, "err"));
-        free(cmd_run_str(&status, cmd));
-        ck_assert_int_eq(status, 2);
-        char *err = cli_read_file(at(&s, "err"), NULL);
-        cli_assert_has(err, "is the file standard output goes to");
-        free(err);
+        const char *args[] = {"grad", "--model", at(&s, "m.st"), "--batch", at(&s, "b.st"),
+                              "--out", names[k], NULL};
+        run_proc p = run_args(args, &(run_opts){.out_file = at(&s, "g.st")});
+        run_assert_status(&p, 2);
+        run_assert_has(p.err, "is the file standard output goes to");
+        run_free(&p);
     }
     scratch_free(&s);
 }
@@ -486,20 +488,20 @@ START_TEST(test_plot_name_not_in_script)
     fake_gnuplot_ok(&s);
     const char *png = at(&s, hostile_names[_i]);
     const char *args[] = {"train", "--steps", "3", "--plot", png, NULL};
-    cli_proc p = run_in(&s, args);
-    cli_assert_status(&p, 0);
+    run_proc p = run_in(&s, args);
+    run_assert_status(&p, 0);
     ck_assert_int_eq(kind_of(png), S_IFREG);
-    char *script = cli_read_file(at(&s, "script.txt"), NULL);
+    char *script = file_read(at(&s, "script.txt"), NULL);
     ck_assert_ptr_nonnull(script);
     ck_assert_ptr_null(strstr(script, "PWNED"));
     ck_assert_ptr_null(strstr(script, s.dir));
     ck_assert_ptr_null(strstr(script, ".png"));
     assert_clean(script, strlen(script));
     free(script);
-    cli_assert_has(p.out, "plot: ");
+    run_assert_has(p.out, "plot: ");
     assert_clean(p.out, p.out_len);
     assert_clean(p.err, p.err_len);
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -512,15 +514,15 @@ START_TEST(test_plot_name_real_gnuplot)
     scratch s;
     scratch_new(&s);
     char cwd[PATH_MAX], bin[PATH_MAX];
-    snprintf(bin, sizeof(bin), "%s", cli_bin());
+    snprintf(bin, sizeof(bin), "%s", run_bin());
     ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
     ck_assert_int_eq(chdir(s.dir), 0);   /* where a `touch PWNED` would land */
     for (int k = 0; k < 2; k++) {
         const char *argv[] = {bin, "train", "--steps", "3", "--quiet", "--plot", hostile_names[k], NULL};
-        cli_proc p = cli_run_argv(argv, s.path);
-        cli_assert_status(&p, 0);
+        run_proc p = run_exec(argv, &(run_opts){.path = s.path});
+        run_assert_status(&p, 0);
         ck_assert_int_eq(kind_of(hostile_names[k]), S_IFREG);
-        cli_proc_free(&p);
+        run_free(&p);
     }
     ck_assert_int_ne(access("PWNED", F_OK), 0);
     ck_assert_int_eq(chdir(cwd), 0);
@@ -554,8 +556,7 @@ START_TEST(test_messages_escaped)
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const msg_case *c = &cases[k];
-        cli_proc p = cli_spawn_args(c->args, NULL);
-        cli_wait(&p);
+        run_proc p = run_args(c->args, NULL);
         ck_assert_msg(p.status == c->status, "case %zu: status %d\n%s", k, p.status, p.err);
         ck_assert_msg(strstr(p.err, c->fragment) != NULL, "case %zu: '%s' not in:\n%s", k,
                       c->fragment, p.err);
@@ -566,7 +567,7 @@ START_TEST(test_messages_escaped)
         ck_assert_msg(nl - p.err < 1100, "case %zu: a %td-byte message", k, nl - p.err);
         if (c->status == 1)
             ck_assert_uint_eq(count_lines(p.err), 1);
-        cli_proc_free(&p);
+        run_free(&p);
     }
 }
 END_TEST
@@ -578,13 +579,13 @@ START_TEST(test_stdout_names_escaped)
     scratch_new(&s);
     const char *ck = at(&s, "c\nk\x1b[0m.st");
     const char *args[] = {"train", "--steps", "2", "--save", ck, NULL};
-    cli_proc p = run_in(&s, args);
-    cli_assert_status(&p, 0);
-    cli_assert_has(p.out, "saved: ");
-    cli_assert_has(p.out, "c\\nk\\x1b[0m.st (step 2)");
+    run_proc p = run_in(&s, args);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "saved: ");
+    run_assert_has(p.out, "c\\nk\\x1b[0m.st (step 2)");
     assert_clean(p.out, p.out_len);
     ck_assert_int_eq(kind_of(ck), S_IFREG);
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -626,13 +627,13 @@ START_TEST(test_inputs_not_files)
             const char *args_text[] = {"train", "--task", "text", "--text", cases[k].load, NULL};
             const char *args_grad[] = {"grad", "--model", role == 1 ? cases[k].load : m,
                                        "--batch", role == 2 ? cases[k].load : b, "--out", out, NULL};
-            cli_proc p = run_in(&s, role == 0 ? args_train : role == 3 ? args_text : args_grad);
+            run_proc p = run_in(&s, role == 0 ? args_train : role == 3 ? args_text : args_grad);
             ck_assert_msg(p.status == 1 && p.signal == 0, "%s as %d: status %d\n%s", cases[k].load,
                           role, p.status, p.err);
-            cli_assert_has(p.err, cases[k].fragment);
+            run_assert_has(p.err, cases[k].fragment);
             ck_assert_uint_eq(count_lines(p.err), 1);
             ck_assert_uint_eq(p.out_len, 0);
-            cli_proc_free(&p);
+            run_free(&p);
         }
     }
     ck_assert_int_ne(access(out, F_OK), 0);
@@ -671,19 +672,19 @@ START_TEST(test_result_not_finite)
     scratch s;
     scratch_new(&s);
     grad_files(at(&s, "m.st"), at(&s, "b.st"), c->w, c->x, c->y);
-    cli_write_file(at(&s, "out.st"), PREVIOUS, strlen(PREVIOUS));
-    cli_proc p = cli_run("grad", "--model", at(&s, "m.st"), "--batch", at(&s, "b.st"), "--out",
+    file_write(at(&s, "out.st"), PREVIOUS, strlen(PREVIOUS));
+    run_proc p = run_cmd("grad", "--model", at(&s, "m.st"), "--batch", at(&s, "b.st"), "--out",
                          at(&s, "out.st"), NULL);
     ck_assert_msg(p.status == 1, "%s: status %d\n%s%s", c->what, p.status, p.out, p.err);
-    cli_assert_has(p.err, "attograd grad: the result is not finite: '");
-    cli_assert_has(p.err, "nothing was written");
+    run_assert_has(p.err, "attograd grad: the result is not finite: '");
+    run_assert_has(p.err, "nothing was written");
     ck_assert_uint_eq(count_lines(p.err), 1);
     ck_assert_uint_eq(p.out_len, 0);
-    char *kept = cli_read_file(at(&s, "out.st"), NULL);
+    char *kept = file_read(at(&s, "out.st"), NULL);
     ck_assert_str_eq(kept, PREVIOUS);
     free(kept);
     ck_assert(!tmp_left(s.dir));
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -697,19 +698,19 @@ START_TEST(test_tiny_values_said)
     for (int k = 0; k < 3; k++) {
         double x = k == 0 ? 1 : k == 1 ? 1e-50 : 1e-300;
         grad_files(at(&s, "m.st"), at(&s, "b.st"), 1, x, 1);
-        cli_proc p = cli_run("grad", "--model", at(&s, "m.st"), "--batch", at(&s, "b.st"), "--out",
+        run_proc p = run_cmd("grad", "--model", at(&s, "m.st"), "--batch", at(&s, "b.st"), "--out",
                              at(&s, "out.st"), NULL);
-        cli_assert_status(&p, 0);
+        run_assert_status(&p, 0);
 #ifdef AG_REAL_DOUBLE
         ck_assert_uint_eq(p.err_len, 0);
 #else
         if (k == 0)
             ck_assert_uint_eq(p.err_len, 0);
         else
-            cli_assert_has(p.err, "tensor 'x': 24 value(s) too small for float became 0 (the first "
+            run_assert_has(p.err, "tensor 'x': 24 value(s) too small for float became 0 (the first "
                                   "at element 0)");
 #endif
-        cli_proc_free(&p);
+        run_free(&p);
     }
     scratch_free(&s);
 }
@@ -730,22 +731,22 @@ START_TEST(test_long_names)
         memcpy(name + lens[k] - 3, ".st", 3);
         name[lens[k]] = '\0';
         const char *args[] = {"train", "--steps", "3", "--save", at(&s, name), "--log", at(&s, "l.csv"), NULL};
-        cli_proc p = run_in(&s, args);
+        run_proc p = run_in(&s, args);
         if (lens[k] <= 255) {
-            cli_assert_status(&p, 0);
-            cli_proc_free(&p);
+            run_assert_status(&p, 0);
+            run_free(&p);
             const char *again[] = {"train", "--load", at(&s, name), "--steps", "1", "--quiet",
                                    "--save", at(&s, name), NULL};
             p = run_in(&s, again);
-            cli_assert_status(&p, 0);
-            cli_assert_has(p.out, "steps=4");
+            run_assert_status(&p, 0);
+            run_assert_has(p.out, "steps=4");
             ck_assert_int_eq(remove(at(&s, name)), 0);
         } else {
-            cli_assert_status(&p, 1);
-            cli_assert_has(p.err, "File name too long");
+            run_assert_status(&p, 1);
+            run_assert_has(p.err, "File name too long");
             ck_assert_uint_eq(p.out_len, 0);
         }
-        cli_proc_free(&p);
+        run_free(&p);
         ck_assert(!tmp_left(s.dir));
     }
     scratch_free(&s);
@@ -757,7 +758,7 @@ START_TEST(test_checked_before_work)
     scratch s;
     scratch_new(&s);
     fake_gnuplot_ok(&s);
-    cli_write_file(at(&s, "file"), "x", 1);
+    file_write(at(&s, "file"), "x", 1);
     grad_files(at(&s, "m.st"), at(&s, "b.st"), 1, 1, 1);
     typedef struct {
         const char *args[12];
@@ -773,20 +774,20 @@ START_TEST(test_checked_before_work)
          "cannot write there"},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        cli_proc p = run_in(&s, cases[k].args);
+        run_proc p = run_in(&s, cases[k].args);
         ck_assert_msg(p.status == 1, "case %zu: status %d\n%s", k, p.status, p.err);
-        cli_assert_has(p.err, cases[k].fragment);
+        run_assert_has(p.err, cases[k].fragment);
         ck_assert_msg(p.out_len == 0, "case %zu: work was done first:\n%s", k, p.out);
-        cli_proc_free(&p);
+        run_free(&p);
     }
     /* without root, a directory without write permission too */
     if (geteuid() != 0) {
         ck_assert_int_eq(mkdir(at(&s, "ro"), 0555), 0);
         const char *args[] = {"train", "--steps", "100000", "--save", at(&s, "ro/c.st"), NULL};
-        cli_proc p = run_in(&s, args);
-        cli_assert_status(&p, 1);
-        cli_assert_has(p.err, "Permission denied");
-        cli_proc_free(&p);
+        run_proc p = run_in(&s, args);
+        run_assert_status(&p, 1);
+        run_assert_has(p.err, "Permission denied");
+        run_free(&p);
         chmod(at(&s, "ro"), 0755);
     }
     scratch_free(&s);
@@ -823,28 +824,28 @@ START_TEST(test_plot_not_made)
     fake_program(&s, "gnuplot", b->body);
     const char *png = at(&s, "p.png"), *log = at(&s, "l.csv"), *ck = at(&s, "c.st");
     const char *args[] = {"train", "--steps", "5", "--plot", png, "--log", log, "--save", ck, NULL};
-    cli_proc p = run_in(&s, args);
+    run_proc p = run_in(&s, args);
     ck_assert_msg(p.status == 1, "%s: status %d\n%s", b->what, p.status, p.err);
-    cli_assert_has(p.err, b->fragment);
-    cli_assert_has(p.err, "no plot");
+    run_assert_has(p.err, b->fragment);
+    run_assert_has(p.err, "no plot");
     assert_clean(p.err, p.err_len);
     ck_assert_ptr_null(strstr(p.out, "plot: "));
     /* the rest of the run's results are kept */
-    cli_assert_has(p.out, "saved: ");
-    cli_assert_has(p.out, "result: task=lookup steps=5");
+    run_assert_has(p.out, "saved: ");
+    run_assert_has(p.out, "result: task=lookup steps=5");
     ck_assert_int_eq(access(log, F_OK), 0);
     ck_assert_int_eq(access(ck, F_OK), 0);
     ck_assert_int_ne(access(png, F_OK), 0);
     ck_assert(!tmp_left(s.dir));
-    cli_proc_free(&p);
+    run_free(&p);
 
     /* gradcheck's sweep, the same */
     const char *sweep[] = {"gradcheck", "--sweep", "--op", "scale", "--plot", png, NULL};
     p = run_in(&s, sweep);
     ck_assert_msg(p.status == 1, "%s: gradcheck status %d\n%s", b->what, p.status, p.err);
-    cli_assert_has(p.err, b->fragment);
+    run_assert_has(p.err, b->fragment);
     ck_assert_int_ne(access(png, F_OK), 0);
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -860,11 +861,11 @@ START_TEST(test_plot_to_full_device)
         return;
     }
     const char *args[] = {"train", "--steps", "3", "--quiet", "--plot", at(&s, "full"), NULL};
-    cli_proc p = run_in(&s, args);
-    cli_assert_status(&p, 1);
-    cli_assert_has(p.err, "No space left on device");
+    run_proc p = run_in(&s, args);
+    run_assert_status(&p, 1);
+    run_assert_has(p.err, "No space left on device");
     ck_assert_int_eq(kind_of(at(&s, "full")), S_IFCHR);
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -882,16 +883,16 @@ static void fake_gnuplot_hangs(const scratch *s)
 
 /* Start args, wait for the fake gnuplot to run, send sig; returns the
  * finished child and gnuplot's pid in *gp. */
-static cli_proc interrupt_gnuplot(scratch *s, const char *const *args, int sig, pid_t *gp)
+static run_proc interrupt_gnuplot(scratch *s, const char *const *args, int sig, pid_t *gp)
 {
-    cli_proc p = cli_spawn_args(args, s->path);
+    run_proc p = run_start_args(args, &(run_opts){.path = s->path});
     const char *marker = at(s, "gp.pid");
     char *pid = NULL;
-    for (int polls = 0; !(pid = cli_read_file(marker, NULL)); polls++) {
-        cli_pump(&p, 100);   /* a safety net only: never a measurement */
+    for (int polls = 0; !(pid = file_read(marker, NULL)); polls++) {
+        run_pump(&p, 100);   /* a safety net only: never a measurement */
         if (polls > 1200) {
             kill(p.pid, SIGKILL);
-            cli_wait(&p);
+            run_wait(&p);
             ck_abort_msg("gnuplot never ran:\n%s%s", p.out, p.err);
         }
     }
@@ -899,7 +900,7 @@ static cli_proc interrupt_gnuplot(scratch *s, const char *const *args, int sig, 
     free(pid);
     ck_assert_int_gt(*gp, 0);
     ck_assert_int_eq(kill(p.pid, sig), 0);
-    cli_wait(&p);
+    run_wait(&p);
     return p;
 }
 
@@ -913,10 +914,10 @@ START_TEST(test_signal_during_gnuplot)
     const char *png = at(&s, "p.png"), *log = at(&s, "l.csv"), *ck = at(&s, "c.st");
     const char *args[] = {"train", "--steps", "4", "--plot", png, "--log", log, "--save", ck, NULL};
     pid_t gp;
-    cli_proc p = interrupt_gnuplot(&s, args, sig, &gp);
-    cli_assert_status(&p, 128 + sig);
-    cli_assert_has(p.err, "interrupted while gnuplot was drawing");
-    cli_assert_has(p.out, "result: task=lookup steps=4");
+    run_proc p = interrupt_gnuplot(&s, args, sig, &gp);
+    run_assert_status(&p, 128 + sig);
+    run_assert_has(p.err, "interrupted while gnuplot was drawing");
+    run_assert_has(p.out, "result: task=lookup steps=4");
     ck_assert_int_eq(access(log, F_OK), 0);
     ck_assert_int_eq(access(ck, F_OK), 0);
     ck_assert_int_ne(access(png, F_OK), 0);
@@ -924,7 +925,7 @@ START_TEST(test_signal_during_gnuplot)
     /* gnuplot was stopped and reaped, not left behind */
     ck_assert_int_eq(kill(gp, 0), -1);
     ck_assert_int_eq(errno, ESRCH);
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -937,13 +938,13 @@ START_TEST(test_ctrl_c_gradcheck_plot)
     const char *png = at(&s, "s.png");
     const char *args[] = {"gradcheck", "--sweep", "--op", "scale", "--plot", png, NULL};
     pid_t gp;
-    cli_proc p = interrupt_gnuplot(&s, args, SIGINT, &gp);
-    cli_assert_status(&p, 130);
-    cli_assert_has(p.out, "Step-size sweep");
-    cli_assert_has(p.err, "interrupted while gnuplot was drawing");
+    run_proc p = interrupt_gnuplot(&s, args, SIGINT, &gp);
+    run_assert_status(&p, 130);
+    run_assert_has(p.out, "Step-size sweep");
+    run_assert_has(p.err, "interrupted while gnuplot was drawing");
     ck_assert_int_ne(access(png, F_OK), 0);
     ck_assert_int_eq(kill(gp, 0), -1);
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -957,18 +958,18 @@ START_TEST(test_gnuplot_hangs)
     setenv("AG_GNUPLOT_SECONDS", "1", 1);
     const char *png = at(&s, "p.png");
     const char *args[] = {"train", "--steps", "2", "--quiet", "--plot", png, NULL};
-    cli_proc p = run_in(&s, args);
+    run_proc p = run_in(&s, args);
     unsetenv("AG_GNUPLOT_SECONDS");
-    cli_assert_status(&p, 1);
-    cli_assert_has(p.err, "gnuplot did not finish drawing");
-    cli_assert_has(p.err, "within 1 s (AG_GNUPLOT_SECONDS)");
-    cli_assert_has(p.out, "result:");
+    run_assert_status(&p, 1);
+    run_assert_has(p.err, "gnuplot did not finish drawing");
+    run_assert_has(p.err, "within 1 s (AG_GNUPLOT_SECONDS)");
+    run_assert_has(p.out, "result:");
     ck_assert_int_ne(access(png, F_OK), 0);
-    char *pid = cli_read_file(at(&s, "gp.pid"), NULL);
+    char *pid = file_read(at(&s, "gp.pid"), NULL);
     ck_assert_ptr_nonnull(pid);
     ck_assert_int_eq(kill((pid_t)atol(pid), 0), -1);
     free(pid);
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -999,13 +1000,13 @@ START_TEST(test_stale_temporaries)
     snprintf(names[4], 128, "c.st.tmp-%ld-0123abcZ", dead);        /* not the pattern */
     snprintf(names[5], 128, "c.st.tmp-%ld-0123abcd.bak", dead);    /* not the pattern */
     for (int k = 0; k < 6; k++)
-        cli_write_file(at(&s, names[k]), "x", 1);
+        file_write(at(&s, names[k]), "x", 1);
     ck_assert_int_eq(mkdir(at(&s, "d.st.tmp-1-00000000"), 0755), 0);   /* not a file */
     const char *args[] = {"train", "--steps", "2", "--quiet", "--save", at(&s, "c.st"), "--log",
                           at(&s, "l.csv"), NULL};
-    cli_proc p = run_in(&s, args);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    run_proc p = run_in(&s, args);
+    run_assert_status(&p, 0);
+    run_free(&p);
     ck_assert_int_ne(access(at(&s, names[0]), F_OK), 0);
     ck_assert_int_ne(access(at(&s, names[1]), F_OK), 0);
     for (int k = 2; k < 6; k++)
@@ -1026,18 +1027,18 @@ START_TEST(test_sigkill_during_save_heals)
     /* a model with a big enough checkpoint that the save takes a while */
     const char *args[] = {"train", "--steps", "1", "--dim", "512", "--seq", "2", "--batch", "1",
                           "--save", ck, NULL};
-    cli_proc p = cli_spawn_args(args, s.path);
+    run_proc p = run_start_args(args, &(run_opts){.path = s.path});
     /* kill it once its temporary file exists (or it has finished) */
     for (int polls = 0; polls < 20000 && !tmp_left(s.dir) && access(ck, F_OK) != 0; polls++)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     kill(p.pid, SIGKILL);
-    cli_wait(&p);
-    cli_proc_free(&p);
+    run_wait(&p);
+    run_free(&p);
     const char *again[] = {"train", "--steps", "1", "--dim", "8", "--quiet", "--save", ck, NULL};
     p = run_in(&s, again);
-    cli_assert_status(&p, 0);
+    run_assert_status(&p, 0);
     ck_assert(!tmp_left(s.dir));
-    cli_proc_free(&p);
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -1051,23 +1052,23 @@ START_TEST(test_explain_huge_logits)
     static const char *const agree[] = {"1e6,1e6", "1e6,-1e6,3", "-1e7,-1e7", "5e7,5e7,5e7",
                                         "1e10,1e10"};
     for (size_t k = 0; k < sizeof(agree) / sizeof(agree[0]); k++) {
-        cli_proc p = cli_run("explain", "softmax", "--logits", agree[k], NULL);
+        run_proc p = run_cmd("explain", "softmax", "--logits", agree[k], NULL);
         ck_assert_msg(p.status == 0, "%s: status %d\n%s%s", agree[k], p.status, p.out, p.err);
         ck_assert_ptr_null(strstr(p.out, "DISAGREE"));
         ck_assert_uint_eq(p.err_len, 0);
-        cli_proc_free(&p);
+        run_free(&p);
     }
     static const char *const undecided[] = {"1e12,1e12", "1e15,-1e15,1e15", "1e300,1e300"};
     for (size_t k = 0; k < sizeof(undecided) / sizeof(undecided[0]); k++) {
-        cli_proc p = cli_run("explain", "softmax", "--logits", undecided[k], NULL);
-        cli_assert_status(&p, 1);
+        run_proc p = run_cmd("explain", "softmax", "--logits", undecided[k], NULL);
+        run_assert_status(&p, 1);
         size_t disagree = 0;
         for (const char *c = p.out; (c = strstr(c, "DISAGREE")); c++)
             disagree++;
         ck_assert_uint_gt(disagree, 0);
         ck_assert_uint_eq(count_lines(p.err), disagree);   /* one reason per disagreement */
-        cli_assert_has(p.err, "the check cannot decide");
-        cli_proc_free(&p);
+        run_assert_has(p.err, "the check cannot decide");
+        run_free(&p);
     }
 }
 END_TEST
@@ -1086,16 +1087,24 @@ START_TEST(test_hex_floats)
         {"explain", "attention", "--lr", "0x1"},
     };
     for (size_t k = 0; k < sizeof(lines) / sizeof(lines[0]); k++) {
-        cli_proc p = cli_spawn_args(lines[k], NULL);
-        cli_wait(&p);
+        run_proc p = run_args(lines[k], NULL);
         ck_assert_msg(p.status == 2, "%s %s: status %d", lines[k][0], lines[k][1], p.status);
-        cli_assert_has(p.err, "is not a number");
-        cli_proc_free(&p);
+        run_assert_has(p.err, "is not a number");
+        run_free(&p);
     }
-    /* decimal with an exponent still is one */
-    cli_proc p = cli_run("train", "--steps", "1", "--quiet", "--lr", "1E-3", "--clip", "5e0", NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    /* decimal with an exponent still is one, and the run takes its value */
+    scratch s;
+    scratch_new(&s);
+    const char *ck = at(&s, "c.st");
+    run_proc p = run_cmd("train", "--steps", "1", "--quiet", "--lr", "1E-3", "--clip", "5e0",
+                         "--save", ck, NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
+    ag_train_state st;
+    test_checkpoint_state(ck, &st);
+    ck_assert_double_eq(st.config.lr, 1e-3);
+    ck_assert_double_eq(st.config.clip, 5);
+    scratch_free(&s);
 }
 END_TEST
 
@@ -1104,15 +1113,15 @@ START_TEST(test_hex_in_checkpoint)
 {
     scratch s;
     scratch_new(&s);
-    cli_proc p = cli_run("train", "--steps", "2", "--quiet", "--save", at(&s, "good.st"), NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    run_proc p = run_cmd("train", "--steps", "2", "--quiet", "--save", at(&s, "good.st"), NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
     st_edit e = {.key = "lr", .value = "0x1p-8"};
     st_rewrite(at(&s, "good.st"), at(&s, "c.st"), &e);
-    p = cli_run("train", "--load", at(&s, "c.st"), "--steps", "1", NULL);
-    cli_assert_status(&p, 1);
-    cli_assert_has(p.err, "metadata lr '0x1p-8' is not a number");
-    cli_proc_free(&p);
+    p = run_cmd("train", "--load", at(&s, "c.st"), "--steps", "1", NULL);
+    run_assert_status(&p, 1);
+    run_assert_has(p.err, "metadata lr '0x1p-8' is not a number");
+    run_free(&p);
     scratch_free(&s);
 }
 END_TEST
@@ -1124,20 +1133,20 @@ START_TEST(test_top_level_extra_arguments)
         {"help", "train", "more"},
     };
     for (size_t k = 0; k < sizeof(lines) / sizeof(lines[0]); k++) {
-        cli_proc p = cli_run(lines[k][0], lines[k][1], lines[k][2], NULL);
+        run_proc p = run_cmd(lines[k][0], lines[k][1], lines[k][2], NULL);
         ck_assert_msg(p.status == 2, "%s %s: status %d", lines[k][0], lines[k][1], p.status);
-        cli_assert_has(p.err, lines[k][1]);
-        cli_assert_has(p.err, "usage: attograd");
+        run_assert_has(p.err, lines[k][1]);
+        run_assert_has(p.err, "usage: attograd");
         ck_assert_uint_eq(p.out_len, 0);
-        cli_proc_free(&p);
+        run_free(&p);
     }
-    cli_proc p = cli_run("help", "grad", NULL);
-    cli_assert_status(&p, 0);
-    cli_assert_has(p.out, "usage: attograd grad --model");
-    cli_proc_free(&p);
-    p = cli_run("--version", NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    run_proc p = run_cmd("help", "grad", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "usage: attograd grad --model");
+    run_free(&p);
+    p = run_cmd("--version", NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
 }
 END_TEST
 
@@ -1148,27 +1157,27 @@ START_TEST(test_counts_at_the_limit)
 {
     scratch s;
     scratch_new(&s);
-    cli_proc p = cli_run("train", "--steps", "2", "--quiet", "--dim", "8", "--save", at(&s, "good.st"), NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    run_proc p = run_cmd("train", "--steps", "2", "--quiet", "--dim", "8", "--save", at(&s, "good.st"), NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
     const char *keys[2] = {"optim_steps", "step"};
     for (int k = 0; k < 2; k++) {
         st_edit e = {.key = keys[k], .value = "1999999998"};   /* AG_CLI_MAX_STEP - 2 */
         st_rewrite(at(&s, "good.st"), at(&s, "c.st"), &e);
-        p = cli_run("train", "--load", at(&s, "c.st"), "--steps", "3", "--save", at(&s, "c.st"), NULL);
-        cli_assert_status(&p, 2);
-        cli_assert_has(p.err, "--steps 3: ");
-        cli_assert_has(p.err, "1999999998, and a run stops at 2000000000");
-        cli_proc_free(&p);
-        p = cli_run("train", "--load", at(&s, "c.st"), "--steps", "2", "--quiet", "--save",
+        p = run_cmd("train", "--load", at(&s, "c.st"), "--steps", "3", "--save", at(&s, "c.st"), NULL);
+        run_assert_status(&p, 2);
+        run_assert_has(p.err, "--steps 3: ");
+        run_assert_has(p.err, "1999999998, and a run stops at 2000000000");
+        run_free(&p);
+        p = run_cmd("train", "--load", at(&s, "c.st"), "--steps", "2", "--quiet", "--save",
                     at(&s, "c.st"), NULL);
-        cli_assert_status(&p, 0);
-        cli_proc_free(&p);
+        run_assert_status(&p, 0);
+        run_free(&p);
         /* it loads: the next refusal is about the steps, not the file */
-        p = cli_run("train", "--load", at(&s, "c.st"), "--steps", "1", NULL);
-        cli_assert_status(&p, 2);
-        cli_assert_has(p.err, "2000000000, and a run stops at 2000000000");
-        cli_proc_free(&p);
+        p = run_cmd("train", "--load", at(&s, "c.st"), "--steps", "1", NULL);
+        run_assert_status(&p, 2);
+        run_assert_has(p.err, "2000000000, and a run stops at 2000000000");
+        run_free(&p);
     }
     scratch_free(&s);
 }

@@ -5,7 +5,7 @@
  * saves that fail without harming the previous file.
  */
 #include "test_util.h"
-#include "cli_run.h"
+#include "run.h"
 #include "io/io.h"
 
 #include <dirent.h>
@@ -99,7 +99,7 @@ static void bad_json(const char *json, const char *msg)
 START_TEST(test_round_trip)
 {
     char dir[256], path[512], err[768], listing[1024];
-    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "model.safetensors");
+    file_path(path, sizeof(path), file_tmpdir(dir, sizeof(dir)), "model.safetensors");
     ag_rng rng = ag_rng_new(7);
     ag_tensor *wq = test_param(&rng, 2, (int[]){3, 4});
     ag_tensor *x = test_param(&rng, 3, (int[]){2, 3, 4});
@@ -119,7 +119,7 @@ START_TEST(test_round_trip)
     ck_assert_int_eq(ag_st_save(w, path, err, sizeof(err)), AG_OK);
     ag_st_writer_free(w);
     /* no temporary file left */
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "model.safetensors");
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "model.safetensors");
 
     ag_st_file *f;
     ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_OK);
@@ -164,7 +164,7 @@ START_TEST(test_round_trip)
     ag_param_free(x);
     ag_param_free(wq2);
     ag_param_free(x2);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -575,7 +575,7 @@ START_TEST(test_load_errors)
 {
     char dir[256], path[512], err[768], want[768];
     ag_st_file *f = (ag_st_file *)1;
-    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "none.safetensors");
+    file_path(path, sizeof(path), file_tmpdir(dir, sizeof(dir)), "none.safetensors");
     ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_ERR_IO);
     ck_assert_ptr_null(f);
     snprintf(want, sizeof(want), "%s: cannot open: No such file or directory", path);
@@ -585,7 +585,7 @@ START_TEST(test_load_errors)
     ck_assert_str_eq(err, want);
 
     /* a malformed file on disk is named by its path */
-    cli_path(path, sizeof(path), dir, "bad.safetensors");
+    file_path(path, sizeof(path), dir, "bad.safetensors");
     FILE *fp = fopen(path, "wb");
     fwrite("\x02\0\0\0\0\0\0\0{]", 1, 10, fp);
     fclose(fp);
@@ -595,7 +595,7 @@ START_TEST(test_load_errors)
     ck_assert_str_eq(err, want);
     ck_assert_int_eq(ag_st_load(NULL, &f, err, sizeof(err)), AG_ERR_ARG);
     ck_assert_str_eq(err, "ag_st_load: path is NULL");
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -697,7 +697,7 @@ static void assert_old(const char *path, const ag_real *v, int n)
 START_TEST(test_failed_save_keeps_old_file)
 {
     char dir[256], path[512], sub[512], err[1100], want[1100], listing[1024];
-    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "model.safetensors");
+    file_path(path, sizeof(path), file_tmpdir(dir, sizeof(dir)), "model.safetensors");
     const ag_real old[3] = {1, 2, 3};
     write_old(path, old, 3);
 
@@ -705,27 +705,27 @@ START_TEST(test_failed_save_keeps_old_file)
     ag_st_add(w, "new", 1, (int[]){3}, old);
 
     /* the target is a directory: refused before anything is written */
-    cli_path(sub, sizeof(sub), dir, "dir.safetensors");
+    file_path(sub, sizeof(sub), dir, "dir.safetensors");
     ck_assert_int_eq(mkdir(sub, 0755), 0);
     ck_assert_int_eq(ag_st_save(w, sub, err, sizeof(err)), AG_ERR_IO);
     snprintf(want, sizeof(want), "%s: is a directory", sub);
     ck_assert_str_eq(err, want);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)),
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)),
                      "dir.safetensors model.safetensors");
-    ck_assert_str_eq(cli_listing(sub, listing, sizeof(listing)), "");
+    ck_assert_str_eq(file_listing(sub, listing, sizeof(listing)), "");
 
     /* a directory that does not exist */
-    cli_path(sub, sizeof(sub), dir, "none/model.safetensors");
+    file_path(sub, sizeof(sub), dir, "none/model.safetensors");
     ck_assert_int_eq(ag_st_save(w, sub, err, sizeof(err)), AG_ERR_IO);
     snprintf(want, sizeof(want),
              "%s: cannot write there: directory '%s/none': No such file or directory", sub, dir);
     ck_assert_str_eq(err, want);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)),
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)),
                      "dir.safetensors model.safetensors");
 
     assert_old(path, old, 3);
     ag_st_writer_free(w);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -735,7 +735,7 @@ END_TEST
 START_TEST(test_interrupted_save_keeps_old_file)
 {
     char dir[256], path[512], listing[1024];
-    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "model.safetensors");
+    file_path(path, sizeof(path), file_tmpdir(dir, sizeof(dir)), "model.safetensors");
     const ag_real old[3] = {1, 2, 3};
     write_old(path, old, 3);
 
@@ -761,9 +761,9 @@ START_TEST(test_interrupted_save_keeps_old_file)
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "model.safetensors");
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "model.safetensors");
     assert_old(path, old, 3);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -771,7 +771,7 @@ END_TEST
 START_TEST(test_save_mode)
 {
     char dir[256], path[512];
-    cli_path(path, sizeof(path), cli_tmpdir(dir, sizeof(dir)), "model.safetensors");
+    file_path(path, sizeof(path), file_tmpdir(dir, sizeof(dir)), "model.safetensors");
     mode_t old = umask(022);
     const ag_real v[1] = {1};
     write_old(path, v, 1);
@@ -779,7 +779,7 @@ START_TEST(test_save_mode)
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
     ck_assert_uint_eq(sb.st_mode & 0777, 0644);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 

@@ -6,7 +6,7 @@
  * the vocabulary, too short for a window.
  */
 #include "test_util.h"
-#include "cli_run.h"
+#include "run.h"
 
 #include <string.h>
 
@@ -191,21 +191,21 @@ END_TEST
 START_TEST(test_text_load)
 {
     char dir[256], path[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(path, sizeof(path), dir, "t.txt");
-    cli_write_file(path, "to be or not\n", 13);
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "t.txt");
+    file_write(path, "to be or not\n", 13);
     ag_text *t;
     char err[600];
     ck_assert_int_eq(ag_text_load(path, NULL, &t, err, sizeof(err)), AG_OK);
     ck_assert_uint_eq(t->len, 13);
     ck_assert_int_eq(ag_vocab_size(t->vocab), 8);   /* \n, space, b, e, n, o, r, t */
     ag_text_free(t);
-    cli_write_file(path, "", 0);
+    file_write(path, "", 0);
     ck_assert_int_eq(ag_text_load(path, NULL, &t, err, sizeof(err)), AG_ERR_FORMAT);
     ck_assert_ptr_null(t);
-    cli_rmdir(dir);
+    file_rmdir(dir);
     ck_assert_int_eq(ag_text_load(path, NULL, &t, err, sizeof(err)), AG_ERR_IO);
-    cli_assert_has(err, ": cannot open: No such file or directory");
+    run_assert_has(err, ": cannot open: No such file or directory");
     ck_assert_int_eq(ag_text_load("/", NULL, &t, err, sizeof(err)), AG_ERR_IO);
     ck_assert_str_eq(err, "/: is a directory");
 }

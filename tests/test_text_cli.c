@@ -8,10 +8,11 @@
  * mistake is a clear message with the right exit status. The texts are
  * made here.
  */
-#include "cli_run.h"
+#include "run.h"
 #include "test_util.h"
 
 #include <regex.h>
+#include <signal.h>
 
 /* A small play: lines drawn from a few, so there is something to learn. */
 static void write_play(const char *path, int lines, uint64_t seed)
@@ -40,7 +41,7 @@ static void write_play(const char *path, int lines, uint64_t seed)
 static void parse_result(const char *out, long steps, char *val, size_t len)
 {
     char last[512];
-    cli_last_line(out, last, sizeof(last));
+    text_last_line(out, last, sizeof(last));
     regex_t re;
     ck_assert_int_eq(regcomp(&re, "^result: task=text steps=([0-9]+) loss=([0-9.]+) "
                                   "val_loss=([0-9.]+) seconds=([0-9.]+)$", REG_EXTENDED), 0);
@@ -55,22 +56,22 @@ static void parse_result(const char *out, long steps, char *val, size_t len)
 START_TEST(test_train_and_eval)
 {
     char dir[256], text[512], ck[512], log[512], listing[1024], val[64], want[128];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(text, sizeof(text), dir, "play.txt");
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
-    cli_path(log, sizeof(log), dir, "l.csv");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(text, sizeof(text), dir, "play.txt");
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_path(log, sizeof(log), dir, "l.csv");
     write_play(text, 60, 1);
-    cli_proc p = cli_run("train", "--task", "text", "--text", text, TINY, "--steps", "12",
+    run_proc p = run_cmd("train", "--task", "text", "--text", text, TINY, "--steps", "12",
                          "--eval-every", "4", "--save", ck, "--log", log, NULL);
-    cli_assert_status(&p, 0);
-    cli_assert_has(p.out, "training text: ");
-    cli_assert_has(p.out, "\nstep 4 train_loss ");
-    cli_assert_has(p.out, "\nstep 12 train_loss ");
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "training text: ");
+    run_assert_has(p.out, "\nstep 4 train_loss ");
+    run_assert_has(p.out, "\nstep 12 train_loss ");
     ck_assert_str_eq(p.err, "");
     parse_result(p.out, 12, val, sizeof(val));
-    cli_proc_free(&p);
+    run_free(&p);
     /* the log: a header and a row per step, the estimates every 4 */
-    char *csv = cli_read_file(log, NULL);
+    char *csv = file_read(log, NULL);
     ck_assert_ptr_nonnull(csv);
     ck_assert(strncmp(csv, "step,loss,train_loss,val_loss,lr\n1,", 35) == 0);
     int rows = 0;
@@ -79,38 +80,38 @@ START_TEST(test_train_and_eval)
     ck_assert_int_eq(rows, 13);
     free(csv);
     /* eval prints the same full validation loss */
-    p = cli_run("eval", "--load", ck, "--text", text, NULL);
-    cli_assert_status(&p, 0);
+    p = run_cmd("eval", "--load", ck, "--text", text, NULL);
+    run_assert_status(&p, 0);
     snprintf(want, sizeof(want), "eval: val_loss=%s windows=", val);
     ck_assert_msg(strncmp(p.out, want, strlen(want)) == 0, "%s vs %s", p.out, want);
-    cli_proc_free(&p);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "c.safetensors l.csv play.txt");
-    cli_rmdir(dir);
+    run_free(&p);
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "c.safetensors l.csv play.txt");
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_deterministic)
 {
     char dir[256], text[512], a[512], b[512], c[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(text, sizeof(text), dir, "play.txt");
-    cli_path(a, sizeof(a), dir, "a.csv");
-    cli_path(b, sizeof(b), dir, "b.csv");
-    cli_path(c, sizeof(c), dir, "c.csv");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(text, sizeof(text), dir, "play.txt");
+    file_path(a, sizeof(a), dir, "a.csv");
+    file_path(b, sizeof(b), dir, "b.csv");
+    file_path(c, sizeof(c), dir, "c.csv");
     write_play(text, 60, 2);
     const char *logs[3] = {a, b, c}, *threads[3] = {"1", "1", "2"};
     for (int k = 0; k < 3; k++) {
-        cli_proc p = cli_run("train", "--task", "text", "--text", text, TINY, "--steps", "8",
+        run_proc p = run_cmd("train", "--task", "text", "--text", text, TINY, "--steps", "8",
                              "--dropout", "0.1", "--seed", "5", "--threads", threads[k], "--quiet",
                              "--log", logs[k], NULL);
-        cli_assert_status(&p, 0);
-        cli_proc_free(&p);
+        run_assert_status(&p, 0);
+        run_free(&p);
     }
-    char *la = cli_read_file(a, NULL), *lb = cli_read_file(b, NULL), *lc = cli_read_file(c, NULL);
+    char *la = file_read(a, NULL), *lb = file_read(b, NULL), *lc = file_read(c, NULL);
     ck_assert_str_eq(la, lb);
     ck_assert_str_eq(la, lc);
     free(la), free(lb), free(lc);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -119,37 +120,37 @@ END_TEST
 START_TEST(test_resume_equals_uninterrupted)
 {
     char dir[256], text[512], whole[512], half[512], l1[512], l2[512], l3[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(text, sizeof(text), dir, "play.txt");
-    cli_path(whole, sizeof(whole), dir, "whole.safetensors");
-    cli_path(half, sizeof(half), dir, "half.safetensors");
-    cli_path(l1, sizeof(l1), dir, "whole.csv");
-    cli_path(l2, sizeof(l2), dir, "first.csv");
-    cli_path(l3, sizeof(l3), dir, "second.csv");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(text, sizeof(text), dir, "play.txt");
+    file_path(whole, sizeof(whole), dir, "whole.safetensors");
+    file_path(half, sizeof(half), dir, "half.safetensors");
+    file_path(l1, sizeof(l1), dir, "whole.csv");
+    file_path(l2, sizeof(l2), dir, "first.csv");
+    file_path(l3, sizeof(l3), dir, "second.csv");
     write_play(text, 60, 3);
-    cli_proc p = cli_run("train", "--task", "text", "--text", text, TINY, "--warmup", "3",
+    run_proc p = run_cmd("train", "--task", "text", "--text", text, TINY, "--warmup", "3",
                          "--dropout", "0.1", "--steps", "12", "--quiet", "--save", whole, "--log",
                          l1, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    p = cli_run("train", "--task", "text", "--text", text, TINY, "--warmup", "3", "--dropout", "0.1",
+    run_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("train", "--task", "text", "--text", text, TINY, "--warmup", "3", "--dropout", "0.1",
                 "--steps", "6", "--decay-steps", "12", "--quiet", "--save", half, "--log", l2, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    p = cli_run("train", "--text", text, "--load", half, "--eval-iters", "2", "--steps", "6",
+    run_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("train", "--text", text, "--load", half, "--eval-iters", "2", "--steps", "6",
                 "--quiet", "--save", half, "--log", l3, NULL);
-    cli_assert_status(&p, 0);
+    run_assert_status(&p, 0);
     char val[64];
     parse_result(p.out, 12, val, sizeof(val));
-    cli_proc_free(&p);
+    run_free(&p);
     size_t na = 0, nb = 1;
-    char *fa = cli_read_file(whole, &na), *fb = cli_read_file(half, &nb);
+    char *fa = file_read(whole, &na), *fb = file_read(half, &nb);
     ck_assert_msg(na == nb && memcmp(fa, fb, na) == 0, "the resumed checkpoint differs");
     free(fa), free(fb);
     /* the logs' rows: the first 6 and the last 6 of the whole (the first
      * part estimates the losses at its last step, which the whole run does
      * not: compare the step, the loss and the learning rate) */
-    char *w = cli_read_file(l1, NULL), *first = cli_read_file(l2, NULL), *second = cli_read_file(l3, NULL);
+    char *w = file_read(l1, NULL), *first = file_read(l2, NULL), *second = file_read(l3, NULL);
     char *wl = strtok(w, "\n"), *lines[13];
     for (int k = 0; k < 13; k++, wl = strtok(NULL, "\n"))
         lines[k] = wl;
@@ -167,22 +168,22 @@ START_TEST(test_resume_equals_uninterrupted)
         }
     }
     free(w), free(first), free(second);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_ctrl_c_saves)
 {
     char dir[256], text[512], ck[512], want[600];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(text, sizeof(text), dir, "play.txt");
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(text, sizeof(text), dir, "play.txt");
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
     write_play(text, 60, 4);
     const char *args[] = {"train", "--task", "text", "--text", text, TINY, "--steps", "10000000",
                           "--eval-every", "3", "--save", ck, NULL};
-    cli_proc p = cli_interrupt(args, "\nstep 3 ", SIGINT);
-    cli_assert_status(&p, 130);
-    cli_assert_has(p.err, "attograd train: interrupted after step ");
+    run_proc p = run_interrupt(args, "\nstep 3 ", SIGINT);
+    run_assert_status(&p, 130);
+    run_assert_has(p.err, "attograd train: interrupted after step ");
     ag_gpt_file *f;
     char err[600];
     ck_assert_msg(ag_gpt_file_load(ck, &f, err, sizeof(err)) == AG_OK, "%s", err);
@@ -193,54 +194,54 @@ START_TEST(test_ctrl_c_saves)
     char val[64];
     parse_result(p.out, step, val, sizeof(val));
     snprintf(want, sizeof(want), "saved: %s (step %ld)\n", ck, step);
-    cli_assert_has(p.out, want);
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    run_assert_has(p.out, want);
+    run_free(&p);
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_sample)
 {
     char dir[256], text[512], ck[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(text, sizeof(text), dir, "play.txt");
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(text, sizeof(text), dir, "play.txt");
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
     write_play(text, 60, 5);
-    cli_proc p = cli_run("train", "--task", "text", "--text", text, TINY, "--steps", "5", "--quiet",
+    run_proc p = run_cmd("train", "--task", "text", "--text", text, TINY, "--steps", "5", "--quiet",
                          "--save", ck, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    run_assert_status(&p, 0);
+    run_free(&p);
     /* the prompt, then exactly --tokens characters; nothing else */
-    cli_proc a = cli_run("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed", "3", NULL);
-    cli_proc b = cli_run("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed", "3", NULL);
-    cli_proc c = cli_run("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed", "4", NULL);
-    cli_assert_status(&a, 0);
-    cli_assert_status(&c, 0);
+    run_proc a = run_cmd("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed", "3", NULL);
+    run_proc b = run_cmd("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed", "3", NULL);
+    run_proc c = run_cmd("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed", "4", NULL);
+    run_assert_status(&a, 0);
+    run_assert_status(&c, 0);
     ck_assert_str_eq(a.err, "");
     ck_assert_uint_eq(a.out_len, 6 + 40);   /* the play is ASCII */
     ck_assert(strncmp(a.out, "ANNA:\n", 6) == 0);
     ck_assert_str_eq(a.out, b.out);
     ck_assert_str_ne(a.out, c.out);
-    cli_proc_free(&a), cli_proc_free(&b), cli_proc_free(&c);
+    run_free(&a), run_free(&b), run_free(&c);
     /* without a prompt, and past the context (seq 8), and greedy */
-    p = cli_run("sample", "--load", ck, "--tokens", "30", "--temperature", "0", NULL);
-    cli_assert_status(&p, 0);
+    p = run_cmd("sample", "--load", ck, "--tokens", "30", "--temperature", "0", NULL);
+    run_assert_status(&p, 0);
     ck_assert_uint_eq(p.out_len, 30);
-    cli_proc_free(&p);
-    p = cli_run("sample", "--load", ck, "--prompt", "BEN", "--tokens", "0", NULL);
-    cli_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("sample", "--load", ck, "--prompt", "BEN", "--tokens", "0", NULL);
+    run_assert_status(&p, 0);
     ck_assert_str_eq(p.out, "BEN");
-    cli_proc_free(&p);
+    run_free(&p);
     /* a character the play never uses */
-    p = cli_run("sample", "--load", ck, "--prompt", "ANNA: \xc3\xa9t\xc3\xa9", NULL);
-    cli_assert_status(&p, 1);
+    p = run_cmd("sample", "--load", ck, "--prompt", "ANNA: \xc3\xa9t\xc3\xa9", NULL);
+    run_assert_status(&p, 1);
     ck_assert_str_eq(p.out, "");
     char want[700];
     snprintf(want, sizeof(want), "attograd sample: --prompt: character '\xc3\xa9' (U+00E9) on line 1 "
              "is not in the vocabulary of %s\n", ck);
     ck_assert_str_eq(p.err, want);
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    run_free(&p);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -288,27 +289,27 @@ static const err_case cases[] = {
 START_TEST(test_errors)
 {
     char dir[256], path[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_write_file(cli_path(path, sizeof(path), dir, "empty.txt"), "", 0);
-    cli_write_file(cli_path(path, sizeof(path), dir, "latin1.txt"), "caf\xe9\n", 5);
-    cli_write_file(cli_path(path, sizeof(path), dir, "short.txt"), "To be, or not to be, that is the question", 40);
-    cli_write_file(cli_path(path, sizeof(path), dir, "accents.txt"), "\xc3\xa9t\xc3\xa9\n", 6);
-    cli_write_file(cli_path(path, sizeof(path), dir, "tiny.txt"), "ANNA:\nBEN:\nCARL:\n", 16);
-    write_play(cli_path(path, sizeof(path), dir, "play.txt"), 60, 6);
+    file_tmpdir(dir, sizeof(dir));
+    file_write(file_path(path, sizeof(path), dir, "empty.txt"), "", 0);
+    file_write(file_path(path, sizeof(path), dir, "latin1.txt"), "caf\xe9\n", 5);
+    file_write(file_path(path, sizeof(path), dir, "short.txt"), "To be, or not to be, that is the question", 40);
+    file_write(file_path(path, sizeof(path), dir, "accents.txt"), "\xc3\xa9t\xc3\xa9\n", 6);
+    file_write(file_path(path, sizeof(path), dir, "tiny.txt"), "ANNA:\nBEN:\nCARL:\n", 16);
+    write_play(file_path(path, sizeof(path), dir, "play.txt"), 60, 6);
     char gpt[512], lookup[512];
-    cli_path(gpt, sizeof(gpt), dir, "gpt.safetensors");
-    cli_path(lookup, sizeof(lookup), dir, "lookup.safetensors");
-    cli_proc p = cli_run("train", "--text", path, TINY, "--steps", "2", "--quiet", "--save", gpt, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    p = cli_run("train", "--steps", "2", "--quiet", "--save", lookup, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    file_path(gpt, sizeof(gpt), dir, "gpt.safetensors");
+    file_path(lookup, sizeof(lookup), dir, "lookup.safetensors");
+    run_proc p = run_cmd("train", "--text", path, TINY, "--steps", "2", "--quiet", "--save", gpt, NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("train", "--steps", "2", "--quiet", "--save", lookup, NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const char *argv[20];
         char args[16][600], frag[700];
         int n = 0;
-        argv[n++] = cli_bin();
+        argv[n++] = run_bin();
         for (int i = 0; cases[k].args[i]; i++) {
             const char *a = cases[k].args[i], *d = strstr(a, "DIR");
             if (d)
@@ -331,16 +332,16 @@ START_TEST(test_errors)
             snprintf(tail, sizeof(tail), "%s", d2 + 3);
             snprintf(d2, sizeof(frag) - (size_t)(d2 - frag), "%s%s", dir, tail);
         }
-        p = cli_run_argv(argv, NULL);
+        p = run_exec(argv, NULL);
         ck_assert_msg(p.status == cases[k].status, "case %zu (%s %s): status %d, want %d\n%s", k,
                       cases[k].args[0], cases[k].args[1] ? cases[k].args[1] : "", p.status,
                       cases[k].status, p.err);
         ck_assert_msg(strstr(p.err, frag) != NULL, "case %zu: '%s' not in:\n%s", k, frag, p.err);
         if (cases[k].status == 2)
-            cli_assert_has(p.err, "usage: attograd ");
-        cli_proc_free(&p);
+            run_assert_has(p.err, "usage: attograd ");
+        run_free(&p);
     }
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -350,18 +351,18 @@ START_TEST(test_help)
     const char *usage[3] = {"usage: attograd train --task text --text FILE", "usage: attograd sample --load CKPT",
                             "usage: attograd eval --load CKPT --text FILE"};
     for (int k = 0; k < 3; k++) {
-        cli_proc p = cli_run(cmds[k][0], cmds[k][1], cmds[k][2], cmds[k][3], NULL);
-        cli_assert_status(&p, 0);
+        run_proc p = run_cmd(cmds[k][0], cmds[k][1], cmds[k][2], cmds[k][3], NULL);
+        run_assert_status(&p, 0);
         ck_assert(strncmp(p.out, usage[k], strlen(usage[k])) == 0);
-        cli_proc_free(&p);
+        run_free(&p);
     }
-    cli_proc p = cli_run("--help", NULL);
-    cli_assert_has(p.out, "  sample ");
-    cli_assert_has(p.out, "  eval ");
-    cli_proc_free(&p);
-    p = cli_run("train", "--help", NULL);
-    cli_assert_has(p.out, "attograd train --task text --help");
-    cli_proc_free(&p);
+    run_proc p = run_cmd("--help", NULL);
+    run_assert_has(p.out, "  sample ");
+    run_assert_has(p.out, "  eval ");
+    run_free(&p);
+    p = run_cmd("train", "--help", NULL);
+    run_assert_has(p.out, "attograd train --task text --help");
+    run_free(&p);
 }
 END_TEST
 

@@ -7,10 +7,11 @@
  * resuming a checkpoint (saved at the end or at Ctrl-C) continues exactly
  * as the run that never stopped. No test measures time.
  */
-#include "cli_run.h"
+#include "run.h"
 #include "test_util.h"
 
 #include <regex.h>
+#include <signal.h>
 
 /* ---- logs ---- */
 
@@ -23,7 +24,7 @@ typedef struct csv_rows {
 
 static void read_rows(const char *path, csv_rows *r)
 {
-    r->text = cli_read_file(path, NULL);
+    r->text = file_read(path, NULL);
     ck_assert_msg(r->text != NULL, "cannot read %s", path);
     r->n = 0;
     for (char *s = strtok(r->text, "\n"); s; s = strtok(NULL, "\n")) {
@@ -73,7 +74,7 @@ static long checkpoint_step(const char *path)
 static void assert_result_line(const char *out, const char *task, long steps)
 {
     char last[512];
-    cli_last_line(out, last, sizeof(last));
+    text_last_line(out, last, sizeof(last));
     regex_t re;
     ck_assert_int_eq(regcomp(&re, "^result: task=([a-z0-9]+) steps=([0-9]+) loss=([0-9.]+) "
                                   "accuracy=([0-9.]+) seconds=([0-9.]+)$", REG_EXTENDED), 0);
@@ -94,10 +95,10 @@ static void assert_result_line(const char *out, const char *task, long steps)
 START_TEST(test_loss_decreases)
 {
     char dir[256], log[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(log, sizeof(log), dir, "l.csv");
-    cli_proc p = cli_run("train", "--steps", "60", "--eval-every", "20", "--quiet", "--log", log, NULL);
-    cli_assert_status(&p, 0);
+    file_tmpdir(dir, sizeof(dir));
+    file_path(log, sizeof(log), dir, "l.csv");
+    run_proc p = run_cmd("train", "--steps", "60", "--eval-every", "20", "--quiet", "--log", log, NULL);
+    run_assert_status(&p, 0);
     ck_assert_msg(strchr(p.out, '\n') == p.out + p.out_len - 1, "--quiet printed more:\n%s", p.out);
     assert_result_line(p.out, "lookup", 60);
     csv_rows r;
@@ -106,47 +107,47 @@ START_TEST(test_loss_decreases)
     double first = atof(strchr(r.line[1], ',') + 1), last = atof(strchr(r.line[60], ',') + 1);
     ck_assert_msg(last < 0.5 * first, "loss %g at step 1, %g at step 60: not learning", first, last);
     free(r.text);
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    run_free(&p);
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_deterministic_logs)
 {
     char dir[256], a[512], b[512], c[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(a, sizeof(a), dir, "a.csv");
-    cli_path(b, sizeof(b), dir, "b.csv");
-    cli_path(c, sizeof(c), dir, "c.csv");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(a, sizeof(a), dir, "a.csv");
+    file_path(b, sizeof(b), dir, "b.csv");
+    file_path(c, sizeof(c), dir, "c.csv");
     const char *logs[3] = {a, b, c};
     const char *seeds[3] = {"5", "5", "6"};
     for (int k = 0; k < 3; k++) {
-        cli_proc p = cli_run("train", "--task", "reverse", "--steps", "30", "--eval-every", "10",
+        run_proc p = run_cmd("train", "--task", "reverse", "--steps", "30", "--eval-every", "10",
                              "--seed", seeds[k], "--quiet", "--log", logs[k], NULL);
-        cli_assert_status(&p, 0);
+        run_assert_status(&p, 0);
         assert_result_line(p.out, "reverse", 30);
-        cli_proc_free(&p);
+        run_free(&p);
     }
     size_t la = 0, lb = 0, lc = 0;
-    char *ta = cli_read_file(a, &la), *tb = cli_read_file(b, &lb), *tc = cli_read_file(c, &lc);
+    char *ta = file_read(a, &la), *tb = file_read(b, &lb), *tc = file_read(c, &lc);
     ck_assert(ta && tb && tc);
     ck_assert_msg(la == lb && memcmp(ta, tb, la) == 0, "same flags and seed, different logs");
     ck_assert_msg(la != lc || memcmp(ta, tc, la) != 0, "another seed gave the same log");
     free(ta), free(tb), free(tc);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
 /* Not quiet: progress lines, then the result line last. */
 START_TEST(test_result_line_last)
 {
-    cli_proc p = cli_run("train", "--task", "lookup2", "--steps", "20", "--eval-every", "10", NULL);
-    cli_assert_status(&p, 0);
-    cli_assert_has(p.out, "training lookup2: seq 5, dim 32, heads 2");
-    cli_assert_has(p.out, "step 10 loss ");
+    run_proc p = run_cmd("train", "--task", "lookup2", "--steps", "20", "--eval-every", "10", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "training lookup2: seq 5, dim 32, heads 2");
+    run_assert_has(p.out, "step 10 loss ");
     assert_result_line(p.out, "lookup2", 20);
     ck_assert_uint_eq(p.err_len, 0);
-    cli_proc_free(&p);
+    run_free(&p);
 }
 END_TEST
 
@@ -154,17 +155,17 @@ END_TEST
 START_TEST(test_plot_without_gnuplot)
 {
     char dir[256], bin[512], png[512], listing[1024];
-    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
-    cli_path(png, sizeof(png), dir, "loss.png");
-    const char *argv[] = {cli_bin(), "train", "--steps", "10", "--quiet", "--plot", png, NULL};
-    cli_proc p = cli_run_argv(argv, bin);
-    cli_assert_status(&p, 0);
+    file_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
+    file_path(png, sizeof(png), dir, "loss.png");
+    const char *args[] = {"train", "--steps", "10", "--quiet", "--plot", png, NULL};
+    run_proc p = run_args(args, &(run_opts){.path = bin});
+    run_assert_status(&p, 0);
     assert_result_line(p.out, "lookup", 10);
     ck_assert_msg(strchr(p.err, '\n') == p.err + p.err_len - 1, "not one line:\n%s", p.err);
-    cli_assert_has(p.err, "gnuplot is not installed, so no plot");
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    run_assert_has(p.err, "gnuplot is not installed, so no plot");
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "bin");
+    run_free(&p);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -173,23 +174,23 @@ END_TEST
 START_TEST(test_plot_heads)
 {
     char dir[256], bin[512], png[512], listing[1024];
-    cli_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
-    cli_path(png, sizeof(png), dir, "heads.png");
-    const char *argv[] = {cli_bin(), "train", "--task", "lookup2", "--steps", "10", "--quiet",
+    file_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
+    file_path(png, sizeof(png), dir, "heads.png");
+    const char *args[] = {"train", "--task", "lookup2", "--steps", "10", "--quiet",
                           "--plot-heads", png, NULL};
-    cli_proc p = cli_run_argv(argv, bin);
-    cli_assert_status(&p, 0);
+    run_proc p = run_args(args, &(run_opts){.path = bin});
+    run_assert_status(&p, 0);
     assert_result_line(p.out, "lookup2", 10);
-    cli_assert_has(p.err, "gnuplot is not installed, so no plot");
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "bin");
-    cli_proc_free(&p);
-    if (cli_have("gnuplot")) {
-        p = cli_run("train", "--task", "lookup2", "--steps", "10", "--plot-heads", png, NULL);
-        cli_assert_picture(&p, "\nplot: ", png, dir, "bin heads.png");
-        cli_assert_has(p.out, "head 2:");   /* the text heatmaps are there too */
-        cli_proc_free(&p);
+    run_assert_has(p.err, "gnuplot is not installed, so no plot");
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "bin");
+    run_free(&p);
+    if (run_have("gnuplot")) {
+        p = run_cmd("train", "--task", "lookup2", "--steps", "10", "--plot-heads", png, NULL);
+        run_assert_picture(&p, "\nplot: ", png, dir, "bin heads.png");
+        run_assert_has(p.out, "head 2:");   /* the text heatmaps are there too */
+        run_free(&p);
     }
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -202,16 +203,16 @@ END_TEST
 static void blow_up(int detect, int previous)
 {
     char dir[256], log[512], save[512], listing[1024];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(log, sizeof(log), dir, "l.csv");
-    cli_path(save, sizeof(save), dir, "s.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(log, sizeof(log), dir, "l.csv");
+    file_path(save, sizeof(save), dir, "s.safetensors");
     if (previous) {
-        cli_write_file(log, "previous\n", 9);
-        cli_write_file(save, "previous\n", 9);
+        file_write(log, "previous\n", 9);
+        file_write(save, "previous\n", 9);
     }
-    cli_proc p = cli_run("train", "--optimizer", "sgd", "--lr", "1000", "--clip", "0", "--steps", "100",
+    run_proc p = run_cmd("train", "--optimizer", "sgd", "--lr", "1000", "--clip", "0", "--steps", "100",
                          "--log", log, "--save", save, detect ? "--detect-anomaly" : NULL, NULL);
-    cli_assert_status(&p, 1);
+    run_assert_status(&p, 1);
     regex_t re;
     ck_assert_int_eq(regcomp(&re, "^attograd train: step [0-9]+: (anomaly: the output of op [a-z_]+ "
                                   "\\(tape entry [0-9]+, \\[[0-9x]+\\]\\) is (NaN|Inf) at element "
@@ -220,22 +221,22 @@ static void blow_up(int detect, int previous)
     int rc = regexec(&re, p.err, 0, NULL, 0);
     regfree(&re);
     ck_assert_msg(rc == 0, "no step and op named:\n%s", p.err);
-    cli_assert_has(p.err, "(nothing was saved)");
+    run_assert_has(p.err, "(nothing was saved)");
     ck_assert_ptr_null(strstr(p.out, "result:"));
     ck_assert_ptr_null(strstr(p.out, "saved:"));
     if (previous) {
-        char *kept = cli_read_file(log, NULL);
+        char *kept = file_read(log, NULL);
         ck_assert_str_eq(kept, "previous\n");
         free(kept);
-        kept = cli_read_file(save, NULL);
+        kept = file_read(save, NULL);
         ck_assert_str_eq(kept, "previous\n");
         free(kept);
-        ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "l.csv s.safetensors");
+        ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "l.csv s.safetensors");
     } else {
-        ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "");
+        ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "");
     }
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    run_free(&p);
+    file_rmdir(dir);
 }
 
 START_TEST(test_blow_up_stops)
@@ -255,30 +256,30 @@ END_TEST
 START_TEST(test_ctrl_c_saves)
 {
     char dir[256], ck[512], log[512], listing[1024], want[600];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
-    cli_path(log, sizeof(log), dir, "l.csv");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_path(log, sizeof(log), dir, "l.csv");
     const char *args[] = {"train", "--steps", "1000000", "--save", ck, "--log", log, NULL};
-    cli_proc p = cli_interrupt(args, "\n", SIGINT);   /* its first line */
-    cli_assert_status(&p, 130);
+    run_proc p = run_interrupt(args, "\n", SIGINT);   /* its first line */
+    run_assert_status(&p, 130);
     long step = checkpoint_step(ck);
     snprintf(want, sizeof(want), "attograd train: interrupted after step %ld\n", step);
-    cli_assert_has(p.err, want);
+    run_assert_has(p.err, want);
     snprintf(want, sizeof(want), "saved: %s (step %ld)\n", ck, step);
-    cli_assert_has(p.out, want);
+    run_assert_has(p.out, want);
     assert_result_line(p.out, "lookup", step);
     /* the log has a row per step done, and the checkpoint loads and runs */
     csv_rows r;
     read_rows(log, &r);
     ck_assert_int_eq(r.n - 1, step);
     free(r.text);
-    cli_proc_free(&p);
-    p = cli_run("train", "--load", ck, "--steps", "1", "--quiet", NULL);
-    cli_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("train", "--load", ck, "--steps", "1", "--quiet", NULL);
+    run_assert_status(&p, 0);
     assert_result_line(p.out, "lookup", step + 1);
-    cli_proc_free(&p);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "c.safetensors l.csv");
-    cli_rmdir(dir);
+    run_free(&p);
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "c.safetensors l.csv");
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -289,18 +290,18 @@ START_TEST(test_sigterm_saves)
     static const int sigs[2] = {SIGTERM, SIGHUP};
     static const char *const names[2] = {"stopped by SIGTERM after step", "stopped by SIGHUP after step"};
     char dir[256], ck[512], listing[1024];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
     const char *args[] = {"train", "--steps", "1000000", "--eval-every", "5", "--save", ck, NULL};
-    cli_proc p = cli_interrupt(args, "\nstep 5 ", sigs[_i]);
-    cli_assert_status(&p, 128 + sigs[_i]);
-    cli_assert_has(p.err, names[_i]);
+    run_proc p = run_interrupt(args, "\nstep 5 ", sigs[_i]);
+    run_assert_status(&p, 128 + sigs[_i]);
+    run_assert_has(p.err, names[_i]);
     long step = checkpoint_step(ck);
     ck_assert_int_ge(step, 5);
     assert_result_line(p.out, "lookup", step);
-    ck_assert_str_eq(cli_listing(dir, listing, sizeof(listing)), "c.safetensors");
-    cli_proc_free(&p);
-    cli_rmdir(dir);
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "c.safetensors");
+    run_free(&p);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -308,24 +309,24 @@ END_TEST
 START_TEST(test_resume_equals_uninterrupted)
 {
     char dir[256], a[512], b1[512], b2[512], ck[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(a, sizeof(a), dir, "a.csv");
-    cli_path(b1, sizeof(b1), dir, "b1.csv");
-    cli_path(b2, sizeof(b2), dir, "b2.csv");
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(a, sizeof(a), dir, "a.csv");
+    file_path(b1, sizeof(b1), dir, "b1.csv");
+    file_path(b2, sizeof(b2), dir, "b2.csv");
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
     /* SGD with momentum here (the Ctrl-C test below uses Adam), a small model */
     const char *common[] = {"--optimizer", "sgd", "--dim", "16", "--seed", "11", "--eval-every", "10", "--quiet"};
 #define COMMON common[0], common[1], common[2], common[3], common[4], common[5], common[6], common[7], common[8]
-    cli_proc p = cli_run("train", COMMON, "--steps", "100", "--log", a, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    p = cli_run("train", COMMON, "--steps", "50", "--save", ck, "--log", b1, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
-    p = cli_run("train", "--load", ck, "--eval-every", "10", "--quiet", "--steps", "50", "--log", b2, NULL);
-    cli_assert_status(&p, 0);
+    run_proc p = run_cmd("train", COMMON, "--steps", "100", "--log", a, NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("train", COMMON, "--steps", "50", "--save", ck, "--log", b1, NULL);
+    run_assert_status(&p, 0);
+    run_free(&p);
+    p = run_cmd("train", "--load", ck, "--eval-every", "10", "--quiet", "--steps", "50", "--log", b2, NULL);
+    run_assert_status(&p, 0);
     assert_result_line(p.out, "lookup", 100);
-    cli_proc_free(&p);
+    run_free(&p);
 #undef COMMON
     csv_rows ra, r1, r2;
     read_rows(a, &ra);
@@ -336,7 +337,7 @@ START_TEST(test_resume_equals_uninterrupted)
     ck_assert_int_eq(assert_rows_match(&r2, &ra, "second half"), 50);
     ck_assert_int_eq(atol(r2.line[1]), 51);
     free(ra.text), free(r1.text), free(r2.text);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -345,28 +346,28 @@ END_TEST
 START_TEST(test_resume_after_ctrl_c)
 {
     char dir[256], a[512], b1[512], b2[512], ck[512], steps[32];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(a, sizeof(a), dir, "a.csv");
-    cli_path(b1, sizeof(b1), dir, "b1.csv");
-    cli_path(b2, sizeof(b2), dir, "b2.csv");
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(a, sizeof(a), dir, "a.csv");
+    file_path(b1, sizeof(b1), dir, "b1.csv");
+    file_path(b2, sizeof(b2), dir, "b2.csv");
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
     const char *args[] = {"train", "--task", "reverse", "--seed", "4", "--eval-every", "5",
                           "--steps", "1000000", "--save", ck, "--log", b1, NULL};
-    cli_proc p = cli_interrupt(args, "\nstep 5 ", SIGINT);
-    cli_assert_status(&p, 130);
-    cli_proc_free(&p);
+    run_proc p = run_interrupt(args, "\nstep 5 ", SIGINT);
+    run_assert_status(&p, 130);
+    run_free(&p);
     long k = checkpoint_step(ck);
     ck_assert_int_ge(k, 5);
 
-    p = cli_run("train", "--load", ck, "--eval-every", "5", "--steps", "20", "--quiet", "--log", b2, NULL);
-    cli_assert_status(&p, 0);
+    p = run_cmd("train", "--load", ck, "--eval-every", "5", "--steps", "20", "--quiet", "--log", b2, NULL);
+    run_assert_status(&p, 0);
     assert_result_line(p.out, "reverse", k + 20);
-    cli_proc_free(&p);
+    run_free(&p);
     snprintf(steps, sizeof(steps), "%ld", k + 20);
-    p = cli_run("train", "--task", "reverse", "--seed", "4", "--eval-every", "5", "--steps", steps,
+    p = run_cmd("train", "--task", "reverse", "--seed", "4", "--eval-every", "5", "--steps", steps,
                 "--quiet", "--log", a, NULL);
-    cli_assert_status(&p, 0);
-    cli_proc_free(&p);
+    run_assert_status(&p, 0);
+    run_free(&p);
 
     csv_rows ra, r1, r2;
     read_rows(a, &ra);
@@ -376,7 +377,7 @@ START_TEST(test_resume_after_ctrl_c)
     ck_assert_int_eq(assert_rows_match(&r2, &ra, "after resuming"), 20);
     ck_assert_int_eq(atol(r2.line[1]), k + 1);
     free(ra.text), free(r1.text), free(r2.text);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 

@@ -156,4 +156,14 @@ static inline void test_same_bits_any_threads(ag_build_fn build, void *ctx, ag_t
     free(keep[1]);
 }
 
+/* What the checkpoint at path records (the test fails when it does not
+ * load): the settings in *st, so a test can see the values a command parsed. */
+static inline void test_checkpoint_state(const char *path, ag_train_state *st)
+{
+    ag_checkpoint *ck = NULL;
+    char err[512];
+    ck_assert_msg(ag_checkpoint_load(path, &ck, st, err, sizeof(err)) == AG_OK, "%s", err);
+    ag_checkpoint_free(ck);
+}
+
 #endif /* AG_TEST_UTIL_H */

@@ -11,13 +11,14 @@
  * double build is covered by `make check SANITIZE=address,undefined`, whose
  * AddressSanitizer finds the same errors and leaks.
  */
-#include "cli_run.h"
+#include "run.h"
 #include "test_util.h"
 
 /* valgrind's status for a memory error or a definite/indirect leak. The
  * successful runs use 1, as the CI contract says; the runs expected to fail
  * with 1 use another, so that the two cannot be confused. */
 #define VG_ERROR_ON_FAILURE_PATH 99
+#define VG_MAX_ARGS 32
 
 static char valgrind[4096];   /* its path, found by skip() */
 
@@ -27,18 +28,12 @@ static int skip(void)
     printf("valgrind: run in the float build only\n");
     return 1;
 #endif
-    if (cli_sanitized()) {
+    if (run_sanitized()) {
         printf("valgrind: skipped in a sanitizer build (SANITIZE=%s)\n", getenv("AG_SANITIZE"));
         return 1;
     }
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        size_t len = strcspn(path, ":");
-        int n = snprintf(valgrind, sizeof(valgrind), "%.*s/valgrind", (int)len, path);
-        if (len > 0 && n > 0 && (size_t)n < sizeof(valgrind) && access(valgrind, X_OK) == 0)
-            return 0;
-        path += len + (path[len] == ':');
-    }
+    if (run_which("valgrind", valgrind, sizeof(valgrind)))
+        return 0;
     printf("valgrind: not installed, so the valgrind tests are skipped "
            "(apt-get install valgrind)\n");
     return 1;
@@ -49,24 +44,26 @@ static void vg_run(int want, const char *const *args)
 {
     char code[32];
     snprintf(code, sizeof(code), "--error-exitcode=%d", want == 0 ? 1 : VG_ERROR_ON_FAILURE_PATH);
-    const char *argv[CLI_MAX_ARGS + 8];
+    const char *argv[VG_MAX_ARGS + 8];
     int n = 0;
     argv[n++] = valgrind;
     argv[n++] = "-q";
     argv[n++] = code;
     argv[n++] = "--leak-check=full";
     argv[n++] = "--errors-for-leak-kinds=definite,indirect";
-    argv[n++] = cli_bin();
-    for (int k = 0; args[k]; k++)
+    argv[n++] = run_bin();
+    for (int k = 0; args[k]; k++) {
+        ck_assert_int_lt(k, VG_MAX_ARGS);
         argv[n++] = args[k];
+    }
     argv[n] = NULL;
-    cli_proc p = cli_run_argv(argv, NULL);
+    run_proc p = run_exec(argv, NULL);
     ck_assert_msg(p.status == want && p.signal == 0,
                   "%s %s: status %d (signal %d), want %d\n--- stderr:\n%s", args[0], args[1],
                   p.status, p.signal, want, p.err);
     /* -q: valgrind prints nothing unless it found something */
     ck_assert_msg(!strstr(p.err, "=="), "valgrind reported:\n%s", p.err);
-    cli_proc_free(&p);
+    run_free(&p);
 }
 
 START_TEST(test_valgrind_train)
@@ -74,20 +71,23 @@ START_TEST(test_valgrind_train)
     if (skip())
         return;
     char dir[256], ck[512], log[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(ck, sizeof(ck), dir, "c.safetensors");
-    cli_path(log, sizeof(log), dir, "l.csv");
-    /* with saving and logging; then loading, a failing load and a blow-up */
-    const char *plain[] = {"train", "--steps", "20", "--quiet", "--save", ck, "--log", log, NULL};
+    file_tmpdir(dir, sizeof(dir));
+    file_path(ck, sizeof(ck), dir, "c.safetensors");
+    file_path(log, sizeof(log), dir, "l.csv");
+    /* with saving and logging; then loading, a failing load and a blow-up.
+     * A small model: the code paths are the same, and valgrind runs each
+     * step some 50 times slower (dim 12 = one 8-wide vector and a tail) */
+    const char *plain[] = {"train", "--steps", "20", "--dim", "12", "--batch", "4", "--quiet",
+                           "--save", ck, "--log", log, NULL};
     vg_run(0, plain);
     const char *load[] = {"train", "--load", ck, "--steps", "2", "--quiet", NULL};
     vg_run(0, load);
     const char *bad_load[] = {"train", "--load", log, NULL};
     vg_run(1, bad_load);
-    const char *nan[] = {"train", "--optimizer", "sgd", "--lr", "1000", "--clip", "0",
-                         "--steps", "50", "--quiet", "--log", log, NULL};
+    const char *nan[] = {"train", "--optimizer", "sgd", "--lr", "1000", "--clip", "0", "--dim",
+                         "12", "--batch", "4", "--steps", "50", "--quiet", "--log", log, NULL};
     vg_run(1, nan);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -115,10 +115,10 @@ START_TEST(test_valgrind_grad)
     if (skip())
         return;
     char dir[256], m[512], b[512], out[512];
-    cli_tmpdir(dir, sizeof(dir));
-    cli_path(m, sizeof(m), dir, "m.safetensors");
-    cli_path(b, sizeof(b), dir, "b.safetensors");
-    cli_path(out, sizeof(out), dir, "out.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(m, sizeof(m), dir, "m.safetensors");
+    file_path(b, sizeof(b), dir, "b.safetensors");
+    file_path(out, sizeof(out), dir, "out.safetensors");
     static const char *const w[] = {"wq", "wk", "wv", "wo"}, *const xy[] = {"x", "y"};
     save_tensors(m, w, 4, 2, (int[]){6, 6}, "2");
     save_tensors(b, xy, 2, 3, (int[]){2, 5, 6}, NULL);
@@ -127,7 +127,7 @@ START_TEST(test_valgrind_grad)
     /* a batch whose x does not fit the model: the failure's cleanup */
     save_tensors(b, xy, 2, 3, (int[]){2, 5, 4}, NULL);
     vg_run(1, good);
-    cli_rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
