@@ -22,7 +22,8 @@ endif
 
 BUILDROOT ?= build
 # one directory per precision, sanitizer setting and compiler, so switching never mixes objects
-BUILD := $(BUILDROOT)/$(REAL)$(if $(SANITIZE),-san)$(if $(filter-out cc,$(CC)),-$(notdir $(CC)))
+BUILD_TAG := $(if $(SANITIZE),-san)$(if $(filter-out cc,$(CC)),-$(notdir $(CC)))
+BUILD := $(BUILDROOT)/$(REAL)$(BUILD_TAG)
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 # -fno-math-errno: nothing here reads errno after a math function, and without it
 # GCC will not vectorise a loop that calls sqrt (the optimizers' element loops)
@@ -59,7 +60,7 @@ TEST_BIN := $(BUILD)/tests/run_tests
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
-.PHONY: all run demo check check-deps test examples install uninstall clean format format-check lint
+.PHONY: all run demo check check-float check-double check-deps test examples install uninstall clean format format-check lint
 
 all: $(LIB) $(BIN) $(EXAMPLES)
 
@@ -116,10 +117,17 @@ check-deps:
 	  fi; \
 	fi
 
-# Both precisions, each in its own build directory.
-check: check-deps
-	$(MAKE) --no-print-directory REAL=float test
-	$(MAKE) --no-print-directory REAL=double test
+# Both precisions, each in its own build directory. Check runs one test at a
+# time, so with -j2 the two precisions run side by side; each one's output is
+# kept in its build directory and shown whole when it ends.
+check: check-float check-double
+
+check-float check-double: check-deps
+	@mkdir -p $(BUILDROOT)/$(@:check-%=%)$(BUILD_TAG)
+	@echo "$@: building and testing REAL=$(@:check-%=%), output shown when done"
+	@log=$(BUILDROOT)/$(@:check-%=%)$(BUILD_TAG)/check.log; \
+	if $(MAKE) --no-print-directory REAL=$(@:check-%=%) test >$$log 2>&1; then \
+	  cat $$log; else cat $$log; echo "$@: failed (log: $$log)"; exit 1; fi
 
 test: $(TEST_BIN) $(BIN) $(EXAMPLES)
 	@echo "== tests: REAL=$(REAL)$(if $(SANITIZE), SANITIZE=$(SANITIZE)) =="
