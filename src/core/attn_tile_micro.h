@@ -18,6 +18,9 @@
  *                  rows and cols (rows, cols <= W)
  *   QK_ACC, PV_ACC    accumulators per micro-tile of each kind below
  *   PV_NV          vectors per row of a product's micro-tile, at most
+ *   DH_SPECIAL     a head width whose widest blocks get code of their own,
+ *                  with the width a constant (loops unrolled, the products
+ *                  inlined), or 0 for none
  * and the includer's enums MODE_* (what a keys x queries tile stores) and
  * BETA_* (what a product does with C).
  *
@@ -56,18 +59,21 @@
  * over the rows); P = 2^(acc - vec[r]), 0 where masked; dS = pt[i][r] (acc -
  * vec[r]) (vec NULL: acc alone). Masked: lanes below k0 + i - v W of vector
  * v, the queries before key i (k0 = the first key minus the first query,
- * when causal).
+ * when causal). The sums start from -vec[r] rather than subtract it.
  */
 TARGET INLINE void NAME(qk_rows)(size_t dh, const float *a, size_t lda, const float *b, size_t ldb,
                                  float *t, size_t br, int mode, const float *vec, const float *pt,
                                  float *mx, int masked, long k0, const int R, const int NV)
 {
+    /* P and dS start from -L or -D (vec), saving a subtraction per vector */
     VEC acc[QK_ACC];
 UNROLL
-    for (int i = 0; i < R; i++)
+    for (int v = 0; v < NV; v++) {
+        VEC c0 = mode != MODE_S && vec ? VSUB(VZERO(), VLOAD(vec + v * W)) : VZERO();
 UNROLL
-        for (int v = 0; v < NV; v++)
-            acc[i * NV + v] = VZERO();
+        for (int i = 0; i < R; i++)
+            acc[i * NV + v] = c0;
+    }
     for (size_t p = 0; p < dh; p++) {
         VEC bv[4];
 UNROLL
@@ -83,7 +89,6 @@ UNROLL
     }
 UNROLL
     for (int v = 0; v < NV; v++) {
-        VEC c = vec ? VLOAD(vec + v * W) : VZERO();
         VEC top = mode == MODE_S ? VLOAD(mx + v * W) : VZERO();
 UNROLL
         for (int i = 0; i < R; i++) {
@@ -94,11 +99,11 @@ UNROLL
                     x = VFILL_BELOW(x, k, VSET1(-INFINITY));
                 top = VMAX(top, x);
             } else if (mode == MODE_P) {
-                x = VEXP2(VSUB(x, c));
+                x = VEXP2(x);
                 if (masked)
                     x = VFILL_BELOW(x, k, VZERO());
             } else {
-                x = VMUL(VLOAD(pt + i * br + v * W), VSUB(x, c));
+                x = VMUL(VLOAD(pt + i * br + v * W), x);
             }
             VSTORE(t + i * br + v * W, x);
         }
@@ -233,6 +238,24 @@ TARGET static void NAME(pv_scaled)(size_t M, size_t n, size_t K, const float *a,
     NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta);
 }
 
+/* pv and pv_scaled (beta not NULL) for n = DH: inlined, with n a constant,
+ * when DH is not 0 (a block specialised for one head width) */
+TARGET INLINE void NAME(pv_dh)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
+                               size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
+                               int add, const float *beta, const size_t DH)
+{
+    if (!DH && beta)
+        NAME(pv_scaled)(M, n, K, a, rsa, csa, b, ldb, c, ldc, beta);
+    else if (!DH)
+        NAME(pv)(M, n, K, a, rsa, csa, b, ldb, c, ldc, add);
+    else if (beta)
+        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta);
+    else if (add)
+        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL);
+    else
+        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL);
+}
+
 /* ---- the blocks ---- */
 
 /* dst (dh, br) = scale src^T, src a block of n rows (n, dh), zeros past n */
@@ -280,11 +303,13 @@ TARGET INLINE void NAME(prep)(const float *q, const float *d_o, const float *o, 
     }
 }
 
-/* Forward of one query block, br = bc = NV W (attn_tile.h). */
-TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, const int NV)
+/* Forward of one query block, br = bc = NV W (attn_tile.h); DH = dh, or 0
+ * when dh is only known at run time. */
+TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, const int NV,
+                             const size_t DH)
 {
     const size_t br = (size_t)NV * W, bc = br;
-    size_t dh = f->dh, ldo = f->ldo, nr = min_of(br, f->T - r0);
+    size_t dh = DH ? DH : f->dh, ldo = f->ldo, nr = min_of(br, f->T - r0);
     float *qt = scratch;            /* (dh, br): scale log2(e) Q_i^T */
     float *s = qt + dh * br;        /* (bc, br): scores, then weights */
     float *acc = s + bc * br;       /* (br, dh): O_i before dividing by l */
@@ -321,9 +346,9 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
         }
         /* O_i = alpha O_i + P_ij V_j */
         if (c0)
-            NAME(pv_scaled)(nr, dh, nc, s, 1, br, f->v + c0 * dh, dh, acc, dh, alpha);
+            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v + c0 * dh, dh, acc, dh, 1, alpha, DH);
         else
-            NAME(pv)(nr, dh, nc, s, 1, br, f->v, dh, acc, dh, 0);
+            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v, dh, acc, dh, 0, NULL, DH);
     }
     for (size_t r = 0; r < nr; r++) {
         float inv = l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
@@ -333,11 +358,12 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
     }
 }
 
-/* Backward of one key block, br = bc = NV W (attn_tile.h). */
-TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, const int NV)
+/* Backward of one key block, br = bc = NV W (attn_tile.h); DH as for fwd. */
+TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, const int NV,
+                             const size_t DH)
 {
     const size_t br = (size_t)NV * W, bc = br;
-    size_t dh = b->dh, ldo = b->ldo, nc = min_of(bc, b->T - c0);
+    size_t dh = DH ? DH : b->dh, ldo = b->ldo, nc = min_of(bc, b->T - c0);
     float *p = scratch, *ds = p + bc * br;                     /* (bc, br) */
     float *dk = b->dk + c0 * ldo, *dv = b->dv + c0 * ldo;      /* the block's rows */
     const float *kj = b->k + c0 * dh, *vj = b->v + c0 * dh;
@@ -352,9 +378,10 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
                       b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
-        NAME(pv)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldo, add);
-        NAME(pv)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldo, add);
-        NAME(pv)(nr, dh, nc, ds, 1, br, kj, dh, b->dq + r0 * b->ldq, b->ldq, !b->first);
+        NAME(pv_dh)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldo, add, NULL, DH);
+        NAME(pv_dh)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldo, add, NULL, DH);
+        NAME(pv_dh)(nr, dh, nc, ds, 1, br, kj, dh, b->dq + r0 * b->ldq, b->ldq, !b->first, NULL,
+                    DH);
     }
 }
 
@@ -362,11 +389,17 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
 #define KERNELS(NVV)                                                                            \
     TARGET static void NAME(fwd##NVV)(const ag_attn_fwd *f, size_t r0, ag_real *scratch)        \
     {                                                                                           \
-        NAME(fwd)(f, r0, scratch, NVV);                                                         \
+        if ((NVV) == 4 && DH_SPECIAL && f->dh == DH_SPECIAL)                                    \
+            NAME(fwd)(f, r0, scratch, NVV, DH_SPECIAL);                                         \
+        else                                                                                    \
+            NAME(fwd)(f, r0, scratch, NVV, 0);                                                       \
     }                                                                                           \
     TARGET static void NAME(bwd##NVV)(const ag_attn_bwd *b, size_t c0, ag_real *scratch)        \
     {                                                                                           \
-        NAME(bwd)(b, c0, scratch, NVV);                                                         \
+        if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL)                                    \
+            NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL);                                         \
+        else                                                                                    \
+            NAME(bwd)(b, c0, scratch, NVV, 0);                                                       \
     }                                                                                           \
     static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
