@@ -382,11 +382,15 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     const size_t br = (size_t)NV * W, bc = br;
     size_t dh = DH ? DH : b->dh, ldo = b->ldo, nc = min_of(bc, b->T - c0);
     float *p = scratch, *ds = p + bc * br;                     /* (bc, br) */
-    /* dK_j and dV_j summed in scratch, rows dh apart (in place, ldo apart,
-     * the products ran 3% slower), then written to their rows once */
-    float *dk = ds + bc * br, *dv = dk + bc * dh;              /* (bc, dh) */
     const float *kj = b->k + c0 * dh, *vj = b->v + c0 * dh;
     size_t r_first = b->causal ? c0 / br * br : 0;   /* causal: earlier queries see none */
+    /* dK_j and dV_j: summed over several query blocks in scratch, rows dh
+     * apart, and written to their rows once (summed in place, ldo apart,
+     * the products ran 1-2% slower); from one query block, written directly */
+    int direct = r_first + br >= b->T;
+    size_t ldk = direct ? ldo : dh;
+    float *dk = direct ? b->dk + c0 * ldo : ds + bc * br;      /* (bc, ldk) */
+    float *dv = direct ? b->dv + c0 * ldo : dk + bc * dh;
     for (size_t r0 = r_first; r0 < b->T; r0 += br) {
         size_t nr = min_of(br, b->T - r0);
         int add = r0 != r_first;
@@ -397,13 +401,15 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
                       b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
-        NAME(pv_dh)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, dh, add, NULL, DH);
-        NAME(pv_dh)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, dh, add, NULL, DH);
+        NAME(pv_dh)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldk, add, NULL, DH);
+        NAME(pv_dh)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldk, add, NULL, DH);
         NAME(pv_dh)(nr, dh, nc, ds, 1, br, kj, dh, b->dq + r0 * b->ldq, b->ldq, !b->first, NULL,
                     DH);
     }
-    NAME(rows_out)(dk, nc, dh, NULL, b->dk + c0 * ldo, ldo);
-    NAME(rows_out)(dv, nc, dh, NULL, b->dv + c0 * ldo, ldo);
+    if (!direct) {
+        NAME(rows_out)(dk, nc, dh, NULL, b->dk + c0 * ldo, ldo);
+        NAME(rows_out)(dv, nc, dh, NULL, b->dv + c0 * ldo, ldo);
+    }
 }
 
 /* The kernels for blocks of NVV vectors of queries. */
