@@ -180,10 +180,12 @@ UNROLL
 }
 
 /* c (M x n) = beta c + op(a) b over K, op(a)(i, p) = a[i*rsa + p*csa]; n is
- * dh, taken PV_NV vectors at a time. */
+ * dh, taken PV_NV vectors at a time. On a causal block's diagonal (tri) half
+ * of op(a) is zeros and left out: TRI_UPPER, op(a)(i, p) = 0 for p > i (rows
+ * are queries, p keys); TRI_LOWER, for p < i (rows are keys, p queries). */
 TARGET INLINE void NAME(pv_any)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
                                 size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
-                                const int beta_mode, const float *beta)
+                                const int beta_mode, const float *beta, int tri)
 {
     for (size_t j = 0; j < n; j += PV_NV * W) {
         size_t nj = n - j < PV_NV * W ? n - j : PV_NV * W;
@@ -191,9 +193,12 @@ TARGET INLINE void NAME(pv_any)(size_t M, size_t n, size_t K, const float *a, si
         MASK last = VMASK((int)nj - (nvd - 1) * W);
         size_t i = 0;
 #define PV_ROWS(R, NVD)                                                                         \
-    for (; i + (R) <= M; i += (R))                                                              \
-        NAME(pv_rows)(K, a + i * rsa, rsa, csa, b + j, ldb, c + i * ldc + j, ldc, beta_mode,    \
-                      beta ? beta + i : NULL, last, (R), (NVD));
+    for (; i + (R) <= M; i += (R)) {                                                            \
+        size_t lo = tri == TRI_LOWER ? min_of(i, K) : 0;                                        \
+        size_t hi = tri == TRI_UPPER ? min_of(i + (R), K) : K;                                  \
+        NAME(pv_rows)(hi - lo, a + i * rsa + lo * csa, rsa, csa, b + lo * ldb + j, ldb,         \
+                      c + i * ldc + j, ldc, beta_mode, beta ? beta + i : NULL, last, (R), (NVD)); \
+    }
 #define PV_CASE(NVD)                                                                            \
     case NVD:                                                                                   \
         PV_ROWS(TILE_ROWS(PV_ACC, NVD), NVD)                                                    \
@@ -222,38 +227,38 @@ TARGET INLINE void NAME(pv_any)(size_t M, size_t n, size_t K, const float *a, si
 
 /* c = op(a) b, or c += op(a) b when add */
 TARGET static void NAME(pv)(size_t M, size_t n, size_t K, const float *a, size_t rsa, size_t csa,
-                            const float *b, size_t ldb, float *c, size_t ldc, int add)
+                            const float *b, size_t ldb, float *c, size_t ldc, int add, int tri)
 {
     if (add)
-        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL);
+        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL, tri);
     else
-        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL);
+        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL, tri);
 }
 
 /* c_i = beta_i c_i + op(a) b, row by row */
 TARGET static void NAME(pv_scaled)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
                                    size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
-                                   const float *beta)
+                                   const float *beta, int tri)
 {
-    NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta);
+    NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta, tri);
 }
 
 /* pv and pv_scaled (beta not NULL) for n = DH: inlined, with n a constant,
  * when DH is not 0 (a block specialised for one head width) */
 TARGET INLINE void NAME(pv_dh)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
                                size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
-                               int add, const float *beta, const size_t DH)
+                               int add, const float *beta, int tri, const size_t DH)
 {
     if (!DH && beta)
-        NAME(pv_scaled)(M, n, K, a, rsa, csa, b, ldb, c, ldc, beta);
+        NAME(pv_scaled)(M, n, K, a, rsa, csa, b, ldb, c, ldc, beta, tri);
     else if (!DH)
-        NAME(pv)(M, n, K, a, rsa, csa, b, ldb, c, ldc, add);
+        NAME(pv)(M, n, K, a, rsa, csa, b, ldb, c, ldc, add, tri);
     else if (beta)
-        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta);
+        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta, tri);
     else if (add)
-        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL);
+        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL, tri);
     else
-        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL);
+        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL, tri);
 }
 
 /* ---- the blocks ---- */
@@ -363,10 +368,11 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
             VSTORE(alpha + v, a);
         }
         /* O_i = alpha O_i + P_ij V_j */
+        int tri = f->causal && c0 == r0 ? TRI_UPPER : TRI_NONE;   /* the diagonal */
         if (c0)
-            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v + c0 * dh, dh, acc, dh, 1, alpha, DH);
+            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v + c0 * dh, dh, acc, dh, 1, alpha, tri, DH);
         else
-            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v, dh, acc, dh, 0, NULL, DH);
+            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v, dh, acc, dh, 0, NULL, tri, DH);
     }
     for (size_t r = 0; r < nr; r++) {
         f->lse[r0 + r] = l[r] > 0 ? m[r] + log2f(l[r]) : INFINITY;
@@ -401,10 +407,12 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
                       b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
-        NAME(pv_dh)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldk, add, NULL, DH);
-        NAME(pv_dh)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldk, add, NULL, DH);
+        int diagonal = b->causal && r0 == c0;   /* a key sees only the queries from its own on */
+        int lower = diagonal ? TRI_LOWER : TRI_NONE, upper = diagonal ? TRI_UPPER : TRI_NONE;
+        NAME(pv_dh)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldk, add, NULL, lower, DH);
+        NAME(pv_dh)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldk, add, NULL, lower, DH);
         NAME(pv_dh)(nr, dh, nc, ds, 1, br, kj, dh, b->dq + r0 * b->ldq, b->ldq, !b->first, NULL,
-                    DH);
+                    upper, DH);
     }
     if (!direct) {
         NAME(rows_out)(dk, nc, dh, NULL, b->dk + c0 * ldo, ldo);

@@ -37,6 +37,8 @@ static size_t min_of(size_t a, size_t b)
 enum { MODE_S, MODE_P, MODE_DS };
 /* What a product does with C: overwrites it, adds to it, or scales each row first. */
 enum { BETA_ZERO, BETA_ONE, BETA_ROWS };
+/* Which of a product's A it reads: all, or on a causal diagonal half (attn_tile_micro.h's pv_any). */
+enum { TRI_NONE, TRI_UPPER, TRI_LOWER };
 
 /* ---- AVX-512F: 32 registers of 16 floats ---- */
 
