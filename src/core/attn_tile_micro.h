@@ -59,21 +59,20 @@
  * over the rows); P = 2^(acc - vec[r]), 0 where masked; dS = pt[i][r] (acc -
  * vec[r]) (vec NULL: acc alone). Masked: lanes below k0 + i - v W of vector
  * v, the queries before key i (k0 = the first key minus the first query,
- * when causal). The sums start from -vec[r] rather than subtract it.
+ * when causal). vec is subtracted after the sum, not summed from -vec: D
+ * = <dO, O> and dP = dO V^T are then equal to the last bit when a query sees
+ * one key (P = 1, O = V), and dS is exactly 0.
  */
 TARGET INLINE void NAME(qk_rows)(size_t dh, const float *a, size_t lda, const float *b, size_t ldb,
                                  float *t, size_t br, int mode, const float *vec, const float *pt,
                                  float *mx, int masked, long k0, const int R, const int NV)
 {
-    /* P and dS start from -L or -D (vec), saving a subtraction per vector */
     VEC acc[QK_ACC];
 UNROLL
-    for (int v = 0; v < NV; v++) {
-        VEC c0 = mode != MODE_S && vec ? VSUB(VZERO(), VLOAD(vec + v * W)) : VZERO();
+    for (int i = 0; i < R; i++)
 UNROLL
-        for (int i = 0; i < R; i++)
-            acc[i * NV + v] = c0;
-    }
+        for (int v = 0; v < NV; v++)
+            acc[i * NV + v] = VZERO();
     for (size_t p = 0; p < dh; p++) {
         VEC bv[4];
 UNROLL
@@ -89,6 +88,7 @@ UNROLL
     }
 UNROLL
     for (int v = 0; v < NV; v++) {
+        VEC c = vec ? VLOAD(vec + v * W) : VZERO();
         VEC top = mode == MODE_S ? VLOAD(mx + v * W) : VZERO();
 UNROLL
         for (int i = 0; i < R; i++) {
@@ -99,11 +99,11 @@ UNROLL
                     x = VFILL_BELOW(x, k, VSET1(-INFINITY));
                 top = VMAX(top, x);
             } else if (mode == MODE_P) {
-                x = VEXP2(x);
+                x = VEXP2(VSUB(x, c));
                 if (masked)
                     x = VFILL_BELOW(x, k, VZERO());
             } else {
-                x = VMUL(VLOAD(pt + i * br + v * W), x);
+                x = VMUL(VLOAD(pt + i * br + v * W), VSUB(x, c));
             }
             VSTORE(t + i * br + v * W, x);
         }
