@@ -645,7 +645,8 @@ END_TEST
 /* Every tile kernel this CPU runs (they follow the gemm kernel in use)
  * against the op-by-op layer: sequences of one block, of several with a
  * ragged last one, heads 3 to 80 wide (one vector, several, more than a
- * micro-tile holds, and partial ones), causal or not. */
+ * micro-tile holds, and partial ones; 32, which has blocks of its own),
+ * causal or not. */
 START_TEST(test_fused_kernels_match_ops)
 {
     static const char *const kernels[] = {"generic", "avx2", "avx512"};
@@ -658,6 +659,7 @@ START_TEST(test_fused_kernels_match_ops)
         {{2, 130, 48}, 1},  /* dh 48: three vectors of 16 */
         {{1, 200, 80}, 1},  /* dh 80: more than one micro-tile's columns; four groups */
         {{4, 128, 32}, 8},  /* 32 heads a chunk: one group, dQ added in its rows directly */
+        {{1, 150, 64}, 2},  /* dh 32: the blocks specialised for it, a ragged last one */
     };
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))

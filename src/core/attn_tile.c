@@ -158,7 +158,7 @@ const ag_attn_kernel *ag_attn_kernel_for(size_t T)
     const char *g = ag_gemm_kernel_name();
     if (strcmp(g, "avx512") == 0)
         k = ag_attn_kernel_avx512(T);
-    else if (strcmp(g, "avx2") == 0)
+    if (!k && (strcmp(g, "avx512") == 0 || strcmp(g, "avx2") == 0))
         k = ag_attn_kernel_avx2(T);
 #else
     (void)T;

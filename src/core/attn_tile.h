@@ -88,7 +88,9 @@ typedef struct ag_attn_kernel {
 const ag_attn_kernel *ag_attn_kernel_for(size_t T);
 
 /* The SIMD kernels for T positions (float builds on x86), or NULL. They do
- * not check the CPU: ag_attn_kernel_for does, through the gemm kernel. */
+ * not check the CPU (but for AVX-512DQ, which the AVX-512 tiles use besides
+ * what the gemm kernel needs): ag_attn_kernel_for does, through the gemm
+ * kernel, and falls back to AVX2 without DQ. */
 const ag_attn_kernel *ag_attn_kernel_avx512(size_t T);
 const ag_attn_kernel *ag_attn_kernel_avx2(size_t T);
 

@@ -18,6 +18,9 @@
  *                  rows and cols (rows, cols <= W)
  *   QK_ACC, PV_ACC    accumulators per micro-tile of each kind below
  *   PV_NV          vectors per row of a product's micro-tile, at most
+ *   DH_SPECIAL     a head width whose widest blocks get code of their own,
+ *                  with the width a constant (loops unrolled, the products
+ *                  inlined), or 0 for none
  * and the includer's enums MODE_* (what a keys x queries tile stores) and
  * BETA_* (what a product does with C).
  *
@@ -56,7 +59,9 @@
  * over the rows); P = 2^(acc - vec[r]), 0 where masked; dS = pt[i][r] (acc -
  * vec[r]) (vec NULL: acc alone). Masked: lanes below k0 + i - v W of vector
  * v, the queries before key i (k0 = the first key minus the first query,
- * when causal).
+ * when causal). vec is subtracted after the sum, not summed from -vec: D
+ * = <dO, O> and dP = dO V^T are then equal to the last bit when a query sees
+ * one key (P = 1, O = V), and dS is exactly 0.
  */
 TARGET INLINE void NAME(qk_rows)(size_t dh, const float *a, size_t lda, const float *b, size_t ldb,
                                  float *t, size_t br, int mode, const float *vec, const float *pt,
@@ -175,10 +180,12 @@ UNROLL
 }
 
 /* c (M x n) = beta c + op(a) b over K, op(a)(i, p) = a[i*rsa + p*csa]; n is
- * dh, taken PV_NV vectors at a time. */
+ * dh, taken PV_NV vectors at a time. On a causal block's diagonal (tri) half
+ * of op(a) is zeros and left out: TRI_UPPER, op(a)(i, p) = 0 for p > i (rows
+ * are queries, p keys); TRI_LOWER, for p < i (rows are keys, p queries). */
 TARGET INLINE void NAME(pv_any)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
                                 size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
-                                const int beta_mode, const float *beta)
+                                const int beta_mode, const float *beta, int tri)
 {
     for (size_t j = 0; j < n; j += PV_NV * W) {
         size_t nj = n - j < PV_NV * W ? n - j : PV_NV * W;
@@ -186,9 +193,12 @@ TARGET INLINE void NAME(pv_any)(size_t M, size_t n, size_t K, const float *a, si
         MASK last = VMASK((int)nj - (nvd - 1) * W);
         size_t i = 0;
 #define PV_ROWS(R, NVD)                                                                         \
-    for (; i + (R) <= M; i += (R))                                                              \
-        NAME(pv_rows)(K, a + i * rsa, rsa, csa, b + j, ldb, c + i * ldc + j, ldc, beta_mode,    \
-                      beta ? beta + i : NULL, last, (R), (NVD));
+    for (; i + (R) <= M; i += (R)) {                                                            \
+        size_t lo = tri == TRI_LOWER ? min_of(i, K) : 0;                                        \
+        size_t hi = tri == TRI_UPPER ? min_of(i + (R), K) : K;                                  \
+        NAME(pv_rows)(hi - lo, a + i * rsa + lo * csa, rsa, csa, b + lo * ldb + j, ldb,         \
+                      c + i * ldc + j, ldc, beta_mode, beta ? beta + i : NULL, last, (R), (NVD)); \
+    }
 #define PV_CASE(NVD)                                                                            \
     case NVD:                                                                                   \
         PV_ROWS(TILE_ROWS(PV_ACC, NVD), NVD)                                                    \
@@ -217,20 +227,38 @@ TARGET INLINE void NAME(pv_any)(size_t M, size_t n, size_t K, const float *a, si
 
 /* c = op(a) b, or c += op(a) b when add */
 TARGET static void NAME(pv)(size_t M, size_t n, size_t K, const float *a, size_t rsa, size_t csa,
-                            const float *b, size_t ldb, float *c, size_t ldc, int add)
+                            const float *b, size_t ldb, float *c, size_t ldc, int add, int tri)
 {
     if (add)
-        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL);
+        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL, tri);
     else
-        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL);
+        NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL, tri);
 }
 
 /* c_i = beta_i c_i + op(a) b, row by row */
 TARGET static void NAME(pv_scaled)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
                                    size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
-                                   const float *beta)
+                                   const float *beta, int tri)
 {
-    NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta);
+    NAME(pv_any)(M, n, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta, tri);
+}
+
+/* pv and pv_scaled (beta not NULL) for n = DH: inlined, with n a constant,
+ * when DH is not 0 (a block specialised for one head width) */
+TARGET INLINE void NAME(pv_dh)(size_t M, size_t n, size_t K, const float *a, size_t rsa,
+                               size_t csa, const float *b, size_t ldb, float *c, size_t ldc,
+                               int add, const float *beta, int tri, const size_t DH)
+{
+    if (!DH && beta)
+        NAME(pv_scaled)(M, n, K, a, rsa, csa, b, ldb, c, ldc, beta, tri);
+    else if (!DH)
+        NAME(pv)(M, n, K, a, rsa, csa, b, ldb, c, ldc, add, tri);
+    else if (beta)
+        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ROWS, beta, tri);
+    else if (add)
+        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ONE, NULL, tri);
+    else
+        NAME(pv_any)(M, DH, K, a, rsa, csa, b, ldb, c, ldc, BETA_ZERO, NULL, tri);
 }
 
 /* ---- the blocks ---- */
@@ -280,11 +308,31 @@ TARGET INLINE void NAME(prep)(const float *q, const float *d_o, const float *o, 
     }
 }
 
-/* Forward of one query block, br = bc = NV W (attn_tile.h). */
-TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, const int NV)
+/* dst row r (n rows, ldd apart) = s_r src row r (rows dh apart), s_r =
+ * scale[r] or 1 (scale NULL): a block's rows out of scratch, a vector at a
+ * time */
+TARGET INLINE void NAME(rows_out)(const float *src, size_t n, size_t dh, const float *scale,
+                                  float *dst, size_t ldd)
+{
+    for (size_t r = 0; r < n; r++, src += dh, dst += ldd) {
+        VEC s = VSET1(scale ? scale[r] : 1.0f);
+        size_t j = 0;
+        for (; j + W <= dh; j += W)
+            VSTORE(dst + j, VMUL(s, VLOAD(src + j)));
+        if (j < dh) {
+            MASK m = VMASK((int)(dh - j));
+            VSTORE_M(dst + j, m, VMUL(s, VLOAD_M(src + j, m)));
+        }
+    }
+}
+
+/* Forward of one query block, br = bc = NV W (attn_tile.h); DH = dh, or 0
+ * when dh is only known at run time. */
+TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, const int NV,
+                             const size_t DH)
 {
     const size_t br = (size_t)NV * W, bc = br;
-    size_t dh = f->dh, ldo = f->ldo, nr = min_of(br, f->T - r0);
+    size_t dh = DH ? DH : f->dh, ldo = f->ldo, nr = min_of(br, f->T - r0);
     float *qt = scratch;            /* (dh, br): scale log2(e) Q_i^T */
     float *s = qt + dh * br;        /* (bc, br): scores, then weights */
     float *acc = s + bc * br;       /* (br, dh): O_i before dividing by l */
@@ -320,28 +368,35 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
             VSTORE(alpha + v, a);
         }
         /* O_i = alpha O_i + P_ij V_j */
+        int tri = f->causal && c0 == r0 ? TRI_UPPER : TRI_NONE;   /* the diagonal */
         if (c0)
-            NAME(pv_scaled)(nr, dh, nc, s, 1, br, f->v + c0 * dh, dh, acc, dh, alpha);
+            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v + c0 * dh, dh, acc, dh, 1, alpha, tri, DH);
         else
-            NAME(pv)(nr, dh, nc, s, 1, br, f->v, dh, acc, dh, 0);
+            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v, dh, acc, dh, 0, NULL, tri, DH);
     }
     for (size_t r = 0; r < nr; r++) {
-        float inv = l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
-        for (size_t p = 0; p < dh; p++)
-            f->o[(r0 + r) * ldo + p] = acc[r * dh + p] * inv;
         f->lse[r0 + r] = l[r] > 0 ? m[r] + log2f(l[r]) : INFINITY;
+        alpha[r] = l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
     }
+    NAME(rows_out)(acc, nr, dh, alpha, f->o + r0 * ldo, ldo);
 }
 
-/* Backward of one key block, br = bc = NV W (attn_tile.h). */
-TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, const int NV)
+/* Backward of one key block, br = bc = NV W (attn_tile.h); DH as for fwd. */
+TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, const int NV,
+                             const size_t DH)
 {
     const size_t br = (size_t)NV * W, bc = br;
-    size_t dh = b->dh, ldo = b->ldo, nc = min_of(bc, b->T - c0);
+    size_t dh = DH ? DH : b->dh, ldo = b->ldo, nc = min_of(bc, b->T - c0);
     float *p = scratch, *ds = p + bc * br;                     /* (bc, br) */
-    float *dk = b->dk + c0 * ldo, *dv = b->dv + c0 * ldo;      /* the block's rows */
     const float *kj = b->k + c0 * dh, *vj = b->v + c0 * dh;
     size_t r_first = b->causal ? c0 / br * br : 0;   /* causal: earlier queries see none */
+    /* dK_j and dV_j: summed over several query blocks in scratch, rows dh
+     * apart, and written to their rows once (summed in place, ldo apart,
+     * the products ran 1-2% slower); from one query block, written directly */
+    int direct = r_first + br >= b->T;
+    size_t ldk = direct ? ldo : dh;
+    float *dk = direct ? b->dk + c0 * ldo : ds + bc * br;      /* (bc, ldk) */
+    float *dv = direct ? b->dv + c0 * ldo : dk + bc * dh;
     for (size_t r0 = r_first; r0 < b->T; r0 += br) {
         size_t nr = min_of(br, b->T - r0);
         int add = r0 != r_first;
@@ -352,9 +407,16 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
                       b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
-        NAME(pv)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldo, add);
-        NAME(pv)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldo, add);
-        NAME(pv)(nr, dh, nc, ds, 1, br, kj, dh, b->dq + r0 * b->ldq, b->ldq, !b->first);
+        int diagonal = b->causal && r0 == c0;   /* a key sees only the queries from its own on */
+        int lower = diagonal ? TRI_LOWER : TRI_NONE, upper = diagonal ? TRI_UPPER : TRI_NONE;
+        NAME(pv_dh)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldk, add, NULL, lower, DH);
+        NAME(pv_dh)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldk, add, NULL, lower, DH);
+        NAME(pv_dh)(nr, dh, nc, ds, 1, br, kj, dh, b->dq + r0 * b->ldq, b->ldq, !b->first, NULL,
+                    upper, DH);
+    }
+    if (!direct) {
+        NAME(rows_out)(dk, nc, dh, NULL, b->dk + c0 * ldo, ldo);
+        NAME(rows_out)(dv, nc, dh, NULL, b->dv + c0 * ldo, ldo);
     }
 }
 
@@ -362,11 +424,17 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
 #define KERNELS(NVV)                                                                            \
     TARGET static void NAME(fwd##NVV)(const ag_attn_fwd *f, size_t r0, ag_real *scratch)        \
     {                                                                                           \
-        NAME(fwd)(f, r0, scratch, NVV);                                                         \
+        if ((NVV) == 4 && DH_SPECIAL && f->dh == DH_SPECIAL)                                    \
+            NAME(fwd)(f, r0, scratch, NVV, DH_SPECIAL);                                         \
+        else                                                                                    \
+            NAME(fwd)(f, r0, scratch, NVV, 0);                                                       \
     }                                                                                           \
     TARGET static void NAME(bwd##NVV)(const ag_attn_bwd *b, size_t c0, ag_real *scratch)        \
     {                                                                                           \
-        NAME(bwd)(b, c0, scratch, NVV);                                                         \
+        if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL)                                    \
+            NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL);                                         \
+        else                                                                                    \
+            NAME(bwd)(b, c0, scratch, NVV, 0);                                                       \
     }                                                                                           \
     static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
@@ -374,8 +442,7 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     }                                                                                           \
     static size_t NAME(bwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
-        (void)dh;                                                                               \
-        return 2 * (NVV) * W * (NVV) * W;                                                       \
+        return 2 * (NVV) * W * (NVV) * W + 2 * (NVV) * W * dh;                                  \
     }                                                                                           \
     TARGET static void NAME(prep##NVV)(const ag_real *q, const ag_real *d_o, const ag_real *o,     \
                                        size_t ldo, size_t n, size_t dh, ag_real qscale,         \

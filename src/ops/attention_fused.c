@@ -358,9 +358,12 @@ static void sum_head(void *ctx, size_t t)
     for (size_t r = 0; r < T; r++, row += d, dq += dh) {
         for (size_t p = 0; p < dh; p++)
             row[p] = dq[p];
-        for (size_t g = 1; g < j->groups; g++)
-            for (size_t p = 0; (!j->causal || r >= g * bc / br * br) && p < dh; p++)
-                row[p] += dq[g * part + p];
+        /* group g's rows start at its first key block's first query */
+        for (size_t g = 1; g < j->groups && (!j->causal || r >= g * bc / br * br); g++) {
+            const ag_real *part_g = dq + g * part;
+            for (size_t p = 0; p < dh; p++)
+                row[p] += part_g[p];
+        }
     }
 }
 
