@@ -345,3 +345,64 @@ void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
     job_ctx = NULL;
     pthread_mutex_unlock(&run_mu);
 }
+
+typedef struct range_job {
+    ag_range_fn fn;
+    void *ctx;
+    size_t n, grain;
+} range_job;
+
+static void range_task(void *ctx, size_t i)
+{
+    const range_job *r = ctx;
+    size_t lo = i * r->grain, hi = r->n - lo < r->grain ? r->n : lo + r->grain;
+    r->fn(r->ctx, lo, hi);
+}
+
+void ag_parallel_range(size_t n, size_t grain, ag_range_fn fn, void *ctx)
+{
+    if (n == 0 || !fn)
+        return;
+    if (grain == 0 || n <= grain) {
+        fn(ctx, 0, n);
+        return;
+    }
+    range_job r = {fn, ctx, n, grain};
+    ag_parallel_for((n - 1) / grain + 1, range_task, &r);
+}
+
+typedef struct params_job {
+    ag_tensor *const *params;
+    size_t n, chunk;    /* parameters; elements per chunk */
+    ag_piece_fn fn;
+    void *ctx;
+} params_job;
+
+static void params_task(void *ctx, size_t c)
+{
+    const params_job *j = ctx;
+    size_t lo = c * j->chunk, hi = lo + j->chunk, at = 0;   /* flat indices */
+    for (size_t p = 0; p < j->n && at < hi; p++) {
+        if (!j->params[p])
+            continue;
+        size_t size = j->params[p]->size;
+        if (at + size > lo)
+            j->fn(j->ctx, c, p, lo > at ? lo - at : 0, hi - at < size ? hi - at : size);
+        at += size;
+    }
+}
+
+size_t ag_params_range(ag_tensor *const *params, size_t n, size_t grain, ag_piece_fn fn,
+                       void *ctx)
+{
+    size_t total = 0;
+    for (size_t p = 0; p < n; p++)
+        total += params[p] ? params[p]->size : 0;
+    if (total == 0)
+        return 0;
+    size_t most = (total - 1) / AG_PARAMS_CHUNKS + 1;
+    params_job j = {params, n, grain > most ? grain : most, fn, ctx};
+    size_t chunks = (total - 1) / j.chunk + 1;
+    ag_parallel_for(chunks, params_task, &j);
+    return chunks;
+}
