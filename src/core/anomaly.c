@@ -9,12 +9,35 @@
 #include "threads.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A finite value has an exponent field short of all ones. */
+#ifdef AG_REAL_DOUBLE
+typedef uint64_t real_bits;
+#define EXP_MASK ((uint64_t)0x7ff << 52)
+#else
+typedef uint32_t real_bits;
+#define EXP_MASK ((uint32_t)0xff << 23)
+#endif
 
 size_t ag_first_nonfinite(const ag_real *v, size_t n)
 {
     if (!v)
         return n;
-    for (size_t i = 0; i < n; i++)
+    /* 64 values at a time through the exponent bits (a loop without an
+     * exit the compiler turns into vector code), then the block that has
+     * one, value by value */
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        real_bits b[64], bad = 0;
+        memcpy(b, v + i, sizeof(b));
+        for (int k = 0; k < 64; k++)
+            bad |= (b[k] & EXP_MASK) == EXP_MASK;
+        if (bad)
+            break;
+    }
+    for (; i < n; i++)
         if (!isfinite(v[i]))
             return i;
     return n;

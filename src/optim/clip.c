@@ -24,9 +24,18 @@ static void square_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi
     const ag_real *g = j->params[i]->grad;
     if (!g)
         return;
+    /* eight running sums, element k into sum k mod 8 (a vector of them, not
+     * one chain of dependent adds), then added in order */
+    double s[8] = {0};
+    size_t k = lo;
+    for (; k + 8 <= hi; k += 8)
+        for (int l = 0; l < 8; l++)
+            s[l] += (double)g[k + l] * (double)g[k + l];
+    for (int l = 0; k < hi; k++, l++)
+        s[l] += (double)g[k] * (double)g[k];
     double sq = j->sq[chunk];
-    for (size_t k = lo; k < hi; k++)
-        sq += (double)g[k] * (double)g[k];
+    for (int l = 0; l < 8; l++)
+        sq += s[l];
     j->sq[chunk] = sq;
 }
 
