@@ -124,6 +124,8 @@ ag_status ag_tape_find_anomaly(ag_tape *tape)
     /* gradients, in the order the backward pass made them */
     for (size_t k = tape->n_entries; k-- > 0;) {
         const ag_entry *e = &tape->entries[k];
+        if (e->out->grad_unset)
+            continue;   /* not written yet: zero */
         long i = first_bad(e->out->grad, e->out->size, 0);
         if (i >= 0)
             return report(tape, k, "the gradient of the output", e->out->grad, i);

@@ -87,8 +87,8 @@ size_t ag_rows(const ag_tensor *t)
 }
 
 /* Values per chunk of a zeroing shared out over the threads (128 KB of
- * floats): a step zeroes every op output's gradient as it is made, a few
- * megabytes, which one thread alone spends several percent of a step on. */
+ * floats): gradients zeroed by ag_grad_settle and ag_zero_grad run to
+ * megabytes per step. */
 #define ZERO_GRAIN 32768
 
 static void zero_range(void *ctx, size_t lo, size_t hi)
@@ -113,11 +113,17 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
     set_shape(t, ndim, shape, size);
     t->data = data;
     t->grad = grad;
+    t->grad_unset = grad != NULL;   /* zeroed, or written, in backward */
     if (zero_data)
         ag_parallel_range(size, ZERO_GRAIN, zero_range, data);
-    if (grad)
-        ag_parallel_range(size, ZERO_GRAIN, zero_range, grad);
     return t;
+}
+
+void ag_grad_settle(ag_tensor *t)
+{
+    if (t->grad && t->grad_unset)
+        ag_parallel_range(t->size, ZERO_GRAIN, zero_range, t->grad);
+    t->grad_unset = 0;
 }
 
 const ag_op ag_op_leaf = {"leaf", NULL, 0};
@@ -165,6 +171,7 @@ ag_tensor *ag_requires_grad(ag_tape *tape, ag_tensor *t)
         if (!t->grad)
             return NULL;
         memset(t->grad, 0, t->size * sizeof(ag_real));
+        t->grad_unset = 0;
     }
     return t;
 }

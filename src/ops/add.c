@@ -33,7 +33,7 @@ static void add_range(void *ctx, size_t lo, size_t hi)
 }
 
 static void add_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op add_op = {"add", add_backward, 0};
+static const ag_op add_op = {"add", add_backward, AG_OP_FIRST_WRITE};
 
 int ag_broadcast_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b)
 {
@@ -69,6 +69,15 @@ static void add_dx_range(void *ctx, size_t lo, size_t hi)
         j->dx[i] += j->dy[i];
 }
 
+/* dx[i] = 0 + dy[i] (into an unset dx: the same bits as adding into zeros,
+ * -0 becoming +0) for i in [lo, hi) */
+static void set_dx_range(void *ctx, size_t lo, size_t hi)
+{
+    const add_job *j = ctx;
+    for (size_t i = lo; i < hi; i++)
+        j->dx[i] = (ag_real)0 + j->dy[i];
+}
+
 /* db[c] += dy[c] + dy[n + c] + ... in that order, for columns c in [lo, hi) */
 static void add_db_range(void *ctx, size_t lo, size_t hi)
 {
@@ -88,8 +97,14 @@ static void add_backward(ag_tape *tape, const ag_entry *e)
     add_job j = {.dy = e->out->grad, .dx = a->grad, .db = b->grad, .n = b->size,
                  .repeats = a->size / b->size};
     if (a->grad)
-        ag_parallel_range(a->size, ADD_GRAIN, add_dx_range, &j);
-    /* columns to a chunk: ADD_GRAIN elements of dy in all */
-    if (b->grad)
+        ag_parallel_range(a->size, ADD_GRAIN, ag_grad_first(a) ? set_dx_range : add_dx_range, &j);
+    /* b the same shape as a: the same loops; else columns to a chunk,
+     * ADD_GRAIN elements of dy in all */
+    if (b->grad && j.repeats == 1) {
+        j.dx = b->grad;
+        ag_parallel_range(b->size, ADD_GRAIN, ag_grad_first(b) ? set_dx_range : add_dx_range, &j);
+    } else if (b->grad) {
+        ag_grad_settle(b);
         ag_parallel_range(b->size, (ADD_GRAIN + j.repeats - 1) / j.repeats, add_db_range, &j);
+    }
 }
