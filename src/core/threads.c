@@ -42,8 +42,12 @@
 #define AG_MAX_THREADS 256
 /* How long an idle thread spins before it sleeps: longer than the serial
  * stretches between a step's parallel calls, short enough that a pool left
- * idle goes quiet at once to a person's eye. */
+ * idle goes quiet at once to a person's eye. After YIELD_NS of it the
+ * spinner offers its core at every look (sched_yield): on a machine with
+ * more runnable threads than cores, the thread it waits for may be the one
+ * that needs the core. */
 #define SPIN_NS 200000L
+#define YIELD_NS 20000L
 
 typedef struct worker {
     pthread_t tid;
@@ -107,6 +111,8 @@ static int spin_until(int (*done)(const void *), const void *arg)
                 t0 = t;
             else if (t - t0 > SPIN_NS)
                 return done(arg);
+            else if (t - t0 > YIELD_NS)
+                sched_yield();
         }
     }
 }
