@@ -199,6 +199,11 @@ typedef struct gemm_args {
     ag_real *C;
     size_t lda, ldb, ldc;
     const ag_gemm_kernel *k;
+    /* op(B) packed once for every thread (see gemm_run), or NULL: each kc
+     * block of rows in panels as pack_b makes them, block pc (its first
+     * row) at bpack + pc * npad; N fits one nc block */
+    const ag_real *bpack;
+    size_t npad;   /* N rounded up to nr */
 } gemm_args;
 
 static size_t min_size(size_t a, size_t b)
@@ -320,7 +325,10 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
         for (size_t pc = 0; pc < g->K; pc += k->kc) {
             size_t kc = min_size(k->kc, g->K - pc);
             ag_real beta = pc == 0 ? g->beta : 1;
-            pack_b(g, pc, kc, jc, nc, bbuf);
+            if (g->bpack)
+                bbuf = (ag_real *)g->bpack + pc * g->npad + jc * kc;
+            else
+                pack_b(g, pc, kc, jc, nc, bbuf);
             for (size_t ic = i0; ic < i1; ic += k->mc) {
                 size_t mc = min_size(k->mc, i1 - ic);
                 if (!in_place)
@@ -469,7 +477,7 @@ static int gemm_direct(const gemm_args *g, size_t work)
 /* g's product, whose M N K multiply-adds are work. The sizes come in as
  * arguments too: reading them back from g, just stored field by field,
  * stalled on store forwarding when GCC loaded two at once. */
-static void gemm_run(const gemm_args *g, size_t M, size_t N, size_t K, size_t work)
+static void gemm_run(gemm_args *g, size_t M, size_t N, size_t K, size_t work)
 {
     /* Narrow products skip packing while B stays in cache (or is read only a
      * few times), and while A^T (read down its columns) stays in L1 across a
@@ -493,6 +501,20 @@ static void gemm_run(const gemm_args *g, size_t M, size_t N, size_t K, size_t wo
     gemm_split s = {g, M, N, 1};
     if (M >= N) {
         s.rows = round_up((M + tasks - 1) / tasks, mr);
+        /* every stripe would pack all of op(B): pack it once, into the
+         * B part of this thread's buffer, which this thread's own stripes
+         * leave alone (they pack only A there, if anything) */
+        const ag_gemm_kernel *k = g->k;
+        size_t npad = round_up(N, nr), kc = min_size(k->kc, K);
+        int fits = npad <= k->nc && K <= k->nc * k->kc / npad;   /* K npad <= the B part */
+        ag_real *buf = fits ? pack_buffer(pack_full()) : NULL;
+        if (buf) {
+            ag_real *bp = buf + k->mc * k->kc;
+            for (size_t pc = 0; pc < K; pc += kc)
+                pack_b(g, pc, min_size(kc, K - pc), 0, N, bp + pc * npad);
+            g->bpack = bp;
+            g->npad = npad;
+        }
     } else {
         s.cols = round_up((N + tasks - 1) / tasks, nr);
     }
@@ -524,7 +546,7 @@ void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alp
         return;
     }
     gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta, A, B, C,
-                   lda, ldb, ldc, NULL};
+                   lda, ldb, ldc, NULL, NULL, 0};
     size_t work = work_of(M, N, K);
     if (work <= AG_GEMM_SMALL_MAX) {   /* before any other cost */
         gemm_small(&g, 0, M, 0, N);
