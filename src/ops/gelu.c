@@ -164,7 +164,6 @@ void ag_erf_n(const ag_real *x, ag_real *y, size_t n, int simd)
 typedef struct gelu_job {
     const ag_real *x, *dy;
     ag_real *y, *dx;      /* forward: y; backward: dx */
-    ag_real *d;           /* gelu'(x): made by forward when a gradient will flow, or NULL */
     size_t n;
     int set;              /* backward: dx is unset, store into it (ag_grad_first) */
     int simd;             /* ag_softmax_simd(): the same CPU check */
@@ -176,26 +175,16 @@ static void forward_task(void *ctx, size_t t)
     size_t i0 = t * CHUNK, n = j->n - i0 < CHUNK ? j->n - i0 : CHUNK;
 #ifdef AG_GELU_SIMD
     if (j->simd == 2) {
-        if (j->d)
-            gelu_d_n_avx512(j->x + i0, j->y + i0, j->d + i0, n);
-        else
-            gelu_n_avx512(j->x + i0, j->y + i0, n);
+        gelu_n_avx512(j->x + i0, j->y + i0, n);
         return;
     }
     if (j->simd == 1) {
-        if (j->d)
-            gelu_d_n_avx2(j->x + i0, j->y + i0, j->d + i0, n);
-        else
-            gelu_n_avx2(j->x + i0, j->y + i0, n);
+        gelu_n_avx2(j->x + i0, j->y + i0, n);
         return;
     }
 #endif
-    for (size_t i = i0; i < i0 + n; i++) {
-        ag_real x = j->x[i], cdf = cdf_scalar(x);
-        j->y[i] = x * cdf;
-        if (j->d)
-            j->d[i] = cdf + x * (AG_EXP((ag_real)-0.5 * x * x) * (ag_real)0.398942280401432678);
-    }
+    for (size_t i = i0; i < i0 + n; i++)
+        j->y[i] = j->x[i] * cdf_scalar(j->x[i]);
 }
 
 static void backward_task(void *ctx, size_t t)
@@ -204,16 +193,19 @@ static void backward_task(void *ctx, size_t t)
     size_t i0 = t * CHUNK, n = j->n - i0 < CHUNK ? j->n - i0 : CHUNK;
 #ifdef AG_GELU_SIMD
     if (j->simd == 2) {
-        grad_d_n_avx512(j->d + i0, j->dy + i0, j->dx + i0, n, j->set);
+        grad_n_avx512(j->x + i0, j->dy + i0, j->dx + i0, n, j->set);
         return;
     }
     if (j->simd == 1) {
-        grad_d_n_avx2(j->d + i0, j->dy + i0, j->dx + i0, n, j->set);
+        grad_n_avx2(j->x + i0, j->dy + i0, j->dx + i0, n, j->set);
         return;
     }
 #endif
-    for (size_t i = i0; i < i0 + n; i++)
-        j->dx[i] = (j->set ? 0 : j->dx[i]) + j->dy[i] * j->d[i];
+    for (size_t i = i0; i < i0 + n; i++) {
+        ag_real x = j->x[i];
+        ag_real pdf = AG_EXP((ag_real)-0.5 * x * x) * (ag_real)0.398942280401432678;
+        j->dx[i] = (j->set ? 0 : j->dx[i]) + j->dy[i] * (cdf_scalar(x) + x * pdf);
+    }
 }
 
 static void run_chunks(const gelu_job *j, void (*task)(void *, size_t))
@@ -233,14 +225,9 @@ ag_tensor *ag_gelu(ag_tape *tape, const ag_tensor *x)
     if (!ag_op_begin(tape, "gelu", 1, in))
         return NULL;
     ag_tensor *out = ag_tensor_make(tape, x->ndim, x->shape, 0, ag_any_grad(1, in));
-    /* with a gradient to come, gelu'(x) is made now, beside y, from the same
-     * erf and exp (size reals fit: x exists) */
-    ag_real *d = out && out->grad ? ag_arena_alloc(tape, x->size * sizeof(ag_real)) : NULL;
-    ag_entry *e = out && (d || !out->grad) ? ag_tape_push(tape, &gelu_op, out, 1, in) : NULL;
-    if (!e)
+    if (!out || !ag_tape_push(tape, &gelu_op, out, 1, in))
         return NULL;
-    e->saved = d;
-    gelu_job job = {x->data, NULL, out->data, NULL, d, x->size, 0, ag_softmax_simd()};
+    gelu_job job = {x->data, NULL, out->data, NULL, x->size, 0, ag_softmax_simd()};
     run_chunks(&job, forward_task);
     return out;
 }
@@ -256,8 +243,7 @@ static void gelu_backward(ag_tape *tape, const ag_entry *e)
     ag_tensor *x = e->in[0];
     if (!x->grad)
         return;
-    /* d = gelu'(x), made by forward */
-    gelu_job job = {x->data, e->out->grad, NULL, x->grad, e->saved, x->size, ag_grad_first(x),
+    gelu_job job = {x->data, e->out->grad, NULL, x->grad, x->size, ag_grad_first(x),
                     ag_softmax_simd()};
     run_chunks(&job, backward_task);
 }

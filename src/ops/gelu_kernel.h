@@ -87,6 +87,13 @@ TARGET static inline V NAME(gelu_vec)(V x)
     return MUL(x, NAME(cdf)(x, &e));
 }
 
+/* dx + dy (Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi)) */
+TARGET static inline V NAME(grad_vec)(V x, V dy, V dx)
+{
+    V e, cdf = NAME(cdf)(x, &e);
+    return FMA(dy, FMA(MUL(x, e), SET1(0.398942280401432678f), cdf), dx);
+}
+
 /* y[i] = f(x[i]) for i in [0, n): whole vectors, then the last n mod W
  * through a zero-padded buffer, by the same instructions. */
 #define NAME_MAP(f)                                                          \
@@ -106,42 +113,21 @@ NAME_MAP(erf)
 NAME_MAP(gelu)
 #undef NAME_MAP
 
-/* gelu(x), and *d = gelu'(x) = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi) */
-TARGET static inline V NAME(gelu_d_vec)(V x, V *d)
-{
-    V e, cdf = NAME(cdf)(x, &e);
-    *d = FMA(MUL(x, e), SET1(0.398942280401432678f), cdf);
-    return MUL(x, cdf);
-}
-
-/* y[i] = gelu(x[i]) and d[i] = gelu'(x[i]) for i in [0, n), as the maps
- * above: forward keeps d for backward. */
-TARGET static void NAME(gelu_d_n)(const float *x, float *y, float *d, size_t n)
-{
-    size_t i = 0;
-    V dv;
-    for (; i + W <= n; i += W) {
-        STORE(y + i, NAME(gelu_d_vec)(LOAD(x + i), &dv));
-        STORE(d + i, dv);
-    }
-    if (i < n) {
-        float b[3][W] = {{0}};
-        memcpy(b[0], x + i, (n - i) * sizeof(float));
-        STORE(b[1], NAME(gelu_d_vec)(LOAD(b[0]), &dv));
-        STORE(b[2], dv);
-        memcpy(y + i, b[1], (n - i) * sizeof(float));
-        memcpy(d + i, b[2], (n - i) * sizeof(float));
-    }
-}
-
-/* dx[i] += dy[i] d[i] for i in [0, n), in one rounding; with set,
- * dx[i] = 0 + dy[i] d[i] without reading dx (the same bits as adding into
- * a zeroed dx). */
-TARGET static void NAME(grad_d_n)(const float *d, const float *dy, float *dx, size_t n, int set)
+/* dx[i] += dy[i] gelu'(x[i]) for i in [0, n), as the maps above; with
+ * set, dx[i] = 0 + dy[i] gelu'(x[i]) without reading dx (the same bits as
+ * adding into a zeroed dx). */
+TARGET static void NAME(grad_n)(const float *x, const float *dy, float *dx, size_t n, int set)
 {
     size_t i = 0;
     for (; i + W <= n; i += W)
-        STORE(dx + i, FMA(LOAD(dy + i), LOAD(d + i), set ? SET1(0.0f) : LOAD(dx + i)));
-    for (; i < n; i++)
-        dx[i] = fmaf(dy[i], d[i], set ? 0.0f : dx[i]);
+        STORE(dx + i, NAME(grad_vec)(LOAD(x + i), LOAD(dy + i), set ? SET1(0.0f) : LOAD(dx + i)));
+    if (i < n) {
+        float b[3][W] = {{0}};
+        memcpy(b[0], x + i, (n - i) * sizeof(float));
+        memcpy(b[1], dy + i, (n - i) * sizeof(float));
+        if (!set)
+            memcpy(b[2], dx + i, (n - i) * sizeof(float));
+        STORE(b[2], NAME(grad_vec)(LOAD(b[0]), LOAD(b[1]), LOAD(b[2])));
+        memcpy(dx + i, b[2], (n - i) * sizeof(float));
+    }
 }
