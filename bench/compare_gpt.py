@@ -20,10 +20,18 @@ OpenBLAS with its AVX-512 kernels (OPENBLAS_CORETYPE unset), one BLAS thread,
 glibc told to reuse freed blocks. Also runs attograd with --threads 2 and
 prints the speedup over one thread, measured in the same rounds.
 
+--cpu also compares CPU time per step (one thread on each side): PyTorch's
+from process_time around each step, attograd's from two runs of different
+lengths (the difference of their CPU times over the difference of their
+steps, so start-up cancels). On a busy shared machine that leaves out the
+time other work held the core. --also BIN runs a second attograd binary
+(say, the build before a change) in the same rounds, one thread and two.
+
 Usage (from the repository root, after `make`):
     bench/compare_gpt.py                  # 3 rounds
     bench/compare_gpt.py --rounds 5
     bench/compare_gpt.py --torch-only     # PyTorch's step alone
+    bench/compare_gpt.py --cpu --also OLD/build/float/attograd
 Only the standard library is needed here; torch runs under --python (default
 /usr/bin/python3, Debian's python3-torch). Not part of the build or of make check.
 """
@@ -94,12 +102,14 @@ for _ in range(3):
     step()
 once = (time.perf_counter() - t0) / 3
 steps = max(10, min(300, int(3.0 / once))) if once > 0 else 300
-times = []
+times, cpu = [], []
 for _ in range(steps):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     step()
     times.append(time.perf_counter() - t0)
-print("us_per_step=%.2f steps=%d blas=%s" % (statistics.median(times) * 1e6, steps, loaded_blas()))
+    cpu.append(time.process_time() - c0)
+print("us_per_step=%.2f cpu_us_per_step=%.2f steps=%d blas=%s" % (
+    statistics.median(times) * 1e6, statistics.median(cpu) * 1e6, steps, loaded_blas()))
 """
 
 SHAPE = (4, 128, 4, 64, 12, 65)   # layers, dim, heads, seq, batch, vocabulary
@@ -117,20 +127,40 @@ def run_torch(python, env):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False, text=True)
     if out.returncode != 0:
         sys.exit("torch failed:\n%s" % out.stderr)
-    m = re.search(r"us_per_step=([0-9.]+) steps=(\d+) blas=(\S+)", out.stdout)
-    return float(m.group(1)), m.group(3)
+    m = re.search(r"us_per_step=([0-9.]+) cpu_us_per_step=([0-9.]+) steps=(\d+) blas=(\S+)",
+                  out.stdout)
+    return float(m.group(1)), float(m.group(2)), m.group(4)
 
 
-def run_attograd(binary, threads):
+def run_bench(binary, threads, steps=None):
+    """One `bench gpt` run: the fields of its line."""
     L, C, H, T, B, _ = SHAPE
     cmd = [binary, "bench", "gpt", "--layers", str(L), "--dim", str(C), "--heads", str(H),
            "--seq", str(T), "--batch", str(B), "--threads", str(threads)]
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False, text=True)
-    if out.returncode != 0:
-        sys.exit("%s failed:\n%s" % (" ".join(cmd), out.stderr))
-    line = [l for l in out.stdout.splitlines() if l.startswith("bench:")][-1]
-    fields = dict(kv.split("=", 1) for kv in line.split()[1:])
-    return float(fields["us_per_step"]), fields
+    if steps:
+        cmd += ["--steps", str(steps)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = p.communicate()
+    if p.returncode != 0:
+        sys.exit("%s failed:\n%s" % (" ".join(cmd), stderr))
+    line = [l for l in stdout.splitlines() if l.startswith("bench:")][-1]
+    return dict(kv.split("=", 1) for kv in line.split()[1:])
+
+
+def run_attograd(binary, threads, cpu=False):
+    """us per step (the bench's median), and with cpu the CPU us per step."""
+    if not cpu:
+        fields = run_bench(binary, threads)
+        return float(fields["us_per_step"]), None, fields
+    short, long_ = 10, 60
+    used = []
+    for steps in (short, long_):
+        before = os.times()
+        fields = run_bench(binary, threads, steps)
+        after = os.times()
+        used.append(after.children_user + after.children_system -
+                    before.children_user - before.children_system)
+    return float(fields["us_per_step"]), (used[1] - used[0]) / (long_ - short) * 1e6, fields
 
 
 def main():
@@ -140,6 +170,8 @@ def main():
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--openblas-dir", default=os.environ.get("AG_OPENBLAS_DIR"))
     ap.add_argument("--torch-only", action="store_true")
+    ap.add_argument("--cpu", action="store_true", help="compare CPU time per step too")
+    ap.add_argument("--also", help="a second attograd binary, run in the same rounds")
     args = ap.parse_args()
     openblas = find_openblas(args.openblas_dir)
     env = torch_env(openblas)
@@ -149,29 +181,49 @@ def main():
     print("# %s, load average %s, shape layers,dim,heads,seq,batch,vocab = %s" %
           (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), load,
            ",".join(map(str, SHAPE))))
-    ratios, speedups = [], []
+    keys = ["ratio", "threads", "cpu_ratio", "also_ratio", "also_threads", "also_cpu_ratio"]
+    got_all = {k: [] for k in keys}
     for r in range(args.rounds):
         sides = ["torch", "ag"] if r % 2 == 0 else ["ag", "torch"]
+        if args.also:
+            sides.insert(1 if r % 2 == 0 else 0, "also")
         got = {}
         for side in sides:
             if side == "torch":
-                got["torch"], blas = run_torch(args.python, env)
+                got["torch"], got["torch_cpu"], blas = run_torch(args.python, env)
             elif not args.torch_only:
-                got["ag"], fields = run_attograd(args.bin, 1)
-                got["ag2"], _ = run_attograd(args.bin, 2)
-        line = "round %d: torch %.0f us (%s)" % (r + 1, got["torch"], blas)
+                binary = args.bin if side == "ag" else args.also
+                got[side], got[side + "_cpu"], fields = run_attograd(binary, 1, args.cpu)
+                got[side + "2"], _, _ = run_attograd(binary, 2)
+                if side == "ag":
+                    ours = fields
+        line = "round %d (load %s): torch %.0f us" % (r + 1, open("/proc/loadavg").read().split()[0],
+                                                     got["torch"])
+        if args.cpu:
+            line += " (cpu %.0f)" % got["torch_cpu"]
         if not args.torch_only:
-            ratios.append(got["torch"] / got["ag"])
-            speedups.append(got["ag"] / got["ag2"])
-            line += ", attograd %.0f us (gflops %s, peak_bytes %s, allocs_per_step %s), " \
-                    "2 threads %.0f us: x%.2f faster than torch, threads x%.2f" % (
-                        got["ag"], fields.get("gflops"), fields.get("peak_bytes"),
-                        fields.get("allocs_per_step"), got["ag2"], ratios[-1], speedups[-1])
+            for side, pre in (("ag", ""), ("also", "also_")):
+                if side not in got:
+                    continue
+                got_all[pre + "ratio"].append(got["torch"] / got[side])
+                got_all[pre + "threads"].append(got[side] / got[side + "2"])
+                line += "; %s %.0f us" % ("attograd" if side == "ag" else "also", got[side])
+                if args.cpu:
+                    got_all[pre + "cpu_ratio"].append(got["torch_cpu"] / got[side + "_cpu"])
+                    line += " (cpu %.0f, x%.2f)" % (got[side + "_cpu"], got_all[pre + "cpu_ratio"][-1])
+                line += ", 2 threads %.0f us: x%.2f faster than torch, threads x%.2f" % (
+                    got[side + "2"], got_all[pre + "ratio"][-1], got_all[pre + "threads"][-1])
+            line += " [gflops %s, peak_bytes %s, allocs_per_step %s]" % (
+                ours.get("gflops"), ours.get("peak_bytes"), ours.get("allocs_per_step"))
         print(line, flush=True)
-    if ratios:
-        print("median: attograd x%.2f faster than torch (target %.1f), 2 threads x%.2f (target %.1f)"
-              % (statistics.median(ratios), SPEEDUP_TARGET, statistics.median(speedups),
-                 THREADS_TARGET))
+    for pre, name in (("", "attograd"), ("also_", "also")):
+        if got_all[pre + "ratio"]:
+            text = "median %s: x%.2f faster than torch (target %.1f), 2 threads x%.2f (target %.1f)" % (
+                name, statistics.median(got_all[pre + "ratio"]), SPEEDUP_TARGET,
+                statistics.median(got_all[pre + "threads"]), THREADS_TARGET)
+            if got_all[pre + "cpu_ratio"]:
+                text += ", CPU time x%.2f" % statistics.median(got_all[pre + "cpu_ratio"])
+            print(text)
 
 
 if __name__ == "__main__":

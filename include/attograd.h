@@ -78,6 +78,8 @@ typedef struct ag_tensor {
     size_t size;              /* number of elements: product of shape */
     ag_real *data;            /* (size) values, row-major */
     ag_real *grad;            /* (size) dL/d(data), or NULL when no gradient flows here */
+    int grad_unset;           /* the tape's own: an op output's grad not written yet in this
+                                 backward, so its contents mean 0 (see ag_backward) */
 } ag_tensor;
 
 /* The tape: a Wengert list of the ops of one step, and the arena they use. */

@@ -199,6 +199,15 @@ typedef struct gemm_args {
     ag_real *C;
     size_t lda, ldb, ldc;
     const ag_gemm_kernel *k;
+    /* op(B) packed once for every thread (see gemm_run), or NULL: each kc
+     * block of rows in panels as pack_b makes them, block pc (its first
+     * row) at bpack + pc * npad; N fits one nc block */
+    const ag_real *bpack;
+    size_t npad;   /* N rounded up to nr */
+    /* the same for op(A): each kc block of columns, all M rows in panels as
+     * pack_a makes them, block pc at apack + pc * mpad */
+    const ag_real *apack;
+    size_t mpad;   /* M rounded up to mr */
 } gemm_args;
 
 static size_t min_size(size_t a, size_t b)
@@ -310,20 +319,27 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
         gemm_small(g, i0, i1, j0, j1);   /* out of memory: the unpacked loop needs none */
         return;
     }
-    ag_real *bbuf = abuf + mc_max * kc_max;
+    ag_real *bown = abuf + mc_max * kc_max;
+    const ag_real *bbuf = bown;
     /* A row-major op(A) is read in place (packing it is a transpose per
      * block); A^T's columns are already runs of rows and pack by copying */
-    int in_place = !g->ta && k->micro_rows != NULL;
+    int in_place = !g->ta && k->micro_rows != NULL && !g->apack;
 
     for (size_t jc = j0; jc < j1; jc += k->nc) {
         size_t nc = min_size(k->nc, j1 - jc);
         for (size_t pc = 0; pc < g->K; pc += k->kc) {
             size_t kc = min_size(k->kc, g->K - pc);
             ag_real beta = pc == 0 ? g->beta : 1;
-            pack_b(g, pc, kc, jc, nc, bbuf);
+            if (g->bpack)
+                bbuf = g->bpack + pc * g->npad + jc * kc;
+            else
+                pack_b(g, pc, kc, jc, nc, bown);
             for (size_t ic = i0; ic < i1; ic += k->mc) {
                 size_t mc = min_size(k->mc, i1 - ic);
-                if (!in_place)
+                const ag_real *ap = abuf;
+                if (g->apack)
+                    ap = g->apack + pc * g->mpad + ic * kc;
+                else if (!in_place)
                     pack_a(g, ic, mc, pc, kc, abuf);
                 for (size_t jr = 0; jr < nc; jr += nr) {
                     size_t cols = min_size(nr, nc - jr);
@@ -335,7 +351,7 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
                             k->micro_rows(kc, g->A + (ic + ir) * g->lda + pc, g->lda, bp, c,
                                           g->ldc, g->alpha, beta, (int)rows, (int)cols);
                         else
-                            k->micro(kc, abuf + ir * kc, bp, c, g->ldc, g->alpha, beta, (int)rows,
+                            k->micro(kc, ap + ir * kc, bp, c, g->ldc, g->alpha, beta, (int)rows,
                                      (int)cols);
                     }
                 }
@@ -469,7 +485,7 @@ static int gemm_direct(const gemm_args *g, size_t work)
 /* g's product, whose M N K multiply-adds are work. The sizes come in as
  * arguments too: reading them back from g, just stored field by field,
  * stalled on store forwarding when GCC loaded two at once. */
-static void gemm_run(const gemm_args *g, size_t M, size_t N, size_t K, size_t work)
+static void gemm_run(gemm_args *g, size_t M, size_t N, size_t K, size_t work)
 {
     /* Narrow products skip packing while B stays in cache (or is read only a
      * few times), and while A^T (read down its columns) stays in L1 across a
@@ -493,8 +509,38 @@ static void gemm_run(const gemm_args *g, size_t M, size_t N, size_t K, size_t wo
     gemm_split s = {g, M, N, 1};
     if (M >= N) {
         s.rows = round_up((M + tasks - 1) / tasks, mr);
+        /* every stripe would pack all of op(B): pack it once, into the
+         * B part of this thread's buffer, which this thread's own stripes
+         * leave alone (they pack only A there, if anything) */
+        const ag_gemm_kernel *k = g->k;
+        size_t npad = round_up(N, nr), kc = min_size(k->kc, K);
+        int fits = npad <= k->nc && K <= k->nc * k->kc / npad;   /* K npad <= the B part */
+        ag_real *buf = fits ? pack_buffer(pack_full()) : NULL;
+        if (buf) {
+            ag_real *bp = buf + k->mc * k->kc;
+            for (size_t pc = 0; pc < K; pc += kc)
+                pack_b(g, pc, min_size(kc, K - pc), 0, N, bp + pc * npad);
+            g->bpack = bp;
+            g->npad = npad;
+        }
     } else {
         s.cols = round_up((N + tasks - 1) / tasks, nr);
+        /* the same for op(A) when it is packed (A^T): every column stripe
+         * would pack all of it; once, at the far end of this thread's
+         * buffer, past what its own stripes use */
+        const ag_gemm_kernel *k = g->k;
+        size_t mpad = round_up(M, mr), kc = min_size(k->kc, K), full = pack_full();
+        size_t used = (k->mc + s.cols) * k->kc;
+        int packs_a = g->ta || !k->micro_rows;
+        int fits = packs_a && used < full && K <= (full - used) / mpad;
+        ag_real *buf = fits ? pack_buffer(full) : NULL;
+        if (buf) {
+            ag_real *ap = buf + full - K * mpad;
+            for (size_t pc = 0; pc < K; pc += kc)
+                pack_a(g, 0, M, pc, min_size(kc, K - pc), ap + pc * mpad);
+            g->apack = ap;
+            g->mpad = mpad;
+        }
     }
     size_t n_rows = (M + s.rows - 1) / s.rows;
     s.n_cols = (N + s.cols - 1) / s.cols;
@@ -524,7 +570,7 @@ void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alp
         return;
     }
     gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta, A, B, C,
-                   lda, ldb, ldc, NULL};
+                   lda, ldb, ldc, NULL, NULL, 0, NULL, 0};
     size_t work = work_of(M, N, K);
     if (work <= AG_GEMM_SMALL_MAX) {   /* before any other cost */
         gemm_small(&g, 0, M, 0, N);

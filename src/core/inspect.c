@@ -84,12 +84,13 @@ static void put_record_text(FILE *f, const char *s)
 /* The first values of v (t's data or gradient) as left-aligned lines of a
  * record field: up to DOT_ROWS rows of the last axis, DOT_COLS values each. */
 enum { DOT_ROWS = 3, DOT_COLS = 4 };
+/* v NULL: zeros (a gradient backward has not written yet) */
 static void put_values(FILE *f, const ag_tensor *t, const ag_real *v)
 {
     size_t cols = (size_t)t->shape[t->ndim - 1], rows = t->size / cols;
     for (size_t i = 0; i < rows && i < DOT_ROWS; i++) {
         for (size_t j = 0; j < cols && j < DOT_COLS; j++) {
-            double x = (double)v[i * cols + j];
+            double x = v ? (double)v[i * cols + j] : 0;
             char num[48];
             /* four decimals, as `attograd explain` prints; huge ones as 1.234e+05 */
             snprintf(num, sizeof(num), fabs(x) >= 1e4 && !isinf(x) ? " %.3e" : " %8.4f", x);
@@ -150,7 +151,7 @@ ag_status ag_tape_dot(const ag_tape *tape, FILE *f, const ag_tensor_name *names,
         put_values(f, t, t->data);
         if (t->grad) {
             fputs("|grad\\l", f);
-            put_values(f, t, t->grad);
+            put_values(f, t, t->grad_unset ? NULL : t->grad);
         } else {
             fputs("|no gradient\\l", f);
         }

@@ -34,6 +34,7 @@ typedef void (*ag_backward_fn)(ag_tape *tape, const ag_entry *e);
 enum {
     AG_OP_MASKS = 1 << 0,      /* its output may hold -inf on purpose (the anomaly check allows it) */
     AG_OP_SHOWS_ARG = 1 << 1,  /* its entry's arg is worth showing (ag_tape_entry) */
+    AG_OP_FIRST_WRITE = 1 << 2,  /* its backward asks ag_grad_first before writing a gradient */
 };
 typedef struct ag_op {
     const char *name;
@@ -96,9 +97,29 @@ int ag_shape_size(int ndim, const int *shape, size_t *size);
  * for: "[2x3]", or "ndim 7" / "NULL" for a bad one. Returns buf. */
 char *ag_dims_str(int ndim, const int *shape, char *buf, size_t len);
 
+/* ---- the first write into an op output's gradient ----
+ * An op output's gradient is not zeroed when the output is made: the first
+ * op to write it in backward stores its contribution instead of adding it
+ * (saving a pass over memory per buffer, megabytes per GPT step). The tape
+ * marks such a buffer grad_unset; before running a backward it zeroes the
+ * marked gradients of the entry's inputs, unless the op is AG_OP_FIRST_WRITE,
+ * whose backward asks ag_grad_first right before writing each input's
+ * gradient: 1 means "this buffer holds garbage: store", 0 "add as usual".
+ * Either way the mark is gone afterwards. */
+static inline int ag_grad_first(ag_tensor *t)
+{
+    int first = t->grad_unset;
+    t->grad_unset = 0;
+    return first;
+}
+
+/* Zero t's gradient if it is still marked unset (nothing wrote it). */
+void ag_grad_settle(ag_tensor *t);
+
 /* ---- making op outputs ---- */
 /* A tape tensor of the given shape; zeroed data when zero_data. Gets a
- * zeroed gradient when needs_grad. NULL (with the error set) on failure. */
+ * gradient buffer when needs_grad, marked grad_unset (not zeroed: see
+ * ag_grad_first). NULL (with the error set) on failure. */
 ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_data,
                           int needs_grad);
 /* Append an entry; returns it, or NULL (error set) when out of memory. */

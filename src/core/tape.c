@@ -237,23 +237,31 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     /* Op outputs start from zero on every call, so a second backward on the
      * same tape adds one more gradient into parameters and inputs (which
      * accumulate until ag_zero_grad) instead of re-adding stale ones. The
-     * first backward after a reset finds them as they were made, zeroed. */
+     * first backward after a reset finds them as they were made, unset. */
     if (tape->backward_ran) {
         for (size_t k = 0; k < tape->n_entries; k++) {
-            const ag_entry *e = &tape->entries[k];
+            ag_entry *e = &tape->entries[k];
             if (e->op != &ag_op_leaf && e->out->grad)
-                memset(e->out->grad, 0, e->out->size * sizeof(ag_real));
+                e->out->grad_unset = 1;
         }
     }
     tape->backward_ran = 1;
-    loss->grad[0] += 1;   /* op outputs were just zeroed; a leaf loss accumulates like any leaf */
+    ag_grad_settle(loss);
+    loss->grad[0] += 1;   /* a leaf loss accumulates like any leaf */
     /* Reverse order is a valid topological order: every entry's inputs were
      * made before it, so all contributions to an output's gradient have
-     * arrived by the time its entry is reached. */
+     * arrived by the time its entry is reached. An unset gradient is zero
+     * until written (ag_grad_first): an output nothing wrote is zeroed here,
+     * and so are an op's inputs' unless the op stores its first write. */
     for (size_t k = tape->n_entries; k-- > 0;) {
         const ag_entry *e = &tape->entries[k];
-        if (e->out->grad && e->op->backward)
-            e->op->backward(tape, e);
+        if (!e->out->grad || !e->op->backward)
+            continue;
+        ag_grad_settle(e->out);
+        if (!(e->op->flags & AG_OP_FIRST_WRITE))
+            for (int i = 0; i < e->n_in; i++)
+                ag_grad_settle(e->in[i]);
+        e->op->backward(tape, e);
     }
     if (tape->detect_anomaly)
         return ag_tape_find_anomaly(tape);

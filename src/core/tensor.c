@@ -3,6 +3,7 @@
  * and numpy-style printing.
  */
 #include "internal.h"
+#include "threads.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -104,6 +105,16 @@ size_t ag_rows(const ag_tensor *t)
     return t->size / (size_t)t->shape[t->ndim - 1];
 }
 
+/* Values per chunk of a zeroing shared out over the threads (128 KB of
+ * floats): gradients zeroed by ag_grad_settle and ag_zero_grad run to
+ * megabytes per step. */
+#define ZERO_GRAIN 32768
+
+static void zero_range(void *ctx, size_t lo, size_t hi)
+{
+    memset((ag_real *)ctx + lo, 0, (hi - lo) * sizeof(ag_real));
+}
+
 ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_data, int needs_grad)
 {
     size_t size;
@@ -121,11 +132,17 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
     set_shape(t, ndim, shape, size);
     t->data = data;
     t->grad = grad;
+    t->grad_unset = grad != NULL;   /* zeroed, or written, in backward */
     if (zero_data)
-        memset(data, 0, size * sizeof(ag_real));
-    if (grad)
-        memset(grad, 0, size * sizeof(ag_real));
+        ag_parallel_range(size, ZERO_GRAIN, zero_range, data);
     return t;
+}
+
+void ag_grad_settle(ag_tensor *t)
+{
+    if (t->grad && t->grad_unset)
+        ag_parallel_range(t->size, ZERO_GRAIN, zero_range, t->grad);
+    t->grad_unset = 0;
 }
 
 const ag_op ag_op_leaf = {"leaf", NULL, 0};
@@ -173,6 +190,7 @@ ag_tensor *ag_requires_grad(ag_tape *tape, ag_tensor *t)
         if (!t->grad)
             return NULL;
         memset(t->grad, 0, t->size * sizeof(ag_real));
+        t->grad_unset = 0;
     }
     return t;
 }
@@ -203,13 +221,18 @@ void ag_param_free(ag_tensor *param)
     free(param);
 }
 
+static void zero_grad_piece(void *ctx, size_t chunk, size_t p, size_t lo, size_t hi)
+{
+    (void)chunk;
+    ag_real *g = ((ag_tensor *const *)ctx)[p]->grad;
+    if (g)
+        memset(g + lo, 0, (hi - lo) * sizeof(ag_real));
+}
+
 void ag_zero_grad(ag_tensor *const *params, size_t n)
 {
-    if (!params)
-        return;
-    for (size_t i = 0; i < n; i++)
-        if (params[i] && params[i]->grad)
-            memset(params[i]->grad, 0, params[i]->size * sizeof(ag_real));
+    if (params)
+        ag_params_range(params, n, ZERO_GRAIN, zero_grad_piece, (void *)params);
 }
 
 /* ---- printing ---- */

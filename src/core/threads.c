@@ -3,14 +3,22 @@
  *
  * ag_set_threads(n) asks for n threads in all (the caller plus n-1 workers)
  * and starts the workers (when called from inside a task, the next parallel
- * call does); they sleep on a condition variable between calls, so no thread
- * is created per call. One mutex, pool_mu, guards all shared state (simple,
- * and helgrind reads it easily); tasks are coarse, so taking it once per task
- * costs nothing. A second, run_mu, lets one thread at a time run a job or
- * resize the pool.
- * The pool is stopped and joined by ag_set_threads(1) and at exit; a child
- * of fork() starts with an empty pool (its parent's workers are not in it).
- * Tasks must not fork.
+ * call does). A training step makes a few hundred parallel calls of 20 us
+ * to 1 ms each, so waking a sleeping thread for every one (tens of
+ * microseconds on a VM) would cost more than the second thread gains:
+ * between calls a worker spins for a while (SPIN_NS) on the job word, and
+ * only then sleeps on a condition variable. The caller, once it has run out
+ * of tasks, spins the same way for the last ones to finish.
+ *
+ * A job is open from its posting until every task has finished. A worker
+ * joins it by counting itself into the job word (a CAS that fails once the
+ * job is closed or replaced), so a worker the machine has not scheduled in
+ * time is never waited for: the caller closes the job, and waits only for
+ * the workers that joined. Tasks are claimed with one atomic add each.
+ * pool_mu guards the sleeping and waking and the worker list; run_mu lets
+ * one thread at a time run a job or resize the pool. The pool is stopped and
+ * joined by ag_set_threads(1) and at exit; a child of fork() starts with an
+ * empty pool (its parent's workers are not in it). Tasks must not fork.
  */
 #include "alloc.h"
 #include "gemm.h"
@@ -18,46 +26,120 @@
 #include "attograd.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
 
 #define AG_MAX_THREADS 256
+/* How long an idle thread spins before it sleeps: longer than the serial
+ * stretches between a step's parallel calls, short enough that a pool left
+ * idle goes quiet at once to a person's eye. After YIELD_NS of it the
+ * spinner offers its core at every look (sched_yield): on a machine with
+ * more runnable threads than cores, the thread it waits for may be the one
+ * that needs the core. */
+#define SPIN_NS 200000L
+#define YIELD_NS 20000L
 
 typedef struct worker {
     pthread_t tid;
-    unsigned long gen;      /* the job generation when it was started */
     void *pack;             /* its packing buffer, made by the starting thread */
 } worker;
 
-/* pool_mu guards every field below it. run_mu is held by the one thread that
- * is running a job or resizing the pool. */
+/*
+ * The job word: the job's number in the high 32 bits, JOB_OPEN while it
+ * takes workers, and in the low bits the number of workers that joined.
+ * Posting stores a new number with JOB_OPEN and no workers; closing clears
+ * JOB_OPEN. The job's fields below are written only while no worker can
+ * join (before posting, after closing and every joined worker left).
+ */
+#define JOB_OPEN ((uint64_t)1 << 31)
+#define JOB_WORKERS(w) ((w) & (JOB_OPEN - 1))
+#define JOB_ID(w) ((w) >> 32)
+static _Atomic uint64_t job_word;
+static ag_task_fn job_fn;
+static void *job_ctx;
+static size_t job_n;                /* tasks in the job */
+static _Atomic size_t job_next;     /* the next task to claim */
+static _Atomic size_t job_done;     /* tasks finished */
+static _Atomic size_t job_left;     /* joined workers that are done with the job */
+static _Atomic int stopping;
+
+/* run_mu is held by the one thread that is running a job or resizing the
+ * pool. pool_mu guards the fields below it and the waits on the two
+ * condition variables. */
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;   /* a job was posted, or stop */
-static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;   /* the last worker left a job */
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;   /* the last task finished */
 static int want_threads = 1;
 static worker *workers;        /* (n_workers) */
 static int n_workers;
-static int stopping;
-static unsigned long generation;   /* bumped once per posted job */
-static ag_task_fn job_fn;
-static void *job_ctx;
-static size_t job_n, job_next;     /* tasks in the job, the next one to claim */
-static int job_busy;               /* workers that have not finished the job */
+static int sleepers;           /* workers waiting on work_cv */
 
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
 /* Set in workers, and in a caller while it runs a job: nested calls run serially. */
 static _Thread_local int in_pool;
 
-/* Claim and run tasks until none are left. Called with pool_mu held. */
+static long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/* Spin until done(arg) holds or SPIN_NS pass; returns whether it holds. */
+static int spin_until(int (*done)(const void *), const void *arg)
+{
+    long t0 = 0;
+    for (unsigned i = 1;; i++) {
+        if (done(arg))
+            return 1;
+        CPU_RELAX();
+        if (i % 64 == 0) {   /* the clock now and then: it costs more than a pause */
+            long t = now_ns();
+            if (t0 == 0)
+                t0 = t;
+            else if (t - t0 > SPIN_NS)
+                return done(arg);
+            else if (t - t0 > YIELD_NS)
+                sched_yield();
+        }
+    }
+}
+
+/* Claim and run the job's tasks until none are left. */
 static void run_tasks(void)
 {
-    while (job_next < job_n) {
-        size_t i = job_next++;
-        pthread_mutex_unlock(&pool_mu);
+    for (;;) {
+        size_t i = atomic_fetch_add_explicit(&job_next, 1, memory_order_relaxed);
+        if (i >= job_n)
+            return;
         job_fn(job_ctx, i);
-        pthread_mutex_lock(&pool_mu);
+        if (atomic_fetch_add_explicit(&job_done, 1, memory_order_acq_rel) + 1 == job_n) {
+            /* the last task: wake the caller if it went to sleep */
+            pthread_mutex_lock(&pool_mu);
+            pthread_cond_signal(&done_cv);
+            pthread_mutex_unlock(&pool_mu);
+        }
     }
+}
+
+/* A job other than number seen is open, or the pool is stopping. */
+static int new_job(const void *arg)
+{
+    uint64_t w = atomic_load_explicit(&job_word, memory_order_acquire);
+    return atomic_load_explicit(&stopping, memory_order_relaxed) ||
+           ((w & JOB_OPEN) && JOB_ID(w) != *(const uint64_t *)arg);
 }
 
 static void *worker_main(void *arg)
@@ -65,19 +147,31 @@ static void *worker_main(void *arg)
     worker *w = arg;
     in_pool = 1;
     ag_gemm_pack_adopt(w->pack);
-    pthread_mutex_lock(&pool_mu);
-    unsigned long seen = w->gen;
+    uint64_t seen = JOB_ID(atomic_load(&job_word));
     for (;;) {
-        while (!stopping && generation == seen)
-            pthread_cond_wait(&work_cv, &pool_mu);
-        if (stopping)
+        if (!spin_until(new_job, &seen)) {
+            pthread_mutex_lock(&pool_mu);
+            sleepers++;
+            while (!new_job(&seen))
+                pthread_cond_wait(&work_cv, &pool_mu);
+            sleepers--;
+            pthread_mutex_unlock(&pool_mu);
+        }
+        if (atomic_load(&stopping))
             break;
-        seen = generation;
+        /* join the job unless it closed (or was replaced) meanwhile */
+        uint64_t word = atomic_load_explicit(&job_word, memory_order_acquire);
+        while ((word & JOB_OPEN) && JOB_ID(word) != seen &&
+               !atomic_compare_exchange_weak_explicit(&job_word, &word, word + 1,
+                                                      memory_order_acq_rel,
+                                                      memory_order_acquire))
+            ;
+        if (!(word & JOB_OPEN) || JOB_ID(word) == seen)
+            continue;   /* too late for it: wait for the next one */
+        seen = JOB_ID(word);
         run_tasks();
-        if (--job_busy == 0)
-            pthread_cond_signal(&done_cv);
+        atomic_fetch_add_explicit(&job_left, 1, memory_order_release);
     }
-    pthread_mutex_unlock(&pool_mu);
     return NULL;
 }
 
@@ -85,7 +179,7 @@ static void *worker_main(void *arg)
 static void pool_stop(void)
 {
     pthread_mutex_lock(&pool_mu);
-    stopping = 1;
+    atomic_store(&stopping, 1);
     pthread_cond_broadcast(&work_cv);
     int n = n_workers;
     pthread_mutex_unlock(&pool_mu);
@@ -95,7 +189,7 @@ static void pool_stop(void)
     free(workers);
     workers = NULL;
     n_workers = 0;
-    stopping = 0;
+    atomic_store(&stopping, 0);
     pthread_mutex_unlock(&pool_mu);
 }
 
@@ -119,9 +213,9 @@ static void pool_atfork_child(void)
     free(workers);
     workers = NULL;
     n_workers = 0;
-    stopping = 0;
-    job_busy = 0;
-    job_n = job_next = 0;
+    sleepers = 0;
+    atomic_store(&stopping, 0);
+    atomic_store(&job_word, atomic_load(&job_word) & ~(JOB_OPEN | (JOB_OPEN - 1)));
     in_pool = 0;
 }
 
@@ -155,7 +249,6 @@ static void pool_resize(int want)
     pthread_mutex_lock(&pool_mu);
     workers = ws;
     for (int i = 0; i < want - 1; i++) {
-        ws[i].gen = generation;
         ws[i].pack = ag_gemm_pack_new();
         if (pthread_create(&ws[i].tid, NULL, worker_main, &ws[i]) != 0) {
             free(ws[i].pack);
@@ -202,6 +295,17 @@ static void run_serial(size_t n_tasks, ag_task_fn fn, void *ctx)
         fn(ctx, i);
 }
 
+static int all_done(const void *arg)
+{
+    (void)arg;
+    return atomic_load_explicit(&job_done, memory_order_acquire) == job_n;
+}
+
+static int all_left(const void *arg)
+{
+    return atomic_load_explicit(&job_left, memory_order_acquire) == *(const uint64_t *)arg;
+}
+
 void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
 {
     if (n_tasks == 0 || !fn)
@@ -211,27 +315,100 @@ void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
         return;
     }
     pool_resize(ag_get_threads());
-    pthread_mutex_lock(&pool_mu);
-    if (n_workers == 0) {
-        pthread_mutex_unlock(&pool_mu);
+    if (n_workers == 0) {   /* only run_mu's holder changes it */
         pthread_mutex_unlock(&run_mu);
         run_serial(n_tasks, fn, ctx);
         return;
     }
+    /* no worker is in a job now: the fields are free to set */
     job_fn = fn;
     job_ctx = ctx;
     job_n = n_tasks;
-    job_next = 0;
-    job_busy = n_workers;
-    generation++;
-    pthread_cond_broadcast(&work_cv);
+    atomic_store_explicit(&job_next, 0, memory_order_relaxed);
+    atomic_store_explicit(&job_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&job_left, 0, memory_order_relaxed);
+    uint64_t id = JOB_ID(atomic_load(&job_word)) + 1;
+    atomic_store_explicit(&job_word, id << 32 | JOB_OPEN, memory_order_release);
+    pthread_mutex_lock(&pool_mu);
+    if (sleepers > 0)
+        pthread_cond_broadcast(&work_cv);
+    pthread_mutex_unlock(&pool_mu);
+
     in_pool = 1;
     run_tasks();
-    while (job_busy > 0)
-        pthread_cond_wait(&done_cv, &pool_mu);
+    if (!spin_until(all_done, NULL)) {
+        pthread_mutex_lock(&pool_mu);
+        while (!all_done(NULL))
+            pthread_cond_wait(&done_cv, &pool_mu);
+        pthread_mutex_unlock(&pool_mu);
+    }
+    /* close the job; the workers that joined are leaving it */
+    uint64_t joined = JOB_WORKERS(atomic_fetch_and(&job_word, ~JOB_OPEN));
+    while (!spin_until(all_left, &joined))
+        sched_yield();
     in_pool = 0;
     job_fn = NULL;
     job_ctx = NULL;
-    pthread_mutex_unlock(&pool_mu);
     pthread_mutex_unlock(&run_mu);
+}
+
+typedef struct range_job {
+    ag_range_fn fn;
+    void *ctx;
+    size_t n, grain;
+} range_job;
+
+static void range_task(void *ctx, size_t i)
+{
+    const range_job *r = ctx;
+    size_t lo = i * r->grain, hi = r->n - lo < r->grain ? r->n : lo + r->grain;
+    r->fn(r->ctx, lo, hi);
+}
+
+void ag_parallel_range(size_t n, size_t grain, ag_range_fn fn, void *ctx)
+{
+    if (n == 0 || !fn)
+        return;
+    if (grain == 0 || n <= grain) {
+        fn(ctx, 0, n);
+        return;
+    }
+    range_job r = {fn, ctx, n, grain};
+    ag_parallel_for((n - 1) / grain + 1, range_task, &r);
+}
+
+typedef struct params_job {
+    ag_tensor *const *params;
+    size_t n, chunk;    /* parameters; elements per chunk */
+    ag_piece_fn fn;
+    void *ctx;
+} params_job;
+
+static void params_task(void *ctx, size_t c)
+{
+    const params_job *j = ctx;
+    size_t lo = c * j->chunk, hi = lo + j->chunk, at = 0;   /* flat indices */
+    for (size_t p = 0; p < j->n && at < hi; p++) {
+        if (!j->params[p])
+            continue;
+        size_t size = j->params[p]->size;
+        if (at + size > lo)
+            j->fn(j->ctx, c, p, lo > at ? lo - at : 0, hi - at < size ? hi - at : size);
+        at += size;
+    }
+}
+
+size_t ag_params_range(ag_tensor *const *params, size_t n, size_t grain, ag_piece_fn fn,
+                       void *ctx)
+{
+    size_t total = 0;
+    for (size_t p = 0; p < n; p++)
+        total += params[p] ? params[p]->size : 0;
+    if (total == 0)
+        return 0;
+    size_t most = (total - 1) / AG_PARAMS_CHUNKS + 1;
+    params_job j = {params, n, grain > most ? grain : most, fn, ctx};
+    size_t chunks = (total - 1) / j.chunk + 1;
+    ag_parallel_for(chunks, params_task, &j);
+    return chunks;
 }

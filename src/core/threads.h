@@ -5,6 +5,8 @@
 #ifndef AG_THREADS_H
 #define AG_THREADS_H
 
+#include "attograd.h"
+
 #include <stddef.h>
 
 /* One task: fn(ctx, i) for i in [0, n_tasks). Tasks must not depend on each
@@ -19,6 +21,34 @@ typedef void (*ag_task_fn)(void *ctx, size_t i);
  * using the pool. Borrows ctx for the duration of the call.
  */
 void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx);
+
+/* One chunk of a range: fn(ctx, lo, hi) for the items [lo, hi). */
+typedef void (*ag_range_fn)(void *ctx, size_t lo, size_t hi);
+
+/*
+ * fn over [0, n) in chunks of grain items (the last one shorter), through
+ * ag_parallel_for. The chunks depend on n and grain alone, never on the
+ * number of threads, so a result combined chunk by chunk in order is the
+ * same on any number of threads. One chunk (n <= grain) runs directly.
+ */
+void ag_parallel_range(size_t n, size_t grain, ag_range_fn fn, void *ctx);
+
+/* A piece of parameter p's elements, [lo, hi), in chunk number chunk. */
+typedef void (*ag_piece_fn)(void *ctx, size_t chunk, size_t p, size_t lo, size_t hi);
+
+/* The most chunks ag_params_range makes: a caller can keep one result per
+ * chunk on its stack. */
+#define AG_PARAMS_CHUNKS 64
+
+/*
+ * The elements of params[0..n) (NULL entries skipped), taken end to end and
+ * cut into chunks of at least grain elements, at most AG_PARAMS_CHUNKS:
+ * fn is called for every parameter's piece of every chunk, the chunks
+ * shared over the threads, the pieces of one chunk in order. The chunks
+ * depend on the sizes and grain alone. Returns the number of chunks.
+ */
+size_t ag_params_range(ag_tensor *const *params, size_t n, size_t grain, ag_piece_fn fn,
+                       void *ctx);
 
 /* The number of threads ag_parallel_for would use right now (1 inside a task). */
 int ag_parallel_threads(void);

@@ -6,12 +6,20 @@
  * one line: dz = (softmax(z) - onehot(target)) / rows.
  */
 #include "../core/internal.h"
+#include "../core/threads.h"
 
 #include <math.h>
 #include <string.h>
 
 static void cross_entropy_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op cross_entropy_op = {"cross_entropy", cross_entropy_backward, 0};
+static const ag_op cross_entropy_op = {"cross_entropy", cross_entropy_backward,
+                                       AG_OP_FIRST_WRITE};
+
+/* Rows per chunk shared out over the threads. */
+#define CE_GRAIN 64
+/* Classes whose exps a row keeps (on the stack) for its probabilities;
+ * wider rows take each exp twice. */
+#define CE_KEEP 512
 
 /* What backward needs, in the arena. */
 typedef struct ce_saved {
@@ -19,6 +27,45 @@ typedef struct ce_saved {
     ag_real *probs;    /* (rows, C) softmax of the logits, or NULL without a gradient */
     size_t counted;    /* rows that are not ignored: the mean's denominator */
 } ce_saved;
+
+typedef struct ce_job {
+    const ag_real *z;
+    const int *tg;
+    ag_real *probs;    /* or NULL */
+    double *loss;      /* (rows) */
+    size_t C;
+} ce_job;
+
+/* Rows [lo, hi): each one's loss logsumexp(z) - z[t] and probabilities. */
+static void ce_rows(void *ctx, size_t lo, size_t hi)
+{
+    const ce_job *jb = ctx;
+    size_t C = jb->C;
+    double e[CE_KEEP];
+    for (size_t r = lo; r < hi; r++) {
+        if (jb->tg[r] == AG_IGNORE_INDEX)
+            continue;
+        const ag_real *z = jb->z + r * C;
+        double max = z[0];
+        for (size_t j = 1; j < C; j++)
+            if (z[j] > max)
+                max = z[j];
+        double sum = 0;
+        for (size_t j = 0; j < C; j++) {
+            double x = exp((double)z[j] - max);
+            if (j < CE_KEEP)
+                e[j] = x;
+            sum += x;
+        }
+        /* sum >= 1: the max's own term is exp(0) */
+        /* cppcheck-suppress invalidFunctionArg */
+        jb->loss[r] = log(sum) + max - (double)z[jb->tg[r]];
+        if (jb->probs)
+            for (size_t j = 0; j < C; j++)
+                jb->probs[r * C + j] =
+                    (ag_real)((j < CE_KEEP ? e[j] : exp((double)z[j] - max)) / sum);
+    }
+}
 
 ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *targets,
                             size_t n_targets)
@@ -55,7 +102,14 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
     ce_saved *sv = ag_arena_alloc(tape, sizeof(*sv));
     int *tg = ag_arena_alloc(tape, rows * sizeof(int));   /* rows * C reals fit, so this fits */
     ag_real *probs = needs_grad ? ag_arena_alloc(tape, logits->size * sizeof(ag_real)) : NULL;
-    if (!out || !sv || !tg || (needs_grad && !probs))
+    size_t loss_bytes;
+    if (!ag_mul_size(rows, sizeof(double), &loss_bytes)) {
+        ag_tape_fail(tape, AG_ERR_NOMEM, "cross_entropy: logits %s are too large",
+                     ag_shape_str(logits, s, sizeof(s)));
+        return NULL;
+    }
+    double *loss = ag_arena_alloc(tape, loss_bytes);   /* each row's */
+    if (!out || !sv || !tg || (needs_grad && !probs) || !loss)
         return NULL;
     ag_entry *e = ag_tape_push(tape, &cross_entropy_op, out, 1, in);
     if (!e)
@@ -66,25 +120,12 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
     sv->counted = counted;
     e->saved = sv;
 
-    double acc = 0;
-    for (size_t r = 0; r < rows; r++) {
-        if (tg[r] == AG_IGNORE_INDEX)
-            continue;
-        const ag_real *z = logits->data + r * C;
-        double max = z[0];
-        for (size_t j = 1; j < C; j++)
-            if (z[j] > max)
-                max = z[j];
-        double sum = 0;
-        for (size_t j = 0; j < C; j++)
-            sum += exp((double)z[j] - max);
-        /* sum >= 1: the max's own term is exp(0) */
-        /* cppcheck-suppress invalidFunctionArg */
-        acc += log(sum) + max - (double)z[tg[r]];
-        if (probs)
-            for (size_t j = 0; j < C; j++)
-                probs[r * C + j] = (ag_real)(exp((double)z[j] - max) / sum);
-    }
+    ce_job j = {logits->data, tg, probs, loss, C};
+    ag_parallel_range(rows, CE_GRAIN, ce_rows, &j);
+    double acc = 0;   /* the rows' losses in order: the same on any number of threads */
+    for (size_t r = 0; r < rows; r++)
+        if (tg[r] != AG_IGNORE_INDEX)
+            acc += loss[r];
     out->data[0] = counted ? (ag_real)(acc / (double)counted) : 0;
     return out;
 }
@@ -103,13 +144,18 @@ static void cross_entropy_backward(ag_tape *tape, const ag_entry *e)
         return;
     size_t C = (size_t)z->shape[z->ndim - 1], rows = ag_rows(z);
     ag_real g = (ag_real)(e->out->grad[0] / (double)sv->counted);
+    /* an unset dz (ag_grad_first) is stored into: 0 + ..., as adding to zeros */
+    int set = ag_grad_first(z);
     for (size_t r = 0; r < rows; r++) {
         int t = sv->targets[r];
-        if (t == AG_IGNORE_INDEX)
-            continue;
-        const ag_real *p = sv->probs + r * C;
         ag_real *dz = z->grad + r * C;
+        if (t == AG_IGNORE_INDEX) {
+            if (set)
+                memset(dz, 0, C * sizeof(ag_real));
+            continue;
+        }
+        const ag_real *p = sv->probs + r * C;
         for (size_t j = 0; j < C; j++)
-            dz[j] += g * (p[j] - (j == (size_t)t ? 1 : 0));
+            dz[j] = (set ? 0 : dz[j]) + g * (p[j] - (j == (size_t)t ? 1 : 0));
     }
 }

@@ -23,7 +23,7 @@
 #include <string.h>
 
 static void gelu_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op gelu_op = {"gelu", gelu_backward, 0};
+static const ag_op gelu_op = {"gelu", gelu_backward, AG_OP_FIRST_WRITE};
 
 /* Values per task when threads share the work: a multiple of every vector
  * width, so that which thread takes an element changes nothing. */
@@ -165,6 +165,7 @@ typedef struct gelu_job {
     const ag_real *x, *dy;
     ag_real *y, *dx;      /* forward: y; backward: dx */
     size_t n;
+    int set;              /* backward: dx is unset, store into it (ag_grad_first) */
     int simd;             /* ag_softmax_simd(): the same CPU check */
 } gelu_job;
 
@@ -192,18 +193,18 @@ static void backward_task(void *ctx, size_t t)
     size_t i0 = t * CHUNK, n = j->n - i0 < CHUNK ? j->n - i0 : CHUNK;
 #ifdef AG_GELU_SIMD
     if (j->simd == 2) {
-        grad_n_avx512(j->x + i0, j->dy + i0, j->dx + i0, n);
+        grad_n_avx512(j->x + i0, j->dy + i0, j->dx + i0, n, j->set);
         return;
     }
     if (j->simd == 1) {
-        grad_n_avx2(j->x + i0, j->dy + i0, j->dx + i0, n);
+        grad_n_avx2(j->x + i0, j->dy + i0, j->dx + i0, n, j->set);
         return;
     }
 #endif
     for (size_t i = i0; i < i0 + n; i++) {
         ag_real x = j->x[i];
         ag_real pdf = AG_EXP((ag_real)-0.5 * x * x) * (ag_real)0.398942280401432678;
-        j->dx[i] += j->dy[i] * (cdf_scalar(x) + x * pdf);
+        j->dx[i] = (j->set ? 0 : j->dx[i]) + j->dy[i] * (cdf_scalar(x) + x * pdf);
     }
 }
 
@@ -226,7 +227,7 @@ ag_tensor *ag_gelu(ag_tape *tape, const ag_tensor *x)
     ag_tensor *out = ag_tensor_make(tape, x->ndim, x->shape, 0, ag_any_grad(1, in));
     if (!out || !ag_tape_push(tape, &gelu_op, out, 1, in))
         return NULL;
-    gelu_job job = {x->data, NULL, out->data, NULL, x->size, ag_softmax_simd()};
+    gelu_job job = {x->data, NULL, out->data, NULL, x->size, 0, ag_softmax_simd()};
     run_chunks(&job, forward_task);
     return out;
 }
@@ -242,6 +243,7 @@ static void gelu_backward(ag_tape *tape, const ag_entry *e)
     ag_tensor *x = e->in[0];
     if (!x->grad)
         return;
-    gelu_job job = {x->data, e->out->grad, NULL, x->grad, x->size, ag_softmax_simd()};
+    gelu_job job = {x->data, e->out->grad, NULL, x->grad, x->size, ag_grad_first(x),
+                    ag_softmax_simd()};
     run_chunks(&job, backward_task);
 }

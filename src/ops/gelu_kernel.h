@@ -113,17 +113,20 @@ NAME_MAP(erf)
 NAME_MAP(gelu)
 #undef NAME_MAP
 
-/* dx[i] += dy[i] gelu'(x[i]) for i in [0, n), as the maps above. */
-TARGET static void NAME(grad_n)(const float *x, const float *dy, float *dx, size_t n)
+/* dx[i] += dy[i] gelu'(x[i]) for i in [0, n), as the maps above; with
+ * set, dx[i] = 0 + dy[i] gelu'(x[i]) without reading dx (the same bits as
+ * adding into a zeroed dx). */
+TARGET static void NAME(grad_n)(const float *x, const float *dy, float *dx, size_t n, int set)
 {
     size_t i = 0;
     for (; i + W <= n; i += W)
-        STORE(dx + i, NAME(grad_vec)(LOAD(x + i), LOAD(dy + i), LOAD(dx + i)));
+        STORE(dx + i, NAME(grad_vec)(LOAD(x + i), LOAD(dy + i), set ? SET1(0.0f) : LOAD(dx + i)));
     if (i < n) {
         float b[3][W] = {{0}};
         memcpy(b[0], x + i, (n - i) * sizeof(float));
         memcpy(b[1], dy + i, (n - i) * sizeof(float));
-        memcpy(b[2], dx + i, (n - i) * sizeof(float));
+        if (!set)
+            memcpy(b[2], dx + i, (n - i) * sizeof(float));
         STORE(b[2], NAME(grad_vec)(LOAD(b[0]), LOAD(b[1]), LOAD(b[2])));
         memcpy(dx + i, b[2], (n - i) * sizeof(float));
     }

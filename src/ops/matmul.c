@@ -10,8 +10,8 @@
 #include "../core/internal.h"
 
 static void matmul_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op matmul_op = {"matmul", matmul_backward, 0};
-static const ag_op matmul_bt_op = {"matmul_bt", matmul_backward, 0};
+static const ag_op matmul_op = {"matmul", matmul_backward, AG_OP_FIRST_WRITE};
+static const ag_op matmul_bt_op = {"matmul_bt", matmul_backward, AG_OP_FIRST_WRITE};
 
 /* "op: a is [..], b is [..]: why". Shapes are formatted only here, on
  * failure: the check runs on every matmul, forward and backward, and two
@@ -103,17 +103,19 @@ static void matmul_backward(ag_tape *tape, const ag_entry *e)
     if (!ag_matmul_check(tape, e->op->name, a, b, bt, &p, shape))
         return;   /* cannot happen: forward checked these shapes */
     size_t ldb = bt ? p.k : p.n, mk = p.m * p.k, mn = p.m * p.n, kn = p.k * p.n;
-    /* forward: C = A B, so dA += dC B^T;  C = A B^T (B is n x k), so dA += dC B */
+    /* forward: C = A B, so dA += dC B^T;  C = A B^T (B is n x k), so dA += dC B
+     * (beta 0, a store, when dA is unset: ag_grad_first) */
     if (a->grad)
-        ag_gemm_batched(0, !bt, p.batch, p.m, p.k, p.n, 1, c->grad, p.n, mn, b->data, ldb, kn, 1,
-                        a->grad, p.k, mk);
+        ag_gemm_batched(0, !bt, p.batch, p.m, p.k, p.n, 1, c->grad, p.n, mn, b->data, ldb, kn,
+                        ag_grad_first(a) ? 0 : 1, a->grad, p.k, mk);
     if (!b->grad)
         return;
     /* C = A B: dB += A^T dC (k x n);  C = A B^T: dB += dC^T A (n x k) */
+    ag_real beta = ag_grad_first(b) ? 0 : 1;
     if (bt)
-        ag_gemm_batched(1, 0, p.batch, p.n, p.k, p.m, 1, c->grad, p.n, mn, a->data, p.k, mk, 1,
+        ag_gemm_batched(1, 0, p.batch, p.n, p.k, p.m, 1, c->grad, p.n, mn, a->data, p.k, mk, beta,
                         b->grad, p.k, kn);
     else
-        ag_gemm_batched(1, 0, p.batch, p.k, p.n, p.m, 1, a->data, p.k, mk, c->grad, p.n, mn, 1,
+        ag_gemm_batched(1, 0, p.batch, p.k, p.n, p.m, 1, a->data, p.k, mk, c->grad, p.n, mn, beta,
                         b->grad, p.n, kn);
 }

@@ -10,6 +10,7 @@
  * scaled by v_hat: that is what "decoupled" means (wd = 0 is plain Adam).
  */
 #include "../core/clones.h"
+#include "../core/threads.h"
 #include "optim.h"
 
 #include <math.h>
@@ -77,21 +78,41 @@ AG_CLONES static void adam_update_wide(size_t n, ag_real *restrict p, const ag_r
     adam_update(n, p, g, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
 }
 
+/* The step's constants, for the pieces of the parameters. */
+typedef struct adam_job {
+    const ag_optim *opt;
+    ag_real b1, a1, b2, a2, step, rc2, eps, decay;
+} adam_job;
+
+/* Elements per chunk of the update shared out over the threads. */
+#define ADAM_GRAIN 16384
+
+static void adam_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
+{
+    (void)chunk;
+    const adam_job *j = ctx;
+    ag_tensor *p = j->opt->params[i];
+    ag_real *m = j->opt->state[2 * i] + lo, *v = j->opt->state[2 * i + 1] + lo;
+    if (p->size >= ADAM_WIDE)
+        adam_update_wide(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2, j->a2,
+                         j->step, j->rc2, j->eps, j->decay);
+    else
+        adam_update(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2, j->a2,
+                    j->step, j->rc2, j->eps, j->decay);
+}
+
 void ag_adam_step(ag_optim *opt)
 {
     long t = ++opt->steps;
     /* in double: 1 - beta2^t is tiny for small t and float would lose it */
     double c1 = 1 - pow(opt->beta1, (double)t), c2 = 1 - pow(opt->beta2, (double)t);
-    ag_real step = (ag_real)(opt->lr / c1), rc2 = (ag_real)(1 / sqrt(c2));
-    ag_real decay = (ag_real)(opt->lr * opt->weight_decay), eps = (ag_real)opt->eps;
-    ag_real b1 = (ag_real)opt->beta1, a1 = (ag_real)(1 - opt->beta1);
-    ag_real b2 = (ag_real)opt->beta2, a2 = (ag_real)(1 - opt->beta2);
-    for (size_t i = 0; i < opt->n; i++) {
-        ag_tensor *p = opt->params[i];
-        ag_real *m = opt->state[2 * i], *v = opt->state[2 * i + 1];
-        if (p->size >= ADAM_WIDE)
-            adam_update_wide(p->size, p->data, p->grad, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
-        else
-            adam_update(p->size, p->data, p->grad, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
-    }
+    adam_job j = {
+        .opt = opt,
+        .step = (ag_real)(opt->lr / c1), .rc2 = (ag_real)(1 / sqrt(c2)),
+        .decay = (ag_real)(opt->lr * opt->weight_decay), .eps = (ag_real)opt->eps,
+        .b1 = (ag_real)opt->beta1, .a1 = (ag_real)(1 - opt->beta1),
+        .b2 = (ag_real)opt->beta2, .a2 = (ag_real)(1 - opt->beta2),
+    };
+    /* each element's update is independent: any split gives the same values */
+    ag_params_range(opt->params, opt->n, ADAM_GRAIN, adam_piece, &j);
 }
