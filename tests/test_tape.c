@@ -79,6 +79,24 @@ START_TEST(test_tensor_used_twice)
 }
 END_TEST
 
+/* Ops that store their first gradient write (add, matmul, gelu) fed the
+ * same op output twice: the second write must add to the first, and an
+ * output's gradient must start from zero whichever op reaches it first. */
+static ag_tensor *build_first_writes(ag_tape *tape, ag_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    ag_tensor *h = ag_scale(tape, in[0], 0.7);        /* an op output, its gradient unset */
+    ag_tensor *hh = ag_matmul(tape, ag_matmul_bt(tape, h, h), h);
+    return ag_add(tape, ag_add(tape, h, h), ag_add(tape, hh, ag_gelu(tape, h)));
+}
+
+START_TEST(test_first_write_used_twice)
+{
+    const test_shape shapes[] = {{2, {3, 4}}};
+    test_gradcheck_shapes(build_first_writes, NULL, 1, shapes, 320);
+}
+END_TEST
+
 /* op(x...) + op(x...): the later copy's backward runs first, so an op that
  * assigned (=) its input gradient instead of adding (+=) would erase it
  * and halve the result. ctx is a gradient-check case's setup. */
@@ -310,6 +328,7 @@ Suite *suite_tape(void)
     TCase *tc = tcase_create("backward");
     tcase_add_test(tc, test_backward_example);
     tcase_add_test(tc, test_tensor_used_twice);
+    tcase_add_test(tc, test_first_write_used_twice);
     tcase_add_test(tc, test_grad_accumulates);
     tcase_add_test(tc, test_backward_accumulates_every_op);
     tcase_add_test(tc, test_no_grad_stays_null);
