@@ -1224,6 +1224,29 @@ ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen);
 ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *err,
                                  size_t errlen);
 
+/* The whole setup in one call: a trainer that owns its text (read from
+ * text_path) and its model, and frees them with itself. Fresh (resume
+ * NULL): a model of config model, its vocab set to the text's, its weights
+ * drawn from train->seed. Continuing (resume from ag_gpt_file_load): the
+ * file's model, vocabulary and run (as ag_gpt_trainer_restore), of model
+ * (may then be NULL) only the dropout is taken. train is the run's
+ * settings (ag_gpt_file_train gives the file's own). The text's parts must
+ * hold windows of seq ("FILE: a text of N characters is too short ...").
+ * NULL with a one-line message on any failure.
+ *
+ *     ag_gpt_trainer *t = ag_gpt_trainer_open("play.txt", &cfg, &tc, NULL, err, sizeof(err));
+ *     ... ag_gpt_trainer_step, then ag_gpt_trainer_val_loss, ag_gpt_trainer_save ...
+ *     ag_gpt_trainer_free(t);   // and the text and the model with it
+ */
+ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *model,
+                                    const ag_gpt_train_config *train, const ag_gpt_file *resume,
+                                    char *err, size_t errlen);
+ag_gpt *ag_gpt_trainer_model(ag_gpt_trainer *t);              /* borrowed */
+const ag_text *ag_gpt_trainer_text(const ag_gpt_trainer *t);  /* borrowed */
+/* ag_gpt_val_loss of the trainer's model on its text. */
+ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windows, char *err,
+                                  size_t errlen);
+
 /* ------------------------------------------------------------------------
  * Files: safetensors. The format: an 8-byte little-endian header length N,
  * N bytes of JSON ({"name": {"dtype": "F32", "shape": [2, 3],

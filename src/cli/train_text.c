@@ -204,9 +204,9 @@ int ag_cli_text_parse(int argc, char **argv, ag_text_opts *o)
 typedef struct text_run {
     ag_text_opts *o;
     ag_gpt_file *file;           /* --load's checkpoint, until restored */
-    ag_text *text;
+    const ag_text *text;         /* the trainer's */
     ag_gpt *g;
-    ag_gpt_trainer *t;
+    ag_gpt_trainer *t;           /* owns the text and the model */
     ag_csv *log;
     double loss;                 /* the last step's batch loss */
     double train_est, val_est;   /* the last estimates; NAN before the first */
@@ -246,14 +246,19 @@ static int fail(const char *msg)
     return 0;
 }
 
-/* Read the text, make (or load) the model and its trainer. */
+/* The trainer, with its text and model (fresh, or --load's run); then the
+ * logits of a batch must fit (the vocabulary is the text's). */
 static int setup(text_run *r, char *err, size_t errlen)
 {
     ag_text_opts *o = r->o;
-    const ag_vocab *vocab = r->file ? ag_gpt_file_vocab(r->file) : NULL;
-    if (ag_text_load(o->text_path, vocab, &r->text, err, errlen) != AG_OK)
+    r->t = ag_gpt_trainer_open(o->text_path, &o->model, &o->train, r->file, err, errlen);
+    ag_gpt_file_free(r->file);
+    r->file = NULL;
+    if (!r->t)
         return fail(err);
-    o->model.vocab = ag_vocab_size(r->text->vocab);
+    r->g = ag_gpt_trainer_model(r->t);
+    r->text = ag_gpt_trainer_text(r->t);
+    o->model.vocab = ag_gpt_get_config(r->g)->vocab;
     uint64_t logits = ag_cli_activation_values((uint64_t)o->train.batch, (uint64_t)o->model.seq,
                                                (uint64_t)o->model.vocab);
     if (logits > AG_CLI_MAX_VALUES) {
@@ -262,27 +267,6 @@ static int setup(text_run *r, char *err, size_t errlen)
                  o->model.vocab, (unsigned long long)logits, (unsigned long long)AG_CLI_MAX_VALUES);
         return fail(err);
     }
-    if (ag_text_check_seq(r->text, o->model.seq, err, errlen) != AG_OK) {
-        ag_cli_error(&ag_cmd_train_info, "%s: %s", o->text_path, err);
-        return 0;
-    }
-    if (r->file) {
-        r->g = ag_gpt_file_model(r->file, err, errlen);
-        if (r->g)
-            ag_gpt_set_dropout(r->g, o->model.dropout);
-    } else {
-        ag_rng init = ag_rng_new(o->train.seed);
-        r->g = ag_gpt_new(&o->model, &init, err, errlen);
-    }
-    if (!r->g)
-        return fail(err);
-    r->t = ag_gpt_trainer_new(r->g, r->text, &o->train, err, errlen);
-    if (!r->t)
-        return fail(err);
-    if (r->file && ag_gpt_trainer_restore(r->t, r->file, err, errlen) != AG_OK)
-        return fail(err);
-    ag_gpt_file_free(r->file);
-    r->file = NULL;
     return 1;
 }
 
@@ -393,7 +377,7 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
     size_t windows = 0;
     if (r->est_step != ag_gpt_trainer_steps(r->t) && !estimate(r, err, errlen))
         return 0;   /* stopped between estimates: the result's loss is this step's */
-    if (ag_gpt_val_loss(r->g, r->text, &val, &windows, err, errlen) != AG_OK)
+    if (ag_gpt_trainer_val_loss(r->t, &val, &windows, err, errlen) != AG_OK)
         return fail(err);
     char shown[AG_QUOTE_LEN];
     if (o->plot_path && r->hist) {
@@ -530,8 +514,6 @@ done:
     ag_cli_stop_end(&stop_signals);
     ag_gpt_file_free(r.file);
     ag_gpt_trainer_free(r.t);
-    ag_gpt_free(r.g);
-    ag_text_free(r.text);
     free(r.hist);
     ag_set_threads(1);
     return status;
