@@ -207,11 +207,9 @@ typedef struct run {
     ag_csv *log;
     /* for --plot: a thinned loss history, the accuracy at each evaluation,
      * and the last heatmap's weights (head 1 of held-out example 0) */
-    long *loss_step, *acc_step;
-    double *loss_hist, *acc_hist, *attn0;
+    ag_curve loss_curve, acc_curve;
+    double *attn0;
     double *heads0;           /* for --plot-heads: (H, T, T), every head of held-out example 0 */
-    size_t n_loss, n_acc, cap_loss, cap_acc;
-    long loss_stride;
     int plot, plot_heads;     /* --plot, --plot-heads, and gnuplot is there */
     double seconds;           /* the training loop's time */
 } run;
@@ -274,10 +272,7 @@ static int evaluate(run *r, int keep)
     ag_status st = ag_trainer_evaluate(r->t, &r->eval_loss, &r->accuracy, err, sizeof(err));
     if (st != AG_OK)
         return report_failure(st, err), 0;
-    if (r->acc_hist && r->n_acc < r->cap_acc) {
-        r->acc_step[r->n_acc] = r->step;
-        r->acc_hist[r->n_acc++] = r->accuracy;
-    }
+    ag_curve_add(&r->acc_curve, r->step, &r->accuracy);   /* kept with --plot */
     if (keep && (st = ag_trainer_example(r->t, &r->kept_logits, &r->kept_attn, err,
                                          sizeof(err))) != AG_OK)
         return report_failure(st, err), 0;
@@ -336,16 +331,12 @@ static int plot_heads(const run *r, const char *png, int *sig)
 static int alloc_history(run *r)
 {
     long steps = r->o->steps, evals = steps / r->o->eval_every + 3;
-    r->cap_loss = steps < PLOT_POINTS ? (size_t)steps : PLOT_POINTS;
-    r->loss_stride = (steps + (long)r->cap_loss - 1) / (long)r->cap_loss;
-    r->cap_acc = evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS;
+    size_t cap = steps < PLOT_POINTS ? (size_t)steps : PLOT_POINTS;
     int T = r->o->config.model.seq;
-    r->loss_step = malloc(r->cap_loss * sizeof(long));
-    r->loss_hist = malloc(r->cap_loss * sizeof(double));
-    r->acc_step = malloc(r->cap_acc * sizeof(long));
-    r->acc_hist = malloc(r->cap_acc * sizeof(double));
     r->attn0 = calloc((size_t)T * (size_t)T, sizeof(double));
-    return r->loss_step && r->loss_hist && r->acc_step && r->acc_hist && r->attn0;
+    return ag_curve_init(&r->loss_curve, 1, cap, (steps + (long)cap - 1) / (long)cap) == AG_OK &&
+           ag_curve_init(&r->acc_curve, 1, evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS,
+                         1) == AG_OK && r->attn0;
 }
 
 /* One step (ag_trainer_step), its loss kept for --plot. */
@@ -355,10 +346,7 @@ static int train_step(run *r)
     ag_status st = ag_trainer_step(r->t, &r->loss, err, sizeof(err));
     if (st != AG_OK)
         return report_failure(st, err), 0;
-    if (r->loss_hist && r->step % r->loss_stride == 0 && r->n_loss < r->cap_loss) {
-        r->loss_step[r->n_loss] = r->step + 1;
-        r->loss_hist[r->n_loss++] = r->loss;
-    }
+    ag_curve_add(&r->loss_curve, r->step + 1, &r->loss);   /* kept with --plot, thinned */
     r->step = ag_trainer_steps(r->t);
     return 1;
 }
@@ -463,10 +451,8 @@ static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
 static void run_free(run *r)
 {
     ag_csv_free(r->log);   /* an unfinished log is discarded, never left half-written */
-    free(r->loss_step);
-    free(r->loss_hist);
-    free(r->acc_step);
-    free(r->acc_hist);
+    ag_curve_free(&r->loss_curve);
+    ag_curve_free(&r->acc_curve);
     free(r->attn0);
     free(r->heads0);
     ag_trainer_free(r->t);
@@ -516,8 +502,7 @@ static int draw_plot(run *r, int *sig)
     char title[160], err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
     snprintf(title, sizeof(title), "attograd train --task %s: %ld steps, held-out accuracy %.3f",
              ag_task_name(o->config.model.task), r->step, r->accuracy);
-    ag_plot_data pd = {title, r->loss_step, r->loss_hist, r->n_loss, r->acc_step, r->acc_hist,
-                       r->n_acc, r->attn0, o->config.model.seq};
+    ag_plot_data pd = {title, &r->loss_curve, &r->acc_curve, r->attn0, o->config.model.seq};
     if (!ag_cli_plot_run(o->plot_path, &pd, sig, err, sizeof(err)))
         return ag_cli_error(&ag_cmd_train_info, "%s", err), 0;
     if (!o->quiet)

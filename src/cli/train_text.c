@@ -211,10 +211,8 @@ typedef struct text_run {
     double loss;                 /* the last step's batch loss */
     double train_est, val_est;   /* the last estimates; NAN before the first */
     long est_step;               /* the step they were made at */
-    /* for --plot: the losses, thinned to PLOT_POINTS, and the estimates */
-    double *hist;                /* (3 * cap) step, loss; then the estimates' step, train, val */
-    size_t n_loss, n_est, cap;
-    long stride;
+    /* for --plot: the losses, thinned to PLOT_POINTS, and the estimates (train, val) */
+    ag_curve loss_curve, est_curve;
     int plot_failed, plot_sig;   /* the plot was not made (and the signal that stopped gnuplot) */
 } text_run;
 
@@ -278,10 +276,7 @@ static int estimate(text_run *r, char *err, size_t errlen)
         ag_gpt_trainer_estimate(r->t, AG_SPLIT_VAL, iters, &r->val_est, err, errlen) != AG_OK)
         return fail(err);
     r->est_step = ag_gpt_trainer_steps(r->t);
-    if (r->hist && r->n_est < r->cap) {
-        double *e = r->hist + 2 * r->cap + 3 * r->n_est++;
-        e[0] = (double)r->est_step, e[1] = r->train_est, e[2] = r->val_est;
-    }
+    ag_curve_add(&r->est_curve, r->est_step, (double[]){r->train_est, r->val_est});
     return 1;
 }
 
@@ -320,14 +315,10 @@ static int plot(const text_run *r, double val_loss, int *sig, char *err, size_t 
                "set key top right\nplot '-' using 1:2 with lines lc rgb '#bbbbbb' title 'batch loss', "
                "'-' using 1:2 with linespoints title 'training (estimate)', "
                "'-' using 1:3 with linespoints title 'validation (estimate)'\n");
-    for (size_t i = 0; i < r->n_loss; i++)
-        fprintf(g, "%.0f %.9g\n", r->hist[2 * i], r->hist[2 * i + 1]);
+    ag_curve_write(&r->loss_curve, g);
     for (int k = 0; k < 2; k++) {
         fprintf(g, "e\n");
-        for (size_t i = 0; i < r->n_est; i++) {
-            const double *e = r->hist + 2 * r->cap + 3 * i;
-            fprintf(g, "%.0f %.9g %.9g\n", e[0], e[1], e[2]);
-        }
+        ag_curve_write(&r->est_curve, g);
     }
     fprintf(g, "e\n");
     return ag_cli_gnuplot_end(&gp, r->o->plot_path, sig, err, errlen);
@@ -347,10 +338,7 @@ static int step(text_run *r, long done, double start, double *last_draw, int tty
     }
     long s = ag_gpt_trainer_steps(r->t);
     int last = done == o->steps, eval_now = s % o->eval_every == 0 || last;
-    if (r->hist && (s - 1) % r->stride == 0 && r->n_loss < r->cap) {
-        r->hist[2 * r->n_loss] = (double)s;
-        r->hist[2 * r->n_loss++ + 1] = r->loss;
-    }
+    ag_curve_add(&r->loss_curve, s, &r->loss);   /* kept with --plot, thinned */
     if (eval_now && !estimate(r, err, errlen))
         return 0;
     if (r->log) {
@@ -380,7 +368,7 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
     if (ag_gpt_trainer_val_loss(r->t, &val, &windows, err, errlen) != AG_OK)
         return fail(err);
     char shown[AG_QUOTE_LEN];
-    if (o->plot_path && r->hist) {
+    if (o->plot_path && r->loss_curve.rows) {
         if (plot(r, val, &r->plot_sig, err, errlen)) {
             if (!o->quiet)
                 printf("plot: %s\n", ag_quote(o->plot_path, shown, sizeof(shown)));
@@ -459,9 +447,9 @@ static int alloc_history(text_run *r)
         return 1;
     if (!ag_cli_have_program("gnuplot"))
         return fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)"), 1;
-    r->cap = (size_t)(o->steps < PLOT_POINTS ? o->steps : PLOT_POINTS);
-    r->stride = (o->steps + (long)r->cap - 1) / (long)r->cap;
-    if (!(r->hist = calloc(5 * r->cap, sizeof(double))))
+    size_t cap = (size_t)(o->steps < PLOT_POINTS ? o->steps : PLOT_POINTS);
+    if (ag_curve_init(&r->loss_curve, 1, cap, (o->steps + (long)cap - 1) / (long)cap) != AG_OK ||
+        ag_curve_init(&r->est_curve, 2, cap, 1) != AG_OK)
         return fail("out of memory");
     return 1;
 }
@@ -514,7 +502,8 @@ done:
     ag_cli_stop_end(&stop_signals);
     ag_gpt_file_free(r.file);
     ag_gpt_trainer_free(r.t);
-    free(r.hist);
+    ag_curve_free(&r.loss_curve);
+    ag_curve_free(&r.est_curve);
     ag_set_threads(1);
     return status;
 }
