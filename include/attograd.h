@@ -789,6 +789,13 @@ void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, l
 /* The class the model answers at position t of example ex, answer a: the
  * argmax of its logits (the first among equals). */
 int ag_model_answer(const ag_batch *b, const ag_tensor *logits, int ex, int t, int a);
+/* Example 0 of b as text on f: for each head (attn (1,H,T,T), as
+ * ag_trainer_example gives it) a heatmap, a row per position with its
+ * weights over the positions (each with a shade, " .:-=+*#%@"), columns
+ * and rows named by ag_task_token_label, and after each asked position what
+ * the model answered (logits of example 0), e.g. "-> v5 (want v5)". */
+void ag_model_print_attention(FILE *f, const ag_batch *b, const ag_tensor *attn,
+                              const ag_tensor *logits);
 
 /* ------------------------------------------------------------------------
  * Training runs: their settings, and checkpoints to stop and resume them.

@@ -214,43 +214,6 @@ typedef struct run {
     double seconds;           /* the training loop's time */
 } run;
 
-/* The attention weights of held-out example 0 as a small text heatmap. */
-static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_tensor *logits)
-{
-    static const char shades[] = " .:-=+*#%@";
-    int H = attn->shape[1], T = attn->shape[2], A = b->answers;
-    char label[32];
-    printf("\nattention of one held-out example (row: a position, columns: where it looks):\n");
-    for (int h = 0; h < H; h++) {
-        if (H > 1)
-            printf("head %d:\n", h + 1);
-        printf("  %-9s", "");
-        for (int j = 0; j < T; j++)
-            printf(" %8s", ag_task_token_label(b, 0, j, label, sizeof(label)));
-        printf("\n");
-        for (int i = 0; i < T; i++) {
-            printf("  %-9s", ag_task_token_label(b, 0, i, label, sizeof(label)));
-            for (int j = 0; j < T; j++) {
-                double p = attn->data[(((size_t)h * T) + i) * T + j];
-                int shade = (int)(p * 9.999);
-                printf("   %4.2f %c", p, shades[shade < 0 ? 0 : shade > 9 ? 9 : shade]);
-            }
-            /* what this position answered, where it was asked something */
-            const int *y = b->targets + (size_t)i * A;
-            for (int a = 0; a < A; a++) {
-                if (y[a] < 0)
-                    continue;
-                int best = ag_model_answer(b, logits, 0, i, a);
-                char got[16], want[16];
-                printf("%s %s (want %s)", a ? "," : "  ->",
-                       ag_task_class_label(b->kind, best, got, sizeof(got)),
-                       ag_task_class_label(b->kind, y[a], want, sizeof(want)));
-            }
-            printf("\n");
-        }
-    }
-}
-
 /* Why a step (or an evaluation after it) failed: the trainer's message,
  * which for NaN or Inf names the first op that made one (or the parameter
  * an update broke). */
@@ -283,8 +246,10 @@ static int evaluate(run *r, int keep)
  * terminal and for --plot. */
 static void show_final(run *r)
 {
-    if (!r->o->quiet)
-        print_heatmap(r->eval, r->kept_attn, r->kept_logits);
+    if (!r->o->quiet) {
+        printf("\nattention of one held-out example (row: a position, columns: where it looks):\n");
+        ag_model_print_attention(stdout, r->eval, r->kept_attn, r->kept_logits);
+    }
     if (r->attn0) {
         int T = r->eval->seq;
         for (int i = 0; i < T * T; i++)
