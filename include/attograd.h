@@ -304,6 +304,24 @@ const char *ag_gemm_kernel_name(void);
  * shape makes none. */
 size_t ag_alloc_count(void);
 
+/* Timing a step, as `attograd bench` does. step runs one step and returns
+ * 1, or 0 when it failed (keeping its own message). ag_time_steps runs it
+ * 3 times to warm up (the arena reaches its steady size, the thread pool
+ * and caches start), then steps times, each timed (steps 0: as many as take
+ * about a second at the warm-up's pace, 5 to 2000). The results are
+ * medians, so one slow step on a busy machine does not move them.
+ * AG_ERR_ARG when a step failed (or a bad argument), AG_ERR_NOMEM. */
+typedef int (*ag_step_fn)(void *ctx);
+typedef struct ag_step_timing {
+    int steps;              /* steps timed */
+    double seconds;         /* median wall-clock time of a step */
+    double cpu_seconds;     /* median CPU time of a step, all threads together */
+    double allocs;          /* ag_alloc_count's growth per timed step */
+} ag_step_timing;
+ag_status ag_time_steps(ag_step_fn step, void *ctx, int steps, ag_step_timing *out);
+/* The median of v[0..n) (sorts v); 0 when n is 0. */
+double ag_median(double *v, size_t n);
+
 /* ------------------------------------------------------------------------
  * Finite-difference gradient check.
  * ------------------------------------------------------------------------ */
