@@ -205,11 +205,10 @@ typedef struct run {
     /* the last evaluation's example 0, kept on the trainer's tape for the final heatmap */
     const ag_tensor *kept_logits, *kept_attn;
     ag_csv *log;
-    /* for --plot: a thinned loss history, the accuracy at each evaluation,
-     * and the last heatmap's weights (head 1 of held-out example 0) */
+    /* for --plot: a thinned loss history and the accuracy at each evaluation */
     ag_curve loss_curve, acc_curve;
-    double *attn0;
-    double *heads0;           /* for --plot-heads: (H, T, T), every head of held-out example 0 */
+    double *attn0;            /* (H, T, T), held-out example 0's last heatmap: --plot shows
+                               * head 1, --plot-heads every head */
     int plot, plot_heads;     /* --plot, --plot-heads, and gnuplot is there */
     double seconds;           /* the training loop's time */
 } run;
@@ -250,16 +249,8 @@ static void show_final(run *r)
         printf("\nattention of one held-out example (row: a position, columns: where it looks):\n");
         ag_model_print_attention(stdout, r->eval, r->kept_attn, r->kept_logits);
     }
-    if (r->attn0) {
-        int T = r->eval->seq;
-        for (int i = 0; i < T * T; i++)
-            r->attn0[i] = r->kept_attn->data[i];
-    }
-    if (r->heads0) {
-        size_t n = (size_t)r->kept_attn->shape[1] * (size_t)r->eval->seq * (size_t)r->eval->seq;
-        for (size_t i = 0; i < n; i++)
-            r->heads0[i] = r->kept_attn->data[i];
-    }
+    for (size_t i = 0; r->attn0 && i < r->kept_attn->size; i++)
+        r->attn0[i] = r->kept_attn->data[i];
     r->kept_attn = r->kept_logits = NULL;
 }
 
@@ -279,7 +270,7 @@ static int plot_heads(const run *r, const char *png, int *sig)
             labels[t] = ag_task_token_label(r->eval, 0, t, names[t], sizeof(names[t]));
         snprintf(title, sizeof(title), "attention of one held-out example (%s, %ld steps)",
                  ag_task_name(r->o->config.model.task), r->step);
-        ok = ag_cli_plot_heads(png, title, H, T, r->heads0, labels, sig, err, sizeof(err));
+        ok = ag_cli_plot_heads(png, title, H, T, r->attn0, labels, sig, err, sizeof(err));
     }
     if (ok && !r->o->quiet)
         printf("plot: %s\n", ag_quote(png, shown, sizeof(shown)));
@@ -297,11 +288,9 @@ static int alloc_history(run *r)
 {
     long steps = r->o->steps, evals = steps / r->o->eval_every + 3;
     size_t cap = steps < PLOT_POINTS ? (size_t)steps : PLOT_POINTS;
-    int T = r->o->config.model.seq;
-    r->attn0 = calloc((size_t)T * (size_t)T, sizeof(double));
     return ag_curve_init(&r->loss_curve, 1, cap, (steps + (long)cap - 1) / (long)cap) == AG_OK &&
            ag_curve_init(&r->acc_curve, 1, evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS,
-                         1) == AG_OK && r->attn0;
+                         1) == AG_OK;
 }
 
 /* One step (ag_trainer_step), its loss kept for --plot. */
@@ -402,10 +391,10 @@ static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
     }
     r->eval = ag_trainer_held_out(r->t);
     r->step = ag_trainer_steps(r->t);
-    if (r->plot_heads)
-        r->heads0 = malloc((size_t)c->model.heads * (size_t)c->model.seq * (size_t)c->model.seq *
-                           sizeof(double));
-    if ((r->plot && !alloc_history(r)) || (r->plot_heads && !r->heads0)) {
+    if (r->plot || r->plot_heads)
+        r->attn0 = malloc((size_t)c->model.heads * (size_t)c->model.seq * (size_t)c->model.seq *
+                          sizeof(double));
+    if ((r->plot && !alloc_history(r)) || ((r->plot || r->plot_heads) && !r->attn0)) {
         ag_cli_error(&ag_cmd_train_info, "out of memory");
         return 0;
     }
@@ -419,7 +408,6 @@ static void run_free(run *r)
     ag_curve_free(&r->loss_curve);
     ag_curve_free(&r->acc_curve);
     free(r->attn0);
-    free(r->heads0);
     ag_trainer_free(r->t);
 }
 
