@@ -1001,6 +1001,13 @@ size_t ag_vocab_utf8(const ag_vocab *v, int id, char *buf);
  * vocabulary". */
 ag_status ag_vocab_encode(const ag_vocab *v, const char *s, size_t len, int *ids, size_t *n,
                           char *err, size_t errlen);
+/* A prompt to generate after: ag_vocab_encode of s into a new array *ids
+ * (the caller frees it with free) of *n ids; an empty prompt (len 0) is
+ * one id, where a text starts anew: a newline's (0 when the vocabulary has
+ * none). On failure *ids is NULL, with ag_vocab_encode's errors or
+ * AG_ERR_NOMEM. */
+ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **ids, size_t *n,
+                          char *err, size_t errlen);
 
 /* A text as token ids, split for training and validation. */
 typedef struct ag_text {
