@@ -427,6 +427,20 @@ void ag_gradcheck_case_free(ag_case_setup *s);
  * of one shape share it: "a,b[2x3]", "wq..wo[4x4]". Writes buf (cut at len
  * bytes) and returns it. */
 const char *ag_gradcheck_case_inputs(const ag_case_setup *s, char *buf, size_t len);
+/* Set row i up from seed into *s and check it (ag_gradcheck with opts).
+ * AG_OK: *result filled, *s kept (free it with ag_gradcheck_case_free) to
+ * look at the inputs and their gradients. Otherwise *s is released and err
+ * says "<row name>: <why>". */
+ag_status ag_gradcheck_case_run(size_t i, uint64_t seed, const ag_gradcheck_opts *opts,
+                                ag_gradcheck_result *result, ag_case_setup *s, char *err,
+                                size_t errlen);
+/* How row i's check depends on the step: for each of the n step sizes
+ * eps[k] (the other options from opts, the inputs from seed each time),
+ * the largest abs and rel error into abs_err[k] and rel_err[k] (inf where
+ * x + eps rounds back to x). Errors as ag_gradcheck_case_run. */
+ag_status ag_gradcheck_case_sweep(size_t i, uint64_t seed, const ag_gradcheck_opts *opts,
+                                  const double *eps, int n, double *abs_err, double *rel_err,
+                                  char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------
  * Ops for models: attention heads, token lookup and classification loss.
