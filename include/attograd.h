@@ -1424,6 +1424,11 @@ const char *ag_st_writer_error(const ag_st_writer *w);
  * temporary file remains. A symlink at path is replaced, not followed. The
  * writer can be saved again or freed. */
 ag_status ag_st_save(ag_st_writer *w, const char *path, char *err, size_t errlen);
+/* An attention layer into w in ag_attention_load's format: metadata
+ * n_heads and causal, and the four weights wq, wk, wv, wo; with grads their
+ * gradients instead, named grad.wq .. grad.wo (as `attograd grad` writes
+ * them). Borrowed until the save; errors are sticky on w, as ag_st_add's. */
+void ag_attention_add(ag_st_writer *w, ag_attention *att, int grads);
 
 /* ------------------------------------------------------------------------
  * Files: CSV logs. A header row, then one row of numbers per call. The log
