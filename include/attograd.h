@@ -238,6 +238,11 @@ typedef struct ag_entry_info {
  * or info is NULL or k >= ag_tape_size(tape). The pointers stay valid until
  * the tape is reset or freed. */
 ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info);
+/* The entries that take t as an input, in tape order (an entry that takes
+ * it twice counts once): the first max of their indices into entries (may
+ * be NULL), and how many there are. Backward sends t a gradient from each
+ * and sums them. 0 for a NULL tape or t. */
+size_t ag_tape_consumers(const ag_tape *tape, const ag_tensor *t, size_t *entries, size_t max);
 
 /* A name to draw for a tensor (borrowed pointers). */
 typedef struct ag_tensor_name {
