@@ -21,8 +21,9 @@ ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *
     if (ag_text_load(text_path, resume ? ag_gpt_file_vocab(resume) : NULL, &text, err, errlen) !=
         AG_OK)
         return NULL;
-    int seq = resume ? ag_gpt_file_config(resume)->seq : model->seq;
-    if (ag_text_check_seq(text, seq, why, sizeof(why)) != AG_OK) {
+    const ag_gpt_config *shape = resume ? ag_gpt_file_config(resume) : model;
+    /* cppcheck-suppress nullPointerRedundantCheck ; model is NULL only with resume (checked above) */
+    if (ag_text_check_seq(text, shape->seq, why, sizeof(why)) != AG_OK) {
         ag_nn_set_err(err, errlen, "%s: %s", text_path, why);
         goto fail;
     }
@@ -33,7 +34,7 @@ ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *
             goto fail;
         }
     } else {
-        ag_gpt_config cfg = *model;
+        ag_gpt_config cfg = *shape;
         cfg.vocab = ag_vocab_size(text->vocab);
         ag_rng init = ag_rng_new(train->seed);
         g = ag_gpt_new(&cfg, &init, err, errlen);
