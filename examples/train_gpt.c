@@ -27,19 +27,13 @@ int main(int argc, char **argv)
     }
     long steps = argc > 2 ? atol(argv[2]) : 300;
     char err[512];
-    ag_text *text;
-    if (ag_text_load(argv[1], NULL, &text, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
-    /* a small model: 2 blocks of dim 32, a context of 32 characters */
-    ag_gpt_config cfg = ag_gpt_defaults(ag_vocab_size(text->vocab));
+    /* a small model: 2 blocks of dim 32, a context of 32 characters; the
+     * vocabulary comes from the text */
+    ag_gpt_config cfg = ag_gpt_defaults(0);
     cfg.layers = 2, cfg.heads = 2, cfg.dim = 32, cfg.seq = 32;
     ag_gpt_train_config tc = ag_gpt_train_defaults();
     tc.lr = 3e-3, tc.warmup = 30, tc.decay_steps = steps;
-    ag_rng init = ag_rng_new(1);
-    ag_gpt *g = ag_gpt_new(&cfg, &init, err, sizeof(err));
-    ag_gpt_trainer *t = g ? ag_gpt_trainer_new(g, text, &tc, err, sizeof(err)) : NULL;
+    ag_gpt_trainer *t = ag_gpt_trainer_open(argv[1], &cfg, &tc, NULL, err, sizeof(err));
     if (!t) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -55,14 +49,15 @@ int main(int argc, char **argv)
     }
     double val;
     size_t windows;
-    if (ag_gpt_val_loss(g, text, &val, &windows, err, sizeof(err)) != AG_OK ||
+    if (ag_gpt_trainer_val_loss(t, &val, &windows, err, sizeof(err)) != AG_OK ||
         ag_gpt_trainer_save(t, "train_gpt.safetensors", err, sizeof(err)) != AG_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
     printf("full validation loss %.4f over %zu windows; saved train_gpt.safetensors\n", val, windows);
     /* write 200 characters after a newline */
-    ag_gpt_cache *cache = ag_gpt_cache_new(g, err, sizeof(err));
+    const ag_text *text = ag_gpt_trainer_text(t);
+    ag_gpt_cache *cache = ag_gpt_cache_new(ag_gpt_trainer_model(t), err, sizeof(err));
     int start = ag_vocab_id(text->vocab, '\n');
     if (start < 0)
         start = 0;   /* a text without newlines: start from its first character */
@@ -74,8 +69,6 @@ int main(int argc, char **argv)
     }
     printf("\n");
     ag_gpt_cache_free(cache);
-    ag_gpt_trainer_free(t);
-    ag_gpt_free(g);
-    ag_text_free(text);
+    ag_gpt_trainer_free(t);   /* and the model and the text it owns */
     return 0;
 }

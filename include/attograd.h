@@ -240,6 +240,11 @@ typedef struct ag_entry_info {
  * or info is NULL or k >= ag_tape_size(tape). The pointers stay valid until
  * the tape is reset or freed. */
 ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info);
+/* The entries that take t as an input, in tape order (an entry that takes
+ * it twice counts once): the first max of their indices into entries (may
+ * be NULL), and how many there are. Backward sends t a gradient from each
+ * and sums them. 0 for a NULL tape or t. */
+size_t ag_tape_consumers(const ag_tape *tape, const ag_tensor *t, size_t *entries, size_t max);
 
 /* A name to draw for a tensor (borrowed pointers). */
 typedef struct ag_tensor_name {
@@ -305,6 +310,24 @@ const char *ag_gemm_kernel_name(void);
  * allocations: once the first step has sized the arena, a step of the same
  * shape makes none. */
 size_t ag_alloc_count(void);
+
+/* Timing a step, as `attograd bench` does. step runs one step and returns
+ * 1, or 0 when it failed (keeping its own message). ag_time_steps runs it
+ * 3 times to warm up (the arena reaches its steady size, the thread pool
+ * and caches start), then steps times, each timed (steps 0: as many as take
+ * about a second at the warm-up's pace, 5 to 2000). The results are
+ * medians, so one slow step on a busy machine does not move them.
+ * AG_ERR_ARG when a step failed (or a bad argument), AG_ERR_NOMEM. */
+typedef int (*ag_step_fn)(void *ctx);
+typedef struct ag_step_timing {
+    int steps;              /* steps timed */
+    double seconds;         /* median wall-clock time of a step */
+    double cpu_seconds;     /* median CPU time of a step, all threads together */
+    double allocs;          /* ag_alloc_count's growth per timed step */
+} ag_step_timing;
+ag_status ag_time_steps(ag_step_fn step, void *ctx, int steps, ag_step_timing *out);
+/* The median of v[0..n) (sorts v); 0 when n is 0. */
+double ag_median(double *v, size_t n);
 
 /* ------------------------------------------------------------------------
  * Finite-difference gradient check.
@@ -411,6 +434,20 @@ void ag_gradcheck_case_free(ag_case_setup *s);
  * of one shape share it: "a,b[2x3]", "wq..wo[4x4]". Writes buf (cut at len
  * bytes) and returns it. */
 const char *ag_gradcheck_case_inputs(const ag_case_setup *s, char *buf, size_t len);
+/* Set row i up from seed into *s and check it (ag_gradcheck with opts).
+ * AG_OK: *result filled, *s kept (free it with ag_gradcheck_case_free) to
+ * look at the inputs and their gradients. Otherwise *s is released and err
+ * says "<row name>: <why>". */
+ag_status ag_gradcheck_case_run(size_t i, uint64_t seed, const ag_gradcheck_opts *opts,
+                                ag_gradcheck_result *result, ag_case_setup *s, char *err,
+                                size_t errlen);
+/* How row i's check depends on the step: for each of the n step sizes
+ * eps[k] (the other options from opts, the inputs from seed each time),
+ * the largest abs and rel error into abs_err[k] and rel_err[k] (inf where
+ * x + eps rounds back to x). Errors as ag_gradcheck_case_run. */
+ag_status ag_gradcheck_case_sweep(size_t i, uint64_t seed, const ag_gradcheck_opts *opts,
+                                  const double *eps, int n, double *abs_err, double *rel_err,
+                                  char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------
  * Ops for models: attention heads, token lookup and classification loss.
@@ -609,6 +646,15 @@ const ag_real *ag_posenc_values(const ag_posenc *pe);
 /* The learned table as a parameter named "pos": as ag_attention_params;
  * returns 1 for LEARNED, 0 otherwise. */
 size_t ag_posenc_params(ag_posenc *pe, ag_tensor **params, const char **names, size_t max);
+/* The learned table "pos" of a safetensors file (a model saved with a
+ * learned encoding) as a LEARNED encoding of its (T, d), T and d in
+ * 1..max_size. NULL with a one-line message naming the file when it cannot
+ * be read, has no "pos", has another shape or holds a NaN or Inf. */
+ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errlen);
+/* sim (max_len, max_len): the cosine similarity of the table's rows,
+ * sim[t][u] = <PE[t], PE[u]> / (|PE[t]| |PE[u]|), 0 where a row is zero;
+ * computed in double. AG_ERR_ARG for NONE (no table) or a NULL argument. */
+ag_status ag_posenc_similarity(const ag_posenc *pe, double *sim);
 
 /* ------------------------------------------------------------------------
  * Optimizers. An ag_optim updates a fixed array of parameters from their
@@ -782,6 +828,13 @@ void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, l
 /* The class the model answers at position t of example ex, answer a: the
  * argmax of its logits (the first among equals). */
 int ag_model_answer(const ag_batch *b, const ag_tensor *logits, int ex, int t, int a);
+/* Example 0 of b as text on f: for each head (attn (1,H,T,T), as
+ * ag_trainer_example gives it) a heatmap, a row per position with its
+ * weights over the positions (each with a shade, " .:-=+*#%@"), columns
+ * and rows named by ag_task_token_label, and after each asked position what
+ * the model answered (logits of example 0), e.g. "-> v5 (want v5)". */
+void ag_model_print_attention(FILE *f, const ag_batch *b, const ag_tensor *attn,
+                              const ag_tensor *logits);
 
 /* ------------------------------------------------------------------------
  * Training runs: their settings, and checkpoints to stop and resume them.
@@ -968,6 +1021,13 @@ size_t ag_vocab_utf8(const ag_vocab *v, int id, char *buf);
  * err with its line: "character 'z' (U+007A) on line 2 is not in the
  * vocabulary". */
 ag_status ag_vocab_encode(const ag_vocab *v, const char *s, size_t len, int *ids, size_t *n,
+                          char *err, size_t errlen);
+/* A prompt to generate after: ag_vocab_encode of s into a new array *ids
+ * (the caller frees it with free) of *n ids; an empty prompt (len 0) is
+ * one id, where a text starts anew: a newline's (0 when the vocabulary has
+ * none). On failure *ids is NULL, with ag_vocab_encode's errors or
+ * AG_ERR_NOMEM. */
+ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **ids, size_t *n,
                           char *err, size_t errlen);
 
 /* A text as token ids, split for training and validation. */
@@ -1217,6 +1277,29 @@ ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen);
 ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *err,
                                  size_t errlen);
 
+/* The whole setup in one call: a trainer that owns its text (read from
+ * text_path) and its model, and frees them with itself. Fresh (resume
+ * NULL): a model of config model, its vocab set to the text's, its weights
+ * drawn from train->seed. Continuing (resume from ag_gpt_file_load): the
+ * file's model, vocabulary and run (as ag_gpt_trainer_restore), of model
+ * (may then be NULL) only the dropout is taken. train is the run's
+ * settings (ag_gpt_file_train gives the file's own). The text's parts must
+ * hold windows of seq ("FILE: a text of N characters is too short ...").
+ * NULL with a one-line message on any failure.
+ *
+ *     ag_gpt_trainer *t = ag_gpt_trainer_open("play.txt", &cfg, &tc, NULL, err, sizeof(err));
+ *     ... ag_gpt_trainer_step, then ag_gpt_trainer_val_loss, ag_gpt_trainer_save ...
+ *     ag_gpt_trainer_free(t);   // and the text and the model with it
+ */
+ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *model,
+                                    const ag_gpt_train_config *train, const ag_gpt_file *resume,
+                                    char *err, size_t errlen);
+ag_gpt *ag_gpt_trainer_model(ag_gpt_trainer *t);              /* borrowed */
+const ag_text *ag_gpt_trainer_text(const ag_gpt_trainer *t);  /* borrowed */
+/* ag_gpt_val_loss of the trainer's model on its text. */
+ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windows, char *err,
+                                  size_t errlen);
+
 /* ------------------------------------------------------------------------
  * Files: safetensors. The format: an 8-byte little-endian header length N,
  * N bytes of JSON ({"name": {"dtype": "F32", "shape": [2, 3],
@@ -1348,6 +1431,11 @@ const char *ag_st_writer_error(const ag_st_writer *w);
  * temporary file remains. A symlink at path is replaced, not followed. The
  * writer can be saved again or freed. */
 ag_status ag_st_save(ag_st_writer *w, const char *path, char *err, size_t errlen);
+/* An attention layer into w in ag_attention_load's format: metadata
+ * n_heads and causal, and the four weights wq, wk, wv, wo; with grads their
+ * gradients instead, named grad.wq .. grad.wo (as `attograd grad` writes
+ * them). Borrowed until the save; errors are sticky on w, as ag_st_add's. */
+void ag_attention_add(ag_st_writer *w, ag_attention *att, int grads);
 
 /* ------------------------------------------------------------------------
  * Files: CSV logs. A header row, then one row of numbers per call. The log
@@ -1376,6 +1464,37 @@ ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n);
 ag_status ag_csv_close(ag_csv *csv, char *err, size_t errlen);
 /* Discard an unfinished log (the temporary file is removed) and free csv. */
 void ag_csv_free(ag_csv *csv);
+
+/* ------------------------------------------------------------------------
+ * Curves: a training run's numbers kept for a plot. A curve holds at most
+ * cap rows of (step, width values), allocated by ag_curve_init, so adding
+ * never allocates. Thinning: ag_curve_add keeps step s only when (s - 1) %
+ * stride == 0 (steps count from 1); a run of N steps keeps its whole shape
+ * in cap points with stride ceil(N / cap). Stride 1 keeps every row added
+ * until the curve is full.
+ *
+ *     ag_curve loss;
+ *     if (ag_curve_init(&loss, 1, cap, (steps + cap - 1) / cap) != AG_OK) ...
+ *     for (long s = 1; s <= steps; s++) ag_curve_add(&loss, s, &l);
+ *     ag_curve_write(&loss, f);   // gnuplot's '-' data: "step value" per line
+ *     ag_curve_free(&loss);
+ * ------------------------------------------------------------------------ */
+typedef struct ag_curve {
+    double *rows;    /* (cap, 1 + width): a step, then its values; n of them filled */
+    size_t n, cap;
+    int width;
+    long stride;
+} ag_curve;
+
+/* AG_ERR_ARG for width, cap or stride below 1 (or a size that overflows),
+ * AG_ERR_NOMEM; either way *c is then empty (adding keeps nothing). */
+ag_status ag_curve_init(ag_curve *c, int width, size_t cap, long stride);
+/* Keep (step, values[0..width)) when the stride takes step and there is
+ * room: returns 1, else 0. */
+int ag_curve_add(ag_curve *c, long step, const double *values);
+/* The rows as text, one a line: the step (%.0f), then each value (%.9g). */
+void ag_curve_write(const ag_curve *c, FILE *f);
+void ag_curve_free(ag_curve *c);   /* the rows; *c is then empty (NULL does nothing) */
 
 /* ------------------------------------------------------------------------
  * Files a program names. Every output of the library follows one rule: a

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 const ag_command ag_cmd_bench_info = {
     .name = "bench",
@@ -25,14 +24,6 @@ const ag_command ag_cmd_bench_info = {
     .usage = "attograd bench <matmul|attention|gpt> [options]",
     .summary = "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
 };
-
-/* CPU time of the whole process, all threads together. */
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- bench matmul ---- */
 
@@ -97,7 +88,7 @@ static int run_matmul(const matmul_opts *o)
         double dt = ag_cli_now() - t0;
         rates[r] = dt > 0 ? flops * (double)calls / dt / 1e9 : 0;
     }
-    double median = ag_cli_median(rates, (size_t)reps);
+    double median = ag_median(rates, (size_t)reps);
     printf("bench: op=matmul n=%d threads=%d gflops=%.1f\n", n, o->threads, median);
     ag_set_threads(1);
     free(a), free(b), free(c), free(rates);
@@ -193,12 +184,10 @@ typedef struct att_bench {
     ag_tensor *params[4];
     ag_real *x, *y;          /* (B,T,d) each, the same batch every step */
     int shape[3];
-    double *times;           /* (2, steps) seconds per timed step: wall, then CPU */
 } att_bench;
 
 static void att_free(att_bench *b)
 {
-    free(b->times);
     free(b->x);
     free(b->y);
     ag_tape_free(b->tape);
@@ -236,8 +225,9 @@ static int att_setup(att_bench *b, const attention_opts *o)
 }
 
 /* One training step: zero_grad, forward, mse, backward, Adam, tape reset. */
-static int att_step(att_bench *b)
+static int att_step(void *ctx)
 {
+    att_bench *b = ctx;
     ag_zero_grad(b->params, 4);
     ag_tensor *x = ag_tensor_from(b->tape, 3, b->shape, b->x);
     ag_tensor *y = ag_tensor_from(b->tape, 3, b->shape, b->y);
@@ -249,45 +239,9 @@ static int att_step(att_bench *b)
     return 1;
 }
 
-/* Warm up (the arena reaches its steady size, the pool and packing buffers
- * start, caches fill; the warm-up time picks the default *steps), then time
- * each step into b->times. *allocs gets the heap allocations per timed step. */
-static int att_time(att_bench *b, int *steps, double *allocs)
+static void att_report(att_bench *b, const attention_opts *o, const ag_step_timing *tm)
 {
-    double t0 = ag_cli_now();
-    for (int k = 0; k < 3; k++)
-        if (!att_step(b))
-            goto step_failed;
-    double once = (ag_cli_now() - t0) / 3;
-    if (*steps == 0) {
-        double want = once > 0 ? 1.0 / once : 2000;
-        *steps = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
-    }
-    b->times = malloc(2 * (size_t)*steps * sizeof(*b->times));
-    if (!b->times) {
-        ag_cli_error(&bench_attention_info, "out of memory");
-        return 0;
-    }
-    size_t count = ag_alloc_count();
-    for (int k = 0; k < *steps; k++) {
-        double c0 = cpu_seconds();
-        t0 = ag_cli_now();
-        if (!att_step(b))
-            goto step_failed;
-        b->times[k] = ag_cli_now() - t0;
-        b->times[*steps + k] = cpu_seconds() - c0;
-    }
-    *allocs = (double)(ag_alloc_count() - count) / *steps;
-    return 1;
-step_failed:
-    ag_cli_error(&bench_attention_info, "%s", ag_tape_error(b->tape));
-    return 0;
-}
-
-static void att_report(att_bench *b, const attention_opts *o, int steps, double allocs)
-{
-    double sec = ag_cli_median(b->times, (size_t)steps);
-    double cpu = ag_cli_median(b->times + steps, (size_t)steps);
+    double sec = tm->seconds, cpu = tm->cpu_seconds;
     double B = o->batch, T = o->seq, d = o->dim, H = o->heads, real = sizeof(ag_real);
     double pairs = o->causal ? T * (T + 1) / 2 : T * T;   /* (query, key) pairs computed */
     double flops = 18 * B * T * d * d + 12 * B * pairs * d;
@@ -298,20 +252,24 @@ static void att_report(att_bench *b, const attention_opts *o, int steps, double 
            "cpu_us_per_step=%.2f gflops=%.2f peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g "
            "form=%s\n",
            o->batch, o->seq, o->dim, o->heads, o->threads, sec * 1e6, cpu * 1e6,
-           sec > 0 ? flops / sec / 1e9 : 0, peak, model, allocs, o->op_by_op ? "ops" : "fused");
+           sec > 0 ? flops / sec / 1e9 : 0, peak, model, tm->allocs, o->op_by_op ? "ops" : "fused");
 }
 
 static int run_attention(const attention_opts *o)
 {
     att_bench b;
     memset(&b, 0, sizeof(b));
-    int status = AG_EXIT_FAIL, steps = o->steps;
-    double allocs = 0;
+    int status = AG_EXIT_FAIL;
     if (att_setup(&b, o)) {
         ag_set_threads(o->threads);
-        if (att_time(&b, &steps, &allocs)) {
-            att_report(&b, o, steps, allocs);
+        ag_step_timing tm;
+        ag_status st = ag_time_steps(att_step, &b, o->steps, &tm);
+        if (st == AG_OK) {
+            att_report(&b, o, &tm);
             status = AG_EXIT_OK;
+        } else {
+            ag_cli_error(&bench_attention_info, "%s",
+                         st == AG_ERR_NOMEM ? "out of memory" : ag_tape_error(b.tape));
         }
         ag_set_threads(1);
     }

@@ -114,6 +114,18 @@ static ag_text *random_text(char *err, size_t errlen)
     return text;
 }
 
+/* One timed step: the trainer's, its message kept for the error. */
+typedef struct gpt_step {
+    ag_gpt_trainer *t;
+    char err[256];
+} gpt_step;
+
+static int step(void *ctx)
+{
+    gpt_step *s = ctx;
+    return ag_gpt_trainer_step(s->t, NULL, s->err, sizeof(s->err)) == AG_OK;
+}
+
 int ag_cli_bench_gpt(int argc, char **argv)
 {
     gpt_bench_opts o;
@@ -124,10 +136,9 @@ int ag_cli_bench_gpt(int argc, char **argv)
         return r;
     const ag_gpt_config m = o.model;
     const ag_gpt_train_config tc = o.train;
-    int steps = o.steps, threads = o.threads;
+    int threads = o.threads;
     int status = AG_EXIT_FAIL;
     char err[256];
-    double *times = NULL;
     ag_gpt *g = NULL;
     ag_gpt_trainer *t = NULL;
     ag_rng rng = ag_rng_new(1);
@@ -139,32 +150,14 @@ int ag_cli_bench_gpt(int argc, char **argv)
     if (!t)
         goto failed;
     ag_set_threads(threads);
-
-    /* Warm up: the arena reaches its steady size, the pool and packing
-     * buffers start, caches fill. The warm-up time picks the default steps. */
-    double t0 = ag_cli_now();
-    for (int k = 0; k < 3; k++)
-        if (ag_gpt_trainer_step(t, NULL, err, sizeof(err)) != AG_OK)
-            goto failed;
-    double once = (ag_cli_now() - t0) / 3;
-    if (steps == 0) {
-        double want = once > 0 ? 1.0 / once : 2000;
-        steps = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
-    }
-    times = malloc((size_t)steps * sizeof(*times));
-    if (!times) {
-        snprintf(err, sizeof(err), "out of memory");
+    gpt_step s = {t, ""};
+    ag_step_timing tm;
+    ag_status st = ag_time_steps(step, &s, o.steps, &tm);
+    if (st != AG_OK) {
+        snprintf(err, sizeof(err), "%s", st == AG_ERR_NOMEM ? "out of memory" : s.err);
         goto failed;
     }
-    size_t allocs = ag_alloc_count();
-    for (int k = 0; k < steps; k++) {
-        t0 = ag_cli_now();
-        if (ag_gpt_trainer_step(t, NULL, err, sizeof(err)) != AG_OK)
-            goto failed;
-        times[k] = ag_cli_now() - t0;
-    }
-    allocs = ag_alloc_count() - allocs;
-    double sec = ag_cli_median(times, (size_t)steps);
+    double sec = tm.seconds;
     double B = tc.batch, T = m.seq, C = m.dim, L = m.layers, V = VOCAB;
     double forward = 2 * B * T * (12 * L * C * C + C * V) + 4 * L * B * C * T * (T + 1) / 2;
     double state = 4.0 * (double)ag_gpt_n_weights(g) * sizeof(ag_real);   /* w, grad, m, v */
@@ -172,14 +165,13 @@ int ag_cli_bench_gpt(int argc, char **argv)
     printf("bench: op=gpt layers=%d dim=%d heads=%d seq=%d batch=%d threads=%d us_per_step=%.2f "
            "gflops=%.2f peak_bytes=%.0f allocs_per_step=%g\n",
            m.layers, m.dim, m.heads, m.seq, tc.batch, threads, sec * 1e6,
-           sec > 0 ? 3 * forward / sec / 1e9 : 0, peak, (double)allocs / steps);
+           sec > 0 ? 3 * forward / sec / 1e9 : 0, peak, tm.allocs);
     status = AG_EXIT_OK;
     goto done;
 failed:
     ag_cli_error(&bench_gpt_info, "%s", err);
 done:
     ag_set_threads(1);
-    free(times);
     ag_gpt_trainer_free(t);
     ag_gpt_free(g);
     ag_text_free(text);

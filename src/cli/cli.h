@@ -224,8 +224,6 @@ void ag_cli_note_flushed(const ag_command *cmd, const ag_st_file *f, const char 
 
 /* Seconds on a monotonic clock (run.c). */
 double ag_cli_now(void);
-/* The median of v[0..n), n >= 1 (sorts v; run.c). */
-double ag_cli_median(double *v, size_t n);
 
 /* The commands. */
 int ag_cmd_demo(int argc, char **argv);

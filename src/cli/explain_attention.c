@@ -180,22 +180,14 @@ static void print_forward(const story *st, const ag_tape *tape)
 /* Which entries take t as an input: "[7]" or "[4] and [5]". */
 static int consumers(const ag_tape *tape, const ag_tensor *t, char *buf, size_t len)
 {
-    ag_entry_info e;
-    int n = 0;
-    size_t used = 0;
+    size_t k[8], n = ag_tape_consumers(tape, t, k, 8), used = 0;
     buf[0] = '\0';
-    for (size_t k = 0; ag_tape_entry_info(tape, k, &e) == AG_OK; k++) {
-        for (int i = 0; i < e.n_in; i++) {
-            if (e.in[i] != t)
-                continue;
-            int w = snprintf(buf + used, len - used, "%s[%zu]", n ? " and " : "", k);
-            if (w > 0 && (size_t)w < len - used)
-                used += (size_t)w;
-            n++;
-            break;
-        }
+    for (size_t i = 0; i < n && i < 8; i++) {
+        int w = snprintf(buf + used, len - used, "%s[%zu]", i ? " and " : "", k[i]);
+        if (w > 0 && (size_t)w < len - used)
+            used += (size_t)w;
     }
-    return n;
+    return (int)n;
 }
 
 /* The rule entry e uses to send a gradient to its input i, in the story's names. */

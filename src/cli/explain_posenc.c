@@ -66,89 +66,35 @@ int ag_cli_explain_posenc_parse(int argc, char **argv, ag_explain_opts *o)
     return AG_CLI_GO;
 }
 
-/* The table 'pos' of a safetensors file, (T, d) into a new array. */
-static double *load_table(const char *path, int *T, int *d)
+/* The table to explain, in double: --load's learned one, else the
+ * sinusoidal one the library makes; its similarities into *sim. */
+static double *table_of(const ag_explain_opts *o, int *T, int *d, double **sim)
 {
-    ag_st_file *f = NULL;
-    char err[512];
-    int nd, shape[AG_MAX_DIMS];
-    double *pe = NULL;
-    ag_real *raw = NULL;
-    if (ag_st_load(path, &f, err, sizeof(err)) != AG_OK)
-        goto fail;
-    if (!ag_st_dtype(f, "pos")) {
-        snprintf(err, sizeof(err), "%s has no tensor 'pos' (a learned positional encoding: "
-                 "attograd train --posenc learned --save FILE)", path);
-        goto fail;
-    }
-    if (ag_st_shape(f, "pos", &nd, shape, err, sizeof(err)) != AG_OK)
-        goto fail;
-    if (nd != 2 || shape[0] > AG_EXPLAIN_MAX_SEQ || shape[1] > AG_EXPLAIN_MAX_SEQ ||
-        shape[0] < 1 || shape[1] < 1) {
-        snprintf(err, sizeof(err), "%s: tensor 'pos' must be (T, d) with T and d in 1..%d",
-                 path, AG_EXPLAIN_MAX_SEQ);
-        goto fail;
-    }
-    size_t n = (size_t)shape[0] * (size_t)shape[1];
-    raw = malloc(n * sizeof(*raw));
-    pe = calloc(n, sizeof(*pe));
-    if (!raw || !pe) {
-        snprintf(err, sizeof(err), "out of memory");
-        goto fail;
-    }
-    if (ag_st_get(f, "pos", 2, shape, raw, err, sizeof(err)) != AG_OK)
-        goto fail;
-    if (ag_first_nonfinite(raw, n) < n) {
-        snprintf(err, sizeof(err), "%s: tensor 'pos' holds a NaN or Inf", path);
-        goto fail;
-    }
-    for (size_t i = 0; i < n; i++)
-        pe[i] = (double)raw[i];
-    *T = shape[0];
-    *d = shape[1];
-    free(raw);
-    ag_st_free(f);
-    return pe;
-fail:
-    ag_cli_error(&ag_cmd_explain_info, "%s", err);
-    free(raw);
-    free(pe);
-    ag_st_free(f);
-    return NULL;
-}
-
-/* The sinusoidal table, as the library makes it. */
-static double *sinusoidal_table(int T, int d)
-{
-    char err[256];
-    ag_posenc *pe = ag_posenc_new(AG_POSENC_SINUSOIDAL, T, d, NULL, err, sizeof(err));
-    double *v = pe ? calloc((size_t)T * (size_t)d, sizeof(*v)) : NULL;
-    if (!v) {
-        ag_cli_error(&ag_cmd_explain_info, "%s", pe ? "out of memory" : err);
-        ag_posenc_free(pe);
-        return NULL;
-    }
-    const ag_real *src = ag_posenc_values(pe);
-    for (size_t i = 0; i < (size_t)T * (size_t)d; i++)
-        v[i] = (double)src[i];
-    ag_posenc_free(pe);
-    return v;
-}
-
-/* sim[t][u] = <PE[t], PE[u]> / (|PE[t]| |PE[u]|), 0 where a row is zero. */
-static void cosine_similarity(const double *pe, int T, int d, double *sim)
-{
-    for (int t = 0; t < T; t++) {
-        for (int u = 0; u < T; u++) {
-            double dot = 0, nt = 0, nu = 0;
-            for (int c = 0; c < d; c++) {
-                dot += pe[(size_t)t * d + c] * pe[(size_t)u * d + c];
-                nt += pe[(size_t)t * d + c] * pe[(size_t)t * d + c];
-                nu += pe[(size_t)u * d + c] * pe[(size_t)u * d + c];
-            }
-            sim[(size_t)t * T + u] = nt > 0 && nu > 0 ? dot / sqrt(nt * nu) : 0;
+    char err[AG_CLI_ERR_LEN];
+    ag_posenc *pe = o->load ? ag_posenc_load(o->load, AG_EXPLAIN_MAX_SEQ, err, sizeof(err))
+                            : ag_posenc_new(AG_POSENC_SINUSOIDAL, *T, *d, NULL, err, sizeof(err));
+    double *v = NULL;
+    if (pe) {
+        *T = ag_posenc_max_len(pe);
+        *d = ag_posenc_dim(pe);
+        v = calloc((size_t)*T * (size_t)*d, sizeof(*v));
+        *sim = calloc((size_t)*T * (size_t)*T, sizeof(**sim));
+        if (!v || !*sim) {
+            free(v), free(*sim);
+            v = *sim = NULL;
+            snprintf(err, sizeof(err), "out of memory");
         }
     }
+    if (v) {
+        const ag_real *src = ag_posenc_values(pe);
+        for (size_t i = 0; i < (size_t)*T * (size_t)*d; i++)
+            v[i] = (double)src[i];
+        ag_posenc_similarity(pe, *sim);
+    } else {
+        ag_cli_error(&ag_cmd_explain_info, "%s", err);
+    }
+    ag_posenc_free(pe);
+    return v;
 }
 
 /* The first SHOW_ROWS x SHOW_COLS of an rows x cols matrix, with labels. */
@@ -183,16 +129,9 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
     if (checked != AG_EXIT_OK)
         return checked;
     int T = o->seq, d = o->dim;
-    double *pe = o->load ? load_table(o->load, &T, &d) : sinusoidal_table(T, d);
+    double *sim = NULL, *pe = table_of(o, &T, &d, &sim);
     if (!pe)
         return AG_EXIT_FAIL;
-    double *sim = calloc((size_t)T * (size_t)T, sizeof(*sim));
-    if (!sim) {
-        ag_cli_error(&ag_cmd_explain_info, "out of memory");
-        free(pe);
-        return AG_EXIT_FAIL;
-    }
-    cosine_similarity(pe, T, d, sim);
 
     if (o->load) {
         printf("The learned positional encoding 'pos' of %s: %d positions of width %d.\n"

@@ -157,22 +157,14 @@ static int results_finite(const grad_job *g)
 /* out, attn, loss and the gradients to --out, with signals held. */
 static int write_outputs(const grad_job *g)
 {
-    char err[AG_CLI_ERR_LEN], heads[16];
+    char err[AG_CLI_ERR_LEN];
     ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
     if (!w)
         return !ag_cli_error(&ag_cmd_grad_info, "out of memory");
-    snprintf(heads, sizeof(heads), "%d", g->heads);
-    ag_st_add_meta(w, "n_heads", heads);
-    ag_st_add_meta(w, "causal", g->causal ? "true" : "false");
     ag_st_add_tensor(w, "out", g->out);
     ag_st_add_tensor(w, "attn", g->attn);
     ag_st_add_tensor(w, "loss", g->loss);
-    for (int k = 0; k < 4; k++) {
-        char name[16];
-        ag_tensor *p = ag_attention_param(g->layer, wnames[k]);
-        snprintf(name, sizeof(name), "grad.%s", wnames[k]);
-        ag_st_add(w, name, 2, p->shape, p->grad);
-    }
+    ag_attention_add(w, g->layer, 1);   /* n_heads, causal, grad.wq .. grad.wo */
     ag_st_add(w, "grad.x", 3, g->xshape, g->x->grad);
     sigset_t held;
     ag_cli_hold_signals(1, &held);

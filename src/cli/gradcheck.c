@@ -99,15 +99,9 @@ static int parse_args(const ag_command *cmd, int argc, char **argv, gc_opts *o)
 static int run_row(size_t r, const gc_opts *o, const ag_gradcheck_opts *go,
                    ag_gradcheck_result *res, ag_case_setup *p)
 {
-    char err[256];
-    ag_status st = ag_gradcheck_case_setup(r, o->seed, p, err, sizeof(err));
-    if (st == AG_OK)
-        st = ag_gradcheck(p->build, p->ctx, p->inputs, p->n_inputs, go, res, err, sizeof(err));
-    if (st != AG_OK) {
-        ag_cli_error(&ag_cmd_gradcheck_info, "%s: %s", ag_gradcheck_case_name(r), err);
-        ag_gradcheck_case_free(p);
-        return 0;
-    }
+    char err[300];
+    if (ag_gradcheck_case_run(r, o->seed, go, res, p, err, sizeof(err)) != AG_OK)
+        return ag_cli_error(&ag_cmd_gradcheck_info, "%s", err), 0;
     return 1;
 }
 
@@ -239,20 +233,16 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
     while (strcmp(ag_gradcheck_case_op(r), op) != 0)   /* the parse step checked op */
         r++;
     double eps[SWEEP_N], abs_err[SWEEP_N], rel_err[SWEEP_N];
-    char inputs[128] = "";
-    for (int k = 0; k < SWEEP_N; k++) {
-        ag_gradcheck_opts g = *go;
-        g.eps = eps[k] = pow(10.0, -k);
-        ag_gradcheck_result res;
-        ag_case_setup p;
-        if (!run_row(r, o, &g, &res, &p))
-            return AG_EXIT_FAIL;
-        if (k == 0)
-            ag_gradcheck_case_inputs(&p, inputs, sizeof(inputs));
-        abs_err[k] = res.max_abs;
-        rel_err[k] = res.max_rel;
-        ag_gradcheck_case_free(&p);
-    }
+    char inputs[128] = "", err[AG_CLI_ERR_LEN];
+    for (int k = 0; k < SWEEP_N; k++)
+        eps[k] = pow(10.0, -k);
+    ag_case_setup p;
+    if (ag_gradcheck_case_sweep(r, o->seed, go, eps, SWEEP_N, abs_err, rel_err, err,
+                                sizeof(err)) != AG_OK ||
+        ag_gradcheck_case_setup(r, o->seed, &p, err, sizeof(err)) != AG_OK)
+        return ag_cli_error(&ag_cmd_gradcheck_info, "%s", err);
+    ag_gradcheck_case_inputs(&p, inputs, sizeof(inputs));
+    ag_gradcheck_case_free(&p);
     /* a bar on a log axis from the smallest to the largest finite error */
     double lo = INFINITY;
     int best = 0;
@@ -286,7 +276,7 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
     }
     print_sweep_notes(eps[best], vanished);
     if (o->plot) {
-        char title[160], err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
+        char title[160], shown[AG_QUOTE_LEN];
         int sig = 0;
         snprintf(title, sizeof(title), "attograd gradcheck --sweep: %s (%s)", ag_gradcheck_case_name(r),
                  AG_REAL_NAME);

@@ -374,11 +374,9 @@ int ag_cli_plot_run(const char *png, const ag_plot_data *d, int *sig, char *err,
                "set y2range [0:1.05]\nset y2tics\nset ytics nomirror\nset format y '%%g'\nset key right center\nset grid\n");
     fprintf(g, "plot '-' using 1:2 with lines title 'training loss', "
                "'-' using 1:2 axes x1y2 with linespoints title 'held-out accuracy'\n");
-    for (size_t i = 0; i < d->n_loss; i++)
-        fprintf(g, "%ld %.9g\n", d->loss_step[i], d->loss[i]);
+    ag_curve_write(d->loss, g);
     fprintf(g, "e\n");
-    for (size_t i = 0; i < d->n_acc; i++)
-        fprintf(g, "%ld %.9g\n", d->acc_step[i], d->acc[i]);
+    ag_curve_write(d->acc, g);
     fprintf(g, "e\n");
     if (d->attn) {
         int T = d->attn_size;

@@ -4,6 +4,8 @@
 #ifndef AG_CLI_PLOT_H
 #define AG_CLI_PLOT_H
 
+#include "attograd.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -13,12 +15,8 @@ int ag_cli_have_program(const char *name);
 /* What a training plot shows. */
 typedef struct ag_plot_data {
     const char *title;
-    const long *loss_step;       /* (n_loss) */
-    const double *loss;          /* (n_loss) training loss */
-    size_t n_loss;
-    const long *acc_step;        /* (n_acc) */
-    const double *acc;           /* (n_acc) held-out accuracy */
-    size_t n_acc;
+    const ag_curve *loss;        /* the training loss */
+    const ag_curve *acc;         /* the held-out accuracy */
     const double *attn;          /* (attn_size, attn_size) weights, or NULL */
     int attn_size;
 } ag_plot_data;

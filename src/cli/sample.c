@@ -82,19 +82,13 @@ int ag_cli_sample_run(const ag_sample_opts *o)
     }
     const ag_vocab *vocab = ag_gpt_file_vocab(f);
     size_t len = o->prompt ? strlen(o->prompt) : 0, n = 0;
-    if (!(ids = malloc((len ? len : 1) * sizeof(int)))) {
+    ag_status st = ag_vocab_prompt(vocab, o->prompt, len, &ids, &n, err, sizeof(err));
+    if (st == AG_ERR_NOMEM)
         ag_cli_error(&ag_cmd_sample_info, "out of memory");
-        goto done;
-    }
-    if (len == 0) {
-        /* no prompt: start where a text starts anew, after a newline */
-        int nl = ag_vocab_id(vocab, '\n');
-        ids[0] = nl >= 0 ? nl : 0;
-        n = 1;
-    } else if (ag_vocab_encode(vocab, o->prompt, len, ids, &n, err, sizeof(err)) != AG_OK) {
+    else if (st != AG_OK)   /* a given prompt with a character the model never saw */
         ag_cli_error(&ag_cmd_sample_info, "--prompt: %s of %s", err, o->load_path);
+    if (st != AG_OK)
         goto done;
-    }
     if (len) {
         fwrite(o->prompt, 1, len, stdout);
         fflush(stdout);

@@ -205,53 +205,13 @@ typedef struct run {
     /* the last evaluation's example 0, kept on the trainer's tape for the final heatmap */
     const ag_tensor *kept_logits, *kept_attn;
     ag_csv *log;
-    /* for --plot: a thinned loss history, the accuracy at each evaluation,
-     * and the last heatmap's weights (head 1 of held-out example 0) */
-    long *loss_step, *acc_step;
-    double *loss_hist, *acc_hist, *attn0;
-    double *heads0;           /* for --plot-heads: (H, T, T), every head of held-out example 0 */
-    size_t n_loss, n_acc, cap_loss, cap_acc;
-    long loss_stride;
+    /* for --plot: a thinned loss history and the accuracy at each evaluation */
+    ag_curve loss_curve, acc_curve;
+    double *attn0;            /* (H, T, T), held-out example 0's last heatmap: --plot shows
+                               * head 1, --plot-heads every head */
     int plot, plot_heads;     /* --plot, --plot-heads, and gnuplot is there */
     double seconds;           /* the training loop's time */
 } run;
-
-/* The attention weights of held-out example 0 as a small text heatmap. */
-static void print_heatmap(const ag_batch *b, const ag_tensor *attn, const ag_tensor *logits)
-{
-    static const char shades[] = " .:-=+*#%@";
-    int H = attn->shape[1], T = attn->shape[2], A = b->answers;
-    char label[32];
-    printf("\nattention of one held-out example (row: a position, columns: where it looks):\n");
-    for (int h = 0; h < H; h++) {
-        if (H > 1)
-            printf("head %d:\n", h + 1);
-        printf("  %-9s", "");
-        for (int j = 0; j < T; j++)
-            printf(" %8s", ag_task_token_label(b, 0, j, label, sizeof(label)));
-        printf("\n");
-        for (int i = 0; i < T; i++) {
-            printf("  %-9s", ag_task_token_label(b, 0, i, label, sizeof(label)));
-            for (int j = 0; j < T; j++) {
-                double p = attn->data[(((size_t)h * T) + i) * T + j];
-                int shade = (int)(p * 9.999);
-                printf("   %4.2f %c", p, shades[shade < 0 ? 0 : shade > 9 ? 9 : shade]);
-            }
-            /* what this position answered, where it was asked something */
-            const int *y = b->targets + (size_t)i * A;
-            for (int a = 0; a < A; a++) {
-                if (y[a] < 0)
-                    continue;
-                int best = ag_model_answer(b, logits, 0, i, a);
-                char got[16], want[16];
-                printf("%s %s (want %s)", a ? "," : "  ->",
-                       ag_task_class_label(b->kind, best, got, sizeof(got)),
-                       ag_task_class_label(b->kind, y[a], want, sizeof(want)));
-            }
-            printf("\n");
-        }
-    }
-}
 
 /* Why a step (or an evaluation after it) failed: the trainer's message,
  * which for NaN or Inf names the first op that made one (or the parameter
@@ -274,10 +234,7 @@ static int evaluate(run *r, int keep)
     ag_status st = ag_trainer_evaluate(r->t, &r->eval_loss, &r->accuracy, err, sizeof(err));
     if (st != AG_OK)
         return report_failure(st, err), 0;
-    if (r->acc_hist && r->n_acc < r->cap_acc) {
-        r->acc_step[r->n_acc] = r->step;
-        r->acc_hist[r->n_acc++] = r->accuracy;
-    }
+    ag_curve_add(&r->acc_curve, r->step, &r->accuracy);   /* kept with --plot */
     if (keep && (st = ag_trainer_example(r->t, &r->kept_logits, &r->kept_attn, err,
                                          sizeof(err))) != AG_OK)
         return report_failure(st, err), 0;
@@ -288,18 +245,12 @@ static int evaluate(run *r, int keep)
  * terminal and for --plot. */
 static void show_final(run *r)
 {
-    if (!r->o->quiet)
-        print_heatmap(r->eval, r->kept_attn, r->kept_logits);
-    if (r->attn0) {
-        int T = r->eval->seq;
-        for (int i = 0; i < T * T; i++)
-            r->attn0[i] = r->kept_attn->data[i];
+    if (!r->o->quiet) {
+        printf("\nattention of one held-out example (row: a position, columns: where it looks):\n");
+        ag_model_print_attention(stdout, r->eval, r->kept_attn, r->kept_logits);
     }
-    if (r->heads0) {
-        size_t n = (size_t)r->kept_attn->shape[1] * (size_t)r->eval->seq * (size_t)r->eval->seq;
-        for (size_t i = 0; i < n; i++)
-            r->heads0[i] = r->kept_attn->data[i];
-    }
+    for (size_t i = 0; r->attn0 && i < r->kept_attn->size; i++)
+        r->attn0[i] = r->kept_attn->data[i];
     r->kept_attn = r->kept_logits = NULL;
 }
 
@@ -319,7 +270,7 @@ static int plot_heads(const run *r, const char *png, int *sig)
             labels[t] = ag_task_token_label(r->eval, 0, t, names[t], sizeof(names[t]));
         snprintf(title, sizeof(title), "attention of one held-out example (%s, %ld steps)",
                  ag_task_name(r->o->config.model.task), r->step);
-        ok = ag_cli_plot_heads(png, title, H, T, r->heads0, labels, sig, err, sizeof(err));
+        ok = ag_cli_plot_heads(png, title, H, T, r->attn0, labels, sig, err, sizeof(err));
     }
     if (ok && !r->o->quiet)
         printf("plot: %s\n", ag_quote(png, shown, sizeof(shown)));
@@ -336,16 +287,10 @@ static int plot_heads(const run *r, const char *png, int *sig)
 static int alloc_history(run *r)
 {
     long steps = r->o->steps, evals = steps / r->o->eval_every + 3;
-    r->cap_loss = steps < PLOT_POINTS ? (size_t)steps : PLOT_POINTS;
-    r->loss_stride = (steps + (long)r->cap_loss - 1) / (long)r->cap_loss;
-    r->cap_acc = evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS;
-    int T = r->o->config.model.seq;
-    r->loss_step = malloc(r->cap_loss * sizeof(long));
-    r->loss_hist = malloc(r->cap_loss * sizeof(double));
-    r->acc_step = malloc(r->cap_acc * sizeof(long));
-    r->acc_hist = malloc(r->cap_acc * sizeof(double));
-    r->attn0 = calloc((size_t)T * (size_t)T, sizeof(double));
-    return r->loss_step && r->loss_hist && r->acc_step && r->acc_hist && r->attn0;
+    size_t cap = steps < PLOT_POINTS ? (size_t)steps : PLOT_POINTS;
+    return ag_curve_init(&r->loss_curve, 1, cap, (steps + (long)cap - 1) / (long)cap) == AG_OK &&
+           ag_curve_init(&r->acc_curve, 1, evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS,
+                         1) == AG_OK;
 }
 
 /* One step (ag_trainer_step), its loss kept for --plot. */
@@ -355,10 +300,7 @@ static int train_step(run *r)
     ag_status st = ag_trainer_step(r->t, &r->loss, err, sizeof(err));
     if (st != AG_OK)
         return report_failure(st, err), 0;
-    if (r->loss_hist && r->step % r->loss_stride == 0 && r->n_loss < r->cap_loss) {
-        r->loss_step[r->n_loss] = r->step + 1;
-        r->loss_hist[r->n_loss++] = r->loss;
-    }
+    ag_curve_add(&r->loss_curve, r->step + 1, &r->loss);   /* kept with --plot, thinned */
     r->step = ag_trainer_steps(r->t);
     return 1;
 }
@@ -449,10 +391,10 @@ static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
     }
     r->eval = ag_trainer_held_out(r->t);
     r->step = ag_trainer_steps(r->t);
-    if (r->plot_heads)
-        r->heads0 = malloc((size_t)c->model.heads * (size_t)c->model.seq * (size_t)c->model.seq *
-                           sizeof(double));
-    if ((r->plot && !alloc_history(r)) || (r->plot_heads && !r->heads0)) {
+    if (r->plot || r->plot_heads)
+        r->attn0 = malloc((size_t)c->model.heads * (size_t)c->model.seq * (size_t)c->model.seq *
+                          sizeof(double));
+    if ((r->plot && !alloc_history(r)) || ((r->plot || r->plot_heads) && !r->attn0)) {
         ag_cli_error(&ag_cmd_train_info, "out of memory");
         return 0;
     }
@@ -463,12 +405,9 @@ static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
 static void run_free(run *r)
 {
     ag_csv_free(r->log);   /* an unfinished log is discarded, never left half-written */
-    free(r->loss_step);
-    free(r->loss_hist);
-    free(r->acc_step);
-    free(r->acc_hist);
+    ag_curve_free(&r->loss_curve);
+    ag_curve_free(&r->acc_curve);
     free(r->attn0);
-    free(r->heads0);
     ag_trainer_free(r->t);
 }
 
@@ -516,8 +455,7 @@ static int draw_plot(run *r, int *sig)
     char title[160], err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
     snprintf(title, sizeof(title), "attograd train --task %s: %ld steps, held-out accuracy %.3f",
              ag_task_name(o->config.model.task), r->step, r->accuracy);
-    ag_plot_data pd = {title, r->loss_step, r->loss_hist, r->n_loss, r->acc_step, r->acc_hist,
-                       r->n_acc, r->attn0, o->config.model.seq};
+    ag_plot_data pd = {title, &r->loss_curve, &r->acc_curve, r->attn0, o->config.model.seq};
     if (!ag_cli_plot_run(o->plot_path, &pd, sig, err, sizeof(err)))
         return ag_cli_error(&ag_cmd_train_info, "%s", err), 0;
     if (!o->quiet)

@@ -204,17 +204,15 @@ int ag_cli_text_parse(int argc, char **argv, ag_text_opts *o)
 typedef struct text_run {
     ag_text_opts *o;
     ag_gpt_file *file;           /* --load's checkpoint, until restored */
-    ag_text *text;
+    const ag_text *text;         /* the trainer's */
     ag_gpt *g;
-    ag_gpt_trainer *t;
+    ag_gpt_trainer *t;           /* owns the text and the model */
     ag_csv *log;
     double loss;                 /* the last step's batch loss */
     double train_est, val_est;   /* the last estimates; NAN before the first */
     long est_step;               /* the step they were made at */
-    /* for --plot: the losses, thinned to PLOT_POINTS, and the estimates */
-    double *hist;                /* (3 * cap) step, loss; then the estimates' step, train, val */
-    size_t n_loss, n_est, cap;
-    long stride;
+    /* for --plot: the losses, thinned to PLOT_POINTS, and the estimates (train, val) */
+    ag_curve loss_curve, est_curve;
     int plot_failed, plot_sig;   /* the plot was not made (and the signal that stopped gnuplot) */
 } text_run;
 
@@ -246,14 +244,19 @@ static int fail(const char *msg)
     return 0;
 }
 
-/* Read the text, make (or load) the model and its trainer. */
+/* The trainer, with its text and model (fresh, or --load's run); then the
+ * logits of a batch must fit (the vocabulary is the text's). */
 static int setup(text_run *r, char *err, size_t errlen)
 {
     ag_text_opts *o = r->o;
-    const ag_vocab *vocab = r->file ? ag_gpt_file_vocab(r->file) : NULL;
-    if (ag_text_load(o->text_path, vocab, &r->text, err, errlen) != AG_OK)
+    r->t = ag_gpt_trainer_open(o->text_path, &o->model, &o->train, r->file, err, errlen);
+    ag_gpt_file_free(r->file);
+    r->file = NULL;
+    if (!r->t)
         return fail(err);
-    o->model.vocab = ag_vocab_size(r->text->vocab);
+    r->g = ag_gpt_trainer_model(r->t);
+    r->text = ag_gpt_trainer_text(r->t);
+    o->model.vocab = ag_gpt_get_config(r->g)->vocab;
     uint64_t logits = ag_cli_activation_values((uint64_t)o->train.batch, (uint64_t)o->model.seq,
                                                (uint64_t)o->model.vocab);
     if (logits > AG_CLI_MAX_VALUES) {
@@ -262,27 +265,6 @@ static int setup(text_run *r, char *err, size_t errlen)
                  o->model.vocab, (unsigned long long)logits, (unsigned long long)AG_CLI_MAX_VALUES);
         return fail(err);
     }
-    if (ag_text_check_seq(r->text, o->model.seq, err, errlen) != AG_OK) {
-        ag_cli_error(&ag_cmd_train_info, "%s: %s", o->text_path, err);
-        return 0;
-    }
-    if (r->file) {
-        r->g = ag_gpt_file_model(r->file, err, errlen);
-        if (r->g)
-            ag_gpt_set_dropout(r->g, o->model.dropout);
-    } else {
-        ag_rng init = ag_rng_new(o->train.seed);
-        r->g = ag_gpt_new(&o->model, &init, err, errlen);
-    }
-    if (!r->g)
-        return fail(err);
-    r->t = ag_gpt_trainer_new(r->g, r->text, &o->train, err, errlen);
-    if (!r->t)
-        return fail(err);
-    if (r->file && ag_gpt_trainer_restore(r->t, r->file, err, errlen) != AG_OK)
-        return fail(err);
-    ag_gpt_file_free(r->file);
-    r->file = NULL;
     return 1;
 }
 
@@ -294,10 +276,7 @@ static int estimate(text_run *r, char *err, size_t errlen)
         ag_gpt_trainer_estimate(r->t, AG_SPLIT_VAL, iters, &r->val_est, err, errlen) != AG_OK)
         return fail(err);
     r->est_step = ag_gpt_trainer_steps(r->t);
-    if (r->hist && r->n_est < r->cap) {
-        double *e = r->hist + 2 * r->cap + 3 * r->n_est++;
-        e[0] = (double)r->est_step, e[1] = r->train_est, e[2] = r->val_est;
-    }
+    ag_curve_add(&r->est_curve, r->est_step, (double[]){r->train_est, r->val_est});
     return 1;
 }
 
@@ -336,14 +315,10 @@ static int plot(const text_run *r, double val_loss, int *sig, char *err, size_t 
                "set key top right\nplot '-' using 1:2 with lines lc rgb '#bbbbbb' title 'batch loss', "
                "'-' using 1:2 with linespoints title 'training (estimate)', "
                "'-' using 1:3 with linespoints title 'validation (estimate)'\n");
-    for (size_t i = 0; i < r->n_loss; i++)
-        fprintf(g, "%.0f %.9g\n", r->hist[2 * i], r->hist[2 * i + 1]);
+    ag_curve_write(&r->loss_curve, g);
     for (int k = 0; k < 2; k++) {
         fprintf(g, "e\n");
-        for (size_t i = 0; i < r->n_est; i++) {
-            const double *e = r->hist + 2 * r->cap + 3 * i;
-            fprintf(g, "%.0f %.9g %.9g\n", e[0], e[1], e[2]);
-        }
+        ag_curve_write(&r->est_curve, g);
     }
     fprintf(g, "e\n");
     return ag_cli_gnuplot_end(&gp, r->o->plot_path, sig, err, errlen);
@@ -363,10 +338,7 @@ static int step(text_run *r, long done, double start, double *last_draw, int tty
     }
     long s = ag_gpt_trainer_steps(r->t);
     int last = done == o->steps, eval_now = s % o->eval_every == 0 || last;
-    if (r->hist && (s - 1) % r->stride == 0 && r->n_loss < r->cap) {
-        r->hist[2 * r->n_loss] = (double)s;
-        r->hist[2 * r->n_loss++ + 1] = r->loss;
-    }
+    ag_curve_add(&r->loss_curve, s, &r->loss);   /* kept with --plot, thinned */
     if (eval_now && !estimate(r, err, errlen))
         return 0;
     if (r->log) {
@@ -393,10 +365,10 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
     size_t windows = 0;
     if (r->est_step != ag_gpt_trainer_steps(r->t) && !estimate(r, err, errlen))
         return 0;   /* stopped between estimates: the result's loss is this step's */
-    if (ag_gpt_val_loss(r->g, r->text, &val, &windows, err, errlen) != AG_OK)
+    if (ag_gpt_trainer_val_loss(r->t, &val, &windows, err, errlen) != AG_OK)
         return fail(err);
     char shown[AG_QUOTE_LEN];
-    if (o->plot_path && r->hist) {
+    if (o->plot_path && r->loss_curve.rows) {
         if (plot(r, val, &r->plot_sig, err, errlen)) {
             if (!o->quiet)
                 printf("plot: %s\n", ag_quote(o->plot_path, shown, sizeof(shown)));
@@ -475,9 +447,9 @@ static int alloc_history(text_run *r)
         return 1;
     if (!ag_cli_have_program("gnuplot"))
         return fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)"), 1;
-    r->cap = (size_t)(o->steps < PLOT_POINTS ? o->steps : PLOT_POINTS);
-    r->stride = (o->steps + (long)r->cap - 1) / (long)r->cap;
-    if (!(r->hist = calloc(5 * r->cap, sizeof(double))))
+    size_t cap = (size_t)(o->steps < PLOT_POINTS ? o->steps : PLOT_POINTS);
+    if (ag_curve_init(&r->loss_curve, 1, cap, (o->steps + (long)cap - 1) / (long)cap) != AG_OK ||
+        ag_curve_init(&r->est_curve, 2, cap, 1) != AG_OK)
         return fail("out of memory");
     return 1;
 }
@@ -530,9 +502,8 @@ done:
     ag_cli_stop_end(&stop_signals);
     ag_gpt_file_free(r.file);
     ag_gpt_trainer_free(r.t);
-    ag_gpt_free(r.g);
-    ag_text_free(r.text);
-    free(r.hist);
+    ag_curve_free(&r.loss_curve);
+    ag_curve_free(&r.est_curve);
     ag_set_threads(1);
     return status;
 }

@@ -28,6 +28,23 @@ ag_status ag_tape_entry_info(const ag_tape *tape, size_t k, ag_entry_info *info)
     return AG_OK;
 }
 
+size_t ag_tape_consumers(const ag_tape *tape, const ag_tensor *t, size_t *entries, size_t max)
+{
+    size_t n = 0;
+    for (size_t k = 0; tape && t && k < tape->n_entries; k++) {
+        const ag_entry *e = &tape->entries[k];
+        for (int i = 0; i < e->n_in; i++) {
+            if (e->in[i] != t)
+                continue;
+            if (entries && n < max)
+                entries[n] = k;
+            n++;
+            break;   /* an entry that takes t twice counts once */
+        }
+    }
+    return n;
+}
+
 /* ---- ag_tape_dot ---- */
 
 /* The distinct tensors of a tape, in the order they first appear. */

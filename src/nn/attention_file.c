@@ -7,6 +7,7 @@
  */
 #include "nn.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const weight_names[4] = {"wq", "wk", "wv", "wo"};
@@ -72,4 +73,19 @@ ag_attention *ag_attention_load(const ag_st_file *f, const char *path, char *err
         }
     }
     return layer;
+}
+
+void ag_attention_add(ag_st_writer *w, ag_attention *att, int grads)
+{
+    if (!w || !att)
+        return;
+    char heads[16], name[16];
+    snprintf(heads, sizeof(heads), "%d", ag_attention_heads(att));
+    ag_st_add_meta(w, "n_heads", heads);
+    ag_st_add_meta(w, "causal", ag_attention_causal(att) ? "true" : "false");
+    for (int k = 0; k < 4; k++) {
+        ag_tensor *p = ag_attention_param(att, weight_names[k]);
+        snprintf(name, sizeof(name), "%s%s", grads ? "grad." : "", weight_names[k]);
+        ag_st_add(w, name, 2, p->shape, grads ? p->grad : p->data);
+    }
 }

@@ -48,6 +48,8 @@ struct ag_gpt_trainer {
     ag_rng data_rng;               /* the training batches */
     ag_rng dropout_rng;            /* dropout's masks */
     long step;                     /* steps done */
+    ag_gpt *own_g;                 /* ag_gpt_trainer_open's: freed with the trainer, or NULL */
+    ag_text *own_text;
 };
 
 /* Evaluation without gradients: switch every parameter's gradient buffer off

@@ -147,6 +147,8 @@ void ag_gpt_trainer_free(ag_gpt_trainer *t)
     free(t->group);
     free(t->index);
     free(t->x);
+    ag_gpt_free(t->own_g);
+    ag_text_free(t->own_text);
     free(t);
 }
 

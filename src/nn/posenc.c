@@ -186,3 +186,65 @@ ag_tensor *ag_posenc_apply(ag_tape *tape, ag_posenc *pe, const ag_tensor *x)
     }
     return ag_add(tape, x, pos);   /* (..., T, d) + (T, d), broadcast over the batch */
 }
+
+/* ---- for display: a saved table, and how alike its rows are ---- */
+
+ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errlen)
+{
+    ag_st_file *f = NULL;
+    ag_posenc *pe = NULL;
+    int nd, shape[AG_MAX_DIMS];
+    if (!path || max_size < 1) {
+        ag_nn_set_err(err, errlen, "posenc: %s", path ? "max_size must be at least 1" : "path is NULL");
+        return NULL;
+    }
+    if (ag_st_load(path, &f, err, errlen) != AG_OK)
+        return NULL;
+    if (!ag_st_dtype(f, "pos")) {
+        ag_nn_set_err(err, errlen, "%s has no tensor 'pos' (a learned positional encoding: "
+                      "attograd train --posenc learned --save FILE)", path);
+        goto fail;
+    }
+    if (ag_st_shape(f, "pos", &nd, shape, err, errlen) != AG_OK)
+        goto fail;
+    if (nd != 2 || shape[0] > max_size || shape[1] > max_size || shape[0] < 1 || shape[1] < 1) {
+        ag_nn_set_err(err, errlen, "%s: tensor 'pos' must be (T, d) with T and d in 1..%d", path,
+                      max_size);
+        goto fail;
+    }
+    pe = ag_posenc_new(AG_POSENC_LEARNED, shape[0], shape[1], NULL, err, errlen);
+    if (!pe || ag_st_get(f, "pos", 2, shape, pe->table->data, err, errlen) != AG_OK)
+        goto fail;
+    size_t n = (size_t)shape[0] * (size_t)shape[1];
+    if (ag_first_nonfinite(pe->table->data, n) < n) {
+        ag_nn_set_err(err, errlen, "%s: tensor 'pos' holds a NaN or Inf", path);
+        goto fail;
+    }
+    ag_st_free(f);
+    return pe;
+fail:
+    ag_posenc_free(pe);
+    ag_st_free(f);
+    return NULL;
+}
+
+ag_status ag_posenc_similarity(const ag_posenc *pe, double *sim)
+{
+    const ag_real *v = ag_posenc_values(pe);
+    if (!v || !sim)
+        return AG_ERR_ARG;
+    int T = pe->max_len, d = pe->d;
+    for (int t = 0; t < T; t++) {
+        for (int u = 0; u < T; u++) {
+            double dot = 0, nt = 0, nu = 0;
+            for (int c = 0; c < d; c++) {
+                double a = v[(size_t)t * d + c], b = v[(size_t)u * d + c];
+                dot += a * b;
+                nt += a * a;
+                nu += b * b;
+            }
+            sim[(size_t)t * T + u] = nt > 0 && nu > 0 ? dot / sqrt(nt * nu) : 0;
+        }
+    }
+    return AG_OK;
+}

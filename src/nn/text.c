@@ -307,6 +307,33 @@ ag_status ag_vocab_encode(const ag_vocab *v, const char *s, size_t len, int *ids
     return encode(v, s, len, ids, n, NULL, err, errlen);
 }
 
+ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **ids, size_t *n,
+                          char *err, size_t errlen)
+{
+    if (!v || (!s && len) || !ids || !n)
+        return ag_io_err(AG_ERR_ARG, err, errlen, "vocabulary: prompt: a NULL argument");
+    *ids = NULL;
+    *n = 0;
+    int *out = ag_malloc((len ? len : 1) * sizeof(int));
+    if (!out)
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "vocabulary: prompt: out of memory");
+    ag_status st = AG_OK;
+    if (len == 0) {   /* start where a text starts anew, after a newline */
+        int nl = ag_vocab_id(v, '\n');
+        out[0] = nl >= 0 ? nl : 0;
+        *n = 1;
+    } else {
+        st = encode(v, s, len, out, n, NULL, err, errlen);
+    }
+    if (st != AG_OK) {
+        free(out);
+        *n = 0;
+        return st;
+    }
+    *ids = out;
+    return AG_OK;
+}
+
 /* ---- texts ---- */
 
 ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
