@@ -34,6 +34,9 @@
  *     K: O += P V, dV += P^T dO, dK += dS^T Q, dQ += dS K.
  * A block is NV vectors of queries wide (br = NV W) and as many keys long.
  */
+/* The UNROLL pragmas stand before unbraced loops, which clang-format 14
+ * would indent as if the pragma were a statement: */
+/* clang-format off */
 
 /* Micro-tile loops have constant bounds once inlined and must unroll fully,
  * so the accumulators stay in registers. Clang 14 does that only when the
@@ -469,3 +472,4 @@ static const ag_attn_kernel *NAME(kernel_for)(size_t T)
 #undef MAX_ROWS
 #undef TILE_ROWS
 #undef INLINE
+/* clang-format on */

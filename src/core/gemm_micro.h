@@ -19,6 +19,9 @@
  * for i < rows, j < cols; a tile at the edge of C has rows < MR or cols < NR
  * (a and b are zero-padded there) and only its valid part is read or written.
  */
+/* The UNROLL pragmas stand before unbraced loops, which clang-format 14
+ * would indent as if the pragma were a statement: */
+/* clang-format off */
 MICRO_TARGET static inline __attribute__((always_inline)) void
 MICRO_STORE_NAME(VEC acc[MR][NV], ag_real *restrict c, size_t ldc, ag_real alpha, ag_real beta,
                  int rows, int cols);
@@ -255,3 +258,4 @@ MICRO_TARGET static void DIRECT_NAME(size_t M, size_t N, size_t K, ag_real alpha
 #undef DIRECT_ROWS_OF
 }
 #undef DIRECT_ACC
+/* clang-format on */
