@@ -11,7 +11,7 @@
  *   build/gemm_shapes 256 16 16      # M N K triples
  *   AG_GEMM=generic build/gemm_shapes
  */
-#define _POSIX_C_SOURCE 200809L   /* clock_gettime, whatever -std says */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, whatever -std says */
 
 #include "core/gemm.h"
 
@@ -34,9 +34,9 @@ int main(int argc, char **argv)
      * x wq 256x16x16, dW = x^T dQ 16x16x256, per head Q K^T / P V 8x8x8;
      * then square sizes; the list ends at the first row of zeros */
     static size_t shapes[MAX_SHAPES][3] = {
-        {3, 2, 2}, {3, 3, 2}, {8, 8, 8}, {8, 8, 16}, {16, 16, 16}, {256, 16, 16},
-        {16, 16, 256}, {32, 32, 32}, {64, 64, 64}, {128, 128, 128}, {256, 256, 256},
-        {512, 512, 512},
+        {3, 2, 2},    {3, 3, 2},       {8, 8, 8},       {8, 8, 16},
+        {16, 16, 16}, {256, 16, 16},   {16, 16, 256},   {32, 32, 32},
+        {64, 64, 64}, {128, 128, 128}, {256, 256, 256}, {512, 512, 512},
     };
     size_t n_shapes = 0;
     while (n_shapes < MAX_SHAPES && shapes[n_shapes][0])

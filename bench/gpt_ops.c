@@ -15,7 +15,7 @@
  * One line per op and thread count:
  *   bench: op=gelu shape=768x512 threads=1 forward_us=... backward_us=...
  */
-#define _POSIX_C_SOURCE 200809L   /* clock_gettime, whatever -std says */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, whatever -std says */
 
 #include "core/internal.h"
 
@@ -57,7 +57,8 @@ static int run(int op, int reps)
     ag_rng rng = ag_rng_new(1);
     ag_tensor *x = ag_param_new(2, shape), *w = ag_param_new(1, &shape[1]);
     ag_real *dy = malloc((size_t)rows * (size_t)cols[op] * sizeof(ag_real));
-    double *fwd = malloc((size_t)reps * sizeof(double)), *bwd = malloc((size_t)reps * sizeof(double));
+    double *fwd = malloc((size_t)reps * sizeof(double)),
+           *bwd = malloc((size_t)reps * sizeof(double));
     ag_tape *tape = ag_tape_new();
     if (!x || !w || !dy || !fwd || !bwd || !tape) {
         fprintf(stderr, "gpt_ops: out of memory\n");
@@ -67,7 +68,7 @@ static int run(int op, int reps)
     ag_fill_normal(w, &rng, 1, 0.1);
     for (size_t i = 0; i < x->size; i++)
         dy[i] = (ag_real)ag_rng_normal(&rng);
-    for (int r = -3; r < reps; r++) {   /* three to size the arena and warm the caches */
+    for (int r = -3; r < reps; r++) { /* three to size the arena and warm the caches */
         double t0 = now_seconds();
         ag_tensor *y = record(op, tape, x, w, &rng);
         double t1 = now_seconds();

@@ -16,7 +16,7 @@
  * a shared machine's load disturbs less than bench gpt's wall time:
  *   bench: op=gpt_step threads=1 cpu_min_ms=.. cpu_median_ms=.. wall_min_ms=.. wall_median_ms=..
  */
-#define _POSIX_C_SOURCE 200809L   /* clock_gettime, whatever -std says */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, whatever -std says */
 
 #include "attograd.h"
 
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     }
     static char chars[TEXT_CHARS];
     ag_rng rng = ag_rng_new(7);
-    for (int i = 0; i < TEXT_CHARS; i++)   /* every letter present: the alphabet leads */
+    for (int i = 0; i < TEXT_CHARS; i++) /* every letter present: the alphabet leads */
         chars[i] = (char)('0' + (i < VOCAB ? i : (int)(ag_rng_uniform(&rng) * VOCAB) % VOCAB));
     char err[256];
     ag_text *text = NULL;
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         return 1;
     }
     ag_set_threads(threads);
-    for (int s = -3; s < steps; s++) {   /* three to warm up */
+    for (int s = -3; s < steps; s++) { /* three to warm up */
         double c0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID), w0 = clock_seconds(CLOCK_MONOTONIC);
         if (ag_gpt_trainer_step(t, NULL, err, sizeof(err)) != AG_OK) {
             fprintf(stderr, "gpt_step: %s\n", err);

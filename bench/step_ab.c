@@ -40,7 +40,7 @@ typedef struct build {
     ag_optim *opt;
     ag_tape *tape;
     ag_tensor *params[4];
-    double best[3];   /* forward, backward, step: least CPU seconds */
+    double best[3]; /* forward, backward, step: least CPU seconds */
 } build;
 
 static double cpu_now(void)
@@ -95,7 +95,8 @@ static void step(build *b, const int *shape, const ag_real *x, const ag_real *y,
 {
     double t0 = cpu_now();
     b->zero_grad(b->params, 4);
-    ag_tensor *xt = b->tensor_from(b->tape, 3, shape, x), *yt = b->tensor_from(b->tape, 3, shape, y);
+    ag_tensor *xt = b->tensor_from(b->tape, 3, shape, x),
+              *yt = b->tensor_from(b->tape, 3, shape, y);
     ag_tensor *loss = b->mse(b->tape, b->attention_forward(b->tape, b->att, xt, NULL), yt);
     double t1 = cpu_now();
     if (b->backward(b->tape, loss) != AG_OK) {

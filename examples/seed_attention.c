@@ -26,9 +26,9 @@ int main(void)
     if (!tape)
         return 1;
 
-    const ag_real words[] = {1, 0,    /* cat */
-                             0, 1,    /* sat */
-                             1, 1};   /* mat */
+    const ag_real words[] = {1, 0,  /* cat */
+                             0, 1,  /* sat */
+                             1, 1}; /* mat */
     ag_tensor *x = ag_tensor_from(tape, 2, (int[]){3, 2}, words);
 
     /* scores[i][j] = x_i . x_j / sqrt(d): how much word i looks like word j.
@@ -54,6 +54,6 @@ int main(void)
     printf("output:\n");
     ag_tensor_print(stdout, output, 2);
 
-    ag_tape_free(tape);   /* frees x, scores, weights and output at once */
+    ag_tape_free(tape); /* frees x, scores, weights and output at once */
     return 0;
 }

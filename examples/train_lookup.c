@@ -66,9 +66,17 @@ int main(int argc, char **argv)
     const char *path = argc > 1 ? argv[1] : "lookup.safetensors";
     /* The run's settings: the model (token embeddings, one attention layer,
      * a linear readout) and how it trains; a checkpoint records them all. */
-    ag_train_config cfg = {.model = {.task = AG_TASK_LOOKUP, .seq = 5, .dim = 32, .heads = 1,
-                                     .causal = 0, .posenc = AG_POSENC_NONE},
-                           .optimizer_adam = 1, .lr = 3e-3, .clip = 1.0, .batch = 32, .seed = 1};
+    ag_train_config cfg = {.model = {.task = AG_TASK_LOOKUP,
+                                     .seq = 5,
+                                     .dim = 32,
+                                     .heads = 1,
+                                     .causal = 0,
+                                     .posenc = AG_POSENC_NONE},
+                           .optimizer_adam = 1,
+                           .lr = 3e-3,
+                           .clip = 1.0,
+                           .batch = 32,
+                           .seed = 1};
     char err[256];
     double loss_a = 0, loss_b = 0, eval_loss, accuracy;
     int status = 1;

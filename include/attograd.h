@@ -58,12 +58,12 @@ typedef float ag_real;
 /* Status codes. AG_OK is zero; every failure is non-zero. */
 typedef enum ag_status {
     AG_OK = 0,
-    AG_ERR_SHAPE,   /* shapes do not fit the op */
-    AG_ERR_ARG,     /* a bad argument: NULL, out of range, a shape whose size overflows */
-    AG_ERR_NOMEM,   /* allocation failed */
-    AG_ERR_IO,      /* a file could not be read or written */
-    AG_ERR_FORMAT,  /* a file's contents are malformed */
-    AG_ERR_NUMERIC  /* a value went NaN or infinite */
+    AG_ERR_SHAPE,  /* shapes do not fit the op */
+    AG_ERR_ARG,    /* a bad argument: NULL, out of range, a shape whose size overflows */
+    AG_ERR_NOMEM,  /* allocation failed */
+    AG_ERR_IO,     /* a file could not be read or written */
+    AG_ERR_FORMAT, /* a file's contents are malformed */
+    AG_ERR_NUMERIC /* a value went NaN or infinite */
 } ag_status;
 
 /* A short name for a status ("shape", "nomem", ...). */
@@ -73,26 +73,26 @@ const char *ag_status_name(ag_status status);
  * Tensors: row-major, 1..4 dimensions.
  * ------------------------------------------------------------------------ */
 typedef struct ag_tensor {
-    int ndim;                 /* 1..AG_MAX_DIMS */
-    int shape[AG_MAX_DIMS];   /* entries past ndim are 1 */
-    size_t size;              /* number of elements: product of shape */
-    ag_real *data;            /* (size) values, row-major */
-    ag_real *grad;            /* (size) dL/d(data), or NULL when no gradient flows here */
-    int grad_unset;           /* the tape's own: an op output's grad not written yet in this
+    int ndim;               /* 1..AG_MAX_DIMS */
+    int shape[AG_MAX_DIMS]; /* entries past ndim are 1 */
+    size_t size;            /* number of elements: product of shape */
+    ag_real *data;          /* (size) values, row-major */
+    ag_real *grad;          /* (size) dL/d(data), or NULL when no gradient flows here */
+    int grad_unset;         /* the tape's own: an op output's grad not written yet in this
                                  backward, so its contents mean 0 (see ag_backward) */
 } ag_tensor;
 
 /* The tape: a Wengert list of the ops of one step, and the arena they use. */
 typedef struct ag_tape ag_tape;
 
-ag_tape *ag_tape_new(void);                 /* NULL when out of memory */
-void ag_tape_free(ag_tape *tape);           /* ag_tape_free(NULL) does nothing */
+ag_tape *ag_tape_new(void);       /* NULL when out of memory */
+void ag_tape_free(ag_tape *tape); /* ag_tape_free(NULL) does nothing */
 /* Forget every entry and release every tensor of the step (O(1), memory is
  * kept for the next step); clears the error. Invalidates all tape tensors. */
 void ag_tape_reset(ag_tape *tape);
 ag_status ag_tape_status(const ag_tape *tape);
-const char *ag_tape_error(const ag_tape *tape);   /* "" when there is none */
-size_t ag_tape_size(const ag_tape *tape);         /* number of entries */
+const char *ag_tape_error(const ag_tape *tape); /* "" when there is none */
+size_t ag_tape_size(const ag_tape *tape);       /* number of entries */
 /* The most arena bytes (tensors, gradients, saved data) one step has used
  * since the tape was made: the step's memory beyond parameters and
  * optimizer state. */
@@ -119,7 +119,7 @@ ag_tensor *ag_requires_grad(ag_tape *tape, ag_tensor *t);
 /* A parameter: a tensor with a gradient, owned by the caller (not the tape).
  * Data and gradient start at zero. NULL on a bad shape or out of memory. */
 ag_tensor *ag_param_new(int ndim, const int *shape);
-void ag_param_free(ag_tensor *param);       /* ag_param_free(NULL) does nothing */
+void ag_param_free(ag_tensor *param); /* ag_param_free(NULL) does nothing */
 void ag_zero_grad(ag_tensor *const *params, size_t n);
 
 /* Shape helpers. ag_shape_str writes "[2x3]" into buf and returns buf. */
@@ -145,10 +145,10 @@ typedef struct ag_rng {
 } ag_rng;
 
 ag_rng ag_rng_new(uint64_t seed);
-uint64_t ag_rng_next(ag_rng *rng);                 /* 64 random bits */
-double ag_rng_uniform(ag_rng *rng);                /* in [0, 1) */
-double ag_rng_normal(ag_rng *rng);                 /* mean 0, standard deviation 1 */
-uint32_t ag_rng_below(ag_rng *rng, uint32_t n);    /* in [0, n), unbiased; 0 when n == 0 */
+uint64_t ag_rng_next(ag_rng *rng);              /* 64 random bits */
+double ag_rng_uniform(ag_rng *rng);             /* in [0, 1) */
+double ag_rng_normal(ag_rng *rng);              /* mean 0, standard deviation 1 */
+uint32_t ag_rng_below(ag_rng *rng, uint32_t n); /* in [0, n), unbiased; 0 when n == 0 */
 void ag_fill_normal(ag_tensor *t, ag_rng *rng, double mean, double std);
 void ag_fill_uniform(ag_tensor *t, ag_rng *rng, double lo, double hi);
 
@@ -229,11 +229,11 @@ long ag_first_nonfinite_param(ag_tensor *const *params, size_t n, size_t *elem);
 #define AG_ENTRY_MAX_INPUTS 5
 
 typedef struct ag_entry_info {
-    const char *op;                             /* "matmul", "softmax", ..., "leaf" */
-    int n_in;                                   /* 0..AG_ENTRY_MAX_INPUTS */
-    const ag_tensor *in[AG_ENTRY_MAX_INPUTS];   /* borrowed; unused slots NULL */
-    const ag_tensor *out;                       /* borrowed, a tape tensor */
-    double arg;                                 /* scale's factor; 0 for other ops */
+    const char *op;                           /* "matmul", "softmax", ..., "leaf" */
+    int n_in;                                 /* 0..AG_ENTRY_MAX_INPUTS */
+    const ag_tensor *in[AG_ENTRY_MAX_INPUTS]; /* borrowed; unused slots NULL */
+    const ag_tensor *out;                     /* borrowed, a tape tensor */
+    double arg;                               /* scale's factor; 0 for other ops */
 } ag_entry_info;
 
 /* Fill *info with entry k of the tape. AG_ERR_ARG (info untouched) when tape
@@ -295,8 +295,8 @@ int ag_get_threads(void);
  * over the threads of ag_set_threads; the result is bit-identical for every
  * thread count. */
 void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
-             const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
-             ag_real *C, size_t ldc);
+             const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta, ag_real *C,
+             size_t ldc);
 /* The micro-kernel in use: "generic" (portable C), "avx2" (AVX2+FMA) or
  * "avx512" (AVX-512F), the best this CPU runs unless the environment
  * variable AG_GEMM (read at the first ag_gemm) names another. */
@@ -320,10 +320,10 @@ size_t ag_alloc_count(void);
  * AG_ERR_ARG when a step failed (or a bad argument), AG_ERR_NOMEM. */
 typedef int (*ag_step_fn)(void *ctx);
 typedef struct ag_step_timing {
-    int steps;              /* steps timed */
-    double seconds;         /* median wall-clock time of a step */
-    double cpu_seconds;     /* median CPU time of a step, all threads together */
-    double allocs;          /* ag_alloc_count's growth per timed step */
+    int steps;          /* steps timed */
+    double seconds;     /* median wall-clock time of a step */
+    double cpu_seconds; /* median CPU time of a step, all threads together */
+    double allocs;      /* ag_alloc_count's growth per timed step */
 } ag_step_timing;
 ag_status ag_time_steps(ag_step_fn step, void *ctx, int steps, ag_step_timing *out);
 /* The median of v[0..n) (sorts v); 0 when n is 0. */
@@ -343,31 +343,31 @@ typedef ag_tensor *(*ag_build_fn)(ag_tape *tape, ag_tensor *const *inputs, void 
  * check can fail. Only ag_gradcheck's private tape ever uses one. */
 typedef enum ag_bug {
     AG_BUG_NONE = 0,
-    AG_BUG_SOFTMAX = 1   /* softmax's backward drops the - <g, s> term: dz = s * g */
+    AG_BUG_SOFTMAX = 1 /* softmax's backward drops the - <g, s> term: dz = s * g */
 } ag_bug;
 
 typedef struct ag_gradcheck_opts {
-    double eps;          /* step h of the central differences D(h), D(2h), combined as
+    double eps;         /* step h of the central differences D(h), D(2h), combined as
                           * (4 D(h) - D(2h)) / 3 (Richardson); 0 picks one for ag_real */
-    double rtol;         /* max relative error allowed; 0 picks one for ag_real */
-    double atol;         /* absolute floor for the relative error's denominator; 0 picks */
-    size_t max_samples;  /* per input, check at most this many random elements; 0 = all */
-    uint64_t seed;       /* projection weights and sampling */
-    ag_bug bug;          /* AG_BUG_NONE, or a wrong backward to check instead of the right one */
-    ag_real *const *numeric;   /* NULL, or per input a buffer of its size (or NULL) that
+    double rtol;        /* max relative error allowed; 0 picks one for ag_real */
+    double atol;        /* absolute floor for the relative error's denominator; 0 picks */
+    size_t max_samples; /* per input, check at most this many random elements; 0 = all */
+    uint64_t seed;      /* projection weights and sampling */
+    ag_bug bug;         /* AG_BUG_NONE, or a wrong backward to check instead of the right one */
+    ag_real *const *numeric; /* NULL, or per input a buffer of its size (or NULL) that
                                 * receives the finite-difference gradient of each element
                                 * checked, to show beside the analytic one */
 } ag_gradcheck_opts;
 
 typedef struct ag_gradcheck_result {
-    double max_abs;      /* max |analytic - numeric| (infinite when x + eps == x) */
-    double max_rel;      /* max |analytic - numeric| / max(|analytic|, |numeric|, atol) */
-    double tolerance;    /* the rtol used */
-    int worst_input;     /* which input holds the worst element */
-    size_t worst_index;  /* its flat index */
-    size_t checked;      /* elements compared */
-    size_t total;        /* elements in all inputs */
-    int passed;          /* max_rel <= tolerance */
+    double max_abs;     /* max |analytic - numeric| (infinite when x + eps == x) */
+    double max_rel;     /* max |analytic - numeric| / max(|analytic|, |numeric|, atol) */
+    double tolerance;   /* the rtol used */
+    int worst_input;    /* which input holds the worst element */
+    size_t worst_index; /* its flat index */
+    size_t checked;     /* elements compared */
+    size_t total;       /* elements in all inputs */
+    int passed;         /* max_rel <= tolerance */
 } ag_gradcheck_result;
 
 /* Default options for this build's precision: the step and the tolerances
@@ -388,8 +388,8 @@ ag_gradcheck_opts ag_gradcheck_defaults(void);
  * the check ran (read result->passed), or the error that stopped it (the
  * build function's tape error is copied into err when err is not NULL). */
 ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_inputs,
-                       const ag_gradcheck_opts *opts, ag_gradcheck_result *result,
-                       char *err, size_t errlen);
+                       const ag_gradcheck_opts *opts, ag_gradcheck_result *result, char *err,
+                       size_t errlen);
 
 /* The vector-Jacobian product, what a backward pass computes: y =
  * build(tape, inputs, ctx) on a private tape, then backward of L = <g, y>
@@ -415,14 +415,14 @@ const char *ag_gradcheck_case_name(size_t i);
  * the layer); ctx points at the setup itself, so do not copy or move it. */
 typedef struct ag_case_setup {
     int n_inputs;
-    ag_tensor *inputs[AG_CASE_MAX_INPUTS];    /* parameters, drawn from N(0, 1) */
-    const char *names[AG_CASE_MAX_INPUTS];    /* "a", "b", "x", "wq", ... (static) */
+    ag_tensor *inputs[AG_CASE_MAX_INPUTS]; /* parameters, drawn from N(0, 1) */
+    const char *names[AG_CASE_MAX_INPUTS]; /* "a", "b", "x", "wq", ... (static) */
     ag_build_fn build;
     void *ctx;
     /* owned, released by ag_gradcheck_case_free */
-    struct ag_attention *att;                 /* layer rows, else NULL */
-    struct ag_posenc *pe;                     /* layer rows, else NULL */
-    ag_tensor *own[3];                        /* inputs made here (the rest are att's) */
+    struct ag_attention *att; /* layer rows, else NULL */
+    struct ag_posenc *pe;     /* layer rows, else NULL */
+    ag_tensor *own[3];        /* inputs made here (the rest are att's) */
 } ag_case_setup;
 /* Make row i's inputs from seed (the same seed gives the same inputs).
  * Returns AG_OK, or an error with a one-line message in err and s zeroed. */
@@ -555,7 +555,7 @@ typedef struct ag_attention ag_attention;
  * the layer and its weights; free with ag_attention_free. */
 ag_attention *ag_attention_new(int d_model, int n_heads, int causal, ag_rng *rng, char *err,
                                size_t errlen);
-void ag_attention_free(ag_attention *layer);   /* frees the weights too; NULL does nothing */
+void ag_attention_free(ag_attention *layer); /* frees the weights too; NULL does nothing */
 
 /* Record the layer's forward on the tape. x is (B,T,d_model), a tape tensor
  * or a parameter (borrowed; give it a gradient with ag_requires_grad to get
@@ -576,19 +576,18 @@ ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_ten
  * debugger who wants to see every step. Same math, same results to
  * rounding; set it before a forward. */
 void ag_attention_set_fused(ag_attention *layer, int fused);
-int ag_attention_is_fused(const ag_attention *layer);   /* 1 or 0 */
+int ag_attention_is_fused(const ag_attention *layer); /* 1 or 0 */
 
-int ag_attention_dim(const ag_attention *layer);      /* d_model */
-int ag_attention_heads(const ag_attention *layer);    /* n_heads */
-int ag_attention_causal(const ag_attention *layer);   /* 1 or 0 */
+int ag_attention_dim(const ag_attention *layer);    /* d_model */
+int ag_attention_heads(const ag_attention *layer);  /* n_heads */
+int ag_attention_causal(const ag_attention *layer); /* 1 or 0 */
 /* A weight by name, "wq", "wk", "wv" or "wo" (NULL for any other name). The
  * layer keeps ownership; the caller may write its data (to load weights). */
 ag_tensor *ag_attention_param(ag_attention *layer, const char *name);
 /* The weights in the order wq, wk, wv, wo: fills params[i] and names[i] for
  * i < max (either array may be NULL) and returns how many there are (4).
  * Borrowed: they live as long as the layer. Hand them to an optimizer. */
-size_t ag_attention_params(ag_attention *layer, ag_tensor **params, const char **names,
-                           size_t max);
+size_t ag_attention_params(ag_attention *layer, ag_tensor **params, const char **names, size_t max);
 
 /* Glorot/Xavier uniform: every element uniform in [-limit, limit] with
  * limit = sqrt(6 / (fan_in + fan_out)), fan_out = the last dim and fan_in the
@@ -632,7 +631,7 @@ int ag_posenc_parse(const char *name, ag_posenc_kind *kind);
  * The caller owns the result; free with ag_posenc_free. */
 ag_posenc *ag_posenc_new(ag_posenc_kind kind, int max_len, int d, ag_rng *rng, char *err,
                          size_t errlen);
-void ag_posenc_free(ag_posenc *pe);   /* NULL does nothing */
+void ag_posenc_free(ag_posenc *pe); /* NULL does nothing */
 
 /* x (..., T, d) with T <= max_len -> x + PE[0:T], a tape tensor (for NONE, x
  * itself). NULL with the tape's error set on a bad shape. */
@@ -689,7 +688,7 @@ ag_optim *ag_sgd_new(ag_tensor *const *params, size_t n, double lr, double momen
  * Usual values: lr 1e-3, beta1 0.9, beta2 0.999, eps 1e-8. */
 ag_optim *ag_adam_new(ag_tensor *const *params, size_t n, double lr, double beta1, double beta2,
                       double eps, double weight_decay);
-void ag_optim_free(ag_optim *opt);   /* NULL does nothing; the parameters are untouched */
+void ag_optim_free(ag_optim *opt); /* NULL does nothing; the parameters are untouched */
 
 /* One update of every parameter from its ->grad (which it does not clear). */
 void ag_optim_step(ag_optim *opt);
@@ -697,18 +696,18 @@ void ag_optim_step(ag_optim *opt);
  * lr is not finite or < 0. */
 ag_status ag_optim_set_lr(ag_optim *opt, double lr);
 double ag_optim_lr(const ag_optim *opt);
-const char *ag_optim_name(const ag_optim *opt);     /* "sgd" or "adam" */
+const char *ag_optim_name(const ag_optim *opt); /* "sgd" or "adam" */
 size_t ag_optim_n_params(const ag_optim *opt);
 
 /* State, for checkpoints. Saving steps and every state buffer and restoring
  * them into an optimizer made with the same parameters and settings
  * continues training exactly as if it had not stopped. */
-long ag_optim_steps(const ag_optim *opt);                 /* steps taken */
-ag_status ag_optim_set_steps(ag_optim *opt, long steps);  /* AG_ERR_ARG when < 0 */
+long ag_optim_steps(const ag_optim *opt);                /* steps taken */
+ag_status ag_optim_set_steps(ag_optim *opt, long steps); /* AG_ERR_ARG when < 0 */
 /* Buffers per parameter: 0 (plain SGD), 1 (SGD momentum: "velocity") or 2
  * (Adam: slot 0 "m", slot 1 "v"). */
 int ag_optim_slots(const ag_optim *opt);
-const char *ag_optim_slot_name(const ag_optim *opt, int slot);   /* NULL when no such slot */
+const char *ag_optim_slot_name(const ag_optim *opt, int slot); /* NULL when no such slot */
 /* The slot's buffer for parameter param_index (in the order given at
  * creation): params[param_index]->size values, owned by the optimizer,
  * writable (to restore). NULL when the index or slot does not exist. */
@@ -729,28 +728,28 @@ double ag_clip_grad_norm(ag_tensor *const *params, size_t n, double max_norm);
  * a query, 17 is padding; reverse uses tokens 0..7 as its symbols.
  * ------------------------------------------------------------------------ */
 typedef enum ag_task_kind {
-    AG_TASK_LOOKUP,    /* (key, value) pairs and a query key: answer the query's value */
-    AG_TASK_LOOKUP2,   /* the query names two keys: answer both values */
-    AG_TASK_REVERSE,   /* position i answers the token at position T-1-i */
+    AG_TASK_LOOKUP,  /* (key, value) pairs and a query key: answer the query's value */
+    AG_TASK_LOOKUP2, /* the query names two keys: answer both values */
+    AG_TASK_REVERSE, /* position i answers the token at position T-1-i */
     AG_TASK_COUNT
 } ag_task_kind;
 
 typedef struct ag_batch {
     ag_task_kind kind;
-    int batch, seq;        /* B examples of T positions */
-    int answers;           /* answers per position (2 for lookup2, else 1) */
-    int *tok0;             /* (B, T) slot-0 token ids, 0..vocab-1 */
-    int *tok1;             /* (B, T) slot-1 token ids */
-    int *targets;          /* (B, T, answers) class ids, -1 where there is no answer */
+    int batch, seq; /* B examples of T positions */
+    int answers;    /* answers per position (2 for lookup2, else 1) */
+    int *tok0;      /* (B, T) slot-0 token ids, 0..vocab-1 */
+    int *tok1;      /* (B, T) slot-1 token ids */
+    int *targets;   /* (B, T, answers) class ids, -1 where there is no answer */
 } ag_batch;
 
 const char *ag_task_name(ag_task_kind kind);
-const char *ag_task_help(ag_task_kind kind);          /* one line */
-int ag_task_parse(const char *name, ag_task_kind *kind);   /* 1 when known */
-int ag_task_vocab(ag_task_kind kind);                 /* token ids per slot */
-int ag_task_classes(ag_task_kind kind);               /* classes per answer */
+const char *ag_task_help(ag_task_kind kind);             /* one line */
+int ag_task_parse(const char *name, ag_task_kind *kind); /* 1 when known */
+int ag_task_vocab(ag_task_kind kind);                    /* token ids per slot */
+int ag_task_classes(ag_task_kind kind);                  /* classes per answer */
 int ag_task_answers(ag_task_kind kind);
-int ag_task_min_seq(ag_task_kind kind);               /* valid T range */
+int ag_task_min_seq(ag_task_kind kind); /* valid T range */
 int ag_task_max_seq(ag_task_kind kind);
 /* A batch of B sequences of length T; NULL when kind is unknown, B < 1, T is
  * out of range or memory runs out. The caller owns it. */
@@ -781,21 +780,21 @@ const char *ag_task_class_label(ag_task_kind kind, int c, char *buf, size_t len)
  * ------------------------------------------------------------------------ */
 typedef struct ag_model_config {
     ag_task_kind task;
-    int seq;                 /* T: positions per example */
-    int dim;                 /* d: width of every vector */
-    int heads;               /* attention heads; must divide dim */
-    int causal;              /* 1: a position sees only itself and earlier ones */
+    int seq;    /* T: positions per example */
+    int dim;    /* d: width of every vector */
+    int heads;  /* attention heads; must divide dim */
+    int causal; /* 1: a position sees only itself and earlier ones */
     ag_posenc_kind posenc;
 } ag_model_config;
 
 /* Which setting makes no model (ag_model_config_check). */
 typedef enum ag_model_field {
     AG_MODEL_OK = 0,
-    AG_MODEL_TASK,     /* not an ag_task_kind */
-    AG_MODEL_SEQ,      /* outside the task's ag_task_min_seq .. ag_task_max_seq */
-    AG_MODEL_DIM,      /* below 1 */
-    AG_MODEL_HEADS,    /* below 1, or not dividing dim */
-    AG_MODEL_POSENC    /* not an ag_posenc_kind */
+    AG_MODEL_TASK,  /* not an ag_task_kind */
+    AG_MODEL_SEQ,   /* outside the task's ag_task_min_seq .. ag_task_max_seq */
+    AG_MODEL_DIM,   /* below 1 */
+    AG_MODEL_HEADS, /* below 1, or not dividing dim */
+    AG_MODEL_POSENC /* not an ag_posenc_kind */
 } ag_model_field;
 
 /* Whether cfg makes a model: AG_MODEL_OK, or the first setting at fault with
@@ -810,12 +809,12 @@ typedef struct ag_model ag_model;
  * loading). NULL with a one-line message in err on a bad configuration. The
  * caller owns it. */
 ag_model *ag_model_new(const ag_model_config *cfg, ag_rng *rng, char *err, size_t errlen);
-void ag_model_free(ag_model *m);   /* NULL does nothing */
+void ag_model_free(ag_model *m); /* NULL does nothing */
 const ag_model_config *ag_model_get_config(const ag_model *m);
 /* Parameters in the order above, as ag_attention_params (borrowed). */
 size_t ag_model_params(ag_model *m, ag_tensor **params, const char **names, size_t max);
-ag_tensor *ag_model_param(ag_model *m, const char *name);   /* NULL when unknown */
-ag_attention *ag_model_attention(ag_model *m);              /* borrowed */
+ag_tensor *ag_model_param(ag_model *m, const char *name); /* NULL when unknown */
+ag_attention *ag_model_attention(ag_model *m);            /* borrowed */
 /* Record the forward pass of batch b on the tape; returns the loss (1), or
  * NULL with the tape's error set. logits_out and attn_out (either may be
  * NULL) receive the logits (B,T,answers,classes) and the attention weights
@@ -861,19 +860,19 @@ void ag_model_print_attention(FILE *f, const ag_batch *b, const ag_tensor *attn,
  * ------------------------------------------------------------------------ */
 typedef struct ag_train_config {
     ag_model_config model;
-    int optimizer_adam;      /* 1: Adam (AdamW when weight_decay > 0); 0: SGD */
+    int optimizer_adam; /* 1: Adam (AdamW when weight_decay > 0); 0: SGD */
     double lr, momentum, weight_decay;
-    double clip;             /* the global gradient norm's limit; 0: no clipping */
-    int batch;               /* examples per step */
-    uint64_t seed;           /* the run's seed (weights, data and held-out set) */
+    double clip;   /* the global gradient norm's limit; 0: no clipping */
+    int batch;     /* examples per step */
+    uint64_t seed; /* the run's seed (weights, data and held-out set) */
 } ag_train_config;
 
 /* The range of each setting a checkpoint records. The reader refuses a
  * value outside it, so a program that keeps its settings within these
  * ranges can always load what it saved (`attograd train` takes its flags'
  * ranges from here). */
-#define AG_TRAIN_MAX_STEP 2000000000L   /* steps done, optimizer steps */
-#define AG_TRAIN_MAX_SIZE 4096          /* seq, dim, heads */
+#define AG_TRAIN_MAX_STEP 2000000000L /* steps done, optimizer steps */
+#define AG_TRAIN_MAX_SIZE 4096        /* seq, dim, heads */
 #define AG_TRAIN_MAX_BATCH 65536
 #define AG_TRAIN_LR_MIN 1e-12
 #define AG_TRAIN_LR_MAX 1e3
@@ -884,9 +883,9 @@ typedef struct ag_train_config {
 /* A run's state beyond its tensors: what a checkpoint's metadata holds. */
 typedef struct ag_train_state {
     ag_train_config config;
-    uint64_t data_rng;       /* the training stream's ag_rng state, to continue it exactly */
-    long step;               /* steps done */
-    long optim_steps;        /* the optimizer's own count (Adam's bias correction); on save
+    uint64_t data_rng; /* the training stream's ag_rng state, to continue it exactly */
+    long step;         /* steps done */
+    long optim_steps;  /* the optimizer's own count (Adam's bias correction); on save
                               * it is taken from the optimizer itself */
 } ag_train_state;
 
@@ -918,9 +917,9 @@ ag_status ag_checkpoint_load(const char *path, ag_checkpoint **out, ag_train_sta
  * into model and opt, checking each tensor's shape and that every value is
  * finite (and Adam's v not negative). On failure the message names the file
  * and the tensor, and model and opt hold a partial copy: do not use them. */
-ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_optim *opt,
-                                char *err, size_t errlen);
-void ag_checkpoint_free(ag_checkpoint *ck);   /* NULL does nothing */
+ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_optim *opt, char *err,
+                                size_t errlen);
+void ag_checkpoint_free(ag_checkpoint *ck); /* NULL does nothing */
 
 /* ------------------------------------------------------------------------
  * A training run of the toy model, whole: the model, its optimizer
@@ -953,7 +952,7 @@ typedef struct ag_trainer ag_trainer;
  * memory. The caller owns it; ck and st are only read. */
 ag_trainer *ag_trainer_new(const ag_train_config *cfg, const ag_checkpoint *ck,
                            const ag_train_state *st, char *err, size_t errlen);
-void ag_trainer_free(ag_trainer *t);   /* NULL does nothing */
+void ag_trainer_free(ag_trainer *t); /* NULL does nothing */
 /* One step: a fresh batch, forward, backward, the gradients' global norm
  * clipped at cfg->clip, the optimizer's update. *loss (may be NULL) gets
  * the batch's loss. A NaN or Inf stops it with AG_ERR_NUMERIC and a message
@@ -975,11 +974,11 @@ ag_status ag_trainer_example(ag_trainer *t, const ag_tensor **logits, const ag_t
 /* The run as a checkpoint (ag_checkpoint_save): settings, steps done, the
  * data stream's position, the model and the optimizer's state. */
 ag_status ag_trainer_save(ag_trainer *t, const char *path, char *err, size_t errlen);
-long ag_trainer_steps(const ag_trainer *t);   /* steps done, a checkpoint's included */
+long ag_trainer_steps(const ag_trainer *t); /* steps done, a checkpoint's included */
 const ag_train_config *ag_trainer_config(const ag_trainer *t);
-ag_model *ag_trainer_model(ag_trainer *t);           /* borrowed */
-ag_tape *ag_trainer_tape(ag_trainer *t);             /* borrowed: e.g. ag_tape_detect_anomaly */
-const ag_batch *ag_trainer_held_out(const ag_trainer *t);   /* borrowed: labels for an example */
+ag_model *ag_trainer_model(ag_trainer *t); /* borrowed */
+ag_tape *ag_trainer_tape(ag_trainer *t);   /* borrowed: e.g. ag_tape_detect_anomaly */
+const ag_batch *ag_trainer_held_out(const ag_trainer *t); /* borrowed: labels for an example */
 
 /* ------------------------------------------------------------------------
  * Text: characters as tokens. A vocabulary is a sorted list of distinct
@@ -992,8 +991,8 @@ const ag_batch *ag_trainer_held_out(const ag_trainer *t);   /* borrowed: labels 
  *     // ids[0 .. n_train) train, ids[n_train .. len) validate
  *     ag_text_free(text);
  * ------------------------------------------------------------------------ */
-#define AG_VOCAB_MAX 65536             /* most distinct characters a vocabulary holds */
-#define AG_TEXT_MAX_BYTES (1u << 30)   /* longest text file read (1 GiB) */
+#define AG_VOCAB_MAX 65536           /* most distinct characters a vocabulary holds */
+#define AG_TEXT_MAX_BYTES (1u << 30) /* longest text file read (1 GiB) */
 
 typedef struct ag_vocab ag_vocab;
 
@@ -1006,10 +1005,10 @@ ag_vocab *ag_vocab_from_utf8(const char *s, size_t len, char *err, size_t errlen
  * ag_vocab_chars gives, and what a checkpoint stores): valid UTF-8, each
  * code point once, strictly increasing. NULL with a message otherwise. */
 ag_vocab *ag_vocab_from_chars(const char *chars, char *err, size_t errlen);
-void ag_vocab_free(ag_vocab *v);                     /* NULL does nothing */
-int ag_vocab_size(const ag_vocab *v);                /* V */
-uint32_t ag_vocab_char(const ag_vocab *v, int id);   /* the code point; 0 when id is out of range */
-int ag_vocab_id(const ag_vocab *v, uint32_t c);      /* the id of code point c, or -1 */
+void ag_vocab_free(ag_vocab *v);                   /* NULL does nothing */
+int ag_vocab_size(const ag_vocab *v);              /* V */
+uint32_t ag_vocab_char(const ag_vocab *v, int id); /* the code point; 0 when id is out of range */
+int ag_vocab_id(const ag_vocab *v, uint32_t c);    /* the id of code point c, or -1 */
 /* Every character in id order as one NUL-terminated UTF-8 string (borrowed from v). */
 const char *ag_vocab_chars(const ag_vocab *v);
 /* The UTF-8 bytes of token id into buf (room for 5: up to 4 bytes and a
@@ -1032,10 +1031,10 @@ ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **id
 
 /* A text as token ids, split for training and validation. */
 typedef struct ag_text {
-    ag_vocab *vocab;    /* owned: the file's characters, or a copy of the one given */
-    int *ids;           /* (len) token ids, one per character */
-    size_t len;         /* characters */
-    size_t n_train;     /* len * 9 / 10: ids[0 .. n_train) train, the rest validate */
+    ag_vocab *vocab; /* owned: the file's characters, or a copy of the one given */
+    int *ids;        /* (len) token ids, one per character */
+    size_t len;      /* characters */
+    size_t n_train;  /* len * 9 / 10: ids[0 .. n_train) train, the rest validate */
 } ag_text;
 
 /* Read the UTF-8 text file at path (at most AG_TEXT_MAX_BYTES). With vocab
@@ -1050,7 +1049,7 @@ ag_status ag_text_load(const char *path, const ag_vocab *vocab, ag_text **out, c
  * messages. */
 ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
                         ag_text **out, char *err, size_t errlen);
-void ag_text_free(ag_text *t);   /* NULL does nothing */
+void ag_text_free(ag_text *t); /* NULL does nothing */
 
 enum { AG_SPLIT_TRAIN = 0, AG_SPLIT_VAL = 1 };
 /* Whether windows of seq characters fit both parts: training draws
@@ -1090,14 +1089,14 @@ size_t ag_text_windows(const ag_text *t, int seq);
  * cannot tell where a character is except through the causal mask).
  * ------------------------------------------------------------------------ */
 typedef struct ag_gpt_config {
-    int vocab;          /* V: token ids 0..V-1 */
-    int seq;            /* T: the longest context (block size) */
-    int layers;         /* blocks */
-    int heads;          /* attention heads; divides dim */
-    int dim;            /* C: the width of the residual stream */
-    int bias;           /* 1: linears and layer norms have biases */
-    double dropout;     /* in [0, 1) */
-    int no_residual, no_layernorm, no_mlp, no_posenc;   /* ablations, 0 normally */
+    int vocab;                                        /* V: token ids 0..V-1 */
+    int seq;                                          /* T: the longest context (block size) */
+    int layers;                                       /* blocks */
+    int heads;                                        /* attention heads; divides dim */
+    int dim;                                          /* C: the width of the residual stream */
+    int bias;                                         /* 1: linears and layer norms have biases */
+    double dropout;                                   /* in [0, 1) */
+    int no_residual, no_layernorm, no_mlp, no_posenc; /* ablations, 0 normally */
 } ag_gpt_config;
 
 /* V = vocab, 4 layers, 4 heads, dim 128, seq 64, no bias, no dropout. */
@@ -1114,7 +1113,7 @@ typedef struct ag_gpt ag_gpt;
  * on a bad configuration ("heads 3 does not divide dim 128") or out of
  * memory. The caller owns it. */
 ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errlen);
-void ag_gpt_free(ag_gpt *g);   /* NULL does nothing */
+void ag_gpt_free(ag_gpt *g); /* NULL does nothing */
 const ag_gpt_config *ag_gpt_get_config(const ag_gpt *g);
 /* Change the dropout probability (in [0, 1); AG_ERR_ARG otherwise). */
 ag_status ag_gpt_set_dropout(ag_gpt *g, double p);
@@ -1123,8 +1122,8 @@ ag_status ag_gpt_set_dropout(ag_gpt *g, double p);
  * ..., "ln_f.weight" (borrowed; hand them to an optimizer). Fills params[i]
  * and names[i] for i < max (either may be NULL); returns the count. */
 size_t ag_gpt_params(ag_gpt *g, ag_tensor **params, const char **names, size_t max);
-ag_tensor *ag_gpt_param(ag_gpt *g, const char *name);   /* NULL when unknown */
-size_t ag_gpt_n_weights(const ag_gpt *g);               /* numbers in all parameters */
+ag_tensor *ag_gpt_param(ag_gpt *g, const char *name); /* NULL when unknown */
+size_t ag_gpt_n_weights(const ag_gpt *g);             /* numbers in all parameters */
 
 /* Record the forward pass on the tape: ids is a (batch, seq) array of token
  * ids (seq <= the config's seq), copied. Returns the logits (B,T,V), a
@@ -1144,8 +1143,8 @@ ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
  * without dropout. Deterministic, so any implementation can be compared
  * with it. text's vocabulary must have the model's size. Gradients are not
  * touched. *windows (may be NULL) gets the window count. */
-ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *windows,
-                          char *err, size_t errlen);
+ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *windows, char *err,
+                          size_t errlen);
 
 /* Sampling with a key/value cache: each new token runs one position
  * through the model (no tape), reusing the keys and values of the earlier
@@ -1154,9 +1153,9 @@ typedef struct ag_gpt_cache ag_gpt_cache;
 
 /* A cache for g (borrowed: it must outlive the cache and not change shape). */
 ag_gpt_cache *ag_gpt_cache_new(ag_gpt *g, char *err, size_t errlen);
-void ag_gpt_cache_free(ag_gpt_cache *c);   /* NULL does nothing */
-void ag_gpt_cache_reset(ag_gpt_cache *c);  /* forget every position */
-int ag_gpt_cache_len(const ag_gpt_cache *c);   /* positions held, 0..seq */
+void ag_gpt_cache_free(ag_gpt_cache *c);     /* NULL does nothing */
+void ag_gpt_cache_reset(ag_gpt_cache *c);    /* forget every position */
+int ag_gpt_cache_len(const ag_gpt_cache *c); /* positions held, 0..seq */
 /* Run token id at the next position (ag_gpt_cache_len, which must be <
  * seq). *logits (may be NULL) gets the position's (V) logits, borrowed
  * until the next call. AG_ERR_ARG with a message when the cache is full or
@@ -1189,14 +1188,14 @@ ag_status ag_gpt_generate(ag_gpt_cache *c, const int *prompt, size_t n_prompt, s
  *     ag_gpt_val_loss(g, text, &val, NULL, err, sizeof(err));
  */
 typedef struct ag_gpt_train_config {
-    int batch;               /* windows per step */
-    double lr, min_lr;       /* peak and final learning rate */
-    long warmup;             /* steps of linear warmup */
-    long decay_steps;        /* the cosine reaches min_lr at step decay_steps (its last step) */
+    int batch;         /* windows per step */
+    double lr, min_lr; /* peak and final learning rate */
+    long warmup;       /* steps of linear warmup */
+    long decay_steps;  /* the cosine reaches min_lr at step decay_steps (its last step) */
     double beta1, beta2, eps;
-    double weight_decay;     /* AdamW's, on the 2-D weights only (not layer norms or biases) */
-    double clip;             /* global gradient-norm clip; 0: none */
-    uint64_t seed;           /* the batches' and dropout's random streams */
+    double weight_decay; /* AdamW's, on the 2-D weights only (not layer norms or biases) */
+    double clip;         /* global gradient-norm clip; 0: none */
+    uint64_t seed;       /* the batches' and dropout's random streams */
 } ag_gpt_train_config;
 
 /* batch 12, lr 1e-3 to min_lr 1e-4, warmup 100, decay_steps 2000, betas
@@ -1219,9 +1218,9 @@ typedef struct ag_gpt_trainer ag_gpt_trainer;
 /* A trainer for g on text (both borrowed; they must outlive it). text's
  * vocabulary must have g's size and its parts must hold windows of g's seq.
  * NULL with a message on a bad setting or out of memory. */
-ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text,
-                                   const ag_gpt_train_config *cfg, char *err, size_t errlen);
-void ag_gpt_trainer_free(ag_gpt_trainer *t);   /* NULL does nothing; g and text are untouched */
+ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text, const ag_gpt_train_config *cfg,
+                                   char *err, size_t errlen);
+void ag_gpt_trainer_free(ag_gpt_trainer *t); /* NULL does nothing; g and text are untouched */
 /* One step: a random training batch, forward, backward, clip, AdamW at
  * ag_gpt_lr_at(step). *loss (may be NULL) gets the batch's loss. A NaN or
  * Inf (in the loss, a gradient or, after the update, a weight) stops it
@@ -1229,7 +1228,7 @@ void ag_gpt_trainer_free(ag_gpt_trainer *t);   /* NULL does nothing; g and text 
  * weights are then not to be trusted. Allocates nothing once the first
  * step has run. */
 ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen);
-long ag_gpt_trainer_steps(const ag_gpt_trainer *t);     /* steps done */
+long ag_gpt_trainer_steps(const ag_gpt_trainer *t); /* steps done */
 /* The most bytes one step's tape has held (ag_tape_peak_bytes of the
  * trainer's tape), for measuring a step's memory. */
 size_t ag_gpt_trainer_peak_bytes(const ag_gpt_trainer *t);
@@ -1238,8 +1237,8 @@ const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t);
  * AG_SPLIT_VAL), without dropout. The batches come from a stream of their
  * own that starts afresh on every call: the same windows every time, and
  * the training stream is untouched. */
-ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, double *loss,
-                                  char *err, size_t errlen);
+ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, double *loss, char *err,
+                                  size_t errlen);
 
 /* Checkpoints, in the layout of the common PyTorch GPT (nanoGPT's GPT with
  * bias=False), so that the weights load there with no renaming or
@@ -1255,17 +1254,16 @@ ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, doubl
  * bias, dropout). A trainer's checkpoint adds its settings, its progress and
  * AdamW's state ("optim.<name>.m", "optim.<name>.v", in the same layout),
  * so a run resumes bit for bit. Files are written atomically. */
-ag_status ag_gpt_save(ag_gpt *g, const ag_vocab *vocab, const char *path, char *err,
-                      size_t errlen);
+ag_status ag_gpt_save(ag_gpt *g, const ag_vocab *vocab, const char *path, char *err, size_t errlen);
 ag_status ag_gpt_trainer_save(ag_gpt_trainer *t, const char *path, char *err, size_t errlen);
 
 /* A GPT checkpoint, read and checked completely (as hostile input). */
 typedef struct ag_gpt_file ag_gpt_file;
 
 ag_status ag_gpt_file_load(const char *path, ag_gpt_file **out, char *err, size_t errlen);
-void ag_gpt_file_free(ag_gpt_file *f);   /* NULL does nothing */
+void ag_gpt_file_free(ag_gpt_file *f); /* NULL does nothing */
 const ag_gpt_config *ag_gpt_file_config(const ag_gpt_file *f);
-const ag_vocab *ag_gpt_file_vocab(const ag_gpt_file *f);   /* borrowed from f */
+const ag_vocab *ag_gpt_file_vocab(const ag_gpt_file *f); /* borrowed from f */
 /* A trainer's checkpoint: its settings and steps done (returns 1); a
  * model's only: returns 0. */
 int ag_gpt_file_train(const ag_gpt_file *f, ag_gpt_train_config *cfg, long *steps);
@@ -1274,8 +1272,7 @@ int ag_gpt_file_train(const ag_gpt_file *f, ag_gpt_train_config *cfg, long *step
 ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen);
 /* Continue the file's run: copy its optimizer state, step count and random
  * streams into t, made for a model from ag_gpt_file_model(f). */
-ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *err,
-                                 size_t errlen);
+ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *err, size_t errlen);
 
 /* The whole setup in one call: a trainer that owns its text (read from
  * text_path) and its model, and frees them with itself. Fresh (resume
@@ -1294,8 +1291,8 @@ ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *
 ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *model,
                                     const ag_gpt_train_config *train, const ag_gpt_file *resume,
                                     char *err, size_t errlen);
-ag_gpt *ag_gpt_trainer_model(ag_gpt_trainer *t);              /* borrowed */
-const ag_text *ag_gpt_trainer_text(const ag_gpt_trainer *t);  /* borrowed */
+ag_gpt *ag_gpt_trainer_model(ag_gpt_trainer *t);             /* borrowed */
+const ag_text *ag_gpt_trainer_text(const ag_gpt_trainer *t); /* borrowed */
 /* ag_gpt_val_loss of the trainer's model on its text. */
 ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windows, char *err,
                                   size_t errlen);
@@ -1336,8 +1333,8 @@ ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windo
  *     ag_st_writer_free(w);
  * ------------------------------------------------------------------------ */
 
-#define AG_ST_MAX_HEADER 100000000u   /* longest JSON header accepted (bytes) */
-#define AG_ST_MAX_DIMS 8              /* most dims a tensor in a file may have */
+#define AG_ST_MAX_HEADER 100000000u /* longest JSON header accepted (bytes) */
+#define AG_ST_MAX_DIMS 8            /* most dims a tensor in a file may have */
 
 /* A loaded file: its tensors (in name order), metadata and data. */
 typedef struct ag_st_file ag_st_file;
@@ -1349,9 +1346,9 @@ typedef struct ag_st_file ag_st_file;
 ag_status ag_st_load(const char *path, ag_st_file **out, char *err, size_t errlen);
 /* The same for the len bytes at buf (borrowed for the call only: the file
  * keeps its own copy). name is used in messages; NULL means "<buffer>". */
-ag_status ag_st_parse(const void *buf, size_t len, const char *name, ag_st_file **out,
-                      char *err, size_t errlen);
-void ag_st_free(ag_st_file *f);                         /* ag_st_free(NULL) does nothing */
+ag_status ag_st_parse(const void *buf, size_t len, const char *name, ag_st_file **out, char *err,
+                      size_t errlen);
+void ag_st_free(ag_st_file *f); /* ag_st_free(NULL) does nothing */
 
 /* Tensors, in name order: the count and the i-th name (NULL when i is out
  * of range). Names are borrowed from f. */
@@ -1370,8 +1367,8 @@ ag_status ag_st_shape(const ag_st_file *f, const char *name, int *ndim, int *sha
  * AG_ERR_FORMAT: no such tensor; AG_ERR_SHAPE: another shape; AG_ERR_NUMERIC:
  * an F64 value beyond float's range in a float build; AG_ERR_ARG: NULL
  * arguments or ndim outside 0..AG_MAX_DIMS. dst is untouched on failure. */
-ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *shape,
-                    ag_real *dst, char *err, size_t errlen);
+ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *shape, ag_real *dst,
+                    char *err, size_t errlen);
 /* ag_st_get, then every value checked before it is trusted: finite, and
  * with nonneg none negative (Adam's v, a mean of squares). AG_ERR_NUMERIC
  * with "PATH: tensor 'NAME' holds NaN at element I" (Inf, a negative
@@ -1411,7 +1408,7 @@ typedef struct ag_st_writer ag_st_writer;
 /* A new, empty writer storing dtype; NULL when out of memory or dtype is
  * not an ag_st_type. */
 ag_st_writer *ag_st_writer_new(ag_st_type dtype);
-void ag_st_writer_free(ag_st_writer *w);               /* NULL does nothing */
+void ag_st_writer_free(ag_st_writer *w); /* NULL does nothing */
 /* Add a tensor: name is copied; shape (ndim 0..AG_MAX_DIMS, dims >= 0) is
  * copied; data (the product of shape elements) is BORROWED until ag_st_save
  * and must stay valid and unchanged until then. A name used twice, the name
@@ -1453,8 +1450,7 @@ typedef struct ag_csv ag_csv;
 /* Start a log at path with header (comma-separated column names, no
  * newline; it is written as given). *out is owned by the caller until
  * ag_csv_close or ag_csv_free. */
-ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *err,
-                      size_t errlen);
+ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *err, size_t errlen);
 /* Append a row of n values (n must be the header's column count), written
  * with %.10g; a NaN is written as an empty field (a value the row lacks).
  * Errors are sticky: ag_csv_close reports the first. */
@@ -1480,7 +1476,7 @@ void ag_csv_free(ag_csv *csv);
  *     ag_curve_free(&loss);
  * ------------------------------------------------------------------------ */
 typedef struct ag_curve {
-    double *rows;    /* (cap, 1 + width): a step, then its values; n of them filled */
+    double *rows; /* (cap, 1 + width): a step, then its values; n of them filled */
     size_t n, cap;
     int width;
     long stride;
@@ -1494,7 +1490,7 @@ ag_status ag_curve_init(ag_curve *c, int width, size_t cap, long stride);
 int ag_curve_add(ag_curve *c, long step, const double *values);
 /* The rows as text, one a line: the step (%.0f), then each value (%.9g). */
 void ag_curve_write(const ag_curve *c, FILE *f);
-void ag_curve_free(ag_curve *c);   /* the rows; *c is then empty (NULL does nothing) */
+void ag_curve_free(ag_curve *c); /* the rows; *c is then empty (NULL does nothing) */
 
 /* ------------------------------------------------------------------------
  * Files a program names. Every output of the library follows one rule: a
@@ -1512,8 +1508,7 @@ void ag_curve_free(ag_curve *c);   /* the rows; *c is then empty (NULL does noth
 ag_status ag_file_check_output(const char *path, char *err, size_t errlen);
 /* Write len bytes of data to path by the rule; on failure path is as it
  * was. */
-ag_status ag_file_write(const char *path, const void *data, size_t len, char *err,
-                        size_t errlen);
+ag_status ag_file_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
 /* For a file another program writes by name (Graphviz's `dot -o`):
  * ag_file_tmp_name makes an empty temporary file where the rule would
  * (beside the file a link leads to; in $TMPDIR or /tmp when path is a
@@ -1542,15 +1537,15 @@ int ag_file_is_fd(const char *path, int fd);
  * silent 0 or a prefix.
  * ------------------------------------------------------------------------ */
 enum {
-    AG_PARSE_OK = 0,      /* *out is set */
-    AG_PARSE_BAD = 1,     /* not a number at all */
-    AG_PARSE_RANGE = 2,   /* a number, but beyond the type (or infinite) */
-    AG_PARSE_TINY = 3     /* a number so small that it underflowed to 0 (doubles only) */
+    AG_PARSE_OK = 0,    /* *out is set */
+    AG_PARSE_BAD = 1,   /* not a number at all */
+    AG_PARSE_RANGE = 2, /* a number, but beyond the type (or infinite) */
+    AG_PARSE_TINY = 3   /* a number so small that it underflowed to 0 (doubles only) */
 };
 /* Each returns AG_PARSE_*; *out is untouched unless AG_PARSE_OK. */
-int ag_parse_long(const char *s, long *out);       /* decimal, optional sign */
-int ag_parse_u64(const char *s, uint64_t *out);    /* decimal digits only */
-int ag_parse_double(const char *s, double *out);   /* finite */
+int ag_parse_long(const char *s, long *out);     /* decimal, optional sign */
+int ag_parse_u64(const char *s, uint64_t *out);  /* decimal digits only */
+int ag_parse_double(const char *s, double *out); /* finite */
 
 /* s made fit to show in a one-line message: C0 controls, DEL, C1 controls
  * (U+0080..U+009F, e.g. CSI) and bytes that are not UTF-8 escaped (\n, \t,

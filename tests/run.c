@@ -100,14 +100,14 @@ static void child(const char *const *argv, const run_opts *o, const int in[2], c
                   const int err[2])
 {
 #ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGKILL);   /* a test that dies takes its long run along */
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test that dies takes its long run along */
 #endif
-    setpgid(0, 0);   /* its own group: past the time bound, it goes with all it started */
+    setpgid(0, 0); /* its own group: past the time bound, it goes with all it started */
     int fd_in = o->in ? in[0] : open("/dev/null", O_RDONLY);
     int fd_out = o->out_file ? open(o->out_file, O_WRONLY | O_CREAT | O_TRUNC, 0666) : out[1];
     if (fd_in < 0 || fd_out < 0 || dup2(fd_in, 0) < 0 || dup2(fd_out, 1) < 0 || dup2(err[1], 2) < 0)
         _exit(127);
-    for (int fd = 3; fd < 256; fd++)   /* our pipes and whatever the runner had open */
+    for (int fd = 3; fd < 256; fd++) /* our pipes and whatever the runner had open */
         close(fd);
     if (o->path)
         setenv("PATH", o->path, 1);
@@ -139,7 +139,7 @@ run_proc run_start(const char *const *argv, const run_opts *o)
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2];
     if (o->in) {
         ck_assert_int_eq(pipe(in), 0);
-        signal(SIGPIPE, SIG_IGN);   /* a child that stops reading is an EPIPE, not our death */
+        signal(SIGPIPE, SIG_IGN); /* a child that stops reading is an EPIPE, not our death */
     }
     if (!o->out_file)
         ck_assert_int_eq(pipe(out), 0);
@@ -149,7 +149,7 @@ run_proc run_start(const char *const *argv, const run_opts *o)
     ck_assert_int_ge(pid, 0);
     if (pid == 0)
         child(argv, o, in, out, err);
-    setpgid(pid, pid);   /* also here, so that it holds before the child gets to it */
+    setpgid(pid, pid); /* also here, so that it holds before the child gets to it */
     close_fd(&in[0]);
     close_fd(&out[1]);
     close_fd(&err[1]);
@@ -165,7 +165,7 @@ run_proc run_start(const char *const *argv, const run_opts *o)
     if (p.in_fd >= 0) {
         ck_assert_int_eq(fcntl(p.in_fd, F_SETFL, fcntl(p.in_fd, F_GETFL) | O_NONBLOCK), 0);
         if (p.in_len == 0)
-            close_fd(&p.in_fd);   /* an empty stdin: end of file at once */
+            close_fd(&p.in_fd); /* an empty stdin: end of file at once */
     }
     const char *mult = getenv("CK_TIMEOUT_MULTIPLIER");
     double scale = mult && atof(mult) >= 1 ? atof(mult) : 1;
@@ -183,7 +183,7 @@ static void timed_out(run_proc *p)
 {
     kill(-p->pid, SIGKILL);
     close_fd(&p->in_fd);
-    p->deadline = now_s() + 2;   /* what is still in the pipes (unless a stray holds them) */
+    p->deadline = now_s() + 2; /* what is still in the pipes (unless a stray holds them) */
     while ((p->out_fd >= 0 || p->err_fd >= 0) && now_s() < p->deadline) {
         struct pollfd fds[2] = {{p->out_fd, POLLIN, 0}, {p->err_fd, POLLIN, 0}};
         if (poll(fds, 2, 100) <= 0)
@@ -252,7 +252,7 @@ void run_wait(run_proc *p)
             break;
         ck_assert_msg(got == 0 || errno == EINTR, "waitpid: %s", strerror(errno));
         if (now_s() > p->deadline)
-            timed_out(p);   /* it closed its pipes but runs on */
+            timed_out(p); /* it closed its pipes but runs on */
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
     p->status = WIFEXITED(w) ? WEXITSTATUS(w) : -1;
@@ -327,7 +327,8 @@ run_proc run_words(const char *words)
         if (*w)
             *w++ = '\0';
     }
-    ck_assert_msg(n == 0 || copy[strlen(words) - 1] != '\0', "run_words: '%s' ends in a space", words);
+    ck_assert_msg(n == 0 || copy[strlen(words) - 1] != '\0', "run_words: '%s' ends in a space",
+                  words);
     args[n] = NULL;
     return run_args(args, NULL);
 }
@@ -341,7 +342,7 @@ run_proc run_shell(const char *script)
 run_proc run_interrupt(const char *const *args, const char *until, int sig)
 {
     run_proc p = run_start_args(args, NULL);
-    double give_up = now_s() + 60;   /* a safety net only, never a measurement */
+    double give_up = now_s() + 60; /* a safety net only, never a measurement */
     while (!strstr(p.out, until)) {
         if (!run_pump(&p, 100) || now_s() > give_up) {
             kill(p.pid, SIGKILL);
@@ -356,8 +357,10 @@ run_proc run_interrupt(const char *const *args, const char *until, int sig)
 
 void run_assert_usage(const run_proc *p, const char *usage)
 {
-    ck_assert_msg(p->status == 2 && p->signal == 0, "`%s`: exit status %d (signal %d), want 2 "
-                  "(bad usage)\n--- stderr:\n%s", p->cmd, p->status, p->signal, p->err);
+    ck_assert_msg(p->status == 2 && p->signal == 0,
+                  "`%s`: exit status %d (signal %d), want 2 "
+                  "(bad usage)\n--- stderr:\n%s",
+                  p->cmd, p->status, p->signal, p->err);
     ck_assert_msg(p->out_len == 0, "`%s`: bad usage, and this on stdout:\n%s", p->cmd, p->out);
     ck_assert_msg(strstr(p->err, usage) != NULL, "`%s`: '%s' not on stderr:\n%s", p->cmd, usage,
                   p->err);
@@ -451,7 +454,8 @@ const char *file_listing(const char *dir, char *buf, size_t len)
     buf[0] = '\0';
     size_t used = 0;
     for (int i = 0; i < n; i++)
-        used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%s", i ? " " : "", names[i]);
+        used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%s", i ? " " : "",
+                                 names[i]);
     ck_assert(used < len);
     return buf;
 }

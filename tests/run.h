@@ -29,26 +29,26 @@
 /* How to run: a zeroed run_opts (or NULL) is stdin from /dev/null, our PATH,
  * stdout captured and RUN_TIMEOUT_S. */
 typedef struct run_opts {
-    const char *in;        /* bytes for its stdin (borrowed until the run ends), NULL: /dev/null */
-    size_t in_len;         /* their count; 0 with in set: strlen(in) */
-    const char *path;      /* PATH in the child, NULL: ours */
-    const char *out_file;  /* stdout goes to this file (created or truncated), NULL: captured */
-    int timeout_s;         /* the time bound, 0: RUN_TIMEOUT_S */
+    const char *in;       /* bytes for its stdin (borrowed until the run ends), NULL: /dev/null */
+    size_t in_len;        /* their count; 0 with in set: strlen(in) */
+    const char *path;     /* PATH in the child, NULL: ours */
+    const char *out_file; /* stdout goes to this file (created or truncated), NULL: captured */
+    int timeout_s;        /* the time bound, 0: RUN_TIMEOUT_S */
 } run_opts;
 
 /* A running or finished child. */
 typedef struct run_proc {
     pid_t pid;
-    int in_fd, out_fd, err_fd;  /* our ends of its pipes, -1 once closed */
-    const char *in;             /* stdin still to write: in[in_done..in_len) */
+    int in_fd, out_fd, err_fd; /* our ends of its pipes, -1 once closed */
+    const char *in;            /* stdin still to write: in[in_done..in_len) */
     size_t in_len, in_done;
-    double deadline;            /* CLOCK_MONOTONIC seconds when the bound runs out */
+    double deadline; /* CLOCK_MONOTONIC seconds when the bound runs out */
     int timeout_s;
-    char *out, *err;            /* everything read so far, NUL-terminated (owned) */
+    char *out, *err; /* everything read so far, NUL-terminated (owned) */
     size_t out_len, err_len;
-    int status;                 /* exit status, or -1 when a signal ended it */
-    int signal;                 /* that signal, or 0 */
-    char cmd[160];              /* the command line, to name it in a failure (cut, '?' for a
+    int status;    /* exit status, or -1 when a signal ended it */
+    int signal;    /* that signal, or 0 */
+    char cmd[160]; /* the command line, to name it in a failure (cut, '?' for a
                                    control byte, '' for an empty argument) */
 } run_proc;
 
@@ -113,12 +113,12 @@ run_proc run_interrupt(const char *const *args, const char *until, int sig);
 void run_free(run_proc *p);
 
 /* Fail with the command and its output shown, so a failure explains itself. */
-#define run_assert_status(p, want)                                                               \
-    ck_assert_msg((p)->status == (want) && (p)->signal == 0,                                     \
-                  "`%s`: exit status %d (signal %d), want %d\n--- stdout:\n%s--- stderr:\n%s",   \
+#define run_assert_status(p, want)                                                                 \
+    ck_assert_msg((p)->status == (want) && (p)->signal == 0,                                       \
+                  "`%s`: exit status %d (signal %d), want %d\n--- stdout:\n%s--- stderr:\n%s",     \
                   (p)->cmd, (p)->status, (p)->signal, (want), (p)->out, (p)->err)
 
-#define run_assert_has(text, fragment)                                                            \
+#define run_assert_has(text, fragment)                                                             \
     ck_assert_msg(strstr((text), (fragment)) != NULL, "'%s' not found in:\n%s", (fragment), (text))
 
 /* p is bad usage as the command line promises: exit status 2, nothing on

@@ -15,11 +15,11 @@
 /* A copy of the checkpoint src at dst with one change: a tensor dropped,
  * reshaped, poisoned, or a metadata value replaced (NULL: dropped). */
 typedef struct edit {
-    const char *drop;            /* a tensor to leave out */
-    const char *reshape;         /* a tensor to write as (2, size/2) */
-    const char *poison;          /* a tensor whose element 0 becomes poison_value */
+    const char *drop;    /* a tensor to leave out */
+    const char *reshape; /* a tensor to write as (2, size/2) */
+    const char *poison;  /* a tensor whose element 0 becomes poison_value */
     double poison_value;
-    const char *key, *value;     /* metadata to change */
+    const char *key, *value; /* metadata to change */
 } st_edit;
 
 static inline void st_rewrite(const char *src, const char *dst, const st_edit *e)

@@ -18,7 +18,7 @@ typedef struct att_run {
     ag_optim *opt;
     ag_tensor *params[4];
     int shape[3];
-    ag_real *x, *y;   /* (shape) each */
+    ag_real *x, *y; /* (shape) each */
 } att_run;
 
 static void att_step(att_run *r)
@@ -64,7 +64,7 @@ static void check_attention(int threads, const int *shape, int heads)
         r.y[i] = (ag_real)ag_rng_normal(&rng);
     }
     size_t warm = att_allocs(&r, 1);
-    ck_assert_uint_gt(warm, 0);   /* the counter sees the arena and the tape grow */
+    ck_assert_uint_gt(warm, 0); /* the counter sees the arena and the tape grow */
     size_t a200 = att_allocs(&r, 200), a400 = att_allocs(&r, 400);
     ck_assert_uint_eq(a200, a400);
     ck_assert_uint_eq(a200, 0);

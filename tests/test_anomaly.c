@@ -12,7 +12,7 @@ START_TEST(test_detect_mode_stops_at_op)
     ag_tape_detect_anomaly(tape, 1);
     ag_tensor *p = ag_param_new(2, (int[]){1, 3});
     p->data[0] = 1;
-    p->data[1] = INFINITY;   /* 0 * inf = NaN in the product */
+    p->data[1] = INFINITY; /* 0 * inf = NaN in the product */
     p->data[2] = 2;
     ag_tensor *x = ag_tensor_from(tape, 2, (int[]){1, 3}, (ag_real[]){1, 0, 1});
     ag_tensor *y = ag_mul(tape, x, p);
@@ -32,7 +32,7 @@ START_TEST(test_find_after_the_fact)
     p->data[1] = INFINITY;
     ag_tensor *x = ag_tensor_from(tape, 2, (int[]){1, 3}, (ag_real[]){1, 0, 1});
     ag_tensor *loss = ag_sum(tape, ag_mul(tape, x, p));
-    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);   /* no detection: runs through */
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK); /* no detection: runs through */
     ck_assert(isnan(loss->data[0]));
     ck_assert_int_eq(ag_tape_find_anomaly(tape), AG_ERR_NUMERIC);
     ck_assert_str_eq(ag_tape_error(tape), EXPECTED);
@@ -60,7 +60,7 @@ START_TEST(test_nan_after_masked_inf)
     ag_tape *tape = ag_tape_new();
     ag_tape_detect_anomaly(tape, 1);
     ag_tensor *s = ag_param_new(2, (int[]){3, 3});
-    s->data[6] = NAN;   /* row 2, column 0: below the diagonal, kept by the mask */
+    s->data[6] = NAN; /* row 2, column 0: below the diagonal, kept by the mask */
     ck_assert_ptr_null(ag_softmax(tape, ag_causal_mask(tape, s)));
     ck_assert_str_eq(
         ag_tape_error(tape),

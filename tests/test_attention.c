@@ -32,7 +32,7 @@ static void naive_attention(const ag_real *x, ag_tensor *const *w, int B, int T,
     double *qkv = calloc(3 * n, sizeof(double)), *o = calloc(n, sizeof(double));
     ck_assert_ptr_nonnull(qkv);
     ck_assert_ptr_nonnull(o);
-    for (int m = 0; m < 3; m++)   /* Q = x wq, K = x wk, V = x wv */
+    for (int m = 0; m < 3; m++) /* Q = x wq, K = x wk, V = x wv */
         for (int r = 0; r < B * T; r++)
             for (int c = 0; c < d; c++) {
                 double acc = 0;
@@ -51,7 +51,7 @@ static void naive_attention(const ag_real *x, ag_tensor *const *w, int B, int T,
                         p[j] = -INFINITY;
                         continue;
                     }
-                    double s = 0;   /* Q_h[i] . K_h[j] over head h's columns */
+                    double s = 0; /* Q_h[i] . K_h[j] over head h's columns */
                     for (int k = h * dh; k < (h + 1) * dh; k++)
                         s += Q[((size_t)b * T + i) * d + k] * K[((size_t)b * T + j) * d + k];
                     p[j] = s / sqrt((double)dh);
@@ -65,14 +65,14 @@ static void naive_attention(const ag_real *x, ag_tensor *const *w, int B, int T,
                 }
                 for (int j = 0; j < T; j++)
                     p[j] /= sum;
-                for (int k = h * dh; k < (h + 1) * dh; k++) {   /* O_h = P_h V_h, in place */
+                for (int k = h * dh; k < (h + 1) * dh; k++) { /* O_h = P_h V_h, in place */
                     double acc = 0;
                     for (int j = 0; j < T; j++)
                         acc += p[j] * V[((size_t)b * T + j) * d + k];
                     o[((size_t)b * T + i) * d + k] = acc;
                 }
             }
-    for (int r = 0; r < B * T; r++)   /* out = O wo */
+    for (int r = 0; r < B * T; r++) /* out = O wo */
         for (int c = 0; c < d; c++) {
             double acc = 0;
             for (int k = 0; k < d; k++)
@@ -192,7 +192,7 @@ START_TEST(test_permutation)
     ag_real x[T * d], xp[T * d], y[T * d], yp[T * d];
     for (int i = 0; i < T * d; i++)
         x[i] = (ag_real)ag_rng_normal(&rng);
-    for (int t = 0; t < T; t++)   /* token t of xp is token perm[t] of x */
+    for (int t = 0; t < T; t++) /* token t of xp is token perm[t] of x */
         memcpy(xp + t * d, x + perm[t] * d, d * sizeof(ag_real));
 
     forward_rows(att, none, x, T, d, y);
@@ -208,7 +208,8 @@ START_TEST(test_permutation)
     for (int t = 0; t < T; t++)
         for (int c = 0; c < d; c++)
             max_diff = fmax(max_diff, fabs(yp[t * d + c] - y[perm[t] * d + c]));
-    ck_assert_msg(max_diff > 0.05, "sinusoidal positions left the layer permutation-equivariant (%g)", max_diff);
+    ck_assert_msg(max_diff > 0.05,
+                  "sinusoidal positions left the layer permutation-equivariant (%g)", max_diff);
 
     /* causal, without positions: position t sees tokens 0..t only, so the
      * order matters. Position 0 sees itself alone: its output is its own
@@ -225,7 +226,7 @@ START_TEST(test_permutation)
     ck_assert_msg(max_diff > 0.05, "the causal layer was permutation-equivariant (%g)", max_diff);
     const ag_tensor *wv = ag_attention_param(causal, "wv"), *wo = ag_attention_param(causal, "wo");
     for (int c = 0; c < d; c++) {
-        double want = 0;   /* (x0 wv wo)[c] */
+        double want = 0; /* (x0 wv wo)[c] */
         for (int k = 0; k < d; k++) {
             double v = 0;
             for (int m = 0; m < d; m++)
@@ -327,11 +328,14 @@ START_TEST(test_model_grad)
     ag_rng rng = ag_rng_new(400);
     model_ctx m = {ag_attention_new(d, 2, 1, &rng, NULL, 0),
                    ag_posenc_new(AG_POSENC_LEARNED, T, d, &rng, NULL, 0),
-                   (int[]){1, 4, 4, 0, 2, 3}, (int[]){4, 4, 0, 2, AG_IGNORE_INDEX, 1}, B, T};
+                   (int[]){1, 4, 4, 0, 2, 3},
+                   (int[]){4, 4, 0, 2, AG_IGNORE_INDEX, 1},
+                   B,
+                   T};
     ag_tensor *in[7];
     in[0] = test_param(&rng, 2, (int[]){V, d});
     ck_assert_uint_eq(ag_posenc_params(m.pe, in + 1, NULL, 1), 1);
-    ag_fill_normal(in[1], &rng, 0, 0.5);   /* positions big enough to matter */
+    ag_fill_normal(in[1], &rng, 0, 0.5); /* positions big enough to matter */
     ag_attention_params(m.att, in + 2, NULL, 4);
     in[6] = test_param(&rng, 2, (int[]){d, V});
     test_gradcheck(build_model, &m, in, 7);
@@ -356,7 +360,8 @@ START_TEST(test_task_model_clean)
     ag_batch *batch = ag_batch_new(kind, B, T);
     ck_assert_ptr_nonnull(batch);
     ag_task_sample(batch, &rng);
-    ag_tensor *emb0 = test_param(&rng, 2, (int[]){V, d}), *emb1 = test_param(&rng, 2, (int[]){V, d});
+    ag_tensor *emb0 = test_param(&rng, 2, (int[]){V, d}),
+              *emb1 = test_param(&rng, 2, (int[]){V, d});
     ag_tensor *wout = ag_param_new(2, (int[]){d, A * C});
     ag_fill_glorot(wout, &rng);
     ag_attention *att = ag_attention_new(d, 2, causal, &rng, NULL, 0);
@@ -403,12 +408,13 @@ START_TEST(test_glorot_init)
         ck_assert_int_eq(wa[k]->shape[1], 8);
         double max = 0;
         for (size_t i = 0; i < wa[k]->size; i++) {
-            ck_assert(wa[k]->data[i] == wb[k]->data[i]);   /* same seed, same weights */
+            ck_assert(wa[k]->data[i] == wb[k]->data[i]); /* same seed, same weights */
             ck_assert(fabs(wa[k]->data[i]) <= limit);
             max = fmax(max, fabs(wa[k]->data[i]));
             differs += wa[k]->data[i] != wc[k]->data[i];
         }
-        ck_assert_msg(max > limit / 2, "%s barely spread: max %g of limit %g", names[k], max, limit);
+        ck_assert_msg(max > limit / 2, "%s barely spread: max %g of limit %g", names[k], max,
+                      limit);
         ck_assert_ptr_eq(ag_attention_param(a, names[k]), wa[k]);
     }
     ck_assert_int_gt(differs, 200);
@@ -429,7 +435,7 @@ START_TEST(test_accessors)
     ck_assert_int_eq(ag_attention_causal(att), 1);
     const char *names[4];
     ag_tensor *w[2];
-    ck_assert_uint_eq(ag_attention_params(att, w, NULL, 2), 4);   /* count even when max is short */
+    ck_assert_uint_eq(ag_attention_params(att, w, NULL, 2), 4); /* count even when max is short */
     ck_assert_uint_eq(ag_attention_params(att, NULL, names, 4), 4);
     ck_assert_str_eq(names[0], "wq");
     ck_assert_str_eq(names[1], "wk");
@@ -458,10 +464,10 @@ START_TEST(test_new_errors)
     ck_assert_str_eq(err, "dim 0 must be at least 1");
     ck_assert_ptr_null(ag_attention_new(8, 0, 0, &rng, err, sizeof(err)));
     ck_assert_str_eq(err, "heads 0 must be at least 1");
-    ck_assert_ptr_null(ag_attention_new(8, -2, 0, &rng, NULL, 0));   /* err may be NULL */
+    ck_assert_ptr_null(ag_attention_new(8, -2, 0, &rng, NULL, 0)); /* err may be NULL */
     char tiny[6];
     ck_assert_ptr_null(ag_attention_new(8, 3, 0, &rng, tiny, sizeof(tiny)));
-    ck_assert_str_eq(tiny, "heads");   /* truncated, still terminated */
+    ck_assert_str_eq(tiny, "heads"); /* truncated, still terminated */
     ag_attention *att = ag_attention_new(8, 2, 0, &rng, err, sizeof(err));
     ck_assert_ptr_nonnull(att);
     ck_assert_str_eq(err, "");
@@ -477,11 +483,13 @@ START_TEST(test_forward_errors)
     ag_tensor *x = ag_tensor_new(tape, 3, (int[]){2, 3, 6});
     ck_assert_ptr_null(ag_attention_forward(tape, att, x, NULL));
     ck_assert_int_eq(ag_tape_status(tape), AG_ERR_SHAPE);
-    ck_assert_str_eq(ag_tape_error(tape), "attention: x is [2x3x6]: needs (B,T,8) for a layer of dim 8");
+    ck_assert_str_eq(ag_tape_error(tape),
+                     "attention: x is [2x3x6]: needs (B,T,8) for a layer of dim 8");
     ag_tape_reset(tape);
     x = ag_tensor_new(tape, 2, (int[]){3, 8});
     ck_assert_ptr_null(ag_attention_forward(tape, att, x, NULL));
-    ck_assert_str_eq(ag_tape_error(tape), "attention: x is [3x8]: needs (B,T,8) for a layer of dim 8");
+    ck_assert_str_eq(ag_tape_error(tape),
+                     "attention: x is [3x8]: needs (B,T,8) for a layer of dim 8");
     ag_tape_reset(tape);
     ck_assert_ptr_null(ag_attention_forward(tape, NULL, x, NULL));
     ck_assert_int_eq(ag_tape_status(tape), AG_ERR_ARG);
@@ -498,10 +506,11 @@ START_TEST(test_fused_op_errors)
 {
     ag_tape *tape = ag_tape_new();
     ag_tensor *x = ag_tensor_new(tape, 3, (int[]){2, 3, 4});
-    ag_tensor *w = ag_tensor_new(tape, 2, (int[]){4, 4}), *w5 = ag_tensor_new(tape, 2, (int[]){4, 5});
+    ag_tensor *w = ag_tensor_new(tape, 2, (int[]){4, 4}),
+              *w5 = ag_tensor_new(tape, 2, (int[]){4, 5});
     ag_tensor *p = x;
     ck_assert_ptr_null(ag_attention_fused(tape, x, w, w, w5, w, 2, 0, &p));
-    ck_assert_ptr_null(p);   /* cleared on error */
+    ck_assert_ptr_null(p); /* cleared on error */
     ck_assert_int_eq(ag_tape_status(tape), AG_ERR_SHAPE);
     ck_assert_str_eq(ag_tape_error(tape), "attention: wv is [4x5]: needs (4,4) for x of dim 4");
     ag_tape_reset(tape);
@@ -601,8 +610,8 @@ static void check_fused_matches_ops(const int *sh, int heads, int causal, int th
 #else
     const double tol = 2e-4;
 #endif
-    size_t bt = (size_t)sh[0] * sh[1], n = 2 * bt * sh[2] +
-                (size_t)sh[0] * heads * sh[1] * sh[1] + 4 * (size_t)sh[2] * sh[2];
+    size_t bt = (size_t)sh[0] * sh[1],
+           n = 2 * bt * sh[2] + (size_t)sh[0] * heads * sh[1] * sh[1] + 4 * (size_t)sh[2] * sh[2];
     ag_real *fused = malloc(n * sizeof(ag_real)), *ops = malloc(n * sizeof(ag_real));
     ck_assert_ptr_nonnull(fused);
     ck_assert_ptr_nonnull(ops);
@@ -617,8 +626,10 @@ static void check_fused_matches_ops(const int *sh, int heads, int causal, int th
         if (bad == n && !(fabs(fused[i] - ops[i]) <= tol * fmax(1, fabs(ops[i]))))
             bad = i;
     }
-    ck_assert_msg(bad == n, "%s (%d,%d,%d) heads %d causal %d: value %zu of %zu: fused %.9g, op "
-                  "by op %.9g", what, sh[0], sh[1], sh[2], heads, causal, bad, n,
+    ck_assert_msg(bad == n,
+                  "%s (%d,%d,%d) heads %d causal %d: value %zu of %zu: fused %.9g, op "
+                  "by op %.9g",
+                  what, sh[0], sh[1], sh[2], heads, causal, bad, n,
                   bad < n ? (double)fused[bad] : 0.0, bad < n ? (double)ops[bad] : 0.0);
     ck_assert(scale > 0);
     free(fused);
@@ -653,17 +664,17 @@ START_TEST(test_fused_kernels_match_ops)
     static const struct {
         int shape[3], heads;
     } cases[] = {
-        {{2, 9, 12}, 3},    /* dh 4, T within a vector */
-        {{3, 17, 6}, 2},    /* dh 3, T just over one */
-        {{1, 70, 16}, 2},   /* dh 8, two blocks */
-        {{2, 130, 48}, 1},  /* dh 48: three vectors of 16 */
-        {{1, 200, 80}, 1},  /* dh 80: more than one micro-tile's columns; four groups */
-        {{4, 128, 32}, 8},  /* 32 heads a chunk: one group, dQ added in its rows directly */
-        {{1, 150, 64}, 2},  /* dh 32: the blocks specialised for it, a ragged last one */
+        {{2, 9, 12}, 3},   /* dh 4, T within a vector */
+        {{3, 17, 6}, 2},   /* dh 3, T just over one */
+        {{1, 70, 16}, 2},  /* dh 8, two blocks */
+        {{2, 130, 48}, 1}, /* dh 48: three vectors of 16 */
+        {{1, 200, 80}, 1}, /* dh 80: more than one micro-tile's columns; four groups */
+        {{4, 128, 32}, 8}, /* 32 heads a chunk: one group, dQ added in its rows directly */
+        {{1, 150, 64}, 2}, /* dh 32: the blocks specialised for it, a ragged last one */
     };
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))
-            continue;   /* not on this CPU */
+            continue; /* not on this CPU */
         for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
             for (int causal = 0; causal < 2; causal++)
                 check_fused_matches_ops(cases[c].shape, cases[c].heads, causal, 1,
@@ -682,7 +693,8 @@ START_TEST(test_fused_memory_linear)
     ag_rng rng = ag_rng_new(17);
     ag_attention *att = ag_attention_new(d, 2, 1, &rng, NULL, 0);
     ag_tape *tape = ag_tape_new();
-    ag_tensor *x = ag_tensor_new(tape, 3, (int[]){1, T, d}), *y = ag_tensor_new(tape, 3, (int[]){1, T, d});
+    ag_tensor *x = ag_tensor_new(tape, 3, (int[]){1, T, d}),
+              *y = ag_tensor_new(tape, 3, (int[]){1, T, d});
     ag_fill_normal(x, &rng, 0, 1);
     ag_fill_normal(y, &rng, 0, 1);
     ag_tensor *out = ag_attention_forward(tape, att, x, NULL);
@@ -735,7 +747,8 @@ Suite *suite_attention(void)
     tcase_add_test(tc, test_permutation);
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
-    tcase_set_timeout(tc, 120);   /* Check's default 4 s is too short under sanitizers on a busy machine */
+    tcase_set_timeout(
+        tc, 120); /* Check's default 4 s is too short under sanitizers on a busy machine */
     tcase_add_loop_test(tc, test_layer_grad, 0, 2 * N_CONFIGS);
     tcase_add_test(tc, test_fused_grad_blocks);
     tcase_add_test(tc, test_fused_matches_ops);

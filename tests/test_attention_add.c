@@ -42,7 +42,7 @@ START_TEST(test_round_trip)
     /* with grads: the gradients, under grad.* */
     w = ag_st_writer_new(AG_ST_REAL);
     ag_attention_add(w, att, 1);
-    ag_attention_add(NULL, att, 1);   /* nothing */
+    ag_attention_add(NULL, att, 1); /* nothing */
     ag_attention_add(w, NULL, 1);
     ck_assert_int_eq(ag_st_save(w, path, err, sizeof(err)), AG_OK);
     ag_st_writer_free(w);

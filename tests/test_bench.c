@@ -31,7 +31,7 @@ START_TEST(test_bench_matmul_line)
     char tail = 0;
     int got = sscanf(out, "bench: op=matmul n=17 threads=2 gflops=%lf%c", &gflops, &tail);
     ck_assert_msg(got == 2 && tail == '\n' && gflops > 0, "unexpected output: %s", out);
-    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));   /* exactly one line */
+    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n')); /* exactly one line */
 }
 END_TEST
 
@@ -55,7 +55,7 @@ START_TEST(test_bench_attention_line)
     /* model: 16 d^2 reals of state + (6 B T d + B H T) of activations */
     ck_assert_double_eq(model, (double)((16 * 36 + 6 * 60 + 2 * 3 * 5) * sizeof(ag_real)));
     ck_assert_msg(peak >= model, "peak %g < model %g", peak, model);
-    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n'));   /* exactly one line */
+    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n')); /* exactly one line */
 }
 END_TEST
 
@@ -67,7 +67,8 @@ START_TEST(test_bench_attention_forms)
     double peak[2];
     for (int ops = 0; ops < 2; ops++) {
         char out[4096], cmd[160], form[8] = "";
-        snprintf(cmd, sizeof(cmd), "bench attention --batch 2 --seq 32 --dim 16 --heads 2 --steps 3%s",
+        snprintf(cmd, sizeof(cmd),
+                 "bench attention --batch 2 --seq 32 --dim 16 --heads 2 --steps 3%s",
                  ops ? " --op-by-op" : "");
         int rc = run_cli(cmd, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
@@ -88,8 +89,9 @@ END_TEST
 START_TEST(test_bench_gpt_line)
 {
     char out[4096];
-    int rc = run_cli("bench gpt --layers 2 --dim 8 --heads 2 --seq 6 --batch 3 --steps 3 --threads 2",
-                     out, sizeof(out));
+    int rc =
+        run_cli("bench gpt --layers 2 --dim 8 --heads 2 --seq 6 --batch 3 --steps 3 --threads 2",
+                out, sizeof(out));
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     double us, gflops, peak, allocs;
     char tail;

@@ -28,7 +28,7 @@ START_TEST(test_run_keeps_the_setup)
     ck_assert_msg(ag_gradcheck_case_run(r, 1, &go, &res, &s, err, sizeof(err)) == AG_OK, "%s", err);
     ck_assert(res.passed);
     ck_assert_int_ge(s.n_inputs, 2);
-    ck_assert_ptr_nonnull(s.inputs[0]->grad);   /* left holding the analytic gradient */
+    ck_assert_ptr_nonnull(s.inputs[0]->grad); /* left holding the analytic gradient */
     ag_gradcheck_case_free(&s);
     /* a row that does not exist: named, nothing kept */
     size_t bad = ag_gradcheck_case_count();
@@ -46,7 +46,8 @@ START_TEST(test_sweep_matches_single_runs)
     double eps[3] = {1e-1, 1e-3, 1e-12}, abs_err[3], rel_err[3];
     char err[300] = "";
     ck_assert_msg(ag_gradcheck_case_sweep(r, 4, &go, eps, 3, abs_err, rel_err, err, sizeof(err)) ==
-                  AG_OK, "%s", err);
+                      AG_OK,
+                  "%s", err);
     for (int k = 0; k < 3; k++) {
         ag_gradcheck_opts one = go;
         one.eps = eps[k];
@@ -57,11 +58,12 @@ START_TEST(test_sweep_matches_single_runs)
         ck_assert(res.max_rel == rel_err[k] || (isinf(res.max_rel) && isinf(rel_err[k])));
         ag_gradcheck_case_free(&s);
     }
-    ck_assert(abs_err[1] < abs_err[2] || isinf(abs_err[2]));   /* round-off at a tiny step */
+    ck_assert(abs_err[1] < abs_err[2] || isinf(abs_err[2])); /* round-off at a tiny step */
     ck_assert_int_eq(ag_gradcheck_case_sweep(r, 4, &go, eps, 0, abs_err, rel_err, err, sizeof(err)),
                      AG_ERR_ARG);
     ck_assert_int_ne(ag_gradcheck_case_sweep(ag_gradcheck_case_count(), 4, &go, eps, 3, abs_err,
-                                             rel_err, err, sizeof(err)), AG_OK);
+                                             rel_err, err, sizeof(err)),
+                     AG_OK);
 }
 END_TEST
 

@@ -23,7 +23,8 @@ static const char seed_output[] = "weights:\n"
 static const char *examples_dir(void)
 {
     const char *v = getenv("AG_EXAMPLES");
-    ck_assert_msg(v && *v, "AG_EXAMPLES is not set: run the tests with `make test` or `make check`");
+    ck_assert_msg(v && *v,
+                  "AG_EXAMPLES is not set: run the tests with `make test` or `make check`");
     return v;
 }
 
@@ -65,7 +66,8 @@ START_TEST(test_demo_full_precision)
                       " [0.751745 0.751745]]\n");
     /* --decimals=N is the same option */
     p = run_cmd("demo", "--decimals=0", NULL);
-    assert_prints(&p, "weights:\n[[0 0 0]\n [0 0 0]\n [0 0 1]]\noutput:\n[[1 1]\n [1 1]\n [1 1]]\n");
+    assert_prints(&p,
+                  "weights:\n[[0 0 0]\n [0 0 0]\n [0 0 1]]\noutput:\n[[1 1]\n [1 1]\n [1 1]]\n");
 }
 END_TEST
 
@@ -98,7 +100,8 @@ static void assert_usage(const char *words, const char *message, const char *usa
 
 START_TEST(test_cli_usage_errors)
 {
-    static const char top[] = "usage: attograd <command> [options]", demo[] = "usage: attograd demo";
+    static const char top[] = "usage: attograd <command> [options]",
+                      demo[] = "usage: attograd demo";
     assert_usage("bogus", "unknown command 'bogus'", top);
     assert_usage("demo --bogus", "unknown option '--bogus'", demo);
     assert_usage("demo --decimals 3x", "--decimals: '3x' is not an integer", demo);
@@ -124,7 +127,8 @@ START_TEST(test_train_lookup_example_learns)
     run_assert_has(p.out, want);
     snprintf(want, sizeof(want), "resumed %s at step 200\n", ck);
     run_assert_has(p.out, want);
-    run_assert_has(p.out, "step 400: the resumed run's loss and weights are identical, bit for bit\n");
+    run_assert_has(p.out,
+                   "step 400: the resumed run's loss and weights are identical, bit for bit\n");
     const char *line = strstr(p.out, "held-out accuracy: ");
     ck_assert_msg(line != NULL, "no accuracy line in:\n%s", p.out);
     long correct, total;
@@ -145,7 +149,7 @@ Suite *suite_cli(void)
 {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("forward");
-    tcase_set_timeout(tc, 120);   /* train_lookup trains 400 steps: slow under sanitizers */
+    tcase_set_timeout(tc, 120); /* train_lookup trains 400 steps: slow under sanitizers */
     tcase_add_test(tc, test_demo_output);
     tcase_add_test(tc, test_seed_example_output);
     tcase_add_test(tc, test_demo_full_precision);

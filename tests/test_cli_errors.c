@@ -14,9 +14,9 @@
 #define MAX_ARGS 24
 
 typedef struct bad_line {
-    const char *argv[MAX_ARGS];   /* after "attograd", NULL-terminated */
+    const char *argv[MAX_ARGS]; /* after "attograd", NULL-terminated */
     int status;
-    const char *message;          /* a fragment of stderr */
+    const char *message; /* a fragment of stderr */
 } bad_line;
 
 static const bad_line bad_lines[] = {
@@ -42,7 +42,9 @@ static const bad_line bad_lines[] = {
     {{"demo", "--decimals", "0x2"}, 2, "--decimals: '0x2' is not an integer"},
     {{"demo", "--decimals", "10"}, 2, "--decimals: 10 is out of range (0..9)"},
     {{"demo", "--decimals", "-1"}, 2, "--decimals: -1 is out of range (0..9)"},
-    {{"demo", "--decimals", "99999999999999999999"}, 2, "--decimals: 99999999999999999999 is out of range"},
+    {{"demo", "--decimals", "99999999999999999999"},
+     2,
+     "--decimals: 99999999999999999999 is out of range"},
     {{"demo", "--decimals", "-99999999999999999999"}, 2, "is out of range (0..9)"},
 
     /* train: numbers */
@@ -53,7 +55,9 @@ static const bad_line bad_lines[] = {
     {{"train", "--steps", "1e3"}, 2, "--steps: '1e3' is not an integer"},
     {{"train", "--steps", "\t5"}, 2, "--steps: '\\t5' is not an integer"},
     {{"train", "--steps", "2147483648"}, 2, "--steps: 2147483648 is out of range"},
-    {{"train", "--steps", "9223372036854775808"}, 2, "--steps: 9223372036854775808 is out of range"},
+    {{"train", "--steps", "9223372036854775808"},
+     2,
+     "--steps: 9223372036854775808 is out of range"},
     {{"train", "--steps"}, 2, "--steps needs a value"},
     {{"train", "--quiet", "--steps"}, 2, "--steps needs a value"},
     {{"train", "--batch", "0"}, 2, "--batch: 0 is out of range (1..65536)"},
@@ -85,19 +89,29 @@ static const bad_line bad_lines[] = {
     {{"train", "--seed", "+1"}, 2, "--seed: '+1' is not a non-negative integer"},
     {{"train", "--seed", " 1"}, 2, "--seed: ' 1' is not a non-negative integer"},
     {{"train", "--seed", "1.5"}, 2, "--seed: '1.5' is not a non-negative integer"},
-    {{"train", "--seed", "18446744073709551616"}, 2, "--seed: 18446744073709551616 is out of range"},
+    {{"train", "--seed", "18446744073709551616"},
+     2,
+     "--seed: 18446744073709551616 is out of range"},
 
     /* train: names and ranges that depend on each other */
-    {{"train", "--task", "nope"}, 2, "--task: unknown task 'nope' (lookup, lookup2, reverse, text)"},
+    {{"train", "--task", "nope"},
+     2,
+     "--task: unknown task 'nope' (lookup, lookup2, reverse, text)"},
     {{"train", "--task", "LOOKUP"}, 2, "--task: unknown task 'LOOKUP'"},
     {{"train", "--task", ""}, 2, "--task: unknown task ''"},
     {{"train", "--posenc", "fourier"}, 2, "--posenc: unknown kind 'fourier'"},
-    {{"train", "--optimizer", "rmsprop"}, 2, "--optimizer: unknown optimizer 'rmsprop' (sgd, adam)"},
+    {{"train", "--optimizer", "rmsprop"},
+     2,
+     "--optimizer: unknown optimizer 'rmsprop' (sgd, adam)"},
     {{"train", "--seq", "1"}, 2, "--seq: 1 is out of range for task lookup (2..9)"},
     {{"train", "--seq", "10"}, 2, "--seq: 10 is out of range for task lookup (2..9)"},
-    {{"train", "--task", "lookup2", "--seq", "2"}, 2, "--seq: 2 is out of range for task lookup2 (3..9)"},
+    {{"train", "--task", "lookup2", "--seq", "2"},
+     2,
+     "--seq: 2 is out of range for task lookup2 (3..9)"},
     {{"train", "--seq", "5000"}, 2, "--seq: 5000 is out of range (1..4096)"},
-    {{"train", "--task", "reverse", "--seq", "4096"}, 2, "--seq 4096 with --batch 32, --dim 32 and --heads 1 is too large"},
+    {{"train", "--task", "reverse", "--seq", "4096"},
+     2,
+     "--seq 4096 with --batch 32, --dim 32 and --heads 1 is too large"},
     {{"train", "--dim", "4096", "--batch", "65536"}, 2, "is too large: one step would hold"},
     {{"train", "--heads", "3"}, 2, "--heads: 3 does not divide --dim 32"},
     {{"train", "--dim", "8", "--heads", "16"}, 2, "--heads: 16 does not divide --dim 8"},
@@ -123,13 +137,17 @@ static const bad_line bad_lines[] = {
     {{"train", "--plot-heads", ""}, 2, "--plot-heads: the file name is empty"},
 
     /* train: failures at run time, found before any training */
-    {{"train", "--load", "/nonexistent/c.safetensors"}, 1, "/nonexistent/c.safetensors: cannot open"},
+    {{"train", "--load", "/nonexistent/c.safetensors"},
+     1,
+     "/nonexistent/c.safetensors: cannot open"},
     {{"train", "--load", "/"}, 1, "/: is a directory"},
-    {{"train", "--save", "/nonexistent/c.safetensors"}, 1,
+    {{"train", "--save", "/nonexistent/c.safetensors"},
+     1,
      "--save /nonexistent/c.safetensors: cannot write there: directory '/nonexistent'"},
     {{"train", "--log", "/nonexistent/l.csv"}, 1, "--log /nonexistent/l.csv: cannot write there"},
     {{"train", "--plot", "/nonexistent/p.png"}, 1, "--plot /nonexistent/p.png: cannot write there"},
-    {{"train", "--plot-heads", "/nonexistent/p.png"}, 1,
+    {{"train", "--plot-heads", "/nonexistent/p.png"},
+     1,
      "--plot-heads /nonexistent/p.png: cannot write there"},
     {{"train", "--save", "/"}, 1, "--save /: is a directory"},
     {{"train", "--log", "/tmp/"}, 1, "--log /tmp/: is a directory"},
@@ -138,16 +156,22 @@ static const bad_line bad_lines[] = {
     {{"grad"}, 2, "--model is missing (--model, --batch and --out are all required)"},
     {{"grad", "--model", "m", "--batch", "b"}, 2, "--out is missing"},
     {{"grad", "--model", "m", "--out", "o"}, 2, "--batch is missing"},
-    {{"grad", "--model", "m", "--batch", "b", "--out", "m"}, 2, "--out 'm' would overwrite the --model file"},
-    {{"grad", "--model", "m", "--batch", "b", "--out", "b"}, 2, "--out 'b' would overwrite the --batch file"},
+    {{"grad", "--model", "m", "--batch", "b", "--out", "m"},
+     2,
+     "--out 'm' would overwrite the --model file"},
+    {{"grad", "--model", "m", "--batch", "b", "--out", "b"},
+     2,
+     "--out 'b' would overwrite the --batch file"},
     {{"grad", "--model", ""}, 2, "--model: the file name is empty"},
     {{"grad", "--model"}, 2, "--model needs a value"},
     {{"grad", "--model", "--batch", "b"}, 2, "--model needs a value, but '--batch' follows it"},
     {{"grad", "--bogus"}, 2, "attograd grad: unknown option '--bogus'"},
     {{"grad", "m.safetensors"}, 2, "unexpected argument 'm.safetensors'"},
-    {{"grad", "--model", "/nonexistent/m", "--batch", "/nonexistent/b", "--out", "/nonexistent/o"}, 1,
+    {{"grad", "--model", "/nonexistent/m", "--batch", "/nonexistent/b", "--out", "/nonexistent/o"},
+     1,
      "--out /nonexistent/o: cannot write there"},
-    {{"grad", "--model", "/nonexistent/m", "--batch", "/nonexistent/b", "--out", "/tmp/"}, 1,
+    {{"grad", "--model", "/nonexistent/m", "--batch", "/nonexistent/b", "--out", "/tmp/"},
+     1,
      "--out /tmp/: is a directory"},
 
     /* explain */
@@ -163,34 +187,47 @@ static const bad_line bad_lines[] = {
     {{"explain", "softmax", "--logits", "1,x"}, 2, "--logits: 'x' is not a number"},
     {{"explain", "softmax", "--logits", "nan,1"}, 2, "--logits: 'nan' is not a number"},
     {{"explain", "softmax", "--logits", "1,1e999"}, 2, "--logits: '1e999' is not a finite number"},
-    {{"explain", "softmax", "--logits", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"}, 2,
+    {{"explain", "softmax", "--logits", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"},
+     2,
      "--logits: at most 16 numbers"},
-    {{"explain", "softmax", "--logits", "1,2", "--upstream", "1"}, 2,
+    {{"explain", "softmax", "--logits", "1,2", "--upstream", "1"},
+     2,
      "--upstream has 1 number(s) but --logits has 2"},
-    {{"explain", "softmax", "--logits", "1,2", "--upstream", "1,inf"}, 2, "--upstream: 'inf' is not a number"},
-    {{"explain", "softmax", "--logits", "1,2", "--decimals", "3"}, 2, "--decimals: 3 is out of range (4..10)"},
+    {{"explain", "softmax", "--logits", "1,2", "--upstream", "1,inf"},
+     2,
+     "--upstream: 'inf' is not a number"},
+    {{"explain", "softmax", "--logits", "1,2", "--decimals", "3"},
+     2,
+     "--decimals: 3 is out of range (4..10)"},
     {{"explain", "softmax", "--logits", "1,2", "extra"}, 2, "unexpected argument 'extra'"},
     {{"explain", "softmax", "--bogus"}, 2, "attograd explain softmax: unknown option '--bogus'"},
-    {{"explain", "attention", "--inject-bug", "relu"}, 2,
+    {{"explain", "attention", "--inject-bug", "relu"},
+     2,
      "--inject-bug: unknown bug 'relu' (softmax)"},
     {{"explain", "attention", "--lr", "0"}, 2, "--lr: 0 is out of range (1e-06..100)"},
     {{"explain", "attention", "--dot", ""}, 2, "--dot: the file name is empty"},
     {{"gradcheck", "--op", "nosuch"}, 2, "--op: unknown op 'nosuch' (all, matmul, matmul_bt,"},
     {{"gradcheck", "--eps", "2"}, 2, "--eps: 2 is out of range (1e-15..1)"},
     {{"gradcheck", "--plot", "p.png"}, 2, "--plot draws the sweep: add --sweep"},
-    {{"gradcheck", "softmax"}, 2,
+    {{"gradcheck", "softmax"},
+     2,
      "attograd gradcheck: unexpected argument 'softmax' (options start with --)"},
-    {{"explain", "softmax", "--logits", "1,inf"}, 2,
+    {{"explain", "softmax", "--logits", "1,inf"},
+     2,
      "--logits: 'inf' is not allowed; -inf masks an entry"},
-    {{"explain", "softmax", "--logits", "1", "--upstream", "-inf"}, 2,
+    {{"explain", "softmax", "--logits", "1", "--upstream", "-inf"},
+     2,
      "--upstream: '-inf' is not a number"},
     {{"explain", "posenc", "--seq", "0"}, 2, "--seq: 0 is out of range (1..1024)"},
-    {{"explain", "posenc", "--load", "p", "--dim", "4"}, 2,
+    {{"explain", "posenc", "--load", "p", "--dim", "4"},
+     2,
      "--load takes --seq and --dim from the file"},
-    {{"explain", "posenc", "extra"}, 2,
+    {{"explain", "posenc", "extra"},
+     2,
      "attograd explain posenc: unexpected argument 'extra' (options start with --)"},
     {{"explain", "attention", "--dot", "a", "--png", "a"}, 2, "--dot and --png both name 'a'"},
-    {{"explain", "attention", "extra"}, 2,
+    {{"explain", "attention", "extra"},
+     2,
      "attograd explain attention: unexpected argument 'extra' (options start with --)"},
 };
 #define N_BAD_LINES ((int)(sizeof(bad_lines) / sizeof(bad_lines[0])))
@@ -219,8 +256,10 @@ START_TEST(test_bad_command_line)
         ck_assert_msg(strstr(p.err, "usage: attograd") != NULL, "row %d (%s): no usage line:\n%s",
                       _i, shown, p.err);
     else
-        ck_assert_msg(strstr(p.err, "usage:") == NULL, "row %d (%s): a usage line for a failure "
-                      "at run time:\n%s", _i, shown, p.err);
+        ck_assert_msg(strstr(p.err, "usage:") == NULL,
+                      "row %d (%s): a usage line for a failure "
+                      "at run time:\n%s",
+                      _i, shown, p.err);
     /* one clear message: a command's usage error is the message, the usage
      * line and the --help hint; a failure at run time is one line (the top
      * level answers a bad command with the whole help) */
@@ -265,7 +304,7 @@ START_TEST(test_odd_but_valid_numbers)
 {
     static const struct {
         const char *args[10];
-        const char *shows;   /* on stdout */
+        const char *shows; /* on stdout */
     } rows[] = {
         {{"demo", "--decimals", "+1"}, "weights:\n[[0.4 0.2 0.4]\n"},
         {{"demo", "--decimals", "08"}, DEMO_8_DECIMALS},
@@ -276,7 +315,8 @@ START_TEST(test_odd_but_valid_numbers)
         {{"explain", "softmax", "--logits", "-1,-2"}, "\n  z            [-1.0000 -2.0000]\n"},
         {{"explain", "softmax", "--logits", "1", "--upstream", "+2.5E0"},
          "\n  g            [ 2.5000]\n"},
-        {{"explain", "layernorm", "--x", "1,2", "--decimals", "05"}, "\n  x            [ 1.00000  2.00000]\n"},
+        {{"explain", "layernorm", "--x", "1,2", "--decimals", "05"},
+         "\n  x            [ 1.00000  2.00000]\n"},
         {{"explain", "posenc", "--seq", "03", "--dim", "004"}, " 3 positions\nof width 4:\n"},
         {{"gradcheck", "--op", "softmax", "--eps", "1.E-2"}, " with eps 0.01, "},
         {{"bench", "matmul", "--n", "017", "--threads", "02", "--reps", "01"},
@@ -327,16 +367,17 @@ END_TEST
 START_TEST(test_help_everywhere)
 {
     static const char *const cmds[][3] = {
-        {"--help", NULL, NULL}, {"help", NULL, NULL}, {"-h", NULL, NULL},
-        {"demo", "--help", NULL}, {"train", "--help", NULL}, {"grad", "-h", NULL},
+        {"--help", NULL, NULL},      {"help", NULL, NULL},
+        {"-h", NULL, NULL},          {"demo", "--help", NULL},
+        {"train", "--help", NULL},   {"grad", "-h", NULL},
         {"explain", "--help", NULL}, {"explain", "softmax", "--help"},
     };
     for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
         run_proc p = run_cmd(cmds[k][0], cmds[k][1], cmds[k][2], NULL);
         run_assert_status(&p, 0);
         run_assert_has(p.out, "usage: ");
-        ck_assert_msg(p.err_len == 0, "%s %s: stderr:\n%s", cmds[k][0], cmds[k][1] ? cmds[k][1] : "",
-                      p.err);
+        ck_assert_msg(p.err_len == 0, "%s %s: stderr:\n%s", cmds[k][0],
+                      cmds[k][1] ? cmds[k][1] : "", p.err);
         run_free(&p);
     }
 }
@@ -347,7 +388,7 @@ END_TEST
 START_TEST(test_stdout_full)
 {
     if (access("/dev/full", W_OK) != 0)
-        return;   /* not on this system */
+        return; /* not on this system */
     const char *args[] = {"demo", NULL};
     run_proc p = run_args(args, &(run_opts){.out_file = "/dev/full"});
     run_assert_status(&p, 1);

@@ -40,7 +40,7 @@ static void save_file(const char *path, const spec *t, int n, const char *nan_in
         for (int k = 0; k < t[i].ndim; k++)
             size *= (size_t)t[i].shape[k];
         keep[i] = NULL;
-        if (size == 0) {   /* an empty tensor: ag_param_new refuses those, a file need not */
+        if (size == 0) { /* an empty tensor: ag_param_new refuses those, a file need not */
             ag_st_add(w, t[i].name, t[i].ndim, t[i].shape, nothing);
             continue;
         }
@@ -85,7 +85,10 @@ static void truncate_copy(const char *src, const char *dst, size_t keep)
 }
 
 static const spec good_model[] = {
-    {"wq", 2, {4, 4}}, {"wk", 2, {4, 4}}, {"wv", 2, {4, 4}}, {"wo", 2, {4, 4}},
+    {"wq", 2, {4, 4}},
+    {"wk", 2, {4, 4}},
+    {"wv", 2, {4, 4}},
+    {"wo", 2, {4, 4}},
 };
 static const spec good_batch[] = {{"x", 3, {2, 3, 4}}, {"y", 3, {2, 3, 4}}};
 static const char *const good_meta[] = {"n_heads", "2", "causal", "false", NULL};
@@ -97,8 +100,8 @@ static const char *const good_meta[] = {"n_heads", "2", "causal", "false", NULL}
 typedef struct grad_case {
     const char *what;
     void (*make)(const char *m, const char *b);
-    const char *file;       /* "m" or "b": which file the message names */
-    const char *fragment;   /* the tensor or key and the problem */
+    const char *file;     /* "m" or "b": which file the message names */
+    const char *fragment; /* the tensor or key and the problem */
 } grad_case;
 
 static void good_pair(const char *m, const char *b)
@@ -168,30 +171,57 @@ static void m_missing_wq(const char *m, const char *b)
 }
 static void m_wrong_shape_wv(const char *m, const char *b)
 {
-    static const spec t[] = {{"wq", 2, {4, 4}}, {"wk", 2, {4, 4}}, {"wv", 2, {4, 3}}, {"wo", 2, {4, 4}}};
+    static const spec t[] = {
+        {"wq", 2, {4, 4}}, {"wk", 2, {4, 4}}, {"wv", 2, {4, 3}}, {"wo", 2, {4, 4}}};
     good_pair(m, b);
     save_file(m, t, 4, NULL, good_meta);
 }
 static void m_wq_not_square(const char *m, const char *b)
 {
-    static const spec t[] = {{"wq", 2, {4, 5}}, {"wk", 2, {4, 4}}, {"wv", 2, {4, 4}}, {"wo", 2, {4, 4}}};
+    static const spec t[] = {
+        {"wq", 2, {4, 5}}, {"wk", 2, {4, 4}}, {"wv", 2, {4, 4}}, {"wo", 2, {4, 4}}};
     good_pair(m, b);
     save_file(m, t, 4, NULL, good_meta);
 }
 static void m_wq_3d(const char *m, const char *b)
 {
-    static const spec t[] = {{"wq", 3, {1, 4, 4}}, {"wk", 2, {4, 4}}, {"wv", 2, {4, 4}}, {"wo", 2, {4, 4}}};
+    static const spec t[] = {
+        {"wq", 3, {1, 4, 4}}, {"wk", 2, {4, 4}}, {"wv", 2, {4, 4}}, {"wo", 2, {4, 4}}};
     good_pair(m, b);
     save_file(m, t, 4, NULL, good_meta);
 }
-static void m_heads_3x(const char *m, const char *b) { model_meta(m, b, "3x", "false"); }
-static void m_heads_3(const char *m, const char *b) { model_meta(m, b, "3", "false"); }
-static void m_heads_0(const char *m, const char *b) { model_meta(m, b, "0", "false"); }
-static void m_heads_space(const char *m, const char *b) { model_meta(m, b, " 2", "false"); }
-static void m_heads_huge(const char *m, const char *b) { model_meta(m, b, "99999999999999999999", NULL); }
-static void m_heads_missing(const char *m, const char *b) { model_meta(m, b, NULL, "true"); }
-static void m_causal_maybe(const char *m, const char *b) { model_meta(m, b, "2", "maybe"); }
-static void m_causal_upper(const char *m, const char *b) { model_meta(m, b, "2", "TRUE"); }
+static void m_heads_3x(const char *m, const char *b)
+{
+    model_meta(m, b, "3x", "false");
+}
+static void m_heads_3(const char *m, const char *b)
+{
+    model_meta(m, b, "3", "false");
+}
+static void m_heads_0(const char *m, const char *b)
+{
+    model_meta(m, b, "0", "false");
+}
+static void m_heads_space(const char *m, const char *b)
+{
+    model_meta(m, b, " 2", "false");
+}
+static void m_heads_huge(const char *m, const char *b)
+{
+    model_meta(m, b, "99999999999999999999", NULL);
+}
+static void m_heads_missing(const char *m, const char *b)
+{
+    model_meta(m, b, NULL, "true");
+}
+static void m_causal_maybe(const char *m, const char *b)
+{
+    model_meta(m, b, "2", "maybe");
+}
+static void m_causal_upper(const char *m, const char *b)
+{
+    model_meta(m, b, "2", "TRUE");
+}
 static void m_nan(const char *m, const char *b)
 {
     good_pair(m, b);
@@ -269,7 +299,8 @@ static const grad_case grad_cases[] = {
     {"wq not square", m_wq_not_square, "m", "tensor 'wq' is [4x5], must be square"},
     {"wq 3-d", m_wq_3d, "m", "tensor 'wq' has 3 dims"},
     {"n_heads 3x", m_heads_3x, "m", "metadata n_heads '3x'"},
-    {"n_heads 3 for d 4", m_heads_3, "m", "metadata n_heads '3' must be a whole number dividing d = 4"},
+    {"n_heads 3 for d 4", m_heads_3, "m",
+     "metadata n_heads '3' must be a whole number dividing d = 4"},
     {"n_heads 0", m_heads_0, "m", "metadata n_heads '0'"},
     {"n_heads ' 2'", m_heads_space, "m", "metadata n_heads ' 2'"},
     {"n_heads overflow", m_heads_huge, "m", "metadata n_heads '99999999999999999999'"},
@@ -307,7 +338,8 @@ START_TEST(test_grad_bad_file)
     char want[600];
     snprintf(want, sizeof(want), "attograd grad: %s: %s", c->file[0] == 'm' ? m : b, c->fragment);
     ck_assert_msg(strstr(p.err, want) != NULL, "%s: '%s' not in stderr:\n%s", c->what, want, p.err);
-    ck_assert_msg(strchr(p.err, '\n') == p.err + p.err_len - 1, "%s: not one line:\n%s", c->what, p.err);
+    ck_assert_msg(strchr(p.err, '\n') == p.err + p.err_len - 1, "%s: not one line:\n%s", c->what,
+                  p.err);
     ck_assert_msg(p.out_len == 0, "%s: stdout:\n%s", c->what, p.out);
     /* the output is untouched and nothing else was left behind */
     char *kept = file_read(out, NULL);
@@ -336,8 +368,8 @@ START_TEST(test_grad_good_files)
     run_assert_has(p.out, "grad: B=2 T=3 d=4 heads=2 causal=false loss=");
     ag_st_file *f;
     ck_assert_msg(ag_st_load(out, &f, err, sizeof(err)) == AG_OK, "%s", err);
-    static const char *const names[] = {"attn", "grad.wk", "grad.wo", "grad.wq", "grad.wv",
-                                        "grad.x", "loss", "out"};
+    static const char *const names[] = {"attn",    "grad.wk", "grad.wo", "grad.wq",
+                                        "grad.wv", "grad.x",  "loss",    "out"};
     ck_assert_uint_eq(ag_st_count(f), 8);
     for (size_t i = 0; i < 8; i++)
         ck_assert_str_eq(ag_st_name(f, i), names[i]);
@@ -354,26 +386,37 @@ END_TEST
 typedef struct load_case {
     const char *what;
     st_edit e;
-    int truncate;          /* keep only this many bytes (0: the whole file) */
-    const char *fragment;  /* after "<checkpoint>: " */
+    int truncate;         /* keep only this many bytes (0: the whole file) */
+    const char *fragment; /* after "<checkpoint>: " */
 } load_case;
 
 static const load_case load_cases[] = {
     {"truncated", {0}, 1000, ""},
     {"truncated header", {0}, 12, ""},
     {"no format", {.key = "format"}, 0, "metadata 'format' is missing"},
-    {"another format", {.key = "format", .value = "pickle"}, 0, "not an attograd checkpoint (format 'pickle')"},
+    {"another format",
+     {.key = "format", .value = "pickle"},
+     0,
+     "not an attograd checkpoint (format 'pickle')"},
     {"version 2", {.key = "version", .value = "2"}, 0, "checkpoint version '2' is not supported"},
     {"task sort", {.key = "task", .value = "sort"}, 0, "metadata task 'sort' is unknown"},
     {"posenc rope", {.key = "posenc", .value = "rope"}, 0, "metadata posenc 'rope' is unknown"},
-    {"optimizer lion", {.key = "optimizer", .value = "lion"}, 0, "metadata optimizer 'lion' is unknown"},
+    {"optimizer lion",
+     {.key = "optimizer", .value = "lion"},
+     0,
+     "metadata optimizer 'lion' is unknown"},
     {"heads 3x", {.key = "heads", .value = "3x"}, 0, "metadata heads '3x' is not a whole number"},
     {"heads 3", {.key = "heads", .value = "3"}, 0, "metadata heads 3 does not divide dim 16"},
     {"heads missing", {.key = "heads"}, 0, "metadata 'heads' is missing"},
     {"causal maybe", {.key = "causal", .value = "maybe"}, 0, "metadata causal 'maybe'"},
     {"seq 12", {.key = "seq", .value = "12"}, 0, "metadata seq 12 is out of range for task lookup"},
     {"dim tab", {.key = "dim", .value = "\t16"}, 0, "metadata dim '\\t16'"},
-    {"dim csi", {.key = "dim", .value = "\xc2\x9b" "16"}, 0, "metadata dim '\\xc2\\x9b16'"},
+    {"dim csi",
+     {.key = "dim",
+      .value = "\xc2\x9b"
+               "16"},
+     0,
+     "metadata dim '\\xc2\\x9b16'"},
     {"lr nan", {.key = "lr", .value = "nan"}, 0, "metadata lr 'nan'"},
     {"lr inf", {.key = "lr", .value = "1e999"}, 0, "metadata lr '1e999'"},
     {"seed -1", {.key = "seed", .value = "-1"}, 0, "metadata seed '-1'"},
@@ -383,11 +426,21 @@ static const load_case load_cases[] = {
     {"missing wq", {.drop = "wq"}, 0, "tensor 'wq' not found"},
     {"missing Adam state", {.drop = "optim.wv.m"}, 0, "tensor 'optim.wv.m' not found"},
     {"wrong shape", {.reshape = "wk"}, 0, "tensor 'wk' has shape [2x128], expected [16x16]"},
-    {"another task's tensors", {.key = "task", .value = "lookup2"}, 0,
+    {"another task's tensors",
+     {.key = "task", .value = "lookup2"},
+     0,
      "tensor 'readout' has shape [16x8], expected [16x16]"},
-    {"NaN weight", {.poison = "emb1", .poison_value = NAN}, 0, "tensor 'emb1' holds NaN at element 0"},
-    {"Inf weight", {.poison = "readout", .poison_value = INFINITY}, 0, "tensor 'readout' holds Inf at element 0"},
-    {"negative Adam v", {.poison = "optim.wo.v", .poison_value = -1}, 0,
+    {"NaN weight",
+     {.poison = "emb1", .poison_value = NAN},
+     0,
+     "tensor 'emb1' holds NaN at element 0"},
+    {"Inf weight",
+     {.poison = "readout", .poison_value = INFINITY},
+     0,
+     "tensor 'readout' holds Inf at element 0"},
+    {"negative Adam v",
+     {.poison = "optim.wo.v", .poison_value = -1},
+     0,
      "tensor 'optim.wo.v' holds a negative value at element 0"},
 };
 #define N_LOAD_CASES ((int)(sizeof(load_cases) / sizeof(load_cases[0])))
@@ -424,7 +477,8 @@ START_TEST(test_load_bad_checkpoint)
     char want[600];
     snprintf(want, sizeof(want), "attograd train: %s: %s", ck, c->fragment);
     ck_assert_msg(strstr(p.err, want) != NULL, "%s: '%s' not in stderr:\n%s", c->what, want, p.err);
-    ck_assert_msg(strchr(p.err, '\n') == p.err + p.err_len - 1, "%s: not one line:\n%s", c->what, p.err);
+    ck_assert_msg(strchr(p.err, '\n') == p.err + p.err_len - 1, "%s: not one line:\n%s", c->what,
+                  p.err);
     ck_assert_msg(p.out_len == 0, "%s: stdout:\n%s", c->what, p.out);
     char *kept = file_read(save, NULL);
     ck_assert_str_eq(kept, PREVIOUS);
@@ -432,7 +486,8 @@ START_TEST(test_load_bad_checkpoint)
     kept = file_read(log, NULL);
     ck_assert_str_eq(kept, PREVIOUS);
     free(kept);
-    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "c.safetensors l.csv s.safetensors");
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)),
+                     "c.safetensors l.csv s.safetensors");
     run_free(&p);
     file_rmdir(dir);
 }
@@ -446,7 +501,7 @@ START_TEST(test_load_not_a_checkpoint)
     file_path(m, sizeof(m), dir, "m.safetensors");
     file_path(b, sizeof(b), dir, "b.safetensors");
     file_path(save, sizeof(save), dir, "s.safetensors");
-    good_pair(m, b);   /* grad's model: safetensors, but no checkpoint metadata */
+    good_pair(m, b); /* grad's model: safetensors, but no checkpoint metadata */
     file_write(save, PREVIOUS, strlen(PREVIOUS));
     const char *loads[] = {m, dir, "/nonexistent/c.safetensors"};
     const char *fragments[] = {"metadata 'format' is missing", "is a directory",

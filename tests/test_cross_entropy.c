@@ -8,8 +8,8 @@
 START_TEST(test_ce_value)
 {
     ag_tape *tape = ag_tape_new();
-    ag_tensor *z = ag_requires_grad(tape, ag_tensor_from(tape, 2, (int[]){2, 3},
-                                                         (ag_real[]){1, 2, 3, 1, 1, 1}));
+    ag_tensor *z = ag_requires_grad(
+        tape, ag_tensor_from(tape, 2, (int[]){2, 3}, (ag_real[]){1, 2, 3, 1, 1, 1}));
     ag_tensor *loss = ag_cross_entropy(tape, z, (int[]){2, 0}, 2);
     ck_assert_ptr_nonnull(loss);
     ck_assert_int_eq(loss->ndim, 1);
@@ -34,12 +34,12 @@ START_TEST(test_ce_stable)
 {
     /* exp(1000) overflows even in double: the max must be subtracted */
     ag_tape *tape = ag_tape_new();
-    ag_tensor *z = ag_requires_grad(tape, ag_tensor_from(tape, 2, (int[]){2, 3},
-                                                         (ag_real[]){1000, 0, -1000, 1000, 0, -1000}));
+    ag_tensor *z = ag_requires_grad(
+        tape, ag_tensor_from(tape, 2, (int[]){2, 3}, (ag_real[]){1000, 0, -1000, 1000, 0, -1000}));
     ag_tensor *loss = ag_cross_entropy(tape, z, (int[]){0, 1}, 2);
     ck_assert_ptr_nonnull(loss);
     ck_assert(isfinite(loss->data[0]));
-    ck_assert_double_eq_tol(loss->data[0], 500, 1e-3);   /* (0 + 1000) / 2 */
+    ck_assert_double_eq_tol(loss->data[0], 500, 1e-3); /* (0 + 1000) / 2 */
     ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
     for (int i = 0; i < 6; i++)
         ck_assert(isfinite(z->grad[i]));
@@ -54,8 +54,8 @@ START_TEST(test_ce_ignore)
 {
     /* an ignored row changes neither the loss nor the mean's denominator */
     ag_tape *tape = ag_tape_new();
-    ag_tensor *z = ag_requires_grad(tape, ag_tensor_from(tape, 2, (int[]){3, 2},
-                                                         (ag_real[]){0, 0, 5, -5, 1, 1}));
+    ag_tensor *z = ag_requires_grad(
+        tape, ag_tensor_from(tape, 2, (int[]){3, 2}, (ag_real[]){0, 0, 5, -5, 1, 1}));
     ag_tensor *loss = ag_cross_entropy(tape, z, (int[]){0, AG_IGNORE_INDEX, 1}, 3);
     ck_assert_double_eq_tol(loss->data[0], log(2.0), AG_TEST_TOL);
     ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
@@ -119,8 +119,9 @@ START_TEST(test_ce_errors)
     z = ag_tensor_new(tape, 3, (int[]){2, 3, 5});
     ck_assert_ptr_null(ag_cross_entropy(tape, z, (int[]){0, 1}, 2));
     ck_assert_int_eq(ag_tape_status(tape), AG_ERR_SHAPE);
-    ck_assert_str_eq(ag_tape_error(tape),
-                     "cross_entropy: logits are [2x3x5] (6 rows of 5 classes), 2 targets: one per row");
+    ck_assert_str_eq(
+        ag_tape_error(tape),
+        "cross_entropy: logits are [2x3x5] (6 rows of 5 classes), 2 targets: one per row");
     ag_tape_reset(tape);
 
     z = ag_tensor_new(tape, 2, (int[]){2, 5});

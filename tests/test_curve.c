@@ -28,7 +28,7 @@ START_TEST(test_thinning)
     }
     ag_curve_free(&c);
     ck_assert_ptr_null(c.rows);
-    ck_assert_int_eq(ag_curve_add(&c, 1, (double[]){1}), 0);   /* freed: keeps nothing */
+    ck_assert_int_eq(ag_curve_add(&c, 1, (double[]){1}), 0); /* freed: keeps nothing */
 }
 END_TEST
 
@@ -37,7 +37,7 @@ START_TEST(test_full_and_no_alloc)
     ag_curve c;
     ck_assert_int_eq(ag_curve_init(&c, 2, 3, 1), AG_OK);
     size_t before = ag_alloc_count();
-    for (long s = 0; s < 10; s++)   /* stride 1 keeps every step, 0 too, until full */
+    for (long s = 0; s < 10; s++) /* stride 1 keeps every step, 0 too, until full */
         ck_assert_int_eq(ag_curve_add(&c, s, (double[]){(double)s, -(double)s}), s < 3);
     ck_assert_uint_eq(ag_alloc_count(), before);
     ck_assert_uint_eq(c.n, 3);
@@ -52,7 +52,7 @@ START_TEST(test_full_and_no_alloc)
     free(text);
     ag_curve_free(&c);
     ag_curve_free(NULL);
-    ag_curve_write(NULL, stdout);   /* nothing */
+    ag_curve_write(NULL, stdout); /* nothing */
 }
 END_TEST
 

@@ -12,8 +12,8 @@ START_TEST(test_index_str)
     ck_assert_str_eq(ag_index_str(t, 0, buf, sizeof(buf)), "[0][0][0]");
     ck_assert_str_eq(ag_index_str(t, 23, buf, sizeof(buf)), "[1][2][3]");
     ck_assert_str_eq(ag_index_str(t, 13, buf, sizeof(buf)), "[1][0][1]");
-    ck_assert_str_eq(ag_index_str(t, 24, buf, sizeof(buf)), "");   /* beyond its size */
-    ck_assert_str_eq(ag_index_str(t, 23, buf, 6), "[1][2");        /* cut to fit */
+    ck_assert_str_eq(ag_index_str(t, 24, buf, sizeof(buf)), ""); /* beyond its size */
+    ck_assert_str_eq(ag_index_str(t, 23, buf, 6), "[1][2");      /* cut to fit */
     ck_assert_str_eq(ag_index_str(NULL, 0, buf, sizeof(buf)), "");
     ag_param_free(t);
 }
@@ -33,10 +33,10 @@ START_TEST(test_case_inputs)
         seen_range |= strstr(d, "..") != NULL;
         ag_gradcheck_case_free(&s);
     }
-    ck_assert(seen_shared && seen_range);   /* "a,b[2x3]" and "wq..wo[4x4]" both occur */
+    ck_assert(seen_shared && seen_range); /* "a,b[2x3]" and "wq..wo[4x4]" both occur */
     ag_case_setup s;
     ck_assert_int_eq(ag_gradcheck_case_setup(0, 1, &s, err, sizeof(err)), AG_OK);
-    ag_gradcheck_case_inputs(&s, buf, 3);   /* too small: cut, still a string */
+    ag_gradcheck_case_inputs(&s, buf, 3); /* too small: cut, still a string */
     ck_assert_uint_lt(strlen(buf), 3);
     ag_gradcheck_case_free(&s);
 }

@@ -60,7 +60,7 @@ static void lines_push(lines *l, const char *s, size_t len)
         l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
     }
     while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r'))
-        len--;   /* trailing spaces never count */
+        len--; /* trailing spaces never count */
     char *c = xrealloc(NULL, len + 1);
     memcpy(c, s, len);
     c[len] = '\0';
@@ -110,7 +110,7 @@ static int is_number(const char *s, size_t len)
 static void mask_timings(const char *s, char *out, size_t len)
 {
     size_t o = 0;
-    const char *prev = NULL;   /* the previous word */
+    const char *prev = NULL; /* the previous word */
     size_t prev_len = 0;
     while (*s && o + 2 < len) {
         if (*s == ' ') {
@@ -118,7 +118,7 @@ static void mask_timings(const char *s, char *out, size_t len)
             continue;
         }
         size_t n = strcspn(s, " ");
-        const char *next = s + n + strspn(s + n, " ");   /* the next word */
+        const char *next = s + n + strspn(s + n, " "); /* the next word */
         size_t next_len = strcspn(next, " ");
         const char *eq = strstr(s, "seconds=");
         if (eq == s && is_number(s + 8, n - 8)) {
@@ -146,14 +146,16 @@ static void mask_line(const char *s, int how, char *out, size_t len)
 {
     size_t o = 0;
     while (*s && o + 5 < len) {
-        int digit_ahead = (s[0] == '-' || s[0] == '+' || s[0] == '.') &&
-                          ((s[1] >= '0' && s[1] <= '9') || (s[1] == '.' && s[2] >= '0' && s[2] <= '9'));
+        int digit_ahead =
+            (s[0] == '-' || s[0] == '+' || s[0] == '.') &&
+            ((s[1] >= '0' && s[1] <= '9') || (s[1] == '.' && s[2] >= '0' && s[2] <= '9'));
         if ((how & MASK_NUMBERS) && ((*s >= '0' && *s <= '9') || digit_ahead)) {
             s++;
             while ((*s >= '0' && *s <= '9') || *s == '.' ||
-                   ((*s == 'e' || *s == 'E') && (s[1] == '-' || s[1] == '+' || (s[1] >= '0' && s[1] <= '9')))) {
+                   ((*s == 'e' || *s == 'E') &&
+                    (s[1] == '-' || s[1] == '+' || (s[1] >= '0' && s[1] <= '9')))) {
                 if (*s == 'e' || *s == 'E')
-                    s++;   /* the exponent's sign or first digit */
+                    s++; /* the exponent's sign or first digit */
                 s++;
             }
             out[o++] = '#';
@@ -209,11 +211,11 @@ static int lines_match(const lines *want, const lines *got, int how)
 /* ---- the docs ---- */
 
 typedef struct doc_cmd {
-    char where[320];   /* "docs/tutorial.md:42" */
+    char where[320]; /* "docs/tutorial.md:42" */
     char *cmd;
     lines want;
     int float_only, masked;
-    char needs[64];    /* a program the command needs (needs-PROGRAM), or "" */
+    char needs[64]; /* a program the command needs (needs-PROGRAM), or "" */
 } doc_cmd;
 
 static doc_cmd *cmds;
@@ -295,8 +297,10 @@ static void load_docs(void)
         dir = "docs";
     DIR *d = opendir(dir);
     if (!d) {
-        snprintf(docs_error, sizeof(docs_error), "cannot open the docs directory '%s' "
-                 "(run from the repository root, or set AG_DOCS)", dir);
+        snprintf(docs_error, sizeof(docs_error),
+                 "cannot open the docs directory '%s' "
+                 "(run from the repository root, or set AG_DOCS)",
+                 dir);
         return;
     }
     char *names[256];
@@ -307,7 +311,7 @@ static void load_docs(void)
             names[n++] = strcpy(xrealloc(NULL, len + 1), e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof(names[0]), cmp_str);   /* the same order every run */
+    qsort(names, n, sizeof(names[0]), cmp_str); /* the same order every run */
     for (size_t i = 0; i < n; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
@@ -341,7 +345,8 @@ static char *run_doc_cmd(const char *cmd, int *status)
     size_t len = strlen(cmd) + strlen(real) + strlen(tmp) + 64;
     char *sh = malloc(len);
     ck_assert_ptr_nonnull(sh);
-    snprintf(sh, len, "cd '%s' && PATH='%s':\"$PATH\" && export PATH && { %s\n} 2>&1", tmp, real, cmd);
+    snprintf(sh, len, "cd '%s' && PATH='%s':\"$PATH\" && export PATH && { %s\n} 2>&1", tmp, real,
+             cmd);
     run_proc p = run_shell(sh);
     free(sh);
     file_rmdir(tmp);
@@ -385,12 +390,14 @@ START_TEST(test_doc_command)
     ck_assert_msg(n_cmds > 0, "no doc tests found: %s", docs_error[0] ? docs_error : "no blocks");
     const doc_cmd *c = &cmds[_i];
     if (c->needs[0] && !run_have(c->needs))
-        return;   /* an optional program this machine lacks */
+        return; /* an optional program this machine lacks */
     int status, skip;
     int how = compare_mode(c, &skip);
     char *out = run_doc_cmd(c->cmd, &status);
-    ck_assert_msg(status == 0, "%s: `%s` exited with status %d (show a failure with "
-                  "`; echo \"exit status $?\"`):\n%s", c->where, c->cmd, status, out);
+    ck_assert_msg(status == 0,
+                  "%s: `%s` exited with status %d (show a failure with "
+                  "`; echo \"exit status $?\"`):\n%s",
+                  c->where, c->cmd, status, out);
     if (!skip) {
         lines got = split_lines(out);
         if (!lines_match(&c->want, &got, how))
@@ -417,8 +424,9 @@ static lines make_lines(const char *const *v, size_t n)
         lines_push(&l, v[i], strlen(v[i]));
     return l;
 }
-#define LINES(...) make_lines((const char *const[]){__VA_ARGS__}, \
-                              sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+#define LINES(...)                                                                                 \
+    make_lines((const char *const[]){__VA_ARGS__},                                                 \
+               sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
 
 START_TEST(test_matcher)
 {
@@ -430,10 +438,10 @@ START_TEST(test_matcher)
     lines edited_loss = LINES("a", "...", "result: loss=0.26 seconds=1.20");
     lines missing = LINES("a", "b 1.5", "c");
     lines extra = LINES("a", "b 1.5", "c", "result: loss=0.25 seconds=1.20", "d");
-    ck_assert(lines_match(&same, &got, 0));       /* timings are masked */
+    ck_assert(lines_match(&same, &got, 0)); /* timings are masked */
     ck_assert(lines_match(&excerpt, &got, 0));
     ck_assert(lines_match(&tail, &got, 0));
-    ck_assert(!lines_match(&edited, &got, 0));    /* an edited number is caught */
+    ck_assert(!lines_match(&edited, &got, 0));      /* an edited number is caught */
     ck_assert(!lines_match(&edited_loss, &got, 0)); /* ... also on a line with a timing */
     ck_assert(!lines_match(&missing, &got, 0));
     ck_assert(!lines_match(&extra, &got, 0));
@@ -450,8 +458,9 @@ START_TEST(test_matcher)
     lines words = LINES("PASS", "x");
     lines words2 = LINES("FAIL", "x");
     ck_assert(!lines_match(&words, &words2, MASK_NUMBERS | MASK_REAL));
-    lines *all[] = {&got, &same, &excerpt, &tail, &edited, &edited_loss, &missing, &extra,
-                    &precision, &dbl, &words, &words2, &progress, &progress2, &progress3};
+    lines *all[] = {&got,         &same,    &excerpt,  &tail,      &edited,
+                    &edited_loss, &missing, &extra,    &precision, &dbl,
+                    &words,       &words2,  &progress, &progress2, &progress3};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         lines_free(all[i]);
 }

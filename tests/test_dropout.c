@@ -18,8 +18,8 @@ START_TEST(test_p0_is_identity)
     ag_rng rng = ag_rng_new(1);
     ck_assert_ptr_eq(ag_dropout(tape, x, 0, NULL), x);
     ck_assert_ptr_eq(ag_dropout(tape, x, 0, &rng), x);
-    ck_assert_uint_eq(ag_tape_size(tape), entries);   /* nothing recorded */
-    ck_assert_uint_eq(rng.state, ag_rng_new(1).state);   /* nothing drawn */
+    ck_assert_uint_eq(ag_tape_size(tape), entries);    /* nothing recorded */
+    ck_assert_uint_eq(rng.state, ag_rng_new(1).state); /* nothing drawn */
     ag_tape_free(tape);
 }
 END_TEST

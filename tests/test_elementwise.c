@@ -17,15 +17,15 @@ START_TEST(test_add_values)
     ag_tensor *pos = ag_tensor_from(tape, 2, (int[]){2, 3}, (ag_real[]){10, 20, 30, 40, 50, 60});
     ag_tensor *bias = ag_tensor_from(tape, 1, (int[]){3}, (ag_real[]){100, 200, 300});
     ag_tensor *c = ag_add(tape, a, same);
-    ag_tensor *p = ag_add(tape, a, pos);    /* (B,T,d) + (T,d) */
-    ag_tensor *q = ag_add(tape, a, bias);   /* (B,T,d) + (d) */
+    ag_tensor *p = ag_add(tape, a, pos);  /* (B,T,d) + (T,d) */
+    ag_tensor *q = ag_add(tape, a, bias); /* (B,T,d) + (d) */
     ck_assert_ptr_nonnull(q);
     ck_assert_int_eq(p->ndim, 3);
     ck_assert_int_eq(p->shape[0], 2);
     test_assert_values(c->data, (double[]){0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12}, 12, 0);
     test_assert_values(p->data, (double[]){11, 22, 33, 44, 55, 66, 17, 28, 39, 50, 61, 72}, 12, 0);
-    test_assert_values(q->data, (double[]){101, 202, 303, 104, 205, 306, 107, 208, 309, 110, 211, 312},
-                       12, 0);
+    test_assert_values(
+        q->data, (double[]){101, 202, 303, 104, 205, 306, 107, 208, 309, 110, 211, 312}, 12, 0);
     /* size-1: (1) + (1), (3,1) + (1) */
     ag_tensor *s = ag_add(tape, ag_tensor_from(tape, 1, (int[]){1}, (ag_real[]){2}),
                           ag_tensor_from(tape, 1, (int[]){1}, (ag_real[]){3}));
@@ -101,8 +101,8 @@ static ag_tensor *build_cube(ag_tape *tape, ag_tensor *const *in, void *ctx)
 
 static const test_shape broadcast_cases[][2] = {
     {{2, {3, 4}}, {2, {3, 4}}},
-    {{3, {2, 3, 4}}, {2, {3, 4}}},   /* positions (T,d) over the batch */
-    {{3, {2, 3, 4}}, {1, {4}}},      /* a bias (d) over every row */
+    {{3, {2, 3, 4}}, {2, {3, 4}}}, /* positions (T,d) over the batch */
+    {{3, {2, 3, 4}}, {1, {4}}},    /* a bias (d) over every row */
     {{4, {2, 1, 2, 3}}, {3, {1, 2, 3}}},
     {{2, {1, 1}}, {1, {1}}},
     {{1, {1}}, {1, {1}}},
@@ -163,16 +163,19 @@ START_TEST(test_elementwise_errors)
     ag_tape *tape = ag_tape_new();
     ag_tensor *a = ag_tensor_new(tape, 2, (int[]){2, 3});
     ck_assert_ptr_null(ag_add(tape, a, ag_tensor_new(tape, 1, (int[]){2})));
-    test_expect_error(tape, AG_ERR_SHAPE, "add: a is [2x3], b is [2]: b must match a's shape or its "
-                                          "trailing dims");
+    test_expect_error(tape, AG_ERR_SHAPE,
+                      "add: a is [2x3], b is [2]: b must match a's shape or its "
+                      "trailing dims");
     a = ag_tensor_new(tape, 2, (int[]){2, 3});
     ck_assert_ptr_null(ag_add(tape, a, ag_tensor_new(tape, 3, (int[]){1, 2, 3})));
-    test_expect_error(tape, AG_ERR_SHAPE, "add: a is [2x3], b is [1x2x3]: b must match a's shape or "
-                                          "its trailing dims");
+    test_expect_error(tape, AG_ERR_SHAPE,
+                      "add: a is [2x3], b is [1x2x3]: b must match a's shape or "
+                      "its trailing dims");
     a = ag_tensor_new(tape, 3, (int[]){2, 3, 4});
     ck_assert_ptr_null(ag_mul(tape, a, ag_tensor_new(tape, 2, (int[]){2, 4})));
-    test_expect_error(tape, AG_ERR_SHAPE, "mul: a is [2x3x4], b is [2x4]: b must match a's shape or "
-                                          "its trailing dims");
+    test_expect_error(tape, AG_ERR_SHAPE,
+                      "mul: a is [2x3x4], b is [2x4]: b must match a's shape or "
+                      "its trailing dims");
     ck_assert_ptr_null(ag_add(tape, NULL, NULL));
     test_expect_error(tape, AG_ERR_ARG, "add: input 1 is NULL");
     a = ag_tensor_new(tape, 1, (int[]){3});

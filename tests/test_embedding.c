@@ -10,7 +10,7 @@ START_TEST(test_embedding_lookup)
     ag_tape *tape = ag_tape_new();
     ag_tensor *w = ag_param_new(2, (int[]){3, 2});
     for (int i = 0; i < 6; i++)
-        w->data[i] = (ag_real)(10 * (i / 2) + i % 2);   /* row r = [10r, 10r+1] */
+        w->data[i] = (ag_real)(10 * (i / 2) + i % 2); /* row r = [10r, 10r+1] */
     const int ids[] = {2, 0, 2, 1};
     ag_tensor *y = ag_embedding(tape, w, ids, 2, (int[]){2, 2});
     ck_assert_ptr_nonnull(y);

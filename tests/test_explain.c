@@ -96,12 +96,21 @@ END_TEST
 START_TEST(test_softmax_bad_lists)
 {
     static const char *const bad[][MAX_BAD_ARGS] = {
-        {"--logits", ""},        {"--logits", "1,,2"},    {"--logits", "1,2,"},
-        {"--logits", "1,abc"},   {"--logits", " 1"},      {"--logits", "1e999"},
-        {"--logits", "1,2", "--upstream", "1"},           {"--logits", "1,nan"},
-        {"--upstream", "1,2"},   {"--logits"},            {"--logits", "1", "--decimals", "2"},
+        {"--logits", ""},
+        {"--logits", "1,,2"},
+        {"--logits", "1,2,"},
+        {"--logits", "1,abc"},
+        {"--logits", " 1"},
+        {"--logits", "1e999"},
+        {"--logits", "1,2", "--upstream", "1"},
+        {"--logits", "1,nan"},
+        {"--upstream", "1,2"},
+        {"--logits"},
+        {"--logits", "1", "--decimals", "2"},
         {"--logits", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"},
-        {"--logits", "1,inf"},   {"--logits", "1,+inf"},  {"--logits", "1,-INF"},
+        {"--logits", "1,inf"},
+        {"--logits", "1,+inf"},
+        {"--logits", "1,-INF"},
         {"--logits", "1,2", "--upstream", "1,-inf"},
     };
     assert_usage_errors("softmax", bad, sizeof(bad) / sizeof(bad[0]));
@@ -157,7 +166,7 @@ START_TEST(test_attention_first_forward)
         for (int j = 0; j < 3; j++)
             w[i][j] /= sum;
     }
-    ck_assert_double_eq_tol(w[1][0], 0.20, 0.005);   /* the seed's [0.20 0.40 0.40] */
+    ck_assert_double_eq_tol(w[1][0], 0.20, 0.005); /* the seed's [0.20 0.40 0.40] */
 
     run_proc run = run_cmd("explain", "attention", NULL);
     run_assert_status(&run, 0);
@@ -168,13 +177,20 @@ START_TEST(test_attention_first_forward)
         char buf[128], want[160];
         format_row(buf, sizeof(buf), w[i], 3);
         snprintf(want, sizeof(want), "    %s%s%s\n", i ? " " : "[", buf, i == 2 ? "]" : "");
-        ck_assert_msg(strstr(fwd, want), "weights row %d '%s' missing after the softmax entry", i, want);
+        ck_assert_msg(strstr(fwd, want), "weights row %d '%s' missing after the softmax entry", i,
+                      want);
     }
     /* the story's parts, in order */
     static const char *const parts[] = {
-        "Forward: each op", "[0] leaf -> x [3x2]", "[9] mse(out [3x2], y [3x2]) -> loss [1]",
-        "Backward: ag_backward", "sends dscores = weights * (dweights - <dweights, weights>)",
-        "SGD update with lr 1:", "Where sat looks", "sat now looks more at cat", ": PASS\n",
+        "Forward: each op",
+        "[0] leaf -> x [3x2]",
+        "[9] mse(out [3x2], y [3x2]) -> loss [1]",
+        "Backward: ag_backward",
+        "sends dscores = weights * (dweights - <dweights, weights>)",
+        "SGD update with lr 1:",
+        "Where sat looks",
+        "sat now looks more at cat",
+        ": PASS\n",
     };
     const char *p = out;
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
@@ -267,12 +283,21 @@ START_TEST(test_attention_errors)
     run_assert_status(&p, 1);
     /* one message, before any story: nothing on stdout */
     ck_assert_str_eq(p.out, "");
-    ck_assert_msg(strncmp(p.err, "attograd explain: /nonexistent-dir/t.dot: cannot write there", 60) == 0 &&
-                  strchr(p.err, '\n') == p.err + p.err_len - 1, "not one message:\n%s", p.err);
+    ck_assert_msg(
+        strncmp(p.err, "attograd explain: /nonexistent-dir/t.dot: cannot write there", 60) == 0 &&
+            strchr(p.err, '\n') == p.err + p.err_len - 1,
+        "not one message:\n%s", p.err);
     run_free(&p);
     static const char *const bad[][MAX_BAD_ARGS] = {
-        {"--lr", "0"}, {"--lr", "x"}, {"--lr"}, {"--inject-bug", "matmul"}, {"--dot", ""},
-        {"--verbose"}, {"--png", ""}, {"--png"}, {"--dot", "a.dot", "--png", "a.dot"},
+        {"--lr", "0"},
+        {"--lr", "x"},
+        {"--lr"},
+        {"--inject-bug", "matmul"},
+        {"--dot", ""},
+        {"--verbose"},
+        {"--png", ""},
+        {"--png"},
+        {"--dot", "a.dot", "--png", "a.dot"},
     };
     assert_usage_errors("attention", bad, sizeof(bad) / sizeof(bad[0]));
     p = run_cmd("explain", "nothing", NULL);
@@ -350,16 +375,21 @@ START_TEST(test_tape_dot)
     ck_assert_msg(strncmp(text, "digraph tape {\n  label=\"a \\\"quoted\\\" title\";", 44) == 0,
                   "title:\n%s", text);
     /* w: named, its values, its gradient x^T * 0.5 = [[0.5 0.5] [1.5 1.5]] */
-    assert_has(text, "t1 [shape=record, label=\"{w [2x2]|{data\\l\\ \\ \\ 2.0000\\ \\ \\ 0.0000\\l"
+    assert_has(text,
+               "t1 [shape=record, label=\"{w [2x2]|{data\\l\\ \\ \\ 2.0000\\ \\ \\ 0.0000\\l"
                "\\ \\ \\ 0.0000\\ \\ -1.5000\\l|grad\\l\\ \\ \\ 0.5000\\ \\ \\ 0.5000\\l"
-               "\\ \\ \\ 1.5000\\ \\ \\ 1.5000\\l}}\", style=filled", "w's node");
+               "\\ \\ \\ 1.5000\\ \\ \\ 1.5000\\l}}\", style=filled",
+               "w's node");
     assert_has(text, "label=\"{x [1x2]|{data", "x's node");
-    assert_has(text, "|no gradient\\l}}\", style=filled, fillcolor=\"#eeeeee\"", "x has no gradient");
+    assert_has(text, "|no gradient\\l}}\", style=filled, fillcolor=\"#eeeeee\"",
+               "x has no gradient");
     assert_has(text, "label=\"{t2 [1x2]|", "an unnamed tensor");
-    assert_has(text, "e2 [shape=ellipse, fontname=\"Helvetica\", label=\"scale 0.5\"];", "scale's factor");
-    assert_has(text, "  t0 -> e1 [label=\"a\"];\n  t1 -> e1 [label=\"b\"];\n  e1 -> t2;\n", "matmul's edges");
+    assert_has(text, "e2 [shape=ellipse, fontname=\"Helvetica\", label=\"scale 0.5\"];",
+               "scale's factor");
+    assert_has(text, "  t0 -> e1 [label=\"a\"];\n  t1 -> e1 [label=\"b\"];\n  e1 -> t2;\n",
+               "matmul's edges");
     assert_has(text, "e3 -> t4;\n}\n", "the end");
-    ck_assert_ptr_null(strstr(text, "e0 "));   /* a leaf is its tensor alone */
+    ck_assert_ptr_null(strstr(text, "e0 ")); /* a leaf is its tensor alone */
     free(text);
 
     /* a big tensor shows its first rows and columns only */
@@ -391,8 +421,8 @@ START_TEST(test_posenc_sinusoidal)
     /* PE[t] = (sin t, cos t, sin(t/100), cos(t/100)) for d = 4 */
     for (int t = 0; t < 4; t++) {
         char want[128];
-        snprintf(want, sizeof(want), "\n     %d %6.2f %6.2f %6.2f %6.2f\n", t, sin(t) + 0.0,
-                 cos(t), sin(t / 100.0) + 0.0, cos(t / 100.0));
+        snprintf(want, sizeof(want), "\n     %d %6.2f %6.2f %6.2f %6.2f\n", t, sin(t) + 0.0, cos(t),
+                 sin(t / 100.0) + 0.0, cos(t / 100.0));
         assert_has(out, want, "a row of PE");
     }
     /* cosine similarity = (cos(t-u) + cos((t-u)/100)) / 2: constant diagonals */
@@ -426,7 +456,7 @@ START_TEST(test_posenc_learned)
     run_assert_has(p.out, "The learned positional encoding 'pos' of ");
     run_assert_has(p.out, ": 6 positions of width 32.");
     run_assert_has(p.out, "columns 0..7 of 32");
-    run_assert_has(p.out, "\n     5    ");   /* the last of 6 rows */
+    run_assert_has(p.out, "\n     5    "); /* the last of 6 rows */
     run_free(&p);
     /* a checkpoint without learned positions, a missing file: exit 1, one line */
     p = run_cmd("train", "--task", "reverse", "--steps", "1", "--quiet", "--save", plain, NULL);
@@ -472,9 +502,16 @@ END_TEST
 START_TEST(test_posenc_usage)
 {
     static const char *const bad[][MAX_BAD_ARGS] = {
-        {"--seq", "0"},  {"--seq", "1025"}, {"--dim", "0"},  {"--dim", "x"},
-        {"--plot", ""},  {"--load", ""},    {"--load", "a", "--seq", "4"},
-        {"--load", "a", "--plot", "a"},     {"--bogus"},     {"--seq"},
+        {"--seq", "0"},
+        {"--seq", "1025"},
+        {"--dim", "0"},
+        {"--dim", "x"},
+        {"--plot", ""},
+        {"--load", ""},
+        {"--load", "a", "--seq", "4"},
+        {"--load", "a", "--plot", "a"},
+        {"--bogus"},
+        {"--seq"},
     };
     assert_usage_errors("posenc", bad, sizeof(bad) / sizeof(bad[0]));
     run_proc p = run_cmd("explain", "posenc", "--help", NULL);

@@ -15,8 +15,8 @@ static void expect_row(const char *out, const char *prefix, const double *v, int
     char want[256];
     size_t used = (size_t)snprintf(want, sizeof(want), "%s[", prefix);
     for (int i = 0; i < n; i++)
-        used += (size_t)snprintf(want + used, sizeof(want) - used, "%s%7.4f", i ? " " : "",
-                                 v[i] + 0.0);
+        used +=
+            (size_t)snprintf(want + used, sizeof(want) - used, "%s%7.4f", i ? " " : "", v[i] + 0.0);
     snprintf(want + used, sizeof(want) - used, "]%s\n", suffix);
     ck_assert_msg(strstr(out, want), "'%s' not in the output:\n%s", want, out);
 }
@@ -82,7 +82,8 @@ START_TEST(test_defaults_and_edges)
         snprintf(words, sizeof(words), "explain layernorm %s", args[i]);
         run_proc p = run_words(words);
         run_assert_status(&p, 0);
-        ck_assert_msg(strstr(p.out, "  agree\n") && !strstr(p.out, "DISAGREE"), "'%s':\n%s", args[i], p.out);
+        ck_assert_msg(strstr(p.out, "  agree\n") && !strstr(p.out, "DISAGREE"), "'%s':\n%s",
+                      args[i], p.out);
         run_free(&p);
     }
     run_proc p = run_cmd("explain", "layernorm", "--x", "1,2,3", NULL);
@@ -97,10 +98,16 @@ START_TEST(test_bad_usage)
 {
     static const char usage[] = "usage: attograd explain layernorm";
     static const char *const bad[] = {
-        "",                          "--x 1,,2",
-        "--x 1,2 --upstream 1",      "--x 1,2 --weight 1,2,3", "--x 1,2 --bias 1",
-        "--x 1,nan",                 "--x 1 --decimals 2",     "--x 1 --logits 1",
-        "--x 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",       "--x 1 extra",
+        "",
+        "--x 1,,2",
+        "--x 1,2 --upstream 1",
+        "--x 1,2 --weight 1,2,3",
+        "--x 1,2 --bias 1",
+        "--x 1,nan",
+        "--x 1 --decimals 2",
+        "--x 1 --logits 1",
+        "--x 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+        "--x 1 extra",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char words[128];

@@ -65,7 +65,7 @@ START_TEST(test_file_write)
     ck_assert_str_eq(contents(path, buf, sizeof(buf)), "first");
     ck_assert_int_eq(ag_file_write(path, "second", 6, err, sizeof(err)), AG_OK);
     ck_assert_str_eq(contents(path, buf, sizeof(buf)), "second");
-    ck_assert_int_eq(entries(), 1);   /* no temporary file left */
+    ck_assert_int_eq(entries(), 1); /* no temporary file left */
     ck_assert_int_eq(ag_file_write("/dev/null", "x", 1, err, sizeof(err)), AG_OK);
     /* a directory is refused, by name, and nothing is made */
     ck_assert_int_ne(ag_file_write(dir, "x", 1, err, sizeof(err)), AG_OK);
@@ -76,7 +76,7 @@ START_TEST(test_file_write)
     ck_assert_int_ne(ag_file_check_output(path, err, sizeof(err)), AG_OK);
     in_dir(path, sizeof(path), "new.txt");
     ck_assert_int_eq(ag_file_check_output(path, err, sizeof(err)), AG_OK);
-    ck_assert_int_eq(access(path, F_OK), -1);   /* checked, not made */
+    ck_assert_int_eq(access(path, F_OK), -1); /* checked, not made */
     ck_assert_int_eq(entries(), 1);
     remove_dir();
 }
@@ -89,7 +89,7 @@ START_TEST(test_file_tmp_name)
     in_dir(path, sizeof(path), "pic.png");
     ck_assert_int_eq(ag_file_tmp_name(path, tmp, sizeof(tmp), err, sizeof(err)), AG_OK);
     ck_assert_msg(strncmp(tmp, path, strlen(path)) == 0, "%s is not beside %s", tmp, path);
-    ck_assert_int_eq(access(tmp, F_OK), 0);   /* made, empty, for the other program */
+    ck_assert_int_eq(access(tmp, F_OK), 0); /* made, empty, for the other program */
     FILE *f = fopen(tmp, "w");
     ck_assert_ptr_nonnull(f);
     fputs("picture", f);
@@ -158,7 +158,7 @@ START_TEST(test_file_is_fd)
     ck_assert(!ag_file_is_fd(dir, fd));
     close(fd);
     fd = open("/dev/null", O_WRONLY);
-    ck_assert(!ag_file_is_fd("/dev/null", fd));   /* a device is not a file to protect */
+    ck_assert(!ag_file_is_fd("/dev/null", fd)); /* a device is not a file to protect */
     close(fd);
     remove_dir();
 }
@@ -219,7 +219,7 @@ START_TEST(test_st_flushed)
 #ifdef AG_REAL_DOUBLE
     ag_real v[3] = {1, 1e-50, 1e-60};
 #else
-    ag_real v[3] = {1, 0, 0};   /* a float build cannot hold them: write the file by hand below */
+    ag_real v[3] = {1, 0, 0}; /* a float build cannot hold them: write the file by hand below */
 #endif
     ck_assert_int_eq(ag_st_add(w, "t", 1, (const int[]){3}, v), AG_OK);
     ck_assert_int_eq(ag_st_save(w, path, err, sizeof(err)), AG_OK);
@@ -230,14 +230,14 @@ START_TEST(test_st_flushed)
     ck_assert_ptr_nonnull(fp);
     double tiny[2] = {1e-50, 1e-60};
     ck_assert_int_eq(fseek(fp, -16, SEEK_END), 0);
-    ck_assert_uint_eq(fwrite(tiny, sizeof(double), 2, fp), 2);   /* little-endian host */
+    ck_assert_uint_eq(fwrite(tiny, sizeof(double), 2, fp), 2); /* little-endian host */
     fclose(fp);
 #endif
     ag_st_file *f;
     ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_OK);
     size_t first = 99;
 #ifdef AG_REAL_DOUBLE
-    ck_assert_uint_eq(ag_st_flushed(f, "t", &first), 0);   /* a double holds them */
+    ck_assert_uint_eq(ag_st_flushed(f, "t", &first), 0); /* a double holds them */
 #else
     ck_assert_uint_eq(ag_st_flushed(f, "t", &first), 2);
     ck_assert_uint_eq(first, 1);
@@ -285,7 +285,7 @@ START_TEST(test_attention_load)
     ck_assert(ag_attention_param(a, "wo")->data[15] == 0.5f);
     ag_attention_free(a);
     ag_st_free(f);
-    f = model_file(path, 4, 0.5f, "2", NULL);   /* causal absent: false */
+    f = model_file(path, 4, 0.5f, "2", NULL); /* causal absent: false */
     a = ag_attention_load(f, path, err, sizeof(err));
     ck_assert_int_eq(ag_attention_causal(a), 0);
     ag_attention_free(a);

@@ -43,14 +43,12 @@ static double tail(double x)
  * x = -5 it has only 10 digits (-1.4332578593401e-06). */
 static const double ref_x[] = {-5, -3, -1, -0.5, 0, 0.5, 1, 2, 3};
 static const double ref_y[] = {
-    -1.4332578593959696e-6, -0.0040496940948902836, -0.15865525393145705,
-    -0.15426876936299345,   0,                      0.34573123063700655,
-    0.84134474606854295,    1.9544997361036416,     2.9959503059051097,
+    -1.4332578593959696e-6, -0.0040496940948902836, -0.15865525393145705, -0.15426876936299345, 0,
+    0.34573123063700655,    0.84134474606854295,    1.9544997361036416,   2.9959503059051097,
 };
 static const double ref_dy[] = {
-    -7.1469460017922946e-6, -0.011945647204183927, -0.083315470587686298,
-    0.13250487534383716,    0.5,                   0.86749512465616284,
-    1.0833154705876863,     1.0852318010781969,    1.0119456472041839,
+    -7.1469460017922946e-6, -0.011945647204183927, -0.083315470587686298, 0.13250487534383716, 0.5,
+    0.86749512465616284,    1.0833154705876863,    1.0852318010781969,    1.0119456472041839,
 };
 #define N_REF (sizeof(ref_x) / sizeof(ref_x[0]))
 
@@ -94,7 +92,7 @@ START_TEST(test_values_dense)
     for (size_t i = 0; i < n; i++) {
         double xi = x->data[i], want = gelu_ref(xi);
         double tol = 4 * ULP * tail(xi) * fabs(want) + (xi < -12.5 ? 1e-36 : 0);
-        if (!(fabs(y->data[i] - want) <= tol))   /* ck_abort_msg: see test_util.h */
+        if (!(fabs(y->data[i] - want) <= tol)) /* ck_abort_msg: see test_util.h */
             ck_abort_msg("gelu(%.9g) = %.9g, want %.9g", xi, (double)y->data[i], want);
     }
     ag_tape_free(tape);
@@ -104,7 +102,7 @@ END_TEST
 START_TEST(test_special_values)
 {
     ag_tape *tape = ag_tape_new();
-    ag_tensor *p = ag_param_new(1, (int[]){6});   /* not an entry: NaN and Inf unchecked */
+    ag_tensor *p = ag_param_new(1, (int[]){6}); /* not an entry: NaN and Inf unchecked */
     ag_real v[6] = {INFINITY, NAN, -INFINITY, -0.0, 1e30f, -1e30f};
     for (int i = 0; i < 6; i++)
         p->data[i] = v[i];
@@ -112,7 +110,7 @@ START_TEST(test_special_values)
     ck_assert_ptr_nonnull(y);
     ck_assert(y->data[0] == INFINITY);
     ck_assert(isnan(y->data[1]));
-    ck_assert(isnan(y->data[2]));   /* -inf * 0, as PyTorch */
+    ck_assert(isnan(y->data[2])); /* -inf * 0, as PyTorch */
     ck_assert(y->data[3] == 0);
     ck_assert(y->data[4] == (ag_real)1e30f);
     ck_assert(y->data[5] == 0);
@@ -145,7 +143,7 @@ static void check_erf_level(int level, int lowest, uint32_t step, double max_ulp
         ag_erf_n(x, y, k, level);
         for (int other = lowest; other < level; other++) {
             ag_erf_n(x, z, k, other);
-            for (size_t i = 0; i < k; i++)   /* (not ck_assert: it writes to Check each time) */
+            for (size_t i = 0; i < k; i++) /* (not ck_assert: it writes to Check each time) */
                 if (memcmp(&y[i], &z[i], sizeof(y[i])) != 0)
                     ck_abort_msg("erf(%.9g): level %d gives %.9g, level %d %.9g", (double)x[i],
                                  other, (double)z[i], level, (double)y[i]);
@@ -157,10 +155,10 @@ static void check_erf_level(int level, int lowest, uint32_t step, double max_ulp
                                                             : ldexp(1.0, ilogb(want) - 52);
 #else
             double a = fabs(want) < 1.1754943508222875e-38 ? 1.401298464324817e-45
-                                                            : ldexp(1.0, ilogb(want) - 23);
+                                                           : ldexp(1.0, ilogb(want) - 23);
 #endif
             double e = fabs((double)y[i] - want) / a;
-            if (!(e <= worst)) {   /* a NaN result counts as the worst */
+            if (!(e <= worst)) { /* a NaN result counts as the worst */
                 worst = isnan(e) ? INFINITY : e;
                 worst_x = (double)x[i];
             }
@@ -215,7 +213,8 @@ static ag_tensor *build_gelu(ag_tape *tape, ag_tensor *const *in, void *ctx)
 
 START_TEST(test_gelu_gradcheck)
 {
-    const test_shape cases[][1] = {{{1, {1}}}, {{2, {3, 5}}}, {{3, {2, 3, 17}}}, {{4, {2, 2, 3, 9}}}};
+    const test_shape cases[][1] = {
+        {{1, {1}}}, {{2, {3, 5}}}, {{3, {2, 3, 17}}}, {{4, {2, 2, 3, 9}}}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
         test_gradcheck_shapes(build_gelu, NULL, 1, cases[c], 600 + c);
 }
@@ -233,7 +232,8 @@ START_TEST(test_grad_dense)
     for (size_t i = 0; i < n; i++) {
         double want = gelu_grad_ref(x->data[i]);
         if (!(fabs(x->grad[i] - want) <= 16 * ULP * fmax(fabs(want), 1)))
-            ck_abort_msg("gelu'(%.9g) = %.9g, want %.9g", (double)x->data[i], (double)x->grad[i], want);
+            ck_abort_msg("gelu'(%.9g) = %.9g, want %.9g", (double)x->data[i], (double)x->grad[i],
+                         want);
     }
     ag_tape_free(tape);
 }

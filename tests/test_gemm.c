@@ -54,7 +54,7 @@ static void check_one(ag_rng *rng, int ta, int tb, shape s, size_t pad, double a
     ag_real *C = random_matrix(rng, m, ldc);
     ag_real *C0 = malloc(m * ldc * sizeof(*C0) + 1);
     ck_assert_ptr_nonnull(C0);
-    if (beta == 0)   /* C must only be written: garbage in it must not leak out */
+    if (beta == 0) /* C must only be written: garbage in it must not leak out */
         for (size_t i = 0; i < m * ldc; i++)
             C[i] = (ag_real)NAN;
     memcpy(C0, C, m * ldc * sizeof(*C));
@@ -68,7 +68,7 @@ static void check_one(ag_rng *rng, int ta, int tb, shape s, size_t pad, double a
     size_t wi = 0, wj = 0;
     for (size_t i = 0; i < m; i++) {
         for (size_t j = 0; j < ldc; j++) {
-            if (j >= n) {   /* padding is never touched */
+            if (j >= n) { /* padding is never touched */
                 padding_written |= memcmp(&C[i * ldc + j], &C0[i * ldc + j], sizeof(ag_real)) != 0;
                 continue;
             }
@@ -115,14 +115,40 @@ static void check_one(ag_rng *rng, int ta, int tb, shape s, size_t pad, double a
  * blocks too (kc = 256 or 512, mc = 96 to 144), so every edge and multi-pass
  * path runs. */
 static const shape shapes[] = {
-    {1, 1, 1},    {1, 1, 7},    {3, 2, 2},    {1, 17, 3},    {17, 1, 3},   {7, 7, 1},
-    {33, 65, 1},  {3, 7, 17},   {17, 33, 7},  {33, 17, 65},  {65, 33, 17}, {12, 32, 16},
-    {6, 16, 8},   {13, 33, 9},  {65, 65, 65}, {129, 7, 33},  {7, 129, 65}, {129, 129, 17},
-    {33, 65, 129}, {24, 64, 300}, {150, 40, 20}, {17, 129, 513}, {150, 100, 40}, {200, 70, 300},
+    {1, 1, 1},
+    {1, 1, 7},
+    {3, 2, 2},
+    {1, 17, 3},
+    {17, 1, 3},
+    {7, 7, 1},
+    {33, 65, 1},
+    {3, 7, 17},
+    {17, 33, 7},
+    {33, 17, 65},
+    {65, 33, 17},
+    {12, 32, 16},
+    {6, 16, 8},
+    {13, 33, 9},
+    {65, 65, 65},
+    {129, 7, 33},
+    {7, 129, 65},
+    {129, 129, 17},
+    {33, 65, 129},
+    {24, 64, 300},
+    {150, 40, 20},
+    {17, 129, 513},
+    {150, 100, 40},
+    {200, 70, 300},
     {100, 100, 600},
     /* the direct kernel's row tiles (16 or 8 rows when one vector wide, then
      * 8, 4, 2, 1) and attention's small products at (32,8,16) */
-    {15, 16, 16}, {23, 9, 5}, {31, 40, 3}, {11, 50, 2}, {8, 8, 8}, {8, 8, 16}, {256, 16, 16},
+    {15, 16, 16},
+    {23, 9, 5},
+    {31, 40, 3},
+    {11, 50, 2},
+    {8, 8, 8},
+    {8, 8, 16},
+    {256, 16, 16},
     {16, 16, 256},
 };
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
@@ -130,7 +156,7 @@ static const shape shapes[] = {
 static void check_kernel_layouts(const char *name)
 {
     if (!ag_gemm_use(name))
-        return;   /* this CPU cannot run it: nothing to test */
+        return; /* this CPU cannot run it: nothing to test */
     ag_rng rng = ag_rng_new(42);
     for (int t = 0; t < 4; t++)
         for (size_t i = 0; i < N_SHAPES; i++)
@@ -187,7 +213,7 @@ START_TEST(test_kernel_choice)
     ck_assert(ag_gemm_use("generic"));
     ck_assert_str_eq(ag_gemm_kernel_name(), "generic");
     ck_assert_int_eq(ag_gemm_use("bogus"), 0);
-    ck_assert_str_eq(ag_gemm_kernel_name(), "generic");   /* unchanged */
+    ck_assert_str_eq(ag_gemm_kernel_name(), "generic"); /* unchanged */
     ck_assert(ag_gemm_use("auto"));
     const char *name = ag_gemm_kernel_name();
     ck_assert(strcmp(name, "generic") == 0 || strcmp(name, "avx2") == 0 ||
@@ -233,7 +259,7 @@ END_TEST
 
 START_TEST(test_threads_setting)
 {
-    ck_assert_int_eq(ag_get_threads(), 1);   /* the default */
+    ck_assert_int_eq(ag_get_threads(), 1); /* the default */
     ag_set_threads(0);
     ck_assert_int_eq(ag_get_threads(), 1);
     ag_set_threads(-3);
@@ -281,7 +307,7 @@ START_TEST(test_parallel_for)
         ag_parallel_for(37, nesting_task, &c);
         for (size_t i = 0; i < 37; i++)
             ck_assert_uint_eq(out[i], i + 9);
-        ag_parallel_for(0, square_task, &c);   /* nothing to do */
+        ag_parallel_for(0, square_task, &c); /* nothing to do */
     }
     ag_set_threads(1);
 }
@@ -298,7 +324,7 @@ START_TEST(test_fork_child)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        alarm(30);   /* a hang becomes a failure */
+        alarm(30); /* a hang becomes a failure */
         size_t mine[16] = {0};
         pf_ctx cc = {mine, 0};
         ag_parallel_for(16, square_task, &cc);
@@ -324,8 +350,11 @@ static void check_threads_identical(const char *name)
     ag_rng rng = ag_rng_new(11);
     /* packed (split by rows, sharing packed B; by columns) and direct (narrow,
      * split by rows) */
-    static const shape big[] = {{301, 203, 300}, {97, 410, 530}, {2001, 13, 90}, {1500, 40, 100},
-                                {300, 120, 1100}};   /* and K in several kc blocks */
+    static const shape big[] = {{301, 203, 300},
+                                {97, 410, 530},
+                                {2001, 13, 90},
+                                {1500, 40, 100},
+                                {300, 120, 1100}}; /* and K in several kc blocks */
     for (size_t s = 0; s < sizeof(big) / sizeof(big[0]); s++) {
         size_t m = big[s].m, n = big[s].n, k = big[s].k;
         for (int t = 0; t < 4; t++) {
@@ -367,7 +396,8 @@ START_TEST(test_batched_threads_identical)
     ag_rng rng = ag_rng_new(5);
     size_t batch = 64, m = 24, n = 24, k = 16;
     ag_real *A = random_matrix(&rng, batch * m, k), *B = random_matrix(&rng, batch * k, n);
-    ag_real *C1 = malloc(batch * m * n * sizeof(ag_real)), *C2 = malloc(batch * m * n * sizeof(ag_real));
+    ag_real *C1 = malloc(batch * m * n * sizeof(ag_real)),
+            *C2 = malloc(batch * m * n * sizeof(ag_real));
     ck_assert(C1 && C2);
     ag_gemm_batched(0, 1, batch, m, n, k, 1, A, k, m * k, B, k, k * n, 0, C1, n, m * n);
     ag_set_threads(2);
@@ -384,7 +414,7 @@ END_TEST
 /* ---- the ops on top: batched matmul and matmul_bt ---- */
 
 typedef struct op_case {
-    int bt;                    /* matmul_bt instead of matmul */
+    int bt; /* matmul_bt instead of matmul */
     int a_ndim, b_ndim;
     int a_shape[4], b_shape[4];
 } op_case;
@@ -421,7 +451,8 @@ START_TEST(test_ops_forward)
                 double want = 0;
                 for (size_t p = 0; p < k; p++) {
                     const ag_real *bb = b->data + t * b_stride;
-                    want += a->data[t * m * k + i * k + p] * (c->bt ? bb[j * k + p] : bb[p * n + j]);
+                    want +=
+                        a->data[t * m * k + i * k + p] * (c->bt ? bb[j * k + p] : bb[p * n + j]);
                 }
                 ck_assert_double_eq_tol(out->data[t * m * n + i * n + j], want, 1e3 * AG_TEST_TOL);
             }
@@ -435,7 +466,8 @@ START_TEST(test_ops_backward)
 {
     const op_case *c = &op_cases[_i];
     ag_rng rng = ag_rng_new(22);
-    ag_tensor *in[2] = {test_param(&rng, c->a_ndim, c->a_shape), test_param(&rng, c->b_ndim, c->b_shape)};
+    ag_tensor *in[2] = {test_param(&rng, c->a_ndim, c->a_shape),
+                        test_param(&rng, c->b_ndim, c->b_shape)};
     test_gradcheck(build_op, (void *)c, in, 2);
     ag_param_free(in[0]);
     ag_param_free(in[1]);
@@ -446,7 +478,7 @@ Suite *suite_gemm(void)
 {
     Suite *s = suite_create("gemm");
     TCase *tc = tcase_create("kernels");
-    tcase_set_timeout(tc, 120);   /* sanitizer builds are slow; nothing here is timed */
+    tcase_set_timeout(tc, 120); /* sanitizer builds are slow; nothing here is timed */
     tcase_add_loop_test(tc, test_layouts, 0, N_KERNELS);
     tcase_add_loop_test(tc, test_alpha_beta_ld, 0, N_KERNELS);
     tcase_add_test(tc, test_k_zero);

@@ -51,7 +51,7 @@ static void scale_weights(ag_gpt *g, double s, uint64_t seed)
     for (size_t i = 0; i < n; i++)
         if (p[i]->ndim == 2)
             ag_fill_normal(p[i], &rng, 0, s);
-        else   /* layer norms and biases away from 1 and 0 */
+        else /* layer norms and biases away from 1 and 0 */
             ag_fill_normal(p[i], &rng, strstr(names[i], "ln") ? 1 : 0, 0.3);
 }
 
@@ -62,16 +62,16 @@ START_TEST(test_gpt_params)
     ag_tensor *p[64];
     size_t n = ag_gpt_params(g, p, names, 64);
     ck_assert_uint_eq(n, 2 + 8 * 2 + 1);
-    const char *want[] = {"wte", "wpe", "h.0.ln_1.weight", "h.0.attn.wq", "h.0.attn.wk",
-                          "h.0.attn.wv", "h.0.attn.wo", "h.0.ln_2.weight", "h.0.mlp.w_fc",
-                          "h.0.mlp.w_proj"};
+    const char *want[] = {"wte",          "wpe",           "h.0.ln_1.weight", "h.0.attn.wq",
+                          "h.0.attn.wk",  "h.0.attn.wv",   "h.0.attn.wo",     "h.0.ln_2.weight",
+                          "h.0.mlp.w_fc", "h.0.mlp.w_proj"};
     for (int i = 0; i < 10; i++)
         ck_assert_str_eq(names[i], want[i]);
     ck_assert_str_eq(names[n - 1], "ln_f.weight");
     ck_assert_ptr_eq(ag_gpt_param(g, "h.1.mlp.w_fc"), p[16]);
     ck_assert_ptr_null(ag_gpt_param(g, "h.2.mlp.w_fc"));
     ck_assert_int_eq(p[8]->shape[0], 8);
-    ck_assert_int_eq(p[8]->shape[1], 32);   /* w_fc (C, 4C) */
+    ck_assert_int_eq(p[8]->shape[1], 32); /* w_fc (C, 4C) */
     ck_assert_uint_eq(ag_gpt_n_weights(g), 7 * 8 + 6 * 8 + 2 * (8 + 4 * 64 + 8 + 2 * 256) + 8);
     ag_gpt_free(g);
     /* with biases: every linear and layer norm gets one */
@@ -135,8 +135,12 @@ START_TEST(test_gpt_init)
     struct {
         const char *name;
         double std;
-    } w[] = {{"wte", 0.02}, {"wpe", 0.02}, {"h.3.attn.wq", 0.02}, {"h.3.mlp.w_fc", 0.02},
-             {"h.3.attn.wo", 0.02 / 4}, {"h.3.mlp.w_proj", 0.02 / 4}};
+    } w[] = {{"wte", 0.02},
+             {"wpe", 0.02},
+             {"h.3.attn.wq", 0.02},
+             {"h.3.mlp.w_fc", 0.02},
+             {"h.3.attn.wo", 0.02 / 4},
+             {"h.3.mlp.w_proj", 0.02 / 4}};
     for (size_t k = 0; k < sizeof(w) / sizeof(w[0]); k++) {
         const ag_tensor *t = ag_gpt_param(g, w[k].name);
         double s = 0;
@@ -158,14 +162,14 @@ typedef struct gpt_ctx {
     ag_gpt *g;
     int *ids, *targets;
     int batch, seq;
-    int layer;            /* >= 0: check block `layer` on inputs[0] */
-    uint64_t drop_seed;   /* non-zero: dropout with a mask fixed by this seed */
+    int layer;          /* >= 0: check block `layer` on inputs[0] */
+    uint64_t drop_seed; /* non-zero: dropout with a mask fixed by this seed */
 } gpt_ctx;
 
 static ag_tensor *build_gpt(ag_tape *tape, ag_tensor *const *in, void *ctx)
 {
     gpt_ctx *c = ctx;
-    ag_rng rng = ag_rng_new(c->drop_seed);   /* the same mask on every pass */
+    ag_rng rng = ag_rng_new(c->drop_seed); /* the same mask on every pass */
     ag_rng *drop = c->drop_seed ? &rng : NULL;
     if (c->layer >= 0)
         return ag_gpt_block(tape, c->g, c->layer, in[0], drop);
@@ -214,7 +218,8 @@ static void check_gpt(const ag_gpt_config *cfg, int layer, int loss, uint64_t dr
 #endif
     ag_gradcheck_result r;
     char err[256];
-    ck_assert_msg(ag_gradcheck(build_gpt, &c, in, n, &opts, &r, err, sizeof(err)) == AG_OK, "%s", err);
+    ck_assert_msg(ag_gradcheck(build_gpt, &c, in, n, &opts, &r, err, sizeof(err)) == AG_OK, "%s",
+                  err);
     ck_assert_msg(r.checked == r.total, "checked %zu of %zu", r.checked, r.total);
     ck_assert_msg(r.passed, "max rel error %g > %g (abs %g) at input %d element %zu", r.max_rel,
                   r.tolerance, r.max_abs, r.worst_input, r.worst_index);
@@ -234,8 +239,8 @@ END_TEST
 START_TEST(test_gradcheck_gpt)
 {
     ag_gpt_config c = small_config();
-    check_gpt(&c, -1, 0, 0);   /* the logits, projected on random weights */
-    check_gpt(&c, -1, 1, 0);   /* the loss */
+    check_gpt(&c, -1, 0, 0); /* the logits, projected on random weights */
+    check_gpt(&c, -1, 1, 0); /* the loss */
 }
 END_TEST
 
@@ -245,7 +250,7 @@ START_TEST(test_gradcheck_gpt_variants)
     c.layers = 1;
     c.bias = 1;
     c.dropout = 0.25;
-    check_gpt(&c, -1, 0, 11);   /* biases and dropout */
+    check_gpt(&c, -1, 0, 11); /* biases and dropout */
     static const int off[4][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}};
     for (int k = 0; k < 4; k++) {
         c = small_config();
@@ -337,7 +342,8 @@ static collected generate(ag_gpt_cache *c, const int *prompt, size_t n_prompt, s
     ag_rng rng = ag_rng_new(seed);
     char err[256];
     ck_assert_int_eq(ag_gpt_generate(c, prompt, n_prompt, n_new, temperature, top_k, &rng, collect,
-                                     &out, err, sizeof(err)), AG_OK);
+                                     &out, err, sizeof(err)),
+                     AG_OK);
     ck_assert_int_eq(out.n, (int)n_new);
     return out;
 }
@@ -407,8 +413,10 @@ START_TEST(test_sampling)
         count[ag_gpt_cache_pick(c, logits, 1.0, 2, &rng)]++;
     ck_assert_int_eq(count[0] + count[3] + count[4] + count[5], 0);
     ck_assert(count[1] > 0 && count[2] > 0 && count[6] > 0);
-    ck_assert_int_eq(ag_gpt_generate(c, prompt, 0, 5, 1, 0, &rng, NULL, NULL, err, sizeof(err)), AG_ERR_ARG);
-    ck_assert_int_eq(ag_gpt_generate(c, prompt, 3, 5, -1, 0, &rng, NULL, NULL, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_gpt_generate(c, prompt, 0, 5, 1, 0, &rng, NULL, NULL, err, sizeof(err)),
+                     AG_ERR_ARG);
+    ck_assert_int_eq(ag_gpt_generate(c, prompt, 3, 5, -1, 0, &rng, NULL, NULL, err, sizeof(err)),
+                     AG_ERR_ARG);
     ag_gpt_cache_free(c);
     ag_gpt_free(g);
 }
@@ -421,7 +429,8 @@ static ag_text *letters(size_t n, int alphabet)
     char *s = malloc(n + 1);
     ag_rng rng = ag_rng_new(41);
     for (size_t i = 0; i < n; i++)
-        s[i] = (char)('a' + (i % 3 == 0 ? (int)ag_rng_below(&rng, (uint32_t)alphabet) : (int)(i % alphabet)));
+        s[i] = (char)('a' + (i % 3 == 0 ? (int)ag_rng_below(&rng, (uint32_t)alphabet)
+                                        : (int)(i % alphabet)));
     s[n] = '\0';
     ag_text *t;
     char err[256];
@@ -432,7 +441,7 @@ static ag_text *letters(size_t n, int alphabet)
 
 START_TEST(test_val_loss)
 {
-    ag_text *text = letters(1000, 7);   /* 100 validation characters */
+    ag_text *text = letters(1000, 7); /* 100 validation characters */
     ag_gpt_config cfg = small_config();
     ag_gpt *g = small_gpt(&cfg, 51);
     scale_weights(g, 0.3, 52);
@@ -519,7 +528,7 @@ START_TEST(test_trainer_learns)
     ck_assert_int_eq(ag_gpt_trainer_steps(t), 150);
     ck_assert_int_eq(ag_gpt_trainer_estimate(t, AG_SPLIT_VAL, 5, &after, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_gpt_trainer_estimate(t, AG_SPLIT_VAL, 5, &again, err, sizeof(err)), AG_OK);
-    ck_assert(after == again);   /* the same batches every time */
+    ck_assert(after == again); /* the same batches every time */
     ck_assert_msg(after < before - 0.15, "validation loss %g -> %g", before, after);
     ag_gpt_trainer_free(t);
     /* settings the trainer refuses */
@@ -528,7 +537,7 @@ START_TEST(test_trainer_learns)
     ck_assert_str_eq(err, "trainer: batch must be at least 1");
     ag_gpt_free(g);
     ag_text_free(text);
-    text = letters(40, 7);   /* 36 to train, 4 to validate: too short for windows of 6 */
+    text = letters(40, 7); /* 36 to train, 4 to validate: too short for windows of 6 */
     g = small_gpt(&cfg, 61);
     tc = ag_gpt_train_defaults();
     ck_assert_ptr_null(ag_gpt_trainer_new(g, text, &tc, err, sizeof(err)));
@@ -573,7 +582,8 @@ static int same_params(ag_gpt *a, ag_gpt *b)
     size_t n = ag_gpt_params(a, pa, NULL, 128);
     ck_assert_uint_eq(ag_gpt_params(b, pb, NULL, 128), n);
     for (size_t i = 0; i < n; i++)
-        if (!ag_same_shape(pa[i], pb[i]) || memcmp(pa[i]->data, pb[i]->data, pa[i]->size * sizeof(ag_real)))
+        if (!ag_same_shape(pa[i], pb[i]) ||
+            memcmp(pa[i]->data, pb[i]->data, pa[i]->size * sizeof(ag_real)))
             return 0;
     return 1;
 }
@@ -595,14 +605,17 @@ START_TEST(test_checkpoint_layout)
     struct {
         const char *name;
         int ndim, d0, d1;
-    } want[] = {{"transformer.wte.weight", 2, 7, 8}, {"transformer.wpe.weight", 2, 6, 8},
-                {"transformer.h.1.ln_1.weight", 1, 8, 0}, {"transformer.h.1.ln_1.bias", 1, 8, 0},
+    } want[] = {{"transformer.wte.weight", 2, 7, 8},
+                {"transformer.wpe.weight", 2, 6, 8},
+                {"transformer.h.1.ln_1.weight", 1, 8, 0},
+                {"transformer.h.1.ln_1.bias", 1, 8, 0},
                 {"transformer.h.1.attn.c_attn.weight", 2, 24, 8},
                 {"transformer.h.1.attn.c_attn.bias", 1, 24, 0},
                 {"transformer.h.1.attn.c_proj.weight", 2, 8, 8},
                 {"transformer.h.1.mlp.c_fc.weight", 2, 32, 8},
                 {"transformer.h.1.mlp.c_proj.weight", 2, 8, 32},
-                {"transformer.ln_f.weight", 1, 8, 0}, {"lm_head.weight", 2, 7, 8}};
+                {"transformer.ln_f.weight", 1, 8, 0},
+                {"lm_head.weight", 2, 7, 8}};
     for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
         int nd, d[AG_MAX_DIMS];
         ck_assert_msg(ag_st_shape(f, want[k].name, &nd, d, err, sizeof(err)) == AG_OK, "%s", err);
@@ -619,9 +632,11 @@ START_TEST(test_checkpoint_layout)
     /* c_attn row r: Q's output r (column r of wq), then K's, then V's */
     ag_real c_attn[24 * 8], fc[32 * 8];
     ck_assert_int_eq(ag_st_get(f, "transformer.h.1.attn.c_attn.weight", 2, (int[]){24, 8}, c_attn,
-                               err, sizeof(err)), AG_OK);
-    ck_assert_int_eq(ag_st_get(f, "transformer.h.1.mlp.c_fc.weight", 2, (int[]){32, 8}, fc, err,
-                               sizeof(err)), AG_OK);
+                               err, sizeof(err)),
+                     AG_OK);
+    ck_assert_int_eq(
+        ag_st_get(f, "transformer.h.1.mlp.c_fc.weight", 2, (int[]){32, 8}, fc, err, sizeof(err)),
+        AG_OK);
     const ag_tensor *wq = ag_gpt_param(g, "h.1.attn.wq"), *wv = ag_gpt_param(g, "h.1.attn.wv");
     const ag_tensor *wfc = ag_gpt_param(g, "h.1.mlp.w_fc");
     for (int r = 0; r < 8; r++)

@@ -85,7 +85,7 @@ START_TEST(test_open_matches_the_pieces)
     ck_assert_int_eq(ag_gpt_val_loss(g, text, &vb, &wb, err, sizeof(err)), AG_OK);
     ck_assert(va == vb);
     ck_assert_uint_eq(wa, wb);
-    ag_gpt_trainer_free(a);   /* frees its text and model: the sanitizer run checks */
+    ag_gpt_trainer_free(a); /* frees its text and model: the sanitizer run checks */
     ag_gpt_trainer_free(b);
     ag_gpt_free(g);
     ag_text_free(text);
@@ -134,12 +134,13 @@ END_TEST
 START_TEST(test_open_errors)
 {
     files f;
-    make_files(&f, 40);   /* 36 to train, 4 to validate: too short for windows of 6 */
+    make_files(&f, 40); /* 36 to train, 4 to validate: too short for windows of 6 */
     char err[256] = "", want[128];
     ag_gpt_config mc = model_config();
     ag_gpt_train_config tc = train_config();
     ck_assert_ptr_null(ag_gpt_trainer_open(f.text, &mc, &tc, NULL, err, sizeof(err)));
-    snprintf(want, sizeof(want), "%s: a text of 40 characters is too short for windows of 6", f.text);
+    snprintf(want, sizeof(want), "%s: a text of 40 characters is too short for windows of 6",
+             f.text);
     ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
     remove_files(&f);
     ck_assert_ptr_null(ag_gpt_trainer_open("/nonexistent/t.txt", &mc, &tc, NULL, err, sizeof(err)));

@@ -16,8 +16,10 @@ static double reference(const double *x, const double *y, const double *const w[
                         int d, int H, int causal, double *out, double *attn)
 {
     int dh = d / H;
-    double *q = calloc((size_t)B * T * d, sizeof(double)), *k = calloc((size_t)B * T * d, sizeof(double));
-    double *v = calloc((size_t)B * T * d, sizeof(double)), *o = calloc((size_t)B * T * d, sizeof(double));
+    double *q = calloc((size_t)B * T * d, sizeof(double)),
+           *k = calloc((size_t)B * T * d, sizeof(double));
+    double *v = calloc((size_t)B * T * d, sizeof(double)),
+           *o = calloc((size_t)B * T * d, sizeof(double));
     double *proj[3] = {q, k, v};
     for (int m = 0; m < 3; m++)
         for (int r = 0; r < B * T; r++)
@@ -60,7 +62,8 @@ static double reference(const double *x, const double *y, const double *const w[
 }
 
 /* |got - want| within tol of the tensor's scale (max |want|), elementwise. */
-static void assert_close(const char *name, const ag_real *got, const double *want, size_t n, double tol)
+static void assert_close(const char *name, const ag_real *got, const double *want, size_t n,
+                         double tol)
 {
     double scale = 0;
     for (size_t i = 0; i < n; i++)
@@ -111,7 +114,8 @@ static void check_config(int B, int T, int d, int H, int causal, uint64_t seed)
     ck_assert_int_eq(ag_st_load(outp, &g, err, sizeof(err)), AG_OK);
 
     /* outputs and attention weights against the reference forward */
-    double *out = malloc(nx * sizeof(double)), *attn = malloc((size_t)B * H * T * T * sizeof(double));
+    double *out = malloc(nx * sizeof(double)),
+           *attn = malloc((size_t)B * H * T * T * sizeof(double));
     double loss = reference(x, y, (const double *const *)w, B, T, d, H, causal, out, attn);
     size_t most = nx > nw ? nx : nw;
     if ((size_t)B * H * T * T > most)
@@ -142,8 +146,8 @@ static void check_config(int B, int T, int d, int H, int causal, uint64_t seed)
         char name[16];
         snprintf(name, sizeof(name), "grad.%s", m < 4 ? names[m] : "x");
         int ndim = m < 4 ? 2 : 3;
-        ck_assert_int_eq(ag_st_get(g, name, ndim, m < 4 ? (int[]){d, d} : (int[]){B, T, d}, got, err,
-                                   sizeof(err)),
+        ck_assert_int_eq(ag_st_get(g, name, ndim, m < 4 ? (int[]){d, d} : (int[]){B, T, d}, got,
+                                   err, sizeof(err)),
                          AG_OK);
         assert_close(name, got, want, n, 1e-4);
     }
@@ -159,8 +163,13 @@ static void check_config(int B, int T, int d, int H, int causal, uint64_t seed)
 
 START_TEST(test_grad_matches_reference)
 {
-    static const struct { int B, T, d, H, causal; } c[] = {
-        {2, 5, 8, 1, 0}, {2, 5, 8, 2, 1}, {1, 4, 8, 4, 0}, {3, 1, 4, 2, 1},
+    static const struct {
+        int B, T, d, H, causal;
+    } c[] = {
+        {2, 5, 8, 1, 0},
+        {2, 5, 8, 2, 1},
+        {1, 4, 8, 4, 0},
+        {3, 1, 4, 2, 1},
     };
     check_config(c[_i].B, c[_i].T, c[_i].d, c[_i].H, c[_i].causal, 100 + (uint64_t)_i);
 }

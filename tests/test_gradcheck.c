@@ -32,7 +32,7 @@ static ag_tensor *build_null(ag_tape *tape, ag_tensor *const *in, void *ctx)
 static ag_tensor *build_bad_shapes(ag_tape *tape, ag_tensor *const *in, void *ctx)
 {
     (void)ctx;
-    return ag_matmul(tape, in[0], in[0]);   /* (2,3) @ (2,3) */
+    return ag_matmul(tape, in[0], in[0]); /* (2,3) @ (2,3) */
 }
 
 static ag_tensor *build_ignores_input(ag_tape *tape, ag_tensor *const *in, void *ctx)
@@ -120,7 +120,7 @@ START_TEST(test_gradcheck_sampling)
     o.max_samples = 5;
     ck_assert_int_eq(ag_gradcheck(build_chain, NULL, in, 2, &o, &r, NULL, 0), AG_OK);
     ck_assert_uint_eq(r.total, 44);
-    ck_assert_uint_eq(r.checked, 10);   /* 5 per input */
+    ck_assert_uint_eq(r.checked, 10); /* 5 per input */
     ck_assert_uint_lt(r.checked, r.total);
     ck_assert(r.passed);
     /* max_samples above an input's size: that input is checked whole */
@@ -163,7 +163,7 @@ START_TEST(test_gradcheck_numeric_out)
     for (int i = 0; i < 12; i++)
         written += num1[i] != -99;
     ck_assert_int_ge(written, 1);
-    ck_assert_int_le(written, 5);   /* the sampled elements, and only those */
+    ck_assert_int_le(written, 5); /* the sampled elements, and only those */
     ag_param_free(in[0]);
     ag_param_free(in[1]);
 }
@@ -175,7 +175,7 @@ START_TEST(test_gradcheck_restores_inputs)
     ag_tensor *x = test_param(&rng, 2, (int[]){2, 3});
     ag_real before[6];
     memcpy(before, x->data, sizeof(before));
-    x->grad[0] = 123;   /* stale: the checker starts from zero */
+    x->grad[0] = 123; /* stale: the checker starts from zero */
     ag_gradcheck_result r;
     ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, &x, 1, NULL, &r, NULL, 0), AG_OK);
     ck_assert(r.passed);
@@ -208,7 +208,8 @@ START_TEST(test_gradcheck_bad_arguments)
     ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, NULL, 1, NULL, &r, err, sizeof(err)),
                      AG_ERR_ARG);
     ck_assert_str_eq(err, "gradcheck: bad arguments");
-    ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, &x, 0, NULL, &r, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, &x, 0, NULL, &r, err, sizeof(err)),
+                     AG_ERR_ARG);
     ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, &x, 1, NULL, NULL, err, sizeof(err)),
                      AG_ERR_ARG);
     ck_assert_str_eq(err, "gradcheck: bad arguments");
@@ -216,10 +217,12 @@ START_TEST(test_gradcheck_bad_arguments)
     /* an input without a gradient (a tape tensor) or a NULL input */
     ag_tape *tape = ag_tape_new();
     ag_tensor *in[2] = {x, ag_tensor_new(tape, 1, (int[]){3})};
-    ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, in, 2, NULL, &r, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, in, 2, NULL, &r, err, sizeof(err)),
+                     AG_ERR_ARG);
     ck_assert_str_eq(err, "gradcheck: input 2 is NULL or has no gradient");
     in[1] = NULL;
-    ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, in, 2, NULL, &r, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, in, 2, NULL, &r, err, sizeof(err)),
+                     AG_ERR_ARG);
     ck_assert_str_eq(err, "gradcheck: input 2 is NULL or has no gradient");
     /* err may be NULL */
     ck_assert_int_eq(ag_gradcheck(build_softmax, NULL, in, 2, NULL, &r, NULL, 0), AG_ERR_ARG);

@@ -93,10 +93,20 @@ START_TEST(test_all_rows_pass)
         ck_assert_msg(text_line(out, prefix), "no row for op %s:\n%s", prefix, out);
     }
     static const char *const rows[] = {
-        "matmul 2-D ", "matmul shared b ", "matmul batched ", "scale by ", "softmax ",
-        "causal_mask + softmax ", "mse loss ", "cross_entropy loss ", "attention H=1 ",
-        "attention H=2 causal ", "attention H=1 sinusoidal ", "attention H=2 causal learned ",
-        "attention H=2 op by op ", "attention H=2 causal op by op ",
+        "matmul 2-D ",
+        "matmul shared b ",
+        "matmul batched ",
+        "scale by ",
+        "softmax ",
+        "causal_mask + softmax ",
+        "mse loss ",
+        "cross_entropy loss ",
+        "attention H=1 ",
+        "attention H=2 causal ",
+        "attention H=1 sinusoidal ",
+        "attention H=2 causal learned ",
+        "attention H=2 op by op ",
+        "attention H=2 causal op by op ",
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const char *line = text_line(out, rows[i]);
@@ -106,8 +116,8 @@ START_TEST(test_all_rows_pass)
                       "row '%s' does not pass", rows[i]);
     }
     ck_assert_ptr_null(strstr(out, "FAIL"));
-    ck_assert_ptr_nonnull(strstr(out, "max_samples"));   /* the output says it samples */
-    ck_assert_ptr_nonnull(strstr(out, " 256/320 "));     /* and a row shows it */
+    ck_assert_ptr_nonnull(strstr(out, "max_samples")); /* the output says it samples */
+    ck_assert_ptr_nonnull(strstr(out, " 256/320 "));   /* and a row shows it */
     ck_assert_ptr_nonnull(strstr(out, " passed, 0 failed."));
     run_free(&p);
 }
@@ -122,13 +132,16 @@ START_TEST(test_injected_bug_fails)
     static const struct {
         const char *row, *want;
     } rows[] = {
-        {"softmax ", "FAIL"},       {"causal_mask + softmax ", "FAIL"},
-        {"attention H=1 ", "FAIL"}, {"attention H=2 causal learned ", "FAIL"},
+        {"softmax ", "FAIL"},
+        {"causal_mask + softmax ", "FAIL"},
+        {"attention H=1 ", "FAIL"},
+        {"attention H=2 causal learned ", "FAIL"},
         {"attention H=2 op by op ", "FAIL"},
         /* a plain sum tests only g = (1, ..., 1), where dL/dz is 0: the bug's
          * s * g is not 0 there, so even this weak loss catches it */
         {"softmax through a plain sum ", "FAIL"},
-        {"matmul 2-D ", "PASS"},    {"cross_entropy loss ", "PASS"},
+        {"matmul 2-D ", "PASS"},
+        {"cross_entropy loss ", "PASS"},
         {"mse loss ", "PASS"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -165,11 +178,16 @@ START_TEST(test_bad_usage)
     run_proc p = run_cmd("gradcheck", "--op", "nosuch", NULL);
     run_assert_usage(&p, usage);
     run_assert_has(p.err, "unknown op 'nosuch'");
-    run_assert_has(p.err, "matmul_bt");   /* the names are listed */
+    run_assert_has(p.err, "matmul_bt"); /* the names are listed */
     run_free(&p);
     static const char *const bad[] = {
-        "gradcheck --inject-bug matmul", "gradcheck --eps 0", "gradcheck --eps abc",
-        "gradcheck --seed -1", "gradcheck --plot x.png", "gradcheck --op", "gradcheck --bogus",
+        "gradcheck --inject-bug matmul",
+        "gradcheck --eps 0",
+        "gradcheck --eps abc",
+        "gradcheck --seed -1",
+        "gradcheck --plot x.png",
+        "gradcheck --op",
+        "gradcheck --bogus",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         p = run_words(bad[i]);
@@ -252,7 +270,7 @@ START_TEST(test_sweep_plot_without_gnuplot)
     run_assert_has(p.err, "gnuplot is not installed");
     run_free(&p);
     ck_assert_int_ne(access(png, F_OK), 0);
-    ck_assert_int_eq(rmdir(dir), 0);   /* nothing else was left there either */
+    ck_assert_int_eq(rmdir(dir), 0); /* nothing else was left there either */
 }
 END_TEST
 

@@ -24,8 +24,8 @@ static void naive_row(const ag_real *x, const ag_real *w, const ag_real *b, size
         var += ((double)x[c] - mean) * ((double)x[c] - mean);
     var /= (double)C;
     for (size_t c = 0; c < C; c++)
-        y[c] = ((double)x[c] - mean) / sqrt(var + AG_LAYERNORM_EPS) * (w ? w[c] : 1) +
-               (b ? b[c] : 0);
+        y[c] =
+            ((double)x[c] - mean) / sqrt(var + AG_LAYERNORM_EPS) * (w ? w[c] : 1) + (b ? b[c] : 0);
 }
 
 /* ---- forward ---- */
@@ -82,7 +82,8 @@ START_TEST(test_values_match_double)
             ck_assert_ptr_nonnull(y);
             for (size_t r = 0; r < 6; r++) {
                 double want[128];
-                naive_row(x->data + r * C, wp ? w->data : NULL, bp ? b->data : NULL, (size_t)C, want);
+                naive_row(x->data + r * C, wp ? w->data : NULL, bp ? b->data : NULL, (size_t)C,
+                          want);
                 test_assert_values(y->data + r * C, want, (size_t)C, 10 * AG_TEST_TOL);
             }
             ag_tape_reset(tape);
@@ -98,7 +99,7 @@ START_TEST(test_large_mean)
     ag_tape *tape = ag_tape_new();
     ag_real v[32];
     for (int c = 0; c < 32; c++)
-        v[c] = (ag_real)(1000 + 0.125 * (c % 4) - 0.1875);   /* exact in float */
+        v[c] = (ag_real)(1000 + 0.125 * (c % 4) - 0.1875); /* exact in float */
     ag_tensor *y = ag_layernorm(tape, ag_tensor_from(tape, 1, (int[]){32}, v), NULL, NULL);
     ck_assert_ptr_nonnull(y);
     double want[32];
@@ -144,13 +145,14 @@ START_TEST(test_backward_by_hand)
      * dx = k (g - 1/3 - xhat (-k/3)) = k [2/3 - k^2/3, -1/3, -1/3 + k^2/3]
      * (k = 1/std; k^2 = 1/(2/3 + eps) is just under 3/2) */
     ag_tape *tape = ag_tape_new();
-    ag_tensor *x = ag_requires_grad(tape, ag_tensor_from(tape, 1, (int[]){3}, (ag_real[]){1, 2, 3}));
+    ag_tensor *x =
+        ag_requires_grad(tape, ag_tensor_from(tape, 1, (int[]){3}, (ag_real[]){1, 2, 3}));
     ag_tensor *g = ag_tensor_from(tape, 1, (int[]){3}, (ag_real[]){1, 0, 0});
     ag_tensor *y = ag_layernorm(tape, x, NULL, NULL);
     ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_mul(tape, y, g))), AG_OK);
     double k = 1 / sqrt(2.0 / 3 + 1e-5), k2 = k * k;
-    test_assert_values(x->grad, (double[]){k * (2.0 / 3 - k2 / 3), -k / 3, k * (k2 / 3 - 1.0 / 3)}, 3,
-                       10 * AG_TEST_TOL);
+    test_assert_values(x->grad, (double[]){k * (2.0 / 3 - k2 / 3), -k / 3, k * (k2 / 3 - 1.0 / 3)},
+                       3, 10 * AG_TEST_TOL);
     /* the gradient of a normalised row sums to 0: shifting x changes nothing */
     ck_assert_double_eq_tol(x->grad[0] + x->grad[1] + x->grad[2], 0, 10 * AG_TEST_TOL);
     ag_tape_free(tape);
@@ -213,10 +215,12 @@ START_TEST(test_errors)
     test_expect_error(tape, AG_ERR_ARG, "layernorm: input 1 is NULL");
     x = ag_tensor_new(tape, 3, (int[]){2, 3, 4});
     ck_assert_ptr_null(ag_layernorm(tape, x, ag_tensor_new(tape, 1, (int[]){3}), NULL));
-    test_expect_error(tape, AG_ERR_SHAPE, "layernorm: x is [2x3x4], weight is [3]: weight must be [4]");
+    test_expect_error(tape, AG_ERR_SHAPE,
+                      "layernorm: x is [2x3x4], weight is [3]: weight must be [4]");
     x = ag_tensor_new(tape, 3, (int[]){2, 3, 4});
     ck_assert_ptr_null(ag_layernorm(tape, x, NULL, ag_tensor_new(tape, 2, (int[]){1, 4})));
-    test_expect_error(tape, AG_ERR_SHAPE, "layernorm: x is [2x3x4], bias is [1x4]: bias must be [4]");
+    test_expect_error(tape, AG_ERR_SHAPE,
+                      "layernorm: x is [2x3x4], bias is [1x4]: bias must be [4]");
     /* sticky: a later layer norm returns NULL and keeps the first message */
     x = ag_tensor_new(tape, 1, (int[]){4});
     ck_assert_ptr_null(ag_layernorm(tape, x, x, ag_tensor_new(tape, 1, (int[]){5})));
@@ -232,15 +236,16 @@ START_TEST(test_anomaly)
      * the layer norm at the next op */
     ag_tape *tape = ag_tape_new();
     ag_tape_detect_anomaly(tape, 1);
-    ag_tensor *x = ag_param_new(2, (int[]){2, 2});   /* not an entry: its Inf is not checked */
+    ag_tensor *x = ag_param_new(2, (int[]){2, 2}); /* not an entry: its Inf is not checked */
     x->data[0] = 1;
     x->data[2] = INFINITY;
     ag_tensor *y = ag_layernorm(tape, x, NULL, NULL);
     ck_assert_ptr_nonnull(y);
     ck_assert(isnan(y->data[2]));
     ck_assert_ptr_null(ag_sum(tape, y));
-    test_expect_error(tape, AG_ERR_NUMERIC,
-                      "anomaly: the output of op layernorm (tape entry 0, [2x2]) is NaN at element 2");
+    test_expect_error(
+        tape, AG_ERR_NUMERIC,
+        "anomaly: the output of op layernorm (tape entry 0, [2x2]) is NaN at element 2");
     ag_param_free(x);
     ag_tape_free(tape);
 }

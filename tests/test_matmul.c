@@ -50,7 +50,7 @@ static void check_forward(int b_t, int na, const int *sa, int nb, const int *sb,
     ck_assert_ptr_nonnull(want);
     naive_matmul(a, b, b_t, want);
     test_assert_values(c->data, want, c->size, 10 * AG_TEST_TOL);
-    ck_assert_ptr_null(c->grad);   /* no input needs a gradient */
+    ck_assert_ptr_null(c->grad); /* no input needs a gradient */
     free(want);
     ag_tape_free(tape);
 }
@@ -200,9 +200,9 @@ START_TEST(test_matmul_backward_by_hand)
     ag_tensor *a = ag_param_new(2, (int[]){2, 2});
     ag_tensor *b = ag_param_new(2, (int[]){2, 3});
     for (int i = 0; i < 4; i++)
-        a->data[i] = (ag_real)(i + 1);   /* [[1 2] [3 4]] */
+        a->data[i] = (ag_real)(i + 1); /* [[1 2] [3 4]] */
     for (int i = 0; i < 6; i++)
-        b->data[i] = (ag_real)(i + 5);   /* [[5 6 7] [8 9 10]] */
+        b->data[i] = (ag_real)(i + 5); /* [[5 6 7] [8 9 10]] */
     ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_matmul(tape, a, b))), AG_OK);
     test_assert_values(a->grad, (double[]){18, 27, 18, 27}, 4, 0);
     test_assert_values(b->grad, (double[]){4, 4, 4, 6, 6, 6}, 6, 0);
@@ -257,9 +257,9 @@ START_TEST(test_matmul_bt_gradcheck)
     const test_shape cases[][2] = {
         {{2, {3, 4}}, {2, {5, 4}}},
         {{2, {1, 1}}, {2, {1, 1}}},
-        {{3, {2, 3, 2}}, {2, {4, 2}}},           /* shared b */
+        {{3, {2, 3, 2}}, {2, {4, 2}}}, /* shared b */
         {{3, {1, 1, 3}}, {2, {1, 3}}},
-        {{4, {2, 2, 3, 2}}, {4, {2, 2, 3, 2}}},  /* Q K^T */
+        {{4, {2, 2, 3, 2}}, {4, {2, 2, 3, 2}}}, /* Q K^T */
         {{4, {1, 2, 1, 3}}, {4, {1, 2, 4, 3}}},
         {{4, {1, 1, 1, 1}}, {4, {1, 1, 1, 1}}},
     };
@@ -271,7 +271,10 @@ END_TEST
 START_TEST(test_transpose_gradcheck)
 {
     const test_shape cases[][1] = {
-        {{2, {3, 4}}}, {{2, {1, 1}}}, {{3, {2, 1, 3}}}, {{4, {2, 1, 3, 2}}},
+        {{2, {3, 4}}},
+        {{2, {1, 1}}},
+        {{3, {2, 1, 3}}},
+        {{4, {2, 1, 3, 2}}},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
         test_gradcheck_shapes(build_transpose, NULL, 1, cases[c], 50 + c);
@@ -309,7 +312,8 @@ START_TEST(test_matmul_errors)
 
     a = ag_tensor_new(tape, 1, (int[]){3});
     ck_assert_ptr_null(ag_matmul(tape, a, ag_tensor_new(tape, 2, (int[]){2, 3})));
-    test_expect_error(tape, AG_ERR_SHAPE, "matmul: a is [3], b is [2x3]: both need at least 2 dims");
+    test_expect_error(tape, AG_ERR_SHAPE,
+                      "matmul: a is [3], b is [2x3]: both need at least 2 dims");
 
     a = ag_tensor_new(tape, 3, (int[]){2, 3, 4});
     ck_assert_ptr_null(ag_matmul(tape, a, ag_tensor_new(tape, 3, (int[]){3, 4, 5})));
@@ -318,8 +322,9 @@ START_TEST(test_matmul_errors)
 
     a = ag_tensor_new(tape, 3, (int[]){2, 3, 4});
     ck_assert_ptr_null(ag_matmul(tape, a, ag_tensor_new(tape, 4, (int[]){2, 2, 4, 5})));
-    test_expect_error(tape, AG_ERR_SHAPE,
-                      "matmul: a is [2x3x4], b is [2x2x4x5]: b must be 2-D or have a's leading dims");
+    test_expect_error(
+        tape, AG_ERR_SHAPE,
+        "matmul: a is [2x3x4], b is [2x2x4x5]: b must be 2-D or have a's leading dims");
 
     /* a 2-D a with a batched b is not a broadcast this op offers */
     a = ag_tensor_new(tape, 2, (int[]){3, 4});
@@ -329,7 +334,7 @@ START_TEST(test_matmul_errors)
 
     a = ag_tensor_new(tape, 2, (int[]){2, 3});
     ck_assert_ptr_null(ag_matmul(tape, a, NULL));
-    ck_assert_uint_eq(ag_tape_size(tape), 1);   /* nothing recorded for the failed op */
+    ck_assert_uint_eq(ag_tape_size(tape), 1); /* nothing recorded for the failed op */
     test_expect_error(tape, AG_ERR_ARG, "matmul: input 2 is NULL");
     ag_tape_free(tape);
 }
@@ -344,8 +349,9 @@ START_TEST(test_matmul_bt_errors)
 
     ag_tensor *q = ag_tensor_new(tape, 4, (int[]){2, 2, 3, 4});
     ck_assert_ptr_null(ag_matmul_bt(tape, q, ag_tensor_new(tape, 4, (int[]){2, 1, 3, 4})));
-    test_expect_error(tape, AG_ERR_SHAPE, "matmul_bt: a is [2x2x3x4], b is [2x1x3x4]: b must be "
-                                          "2-D or have a's leading dims");
+    test_expect_error(tape, AG_ERR_SHAPE,
+                      "matmul_bt: a is [2x2x3x4], b is [2x1x3x4]: b must be "
+                      "2-D or have a's leading dims");
 
     ck_assert_ptr_null(ag_matmul_bt(tape, NULL, NULL));
     test_expect_error(tape, AG_ERR_ARG, "matmul_bt: input 1 is NULL");

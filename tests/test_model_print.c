@@ -11,9 +11,16 @@
 
 static char *print_example(int heads, int *rows)
 {
-    ag_train_config c = {.model = {.task = AG_TASK_LOOKUP, .seq = 5, .dim = 16, .heads = heads,
+    ag_train_config c = {.model = {.task = AG_TASK_LOOKUP,
+                                   .seq = 5,
+                                   .dim = 16,
+                                   .heads = heads,
                                    .posenc = AG_POSENC_NONE},
-                         .optimizer_adam = 1, .lr = 3e-3, .clip = 1, .batch = 8, .seed = 3};
+                         .optimizer_adam = 1,
+                         .lr = 3e-3,
+                         .clip = 1,
+                         .batch = 8,
+                         .seed = 3};
     char err[256] = "";
     ag_trainer *t = ag_trainer_new(&c, NULL, NULL, err, sizeof(err));
     ck_assert_msg(t != NULL, "%s", err);
@@ -27,7 +34,7 @@ static char *print_example(int heads, int *rows)
     ck_assert_ptr_nonnull(f);
     const ag_batch *b = ag_trainer_held_out(t);
     ag_model_print_attention(f, b, attn, logits);
-    ag_model_print_attention(f, NULL, attn, logits);   /* nothing */
+    ag_model_print_attention(f, NULL, attn, logits); /* nothing */
     fclose(f);
     /* the first row is example 0's first token, named as the library names it */
     char label[32], want[64];
@@ -44,9 +51,9 @@ START_TEST(test_one_head)
 {
     int rows;
     char *text = print_example(1, &rows);
-    ck_assert_int_eq(rows, 5);   /* T rows after the header line of labels */
+    ck_assert_int_eq(rows, 5); /* T rows after the header line of labels */
     ck_assert_ptr_null(strstr(text, "head 1:"));
-    ck_assert_ptr_nonnull(strstr(text, "  -> v"));   /* lookup asks the last position */
+    ck_assert_ptr_nonnull(strstr(text, "  -> v")); /* lookup asks the last position */
     ck_assert_ptr_nonnull(strstr(text, " (want v"));
     free(text);
 }
@@ -58,7 +65,7 @@ START_TEST(test_heads_each_drawn)
     char *text = print_example(2, &rows);
     ck_assert_ptr_nonnull(strstr(text, "head 1:\n"));
     ck_assert_ptr_nonnull(strstr(text, "head 2:\n"));
-    ck_assert_int_eq(rows, 2 * (1 + 5));   /* each head: its labels line, then T rows */
+    ck_assert_int_eq(rows, 2 * (1 + 5)); /* each head: its labels line, then T rows */
     free(text);
 }
 END_TEST

@@ -38,7 +38,7 @@ START_TEST(test_sgd_plain)
     ag_optim_step(opt);
     ck_assert_double_eq_tol(p->data[0], 0.95, STEP_TOL);
     ck_assert_double_eq_tol(p->data[1], 2.1, STEP_TOL);
-    ck_assert(p->grad[0] == (ag_real)0.5);   /* the step leaves gradients alone */
+    ck_assert(p->grad[0] == (ag_real)0.5); /* the step leaves gradients alone */
     ck_assert_int_eq(ag_optim_steps(opt), 1);
     ag_optim_free(opt);
     ag_param_free(p);
@@ -132,7 +132,7 @@ END_TEST
 START_TEST(test_adam_reference)
 {
     enum { NP = 4, STEPS = 6, MAXN = 131 };
-    static const int sizes[NP] = {131, 37, 5, 1};   /* long ones take adam.c's wide path */
+    static const int sizes[NP] = {131, 37, 5, 1}; /* long ones take adam.c's wide path */
     for (int with_decay = 0; with_decay < 2; with_decay++) {
         double lr = 0.05, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = with_decay ? 0.1 : 0;
         ag_rng rng = ag_rng_new(5 + (uint64_t)with_decay);
@@ -168,9 +168,11 @@ START_TEST(test_adam_reference)
                                   "step %d param %d [%d]: p %.9g, want %.9g", t, i, j,
                                   (double)ps[i]->data[j], p[i][j]);
                     ck_assert_msg(fabs(got_m - m[i][j]) <= STEP_TOL * m_mag[i][j],
-                                  "step %d param %d [%d]: m %.9g, want %.9g", t, i, j, got_m, m[i][j]);
+                                  "step %d param %d [%d]: m %.9g, want %.9g", t, i, j, got_m,
+                                  m[i][j]);
                     ck_assert_msg(fabs(got_v - v[i][j]) <= STEP_TOL * v[i][j],
-                                  "step %d param %d [%d]: v %.9g, want %.9g", t, i, j, got_v, v[i][j]);
+                                  "step %d param %d [%d]: v %.9g, want %.9g", t, i, j, got_v,
+                                  v[i][j]);
                 }
         }
         ag_optim_free(opt);
@@ -231,10 +233,11 @@ START_TEST(test_clip)
     a->grad[0] = 3;
     a->grad[1] = 4;
     b->grad[0] = 12;
-    ag_tensor *ps[3] = {a, NULL, b};   /* NULL entries are skipped */
+    ag_tensor *ps[3] = {a, NULL, b}; /* NULL entries are skipped */
     ck_assert_double_eq_tol(ag_clip_grad_norm(ps, 3, 100), 13, STEP_TOL);
-    ck_assert(a->grad[0] == 3 && a->grad[1] == 4 && b->grad[0] == 12);   /* under the max: untouched */
-    ck_assert_double_eq_tol(ag_clip_grad_norm(ps, 3, 0), 13, STEP_TOL);  /* 0: only measure */
+    ck_assert(a->grad[0] == 3 && a->grad[1] == 4 &&
+              b->grad[0] == 12); /* under the max: untouched */
+    ck_assert_double_eq_tol(ag_clip_grad_norm(ps, 3, 0), 13, STEP_TOL); /* 0: only measure */
     ck_assert(b->grad[0] == 12);
     ck_assert_double_eq_tol(ag_clip_grad_norm(ps, 3, 6.5), 13, STEP_TOL);
     ck_assert_double_eq_tol(a->grad[0], 1.5, STEP_TOL);
@@ -255,8 +258,10 @@ START_TEST(test_state_restore)
     ag_tensor *pa[2] = {test_param(&rng, 2, (int[]){2, 3}), test_param(&rng, 1, (int[]){4})};
     ag_tensor *pb[2] = {ag_param_new(2, (int[]){2, 3}), ag_param_new(1, (int[]){4})};
     for (int kind = 0; kind < 2; kind++) {
-        ag_optim *a = kind ? ag_adam_new(pa, 2, 0.05, 0.9, 0.99, 1e-8, 0.01) : ag_sgd_new(pa, 2, 0.05, 0.8);
-        ag_optim *b = kind ? ag_adam_new(pb, 2, 0.05, 0.9, 0.99, 1e-8, 0.01) : ag_sgd_new(pb, 2, 0.05, 0.8);
+        ag_optim *a =
+            kind ? ag_adam_new(pa, 2, 0.05, 0.9, 0.99, 1e-8, 0.01) : ag_sgd_new(pa, 2, 0.05, 0.8);
+        ag_optim *b =
+            kind ? ag_adam_new(pb, 2, 0.05, 0.9, 0.99, 1e-8, 0.01) : ag_sgd_new(pb, 2, 0.05, 0.8);
         for (int s = 0; s < 3; s++) {
             for (int i = 0; i < 2; i++)
                 ag_fill_normal(&(ag_tensor){.ndim = 1, .size = pa[i]->size, .data = pa[i]->grad},
@@ -332,7 +337,8 @@ static double fit_matrix(int adam)
         for (int c = 0; c < 2; c++)
             y[r * 2 + c] = x[r * 2] * w_true[c] + x[r * 2 + 1] * w_true[2 + c];
     ag_tensor *w = ag_param_new(2, (int[]){2, 2});
-    ag_optim *opt = adam ? ag_adam_new(&w, 1, 0.1, 0.9, 0.999, 1e-8, 0) : ag_sgd_new(&w, 1, 0.05, 0.9);
+    ag_optim *opt =
+        adam ? ag_adam_new(&w, 1, 0.1, 0.9, 0.999, 1e-8, 0) : ag_sgd_new(&w, 1, 0.05, 0.9);
     ag_tape *tape = ag_tape_new();
     double first = 0, last = 0;
     for (int step = 0; step < 100; step++) {

@@ -20,20 +20,20 @@ START_TEST(test_names)
     ck_assert_int_eq(ag_posenc_parse("sin", &kind), 0);
     ck_assert_int_eq(ag_posenc_parse("Learned", &kind), 0);
     ck_assert_int_eq(ag_posenc_parse(NULL, &kind), 0);
-    ck_assert_int_eq(kind, AG_POSENC_LEARNED);   /* untouched on failure */
+    ck_assert_int_eq(kind, AG_POSENC_LEARNED); /* untouched on failure */
     ck_assert_str_eq(ag_posenc_kind_name((ag_posenc_kind)7), "unknown");
 }
 END_TEST
 
 START_TEST(test_sinusoidal_values)
 {
-    enum { L = 6, d = 5 };   /* odd d: the last column is a lone sin */
+    enum { L = 6, d = 5 }; /* odd d: the last column is a lone sin */
     ag_posenc *pe = ag_posenc_new(AG_POSENC_SINUSOIDAL, L, d, NULL, NULL, 0);
     ck_assert_ptr_nonnull(pe);
     ck_assert_int_eq(ag_posenc_get_kind(pe), AG_POSENC_SINUSOIDAL);
     ck_assert_int_eq(ag_posenc_max_len(pe), L);
     ck_assert_int_eq(ag_posenc_dim(pe), d);
-    ck_assert_uint_eq(ag_posenc_params(pe, NULL, NULL, 1), 0);   /* fixed: nothing to learn */
+    ck_assert_uint_eq(ag_posenc_params(pe, NULL, NULL, 1), 0); /* fixed: nothing to learn */
     const ag_real *v = ag_posenc_values(pe);
     for (int t = 0; t < L; t++)
         for (int i = 0; 2 * i < d; i++) {
@@ -97,7 +97,8 @@ START_TEST(test_learned_init)
         sq += (double)ta->data[i] * ta->data[i];
     }
     double std = sqrt(sq / (double)ta->size);
-    ck_assert_msg(std > AG_POSENC_LEARNED_STD / 2 && std < AG_POSENC_LEARNED_STD * 2, "std %g", std);
+    ck_assert_msg(std > AG_POSENC_LEARNED_STD / 2 && std < AG_POSENC_LEARNED_STD * 2, "std %g",
+                  std);
     ag_posenc_free(a);
     ag_posenc_free(b);
 }
@@ -106,7 +107,7 @@ END_TEST
 static ag_tensor *build_apply(ag_tape *tape, ag_tensor *const *in, void *ctx)
 {
     ag_tensor *y = ag_posenc_apply(tape, ctx, in[0]);
-    return ag_mul(tape, y, y);   /* nonlinear, so the check is not of a constant */
+    return ag_mul(tape, y, y); /* nonlinear, so the check is not of a constant */
 }
 
 START_TEST(test_learned_grad)
@@ -115,7 +116,7 @@ START_TEST(test_learned_grad)
     ag_rng rng = ag_rng_new(10);
     ag_posenc *pe = ag_posenc_new(AG_POSENC_LEARNED, L, d, &rng, NULL, 0);
     ag_tensor *in[2];
-    in[0] = test_param(&rng, 3, (int[]){2, 3, d});   /* T = 3 < max_len */
+    in[0] = test_param(&rng, 3, (int[]){2, 3, d}); /* T = 3 < max_len */
     ag_posenc_params(pe, in + 1, NULL, 1);
     test_gradcheck(build_apply, pe, in, 2);
     /* rows 3 and 4 were not used: exactly zero gradient */
@@ -174,7 +175,8 @@ START_TEST(test_apply_errors)
     ag_tensor *x = ag_tensor_new(tape, 3, (int[]){2, 5, 8});
     ck_assert_ptr_null(ag_posenc_apply(tape, pe, x));
     ck_assert_int_eq(ag_tape_status(tape), AG_ERR_SHAPE);
-    ck_assert_str_eq(ag_tape_error(tape), "posenc: x is [2x5x8]: length 5 is longer than max length 4");
+    ck_assert_str_eq(ag_tape_error(tape),
+                     "posenc: x is [2x5x8]: length 5 is longer than max length 4");
     ag_tape_reset(tape);
     x = ag_tensor_new(tape, 3, (int[]){2, 3, 6});
     ck_assert_ptr_null(ag_posenc_apply(tape, pe, x));

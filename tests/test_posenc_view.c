@@ -95,7 +95,7 @@ START_TEST(test_similarity)
     ck_assert_int_eq(ag_posenc_similarity(pe, sim), AG_OK);
     const ag_real *v = ag_posenc_values(pe);
     for (int t = 0; t < T; t++) {
-        ck_assert_double_eq_tol(sim[t * T + t], 1.0, 1e-6);   /* a row is like itself */
+        ck_assert_double_eq_tol(sim[t * T + t], 1.0, 1e-6); /* a row is like itself */
         for (int u = 0; u < T; u++) {
             double dot = 0, nt = 0, nu = 0;
             for (int c = 0; c < d; c++) {
@@ -119,7 +119,7 @@ START_TEST(test_similarity)
         ck_assert_double_eq(z[i], 0);
     ag_posenc_free(pe);
     pe = ag_posenc_new(AG_POSENC_NONE, 2, 3, NULL, NULL, 0);
-    ck_assert_int_eq(ag_posenc_similarity(pe, z), AG_ERR_ARG);   /* no table */
+    ck_assert_int_eq(ag_posenc_similarity(pe, z), AG_ERR_ARG); /* no table */
     ck_assert_int_eq(ag_posenc_similarity(NULL, z), AG_ERR_ARG);
     ag_posenc_free(pe);
 }

@@ -61,7 +61,7 @@ START_TEST(test_mse_sizes)
 #ifdef AG_REAL_DOUBLE
     const double tol = 1e-14;
 #else
-    const double tol = 1e-7;   /* the float result's own rounding, about 6e-8 */
+    const double tol = 1e-7; /* the float result's own rounding, about 6e-8 */
 #endif
     ag_rng rng = ag_rng_new(77);
     for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {

@@ -8,7 +8,7 @@
 START_TEST(test_values)
 {
     ag_tape *tape = ag_tape_new();
-    ag_tensor *p = ag_param_new(1, (int[]){7});   /* a parameter: NaN is not checked as an entry */
+    ag_tensor *p = ag_param_new(1, (int[]){7}); /* a parameter: NaN is not checked as an entry */
     ag_real v[7] = {-2, -0.5, 0, 0.5, 3, -INFINITY, INFINITY};
     for (int i = 0; i < 7; i++)
         p->data[i] = v[i];
@@ -17,7 +17,7 @@ START_TEST(test_values)
     test_assert_values(y->data, (double[]){0, 0, 0, 0.5, 3, 0, INFINITY}, 7, 0);
     p->data[1] = NAN;
     y = ag_relu(tape, p);
-    ck_assert(isnan(y->data[1]));   /* NaN stays NaN, for anomaly detection */
+    ck_assert(isnan(y->data[1])); /* NaN stays NaN, for anomaly detection */
     ag_param_free(p);
     ag_tape_free(tape);
 }
@@ -27,8 +27,8 @@ START_TEST(test_backward_by_hand)
 {
     /* dx = dy where x > 0, else 0 (also at x = 0 itself) */
     ag_tape *tape = ag_tape_new();
-    ag_tensor *x = ag_requires_grad(tape, ag_tensor_from(tape, 2, (int[]){2, 3},
-                                                         (ag_real[]){-1, 0, 2, 3, -0.5, 1e-30}));
+    ag_tensor *x = ag_requires_grad(
+        tape, ag_tensor_from(tape, 2, (int[]){2, 3}, (ag_real[]){-1, 0, 2, 3, -0.5, 1e-30}));
     ag_tensor *g = ag_tensor_from(tape, 2, (int[]){2, 3}, (ag_real[]){1, 2, 3, 4, 5, 6});
     ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_mul(tape, ag_relu(tape, x), g))), AG_OK);
     test_assert_values(x->grad, (double[]){0, 0, 3, 4, 0, 6}, 6, 0);

@@ -7,8 +7,9 @@
 START_TEST(test_reshape_values)
 {
     ag_tape *tape = ag_tape_new();
-    ag_tensor *a = ag_requires_grad(tape, ag_tensor_from(tape, 3, (int[]){1, 2, 6},
-                                                         (ag_real[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+    ag_tensor *a =
+        ag_requires_grad(tape, ag_tensor_from(tape, 3, (int[]){1, 2, 6},
+                                              (ag_real[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
     ag_tensor *b = ag_reshape(tape, a, 4, (int[]){1, 2, 2, 3});
     ck_assert_ptr_nonnull(b);
     ck_assert_int_eq(b->ndim, 4);
@@ -47,7 +48,8 @@ START_TEST(test_reshape_errors)
     ag_tape_reset(tape);
     a = ag_tensor_new(tape, 2, (int[]){2, 6});
     ck_assert_ptr_null(ag_reshape(tape, a, 5, (int[]){1, 1, 2, 6, 1}));
-    ck_assert_str_eq(ag_tape_error(tape), "reshape: a is [2x6] (12 elements), cannot become ndim 5");
+    ck_assert_str_eq(ag_tape_error(tape),
+                     "reshape: a is [2x6] (12 elements), cannot become ndim 5");
     ag_tape_reset(tape);
     a = ag_tensor_new(tape, 2, (int[]){2, 6});
     ck_assert_ptr_null(ag_reshape(tape, a, 2, NULL));

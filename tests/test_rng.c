@@ -79,7 +79,7 @@ START_TEST(test_rng_uniform)
     double sum = 0;
     for (int i = 0; i < 10000; i++) {
         double u = ag_rng_uniform(&r);
-        if (!(u >= 0 && u < 1))   /* one report per failure, not per draw */
+        if (!(u >= 0 && u < 1)) /* one report per failure, not per draw */
             ck_abort_msg("draw %d: %.17g is not in [0, 1)", i, u);
         sum += u;
     }
@@ -93,7 +93,7 @@ START_TEST(test_rng_uniform)
         lo = fmin(lo, t->data[i]);
         hi = fmax(hi, t->data[i]);
     }
-    ck_assert(lo < -2.9 && hi > -1.1);   /* the whole range is used */
+    ck_assert(lo < -2.9 && hi > -1.1); /* the whole range is used */
     ag_param_free(t);
 }
 END_TEST
@@ -105,7 +105,7 @@ START_TEST(test_rng_normal)
     int n = 10000;
     for (int i = 0; i < n; i++) {
         double x = ag_rng_normal(&r);
-        if (!isfinite(x))   /* one report per failure, not per draw */
+        if (!isfinite(x)) /* one report per failure, not per draw */
             ck_abort_msg("draw %d: %g", i, x);
         sum += x;
         sq += x * x;

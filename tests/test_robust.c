@@ -19,7 +19,7 @@
  * used only where it is installed). Device files are made with mknod, which
  * needs root (as in CI); without it those variants are skipped.
  */
-#define _XOPEN_SOURCE 700   /* mknodat */
+#define _XOPEN_SOURCE 700 /* mknodat */
 #include "run.h"
 #include "st_edit.h"
 #include "test_util.h"
@@ -46,9 +46,9 @@
 /* A fresh scratch directory for one test, with bin/ for fake programs. */
 typedef struct scratch {
     char dir[256];
-    char bin[512];     /* dir/bin */
-    char path[600];    /* PATH for the command: bin first */
-    char *names[64];   /* (n_names) what at() made, freed by scratch_free */
+    char bin[512];   /* dir/bin */
+    char path[600];  /* PATH for the command: bin first */
+    char *names[64]; /* (n_names) what at() made, freed by scratch_free */
     int n_names;
 } scratch;
 
@@ -123,7 +123,7 @@ static void make_socket(const char *path)
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    close(fd);   /* the name stays: a socket file nobody listens on */
+    close(fd); /* the name stays: a socket file nobody listens on */
 }
 
 /* An executable shell script `name` in s's bin/. */
@@ -137,8 +137,9 @@ static void fake_program(const scratch *s, const char *name, const char *body)
 }
 
 /* The smallest output our PNG check accepts: signature ... IEND. */
-#define FAKE_PNG "printf '\\211PNG\\r\\n\\032\\n\\000\\000\\000\\015IHDRxxxxxxxxxxxxx" \
-                 "\\000\\000\\000\\000IEND\\256B`\\202'"
+#define FAKE_PNG                                                                                   \
+    "printf '\\211PNG\\r\\n\\032\\n\\000\\000\\000\\015IHDRxxxxxxxxxxxxx"                          \
+    "\\000\\000\\000\\000IEND\\256B`\\202'"
 
 /* A gnuplot that reads its script (kept in dir/script.txt) and draws a PNG. */
 static void fake_gnuplot_ok(const scratch *s)
@@ -159,9 +160,11 @@ static void assert_clean(const char *text, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
-        ck_assert_msg(c == '\n' || (c >= 0x20 && c != 0x7f), "byte 0x%02x at %zu in:\n%s", c, i, text);
+        ck_assert_msg(c == '\n' || (c >= 0x20 && c != 0x7f), "byte 0x%02x at %zu in:\n%s", c, i,
+                      text);
         ck_assert_msg(!(c == 0xc2 && i + 1 < len && (unsigned char)text[i + 1] >= 0x80 &&
-                        (unsigned char)text[i + 1] <= 0x9f), "a C1 control at %zu in:\n%s", i, text);
+                        (unsigned char)text[i + 1] <= 0x9f),
+                      "a C1 control at %zu in:\n%s", i, text);
     }
 }
 
@@ -178,7 +181,7 @@ static size_t count_lines(const char *text)
  * (4, 4) times w, x (2, 3, 4) times x, y times y; n_heads 2. */
 static double pattern(size_t i)
 {
-    return ((double)((i * 7 + 3) % 13) - 6.5) / 13.0;   /* in (-0.5, 0.5), never 0 */
+    return ((double)((i * 7 + 3) % 13) - 6.5) / 13.0; /* in (-0.5, 0.5), never 0 */
 }
 
 static void write_f64(const char *path, const char *const *names, int n, int ndim, const int *shape,
@@ -191,13 +194,15 @@ static void write_f64(const char *path, const char *const *names, int n, int ndi
     size_t used = 0;
     size_t at_dim = (size_t)snprintf(dims, sizeof(dims), "[");
     for (int d = 0; d < ndim; d++)
-        at_dim += (size_t)snprintf(dims + at_dim, sizeof(dims) - at_dim, "%s%d", d ? "," : "", shape[d]);
+        at_dim +=
+            (size_t)snprintf(dims + at_dim, sizeof(dims) - at_dim, "%s%d", d ? "," : "", shape[d]);
     snprintf(dims + at_dim, sizeof(dims) - at_dim, "]");
     used += (size_t)snprintf(json + used, sizeof(json) - used, "{");
     for (int k = 0; k < n; k++)
-        used += (size_t)snprintf(json + used, sizeof(json) - used,
-                                 "\"%s\":{\"dtype\":\"F64\",\"shape\":%s,\"data_offsets\":[%zu,%zu]},",
-                                 names[k], dims, (size_t)k * count * 8, (size_t)(k + 1) * count * 8);
+        used +=
+            (size_t)snprintf(json + used, sizeof(json) - used,
+                             "\"%s\":{\"dtype\":\"F64\",\"shape\":%s,\"data_offsets\":[%zu,%zu]},",
+                             names[k], dims, (size_t)k * count * 8, (size_t)(k + 1) * count * 8);
     used += (size_t)snprintf(json + used, sizeof(json) - used, "\"__metadata__\":{%s}}", meta);
     ck_assert_uint_lt(used, sizeof(json));
     size_t total = 8 + used + (size_t)n * count * 8;
@@ -212,7 +217,8 @@ static void write_f64(const char *path, const char *const *names, int n, int ndi
             uint64_t u;
             memcpy(&u, &v, 8);
             for (int b = 0; b < 8; b++)
-                buf[8 + used + ((size_t)k * count + i) * 8 + (size_t)b] = (unsigned char)(u >> (8 * b));
+                buf[8 + used + ((size_t)k * count + i) * 8 + (size_t)b] =
+                    (unsigned char)(u >> (8 * b));
         }
     file_write(path, buf, total);
     free(buf);
@@ -253,14 +259,25 @@ static const writer writers[] = {
     {"gradcheck --sweep --plot", {"gradcheck", "--sweep", "--op", "scale", "--plot"}},
     {"train --plot-heads", {"train", "--steps", "2", "--quiet", "--plot-heads"}},
     {"explain posenc --plot", {"explain", "posenc", "--plot"}},
-    {"train --task text --log", {"train", "--task", "text", "--text", "@t", "--steps", "1", "--layers",
-                                 "1", "--dim", "8", "--heads", "2", "--seq", "8", "--quiet", "--log"}},
+    {"train --task text --log",
+     {"train", "--task", "text", "--text", "@t", "--steps", "1", "--layers", "1", "--dim", "8",
+      "--heads", "2", "--seq", "8", "--quiet", "--log"}},
 };
 #define N_WRITERS ((int)(sizeof(writers) / sizeof(writers[0])))
 
 /* The kinds of file an output may already be, and what must happen. */
-enum { K_NULL, K_FULL, K_DIR, K_FIFO, K_SOCKET, K_BLOCK, K_LINK_FILE, K_LINK_NOWHERE, K_LINK_DIR,
-       N_KINDS };
+enum {
+    K_NULL,
+    K_FULL,
+    K_DIR,
+    K_FIFO,
+    K_SOCKET,
+    K_BLOCK,
+    K_LINK_FILE,
+    K_LINK_NOWHERE,
+    K_LINK_DIR,
+    N_KINDS
+};
 
 static run_proc run_writer(scratch *s, const writer *w, const char *out)
 {
@@ -293,7 +310,7 @@ START_TEST(test_output_kinds)
     case K_FULL:
         if (!make_device(out, S_IFCHR, 1, kind == K_NULL ? 3 : 7)) {
             scratch_free(&s);
-            return;   /* not root: no mknod */
+            return; /* not root: no mknod */
         }
         want = kind == K_NULL ? 0 : 1;
         msg = kind == K_NULL ? NULL : "No space left on device";
@@ -311,7 +328,7 @@ START_TEST(test_output_kinds)
         msg = "out: is a socket";
         break;
     case K_BLOCK:
-        if (!make_device(out, S_IFBLK, 241, 0)) {   /* a local/experimental major: no disk */
+        if (!make_device(out, S_IFBLK, 241, 0)) { /* a local/experimental major: no disk */
             scratch_free(&s);
             return;
         }
@@ -334,13 +351,14 @@ START_TEST(test_output_kinds)
     }
     mode_t before = kind_of(out);
     run_proc p = run_writer(&s, w, out);
-    ck_assert_msg(p.status == want && p.signal == 0, "%s over kind %d: status %d (signal %d), want %d\n%s",
-                  w->what, kind, p.status, p.signal, want, p.err);
+    ck_assert_msg(p.status == want && p.signal == 0,
+                  "%s over kind %d: status %d (signal %d), want %d\n%s", w->what, kind, p.status,
+                  p.signal, want, p.err);
     if (msg)
-        ck_assert_msg(strstr(p.err, msg) != NULL, "%s over kind %d: '%s' not in:\n%s", w->what, kind,
-                      msg, p.err);
+        ck_assert_msg(strstr(p.err, msg) != NULL, "%s over kind %d: '%s' not in:\n%s", w->what,
+                      kind, msg, p.err);
     if (want != 0 && kind != K_FULL)
-        ck_assert_ptr_null(strstr(p.out, "result:"));   /* found before the work */
+        ck_assert_ptr_null(strstr(p.out, "result:")); /* found before the work */
     /* never replaced: the same kind of file is still there */
     ck_assert_int_eq(kind_of(out), before);
     if (kind == K_LINK_FILE) {
@@ -359,43 +377,73 @@ END_TEST
 
 typedef struct same_case {
     const char *what;
-    const char *args[16];   /* @x is dir/x */
+    const char *args[16]; /* @x is dir/x */
     int status;
     const char *msg;
 } same_case;
 
 static const same_case same_cases[] = {
-    {"--out ./m", {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@./m.st"}, 2,
+    {"--out ./m",
+     {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@./m.st"},
+     2,
      "would overwrite the --model file"},
-    {"--out sub/../m", {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@sub/../m.st"}, 2,
+    {"--out sub/../m",
+     {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@sub/../m.st"},
+     2,
      "would overwrite the --model file"},
-    {"--out //b", {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@/b.st"}, 2,
+    {"--out //b",
+     {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@/b.st"},
+     2,
      "would overwrite the --batch file"},
-    {"--out symlink to m", {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@link-m"}, 2,
+    {"--out symlink to m",
+     {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@link-m"},
+     2,
      "would overwrite the --model file"},
-    {"--out hard link to b", {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@hard-b"}, 2,
+    {"--out hard link to b",
+     {"grad", "--model", "@m.st", "--batch", "@b.st", "--out", "@hard-b"},
+     2,
      "would overwrite the --batch file"},
-    {"--log ./ck", {"train", "--load", "@ck.st", "--steps", "1", "--log", "@./ck.st"}, 2,
+    {"--log ./ck",
+     {"train", "--load", "@ck.st", "--steps", "1", "--log", "@./ck.st"},
+     2,
      "--log '"},
-    {"--plot link to ck", {"train", "--load", "@ck.st", "--steps", "1", "--plot", "@link-ck"}, 2,
+    {"--plot link to ck",
+     {"train", "--load", "@ck.st", "--steps", "1", "--plot", "@link-ck"},
+     2,
      "would overwrite the --load file"},
-    {"--log and --save, new", {"train", "--steps", "1", "--log", "@new.x", "--save", "@sub/../new.x"}, 2,
+    {"--log and --save, new",
+     {"train", "--steps", "1", "--log", "@new.x", "--save", "@sub/../new.x"},
+     2,
      "are the same file"},
-    {"--log and --plot, new", {"train", "--steps", "1", "--log", "@./p", "--plot", "@sub/../p"}, 2,
+    {"--log and --plot, new",
+     {"train", "--steps", "1", "--log", "@./p", "--plot", "@sub/../p"},
+     2,
      "are the same file"},
-    {"--plot-heads link to ck", {"train", "--load", "@ck.st", "--steps", "1", "--plot-heads",
-     "@link-ck"}, 2, "would overwrite the --load file"},
-    {"text --log ./t.txt", {"train", "--task", "text", "--text", "@t.txt", "--steps", "1", "--log",
-     "@./t.txt"}, 2, "would overwrite the --text file"},
-    {"text --save hard link to t.txt", {"train", "--task", "text", "--text", "@t.txt", "--steps", "1",
-     "--save", "@hard-t"}, 2, "would overwrite the --text file"},
+    {"--plot-heads link to ck",
+     {"train", "--load", "@ck.st", "--steps", "1", "--plot-heads", "@link-ck"},
+     2,
+     "would overwrite the --load file"},
+    {"text --log ./t.txt",
+     {"train", "--task", "text", "--text", "@t.txt", "--steps", "1", "--log", "@./t.txt"},
+     2,
+     "would overwrite the --text file"},
+    {"text --save hard link to t.txt",
+     {"train", "--task", "text", "--text", "@t.txt", "--steps", "1", "--save", "@hard-t"},
+     2,
+     "would overwrite the --text file"},
     /* allowed: resuming in place, through any name; a device twice */
-    {"--save ./ck over --load", {"train", "--load", "@ck.st", "--steps", "1", "--quiet", "--save", "@./ck.st"},
-     0, NULL},
-    {"--save hard link over --load", {"train", "--load", "@ck.st", "--steps", "1", "--quiet", "--save",
-     "@hard-ck"}, 0, NULL},
-    {"/dev/null twice", {"train", "--steps", "1", "--quiet", "--log", "/dev/null", "--save", "/dev/null"},
-     0, NULL},
+    {"--save ./ck over --load",
+     {"train", "--load", "@ck.st", "--steps", "1", "--quiet", "--save", "@./ck.st"},
+     0,
+     NULL},
+    {"--save hard link over --load",
+     {"train", "--load", "@ck.st", "--steps", "1", "--quiet", "--save", "@hard-ck"},
+     0,
+     NULL},
+    {"/dev/null twice",
+     {"train", "--steps", "1", "--quiet", "--log", "/dev/null", "--save", "/dev/null"},
+     0,
+     NULL},
 };
 #define N_SAME ((int)(sizeof(same_cases) / sizeof(same_cases[0])))
 
@@ -428,7 +476,8 @@ START_TEST(test_same_file)
     ck_assert_msg(p.status == c->status && p.signal == 0, "%s: status %d, want %d\n%s", c->what,
                   p.status, c->status, p.err);
     if (c->msg) {
-        ck_assert_msg(strstr(p.err, c->msg) != NULL, "%s: '%s' not in:\n%s", c->what, c->msg, p.err);
+        ck_assert_msg(strstr(p.err, c->msg) != NULL, "%s: '%s' not in:\n%s", c->what, c->msg,
+                      p.err);
         run_assert_has(p.err, "usage: attograd");
         ck_assert_uint_eq(p.out_len, 0);
         /* the inputs are untouched */
@@ -457,8 +506,8 @@ START_TEST(test_output_is_stdout)
     grad_files(at(&s, "m.st"), at(&s, "b.st"), 1, 1, 1);
     const char *names[2] = {at(&s, "g.st"), "/dev/stdout"};
     for (int k = 0; k < 2; k++) {
-        const char *args[] = {"grad", "--model", at(&s, "m.st"), "--batch", at(&s, "b.st"),
-                              "--out", names[k], NULL};
+        const char *args[] = {"grad",         "--model", at(&s, "m.st"), "--batch",
+                              at(&s, "b.st"), "--out",   names[k],       NULL};
         run_proc p = run_args(args, &(run_opts){.out_file = at(&s, "g.st")});
         run_assert_status(&p, 2);
         run_assert_has(p.err, "is the file standard output goes to");
@@ -474,8 +523,10 @@ static const char *const hostile_names[] = {
     "p\nsystem(\"touch PWNED\")\n.png",
     "q'\nsystem('touch PWNED')\n'.png",
     "\x1b]0;title\x07\x1b[2J.png",
-    "csi\xc2\x9b" "31m.png",
-    "bad\xff\xfe" "utf8.png",
+    "csi\xc2\x9b"
+    "31m.png",
+    "bad\xff\xfe"
+    "utf8.png",
 };
 #define N_HOSTILE ((int)(sizeof(hostile_names) / sizeof(hostile_names[0])))
 
@@ -516,9 +567,10 @@ START_TEST(test_plot_name_real_gnuplot)
     char cwd[PATH_MAX], bin[PATH_MAX];
     snprintf(bin, sizeof(bin), "%s", run_bin());
     ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
-    ck_assert_int_eq(chdir(s.dir), 0);   /* where a `touch PWNED` would land */
+    ck_assert_int_eq(chdir(s.dir), 0); /* where a `touch PWNED` would land */
     for (int k = 0; k < 2; k++) {
-        const char *argv[] = {bin, "train", "--steps", "3", "--quiet", "--plot", hostile_names[k], NULL};
+        const char *argv[] = {bin,       "train",  "--steps",        "3",
+                              "--quiet", "--plot", hostile_names[k], NULL};
         run_proc p = run_exec(argv, &(run_opts){.path = s.path});
         run_assert_status(&p, 0);
         ck_assert_int_eq(kind_of(hostile_names[k]), S_IFREG);
@@ -543,10 +595,16 @@ START_TEST(test_messages_escaped)
     } msg_case;
     static const msg_case cases[] = {
         {{"\x1b[31mred"}, 2, "unknown command '\\x1b[31mred'"},
-        {{"\xc2\x9b" "2J"}, 2, "unknown command '\\xc2\\x9b2J'"},
-        {{"train", "--save", "/nonexistent/\x1b[2Jx\ny"}, 1, "/nonexistent/\\x1b[2Jx\\ny: cannot write there"},
+        {{"\xc2\x9b"
+          "2J"},
+         2,
+         "unknown command '\\xc2\\x9b2J'"},
+        {{"train", "--save", "/nonexistent/\x1b[2Jx\ny"},
+         1,
+         "/nonexistent/\\x1b[2Jx\\ny: cannot write there"},
         {{"train", "--load", "/nonexistent/\x9b\x07"}, 1, "/nonexistent/\\x9b\\x07: cannot open"},
-        {{"grad", "--model", "m\rx", "--batch", "b\x7f", "--out", "/nonexistent/o\tp"}, 1,
+        {{"grad", "--model", "m\rx", "--batch", "b\x7f", "--out", "/nonexistent/o\tp"},
+         1,
          "--out /nonexistent/o\\tp: cannot write there"},
         {{"train", "--task", "\x1b]0;t\x07"}, 2, "--task: unknown task '\\x1b]0;t\\x07'"},
         {{"explain", "\x1b[1m"}, 2, "unknown topic '\\x1b[1m'"},
@@ -614,7 +672,7 @@ START_TEST(test_inputs_not_files)
     const in_case cases[] = {
         {"/dev/zero", "/dev/zero: is a character device, not a regular file"},
         {"/dev/urandom", "/dev/urandom: is a character device, not a regular file"},
-        {"/dev/stdin", "is a character device, not a regular file"},   /* stdin is /dev/null */
+        {"/dev/stdin", "is a character device, not a regular file"}, /* stdin is /dev/null */
         {fifo, "fifo: is a FIFO (a pipe), not a regular file"},
         {sock, "sock: is a socket, not a regular file"},
         {zero, "zero-link: is a character device, not a regular file"},
@@ -625,8 +683,14 @@ START_TEST(test_inputs_not_files)
         for (int role = 0; role < 4; role++) {
             const char *args_train[] = {"train", "--load", cases[k].load, "--steps", "1", NULL};
             const char *args_text[] = {"train", "--task", "text", "--text", cases[k].load, NULL};
-            const char *args_grad[] = {"grad", "--model", role == 1 ? cases[k].load : m,
-                                       "--batch", role == 2 ? cases[k].load : b, "--out", out, NULL};
+            const char *args_grad[] = {"grad",
+                                       "--model",
+                                       role == 1 ? cases[k].load : m,
+                                       "--batch",
+                                       role == 2 ? cases[k].load : b,
+                                       "--out",
+                                       out,
+                                       NULL};
             run_proc p = run_in(&s, role == 0 ? args_train : role == 3 ? args_text : args_grad);
             ck_assert_msg(p.status == 1 && p.signal == 0, "%s as %d: status %d\n%s", cases[k].load,
                           role, p.status, p.err);
@@ -645,7 +709,7 @@ END_TEST
 
 typedef struct finite_case {
     const char *what;
-    double w, x, y;    /* scales of the weights, x and y in the files */
+    double w, x, y; /* scales of the weights, x and y in the files */
 } finite_case;
 
 #ifdef AG_REAL_DOUBLE
@@ -730,13 +794,14 @@ START_TEST(test_long_names)
         memset(name, 'n', (size_t)lens[k]);
         memcpy(name + lens[k] - 3, ".st", 3);
         name[lens[k]] = '\0';
-        const char *args[] = {"train", "--steps", "3", "--save", at(&s, name), "--log", at(&s, "l.csv"), NULL};
+        const char *args[] = {"train", "--steps",       "3", "--save", at(&s, name),
+                              "--log", at(&s, "l.csv"), NULL};
         run_proc p = run_in(&s, args);
         if (lens[k] <= 255) {
             run_assert_status(&p, 0);
             run_free(&p);
-            const char *again[] = {"train", "--load", at(&s, name), "--steps", "1", "--quiet",
-                                   "--save", at(&s, name), NULL};
+            const char *again[] = {"train",   "--load", at(&s, name), "--steps", "1",
+                                   "--quiet", "--save", at(&s, name), NULL};
             p = run_in(&s, again);
             run_assert_status(&p, 0);
             run_assert_has(p.out, "steps=4");
@@ -765,12 +830,15 @@ START_TEST(test_checked_before_work)
         const char *fragment;
     } early_case;
     const early_case cases[] = {
-        {{"gradcheck", "--sweep", "--plot", "/nonexistent/x.png"}, "--plot /nonexistent/x.png: cannot write there"},
+        {{"gradcheck", "--sweep", "--plot", "/nonexistent/x.png"},
+         "--plot /nonexistent/x.png: cannot write there"},
         {{"gradcheck", "--sweep", "--plot", at(&s, "file/x.png")}, "Not a directory"},
         {{"train", "--steps", "100000", "--plot", at(&s, "file/p.png")}, "Not a directory"},
-        {{"train", "--steps", "100000", "--log", at(&s, "no/dir/l.csv")}, "No such file or directory"},
+        {{"train", "--steps", "100000", "--log", at(&s, "no/dir/l.csv")},
+         "No such file or directory"},
         {{"train", "--steps", "100000", "--save", at(&s, "newdir/")}, "is a directory"},
-        {{"grad", "--model", at(&s, "m.st"), "--batch", at(&s, "b.st"), "--out", at(&s, "none/g.st")},
+        {{"grad", "--model", at(&s, "m.st"), "--batch", at(&s, "b.st"), "--out",
+          at(&s, "none/g.st")},
          "cannot write there"},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -798,8 +866,8 @@ END_TEST
 
 typedef struct bad_gnuplot {
     const char *what;
-    const char *body;       /* the fake gnuplot */
-    const char *fragment;   /* in the message */
+    const char *body;     /* the fake gnuplot */
+    const char *fragment; /* in the message */
 } bad_gnuplot;
 
 static const bad_gnuplot bad_gnuplots[] = {
@@ -876,8 +944,9 @@ END_TEST
 static void fake_gnuplot_hangs(const scratch *s)
 {
     char body[1024];
-    snprintf(body, sizeof(body), "echo $$ > '%s/gp.tmp' && mv '%s/gp.tmp' '%s/gp.pid'\nexec sleep 600",
-             s->dir, s->dir, s->dir);
+    snprintf(body, sizeof(body),
+             "echo $$ > '%s/gp.tmp' && mv '%s/gp.tmp' '%s/gp.pid'\nexec sleep 600", s->dir, s->dir,
+             s->dir);
     fake_program(s, "gnuplot", body);
 }
 
@@ -889,7 +958,7 @@ static run_proc interrupt_gnuplot(scratch *s, const char *const *args, int sig, 
     const char *marker = at(s, "gp.pid");
     char *pid = NULL;
     for (int polls = 0; !(pid = file_read(marker, NULL)); polls++) {
-        run_pump(&p, 100);   /* a safety net only: never a measurement */
+        run_pump(&p, 100); /* a safety net only: never a measurement */
         if (polls > 1200) {
             kill(p.pid, SIGKILL);
             run_wait(&p);
@@ -993,17 +1062,17 @@ START_TEST(test_stale_temporaries)
     scratch_new(&s);
     long dead = dead_pid(), alive = (long)getpid();
     char names[6][128];
-    snprintf(names[0], 128, "c.st.tmp-%ld-0123abcd", dead);        /* stale: removed */
-    snprintf(names[1], 128, "l.csv.tmp-%ld-89abcdef", dead);       /* stale: removed */
-    snprintf(names[2], 128, "c.st.tmp-%ld-0123abcd", alive);       /* its writer still runs */
-    snprintf(names[3], 128, "other.st.tmp-%ld-0123abcd", dead);    /* another target's */
-    snprintf(names[4], 128, "c.st.tmp-%ld-0123abcZ", dead);        /* not the pattern */
-    snprintf(names[5], 128, "c.st.tmp-%ld-0123abcd.bak", dead);    /* not the pattern */
+    snprintf(names[0], 128, "c.st.tmp-%ld-0123abcd", dead);     /* stale: removed */
+    snprintf(names[1], 128, "l.csv.tmp-%ld-89abcdef", dead);    /* stale: removed */
+    snprintf(names[2], 128, "c.st.tmp-%ld-0123abcd", alive);    /* its writer still runs */
+    snprintf(names[3], 128, "other.st.tmp-%ld-0123abcd", dead); /* another target's */
+    snprintf(names[4], 128, "c.st.tmp-%ld-0123abcZ", dead);     /* not the pattern */
+    snprintf(names[5], 128, "c.st.tmp-%ld-0123abcd.bak", dead); /* not the pattern */
     for (int k = 0; k < 6; k++)
         file_write(at(&s, names[k]), "x", 1);
-    ck_assert_int_eq(mkdir(at(&s, "d.st.tmp-1-00000000"), 0755), 0);   /* not a file */
-    const char *args[] = {"train", "--steps", "2", "--quiet", "--save", at(&s, "c.st"), "--log",
-                          at(&s, "l.csv"), NULL};
+    ck_assert_int_eq(mkdir(at(&s, "d.st.tmp-1-00000000"), 0755), 0); /* not a file */
+    const char *args[] = {"train", "--steps",       "2", "--quiet", "--save", at(&s, "c.st"),
+                          "--log", at(&s, "l.csv"), NULL};
     run_proc p = run_in(&s, args);
     run_assert_status(&p, 0);
     run_free(&p);
@@ -1025,8 +1094,8 @@ START_TEST(test_sigkill_during_save_heals)
     scratch_new(&s);
     const char *ck = at(&s, "c.st");
     /* a model with a big enough checkpoint that the save takes a while */
-    const char *args[] = {"train", "--steps", "1", "--dim", "512", "--seq", "2", "--batch", "1",
-                          "--save", ck, NULL};
+    const char *args[] = {"train", "--steps", "1", "--dim",  "512", "--seq",
+                          "2",     "--batch", "1", "--save", ck,    NULL};
     run_proc p = run_start_args(args, &(run_opts){.path = s.path});
     /* kill it once its temporary file exists (or it has finished) */
     for (int polls = 0; polls < 20000 && !tmp_left(s.dir) && access(ck, F_OK) != 0; polls++)
@@ -1066,7 +1135,7 @@ START_TEST(test_explain_huge_logits)
         for (const char *c = p.out; (c = strstr(c, "DISAGREE")); c++)
             disagree++;
         ck_assert_uint_gt(disagree, 0);
-        ck_assert_uint_eq(count_lines(p.err), disagree);   /* one reason per disagreement */
+        ck_assert_uint_eq(count_lines(p.err), disagree); /* one reason per disagreement */
         run_assert_has(p.err, "the check cannot decide");
         run_free(&p);
     }
@@ -1129,8 +1198,8 @@ END_TEST
 START_TEST(test_top_level_extra_arguments)
 {
     static const char *const lines[][3] = {
-        {"--version", "extra"}, {"version", "--help"}, {"--help", "extra"}, {"help", "bogus"},
-        {"help", "train", "more"},
+        {"--version", "extra"}, {"version", "--help"},     {"--help", "extra"},
+        {"help", "bogus"},      {"help", "train", "more"},
     };
     for (size_t k = 0; k < sizeof(lines) / sizeof(lines[0]); k++) {
         run_proc p = run_cmd(lines[k][0], lines[k][1], lines[k][2], NULL);
@@ -1157,14 +1226,16 @@ START_TEST(test_counts_at_the_limit)
 {
     scratch s;
     scratch_new(&s);
-    run_proc p = run_cmd("train", "--steps", "2", "--quiet", "--dim", "8", "--save", at(&s, "good.st"), NULL);
+    run_proc p = run_cmd("train", "--steps", "2", "--quiet", "--dim", "8", "--save",
+                         at(&s, "good.st"), NULL);
     run_assert_status(&p, 0);
     run_free(&p);
     const char *keys[2] = {"optim_steps", "step"};
     for (int k = 0; k < 2; k++) {
-        st_edit e = {.key = keys[k], .value = "1999999998"};   /* AG_CLI_MAX_STEP - 2 */
+        st_edit e = {.key = keys[k], .value = "1999999998"}; /* AG_CLI_MAX_STEP - 2 */
         st_rewrite(at(&s, "good.st"), at(&s, "c.st"), &e);
-        p = run_cmd("train", "--load", at(&s, "c.st"), "--steps", "3", "--save", at(&s, "c.st"), NULL);
+        p = run_cmd("train", "--load", at(&s, "c.st"), "--steps", "3", "--save", at(&s, "c.st"),
+                    NULL);
         run_assert_status(&p, 2);
         run_assert_has(p.err, "--steps 3: ");
         run_assert_has(p.err, "1999999998, and a run stops at 2000000000");
@@ -1187,7 +1258,7 @@ Suite *suite_robust(void)
 {
     Suite *s = suite_create("robust");
     TCase *tc = tcase_create("outputs");
-    tcase_set_timeout(tc, 300);   /* sanitizer builds are slow; a FIFO that blocks hangs here */
+    tcase_set_timeout(tc, 300); /* sanitizer builds are slow; a FIFO that blocks hangs here */
     tcase_add_loop_test(tc, test_output_kinds, 0, N_WRITERS * N_KINDS);
     suite_add_tcase(s, tc);
     tc = tcase_create("same");

@@ -88,7 +88,7 @@ START_TEST(test_out_file_and_path)
     run_free(&p);
     size_t len;
     char *text = file_read(file, &len);
-    ck_assert_str_eq(text, "/nowhere:/either\n");   /* truncated, then written */
+    ck_assert_str_eq(text, "/nowhere:/either\n"); /* truncated, then written */
     ck_assert_uint_eq(len, 17);
     free(text);
     ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "out.txt");
@@ -107,7 +107,7 @@ START_TEST(test_which_and_text)
     ck_assert(!run_have("attograd-no-such-program"));
     const char *text = "alpha 1\nbeta 2\n  gamma\nbeta 3\n\n";
     ck_assert_ptr_eq(text_line(text, "beta "), text + 8);
-    ck_assert_ptr_null(text_line(text, "gamma"));   /* only at the start of a line */
+    ck_assert_ptr_null(text_line(text, "gamma")); /* only at the start of a line */
     ck_assert_str_eq(text_last_line("a\nb\nlast\n\n", buf, sizeof(buf)), "last");
     ck_assert_str_eq(text_last_line("", buf, sizeof(buf)), "");
 }

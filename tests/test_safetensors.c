@@ -75,8 +75,8 @@ static void bad_bytes(const unsigned char *buf, size_t len, ag_status want, cons
     ag_st_file *f = (ag_st_file *)1;
     char err[256] = "";
     ag_status st = ag_st_parse(buf, len, NAME, &f, err, sizeof(err));
-    ck_assert_msg(st == want, "status %s, wanted %s (%s)", ag_status_name(st),
-                  ag_status_name(want), err);
+    ck_assert_msg(st == want, "status %s, wanted %s (%s)", ag_status_name(st), ag_status_name(want),
+                  err);
     ck_assert_ptr_null(f);
     ck_assert_str_eq(err, msg);
 }
@@ -186,8 +186,8 @@ START_TEST(test_round_trip_dtypes)
         ag_real out[3];
         ck_assert_int_eq(ag_st_get(f, "v", 1, (int[]){3}, out, err, sizeof(err)), AG_OK);
         for (int i = 0; i < 3; i++)
-            ck_assert_msg(out[i] == (ag_real)(k ? (double)v[i] : (double)(float)v[i]),
-                          "element %d", i);
+            ck_assert_msg(out[i] == (ag_real)(k ? (double)v[i] : (double)(float)v[i]), "element %d",
+                          i);
         ag_st_free(f);
         free(buf);
         ag_st_writer_free(w);
@@ -239,8 +239,8 @@ START_TEST(test_foreign_file)
     size_t len;
     unsigned char *buf = make_file(json, 16, &len);
     size_t data = len - 16;
-    const unsigned char one_f32[4] = {0, 0, 0x80, 0x3f};                /* 1.0f */
-    const unsigned char half_f64[8] = {0, 0, 0, 0, 0, 0, 0xe0, 0x3f};   /* 0.5 */
+    const unsigned char one_f32[4] = {0, 0, 0x80, 0x3f};              /* 1.0f */
+    const unsigned char half_f64[8] = {0, 0, 0, 0, 0, 0, 0xe0, 0x3f}; /* 0.5 */
     memcpy(buf + data, one_f32, 4);
     memcpy(buf + data + 8, half_f64, 8);
     ag_st_file *f;
@@ -265,7 +265,8 @@ START_TEST(test_foreign_file)
     ag_st_free(f);
     /* zero-element tensors may share an offset with anything */
     f = parse_ok("{'e':{'dtype':'F32','shape':[0,5],'data_offsets':[4,4]},"
-                 "'f':{'dtype':'F32','shape':[2],'data_offsets':[0,8]}}", 8);
+                 "'f':{'dtype':'F32','shape':[2],'data_offsets':[0,8]}}",
+                 8);
     ag_st_free(f);
 }
 END_TEST
@@ -304,7 +305,7 @@ START_TEST(test_wrong_shape)
     ck_assert_str_eq(err, NAME ": tensor 'wq' has shape [4x4], expected [8x8]");
     ck_assert_int_eq(ag_st_get(f, "wq", 1, (int[]){16}, d, err, sizeof(err)), AG_ERR_SHAPE);
     ck_assert_str_eq(err, NAME ": tensor 'wq' has shape [4x4], expected [16]");
-    ck_assert(d[0] == 42);   /* untouched */
+    ck_assert(d[0] == 42); /* untouched */
     ag_st_free(f);
 }
 END_TEST
@@ -320,7 +321,8 @@ START_TEST(test_shape_beyond_tensor)
     ck_assert_int_eq(ag_st_shape(f, "five", &nd, s, err, sizeof(err)), AG_ERR_SHAPE);
     ck_assert_str_eq(err, NAME ": tensor 'five' has 5 dims; attograd tensors have at most 4");
     ck_assert_int_eq(ag_st_shape(f, "wide", &nd, s, err, sizeof(err)), AG_ERR_SHAPE);
-    ck_assert_str_eq(err, NAME ": tensor 'wide' has shape [0x3000000000]: a dim is beyond 2147483647");
+    ck_assert_str_eq(err,
+                     NAME ": tensor 'wide' has shape [0x3000000000]: a dim is beyond 2147483647");
     ag_st_free(f);
 }
 END_TEST
@@ -328,13 +330,13 @@ END_TEST
 START_TEST(test_f64_beyond_float)
 {
 #ifdef AG_REAL_DOUBLE
-    ck_assert(1);   /* every F64 fits a double build */
+    ck_assert(1); /* every F64 fits a double build */
 #else
     size_t len;
     unsigned char *buf =
         make_file("{'big':{'dtype':'F64','shape':[2],'data_offsets':[0,16]}}", 16, &len);
-    const unsigned char one[8] = {0, 0, 0, 0, 0, 0, 0xf0, 0x3f};         /* 1.0 */
-    const unsigned char huge[8] = {0x9c, 0x75, 0x00, 0x88, 0x3c, 0xe4, 0x37, 0x7e};   /* 1e300 */
+    const unsigned char one[8] = {0, 0, 0, 0, 0, 0, 0xf0, 0x3f};                    /* 1.0 */
+    const unsigned char huge[8] = {0x9c, 0x75, 0x00, 0x88, 0x3c, 0xe4, 0x37, 0x7e}; /* 1e300 */
     memcpy(buf + len - 16, one, 8);
     memcpy(buf + len - 8, huge, 8);
     ag_st_file *f;
@@ -381,12 +383,14 @@ END_TEST
 START_TEST(test_bad_json_structure)
 {
     bad_json("", NAME ": bad header JSON at byte 0: expected '{' at the start of the header, "
-                 "found the end of the header");
+                      "found the end of the header");
     bad_json("[]", NAME ": bad header JSON at byte 0: expected '{' at the start of the header, "
-                   "found '['");
+                        "found '['");
     bad_json("{'a' 1}", NAME ": bad header JSON at byte 5: expected ':', found '1'");
-    bad_json("{} x", NAME ": bad header JSON at byte 3: trailing characters after the header object");
-    bad_json("{}{}", NAME ": bad header JSON at byte 2: trailing characters after the header object");
+    bad_json("{} x",
+             NAME ": bad header JSON at byte 3: trailing characters after the header object");
+    bad_json("{}{}",
+             NAME ": bad header JSON at byte 2: trailing characters after the header object");
     bad_json("{'w':{'dtype':'F32','shape':[1],'data_offsets':[0,4]},}",
              NAME ": bad header JSON at byte 54: expected a string, found '}'");
     bad_json("{'w':{'dtype':'F32'",
@@ -395,7 +399,7 @@ START_TEST(test_bad_json_structure)
     bad_json("{'w':{'dtype':'F32';",
              NAME ": tensor 'w': bad header JSON at byte 19: expected ',' or '}', found ';'");
     bad_json("{'w':7}", NAME ": tensor 'w': bad header JSON at byte 5: expected an object for the "
-                        "tensor, found '7'");
+                             "tensor, found '7'");
     bad_json("{'w':{'dtype':'F32','shape':[1],'data_offsets':[0,4]}\x01}",
              NAME ": bad header JSON at byte 53: expected ',' or '}', found byte 0x01");
     bad_json("{7:1}", NAME ": bad header JSON at byte 1: expected a string, found '7'");
@@ -421,7 +425,8 @@ START_TEST(test_bad_json_strings)
     bad_json("{'\xc3':{}}", NAME ": bad header JSON at byte 1: string is not valid UTF-8");
     bad_json("{'\xc0\xaf':{}}", NAME ": bad header JSON at byte 1: string is not valid UTF-8");
     bad_json("{'\xed\xa0\x80':{}}", NAME ": bad header JSON at byte 1: string is not valid UTF-8");
-    bad_json("{'\xf4\x90\x80\x80':{}}", NAME ": bad header JSON at byte 1: string is not valid UTF-8");
+    bad_json("{'\xf4\x90\x80\x80':{}}",
+             NAME ": bad header JSON at byte 1: string is not valid UTF-8");
 }
 END_TEST
 
@@ -742,7 +747,7 @@ START_TEST(test_interrupted_save_keeps_old_file)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        enum { N = 100000 };   /* 400 KB or more: beyond the limit below */
+        enum { N = 100000 }; /* 400 KB or more: beyond the limit below */
         ag_real *big = calloc(N, sizeof(ag_real));
         struct rlimit lim = {64 * 1024, 64 * 1024};
         signal(SIGXFSZ, SIG_IGN);

@@ -41,8 +41,9 @@ START_TEST(test_softmax_values)
     ck_assert_int_eq(s->shape[1], 3);
     /* e^1, e^2, e^3 over their sum; a constant row is uniform */
     double e = exp(1.0), d = e + e * e + e * e * e;
-    test_assert_values(s->data, (double[]){e / d, e * e / d, e * e * e / d, 1.0 / 3, 1.0 / 3, 1.0 / 3},
-                       6, AG_TEST_TOL);
+    test_assert_values(s->data,
+                       (double[]){e / d, e * e / d, e * e * e / d, 1.0 / 3, 1.0 / 3, 1.0 / 3}, 6,
+                       AG_TEST_TOL);
 
     /* 4-D against the naive row by row; each row sums to 1 */
     ag_rng rng = ag_rng_new(5);
@@ -71,8 +72,8 @@ START_TEST(test_softmax_huge_logits)
 {
     /* exp(1e4) overflows in any precision; subtracting the row max does not */
     ag_tape *tape = ag_tape_new();
-    ag_tensor *z = ag_tensor_from(tape, 2, (int[]){2, 3},
-                                  (ag_real[]){1e4, 1e4 - 1, 1e4 - 2, -1e4, -1e4, 1e4});
+    ag_tensor *z =
+        ag_tensor_from(tape, 2, (int[]){2, 3}, (ag_real[]){1e4, 1e4 - 1, 1e4 - 2, -1e4, -1e4, 1e4});
     ag_tensor *s = ag_softmax(tape, z);
     ck_assert_ptr_nonnull(s);
     ck_assert(!any_nan(s->data, 6));
@@ -86,9 +87,9 @@ END_TEST
 START_TEST(test_softmax_neg_inf)
 {
     ag_tape *tape = ag_tape_new();
-    ag_tensor *z = ag_tensor_from(tape, 2, (int[]){2, 4},
-                                  (ag_real[]){0, -INFINITY, 0, -INFINITY,
-                                              -INFINITY, -INFINITY, -INFINITY, 3});
+    ag_tensor *z =
+        ag_tensor_from(tape, 2, (int[]){2, 4},
+                       (ag_real[]){0, -INFINITY, 0, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 3});
     ag_tensor *s = ag_softmax(tape, z);
     ck_assert_ptr_nonnull(s);
     /* -inf entries get exactly 0, the rest share the weight */
@@ -165,8 +166,8 @@ START_TEST(test_causal_mask_values)
     ck_assert_ptr_nonnull(one);
     ck_assert_double_eq(one->data[0], 2);
     /* (Tq, Tk) need not be square: key j is hidden from query i when j > i */
-    ag_tensor *r = ag_causal_mask(tape, ag_tensor_from(tape, 2, (int[]){2, 3},
-                                                       (ag_real[]){1, 2, 3, 4, 5, 6}));
+    ag_tensor *r =
+        ag_causal_mask(tape, ag_tensor_from(tape, 2, (int[]){2, 3}, (ag_real[]){1, 2, 3, 4, 5, 6}));
     ck_assert_ptr_nonnull(r);
     test_assert_values(r->data, (double[]){1, -INFINITY, -INFINITY, 4, 5, -INFINITY}, 6, 0);
     ag_tape_free(tape);
@@ -177,8 +178,8 @@ START_TEST(test_causal_softmax)
 {
     ag_tape *tape = ag_tape_new();
     /* T = 1: the single weight is 1 */
-    ag_tensor *p1 = ag_softmax(tape, ag_causal_mask(tape, ag_tensor_from(tape, 4, (int[]){1, 1, 1, 1},
-                                                                          (ag_real[]){-3})));
+    ag_tensor *p1 = ag_softmax(
+        tape, ag_causal_mask(tape, ag_tensor_from(tape, 4, (int[]){1, 1, 1, 1}, (ag_real[]){-3})));
     ck_assert_ptr_nonnull(p1);
     ck_assert_double_eq(p1->data[0], 1);
 
@@ -190,8 +191,8 @@ START_TEST(test_causal_softmax)
     for (size_t b = 0; b < 2; b++)
         for (size_t i = 0; i < 4; i++)
             for (size_t j = 0; j < 4; j++)
-                ck_assert_double_eq_tol(p->data[b * 16 + i * 4 + j], j <= i ? 1.0 / (double)(i + 1) : 0,
-                                        AG_TEST_TOL);
+                ck_assert_double_eq_tol(p->data[b * 16 + i * 4 + j],
+                                        j <= i ? 1.0 / (double)(i + 1) : 0, AG_TEST_TOL);
 
     /* random scores: row i is the softmax of its first i + 1 entries */
     ag_rng rng = ag_rng_new(12);
@@ -232,7 +233,8 @@ static ag_tensor *build_causal_attend(ag_tape *tape, ag_tensor *const *in, void 
 START_TEST(test_softmax_gradcheck)
 {
     const test_shape cases[][1] = {
-        {{2, {3, 5}}}, {{2, {1, 1}}}, {{1, {4}}}, {{3, {2, 1, 4}}}, {{3, {1, 3, 1}}}, {{4, {2, 2, 3, 3}}},
+        {{2, {3, 5}}},    {{2, {1, 1}}},    {{1, {4}}},
+        {{3, {2, 1, 4}}}, {{3, {1, 3, 1}}}, {{4, {2, 2, 3, 3}}},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
         test_gradcheck_shapes(build_softmax, NULL, 1, cases[c], 60 + c);
@@ -327,7 +329,7 @@ END_TEST
 #ifdef AG_REAL_DOUBLE
 #define TOL_ULP (64 * 2.2204460492503131e-16)
 #else
-#define TOL_ULP (8 * 1.1920929e-07)   /* 8 ulp: exp within 2, the sum's rounding */
+#define TOL_ULP (8 * 1.1920929e-07) /* 8 ulp: exp within 2, the sum's rounding */
 #endif
 
 /* Rows of every length from 1 to 70 (vector bodies and tails), values
@@ -361,7 +363,8 @@ START_TEST(test_rows_match_double)
                 if (zr[j] == -INFINITY && sr[j] != 0)
                     ck_abort_msg("n=%d: masked key got %g", n, (double)sr[j]);
                 if (!(fabs(sr[j] - want) <= TOL_ULP * (want + 1e-30) + 1e-37))
-                    ck_abort_msg("n=%d row %d key %d: %.9g, want %.9g", n, r, j, (double)sr[j], want);
+                    ck_abort_msg("n=%d row %d key %d: %.9g, want %.9g", n, r, j, (double)sr[j],
+                                 want);
                 got += sr[j];
             }
             ck_assert_msg(fabs(got - 1) < 1e-5, "n=%d: row sums to %.9g", n, got);
@@ -396,7 +399,7 @@ START_TEST(test_row_kernels_agree)
                         z[j] = -INFINITY;
                 ag_softmax_row(z, want, (size_t)n, 0);
                 ag_softmax_row(z, got, (size_t)n, level);
-                for (int j = 0; j < n; j++) {   /* ck_abort_msg: see test_rows_match_double */
+                for (int j = 0; j < n; j++) { /* ck_abort_msg: see test_rows_match_double */
                     if (isnan(want[j])) {
                         if (!isnan(got[j]))
                             ck_abort_msg("level %d n=%d kind %d key %d: %g, want NaN", level, n,

@@ -85,7 +85,7 @@ END_TEST
 static ag_tensor *build_first_writes(ag_tape *tape, ag_tensor *const *in, void *ctx)
 {
     (void)ctx;
-    ag_tensor *h = ag_scale(tape, in[0], 0.7);        /* an op output, its gradient unset */
+    ag_tensor *h = ag_scale(tape, in[0], 0.7); /* an op output, its gradient unset */
     ag_tensor *hh = ag_matmul(tape, ag_matmul_bt(tape, h, h), h);
     return ag_add(tape, ag_add(tape, h, h), ag_add(tape, hh, ag_gelu(tape, h)));
 }
@@ -144,7 +144,7 @@ START_TEST(test_grad_accumulates)
     x = ag_tensor_from(tape, 2, (int[]){1, 2}, (ag_real[]){1, 2});
     ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_matmul(tape, x, w))), AG_OK);
     test_assert_values(w->grad, (double[]){2, 4}, 2, 0);
-    ag_zero_grad(NULL, 0);   /* nothing to do, no crash */
+    ag_zero_grad(NULL, 0); /* nothing to do, no crash */
     ag_param_free(w);
     ag_tape_free(tape);
 }
@@ -186,7 +186,7 @@ START_TEST(test_requires_grad)
     ag_tensor *x = ag_tensor_from(tape, 2, (int[]){1, 2}, (ag_real[]){1, 2});
     ck_assert_ptr_eq(ag_requires_grad(tape, x), x);
     ck_assert_ptr_nonnull(x->grad);
-    ck_assert_ptr_eq(ag_requires_grad(tape, x), x);   /* a second call changes nothing */
+    ck_assert_ptr_eq(ag_requires_grad(tape, x), x); /* a second call changes nothing */
     ag_tensor *w = ag_tensor_from(tape, 2, (int[]){2, 2}, (ag_real[]){1, 2, 3, 4});
     ck_assert_int_eq(ag_backward(tape, ag_sum(tape, ag_matmul(tape, x, w))), AG_OK);
     test_assert_values(x->grad, (double[]){3, 7}, 2, 0);
@@ -254,7 +254,7 @@ START_TEST(test_tape_fail)
     ag_tape *tape = ag_tape_new();
     ck_assert_int_eq(ag_tape_fail(tape, AG_ERR_IO, "load: %s is %d bytes", "x.bin", 7), AG_ERR_IO);
     ck_assert_int_eq(ag_tape_fail(tape, AG_ERR_FORMAT, "second"), AG_ERR_IO);
-    ck_assert_ptr_null(ag_tensor_new(tape, 1, (int[]){2}));   /* sticky */
+    ck_assert_ptr_null(ag_tensor_new(tape, 1, (int[]){2})); /* sticky */
     test_expect_error(tape, AG_ERR_IO, "load: x.bin is 7 bytes");
     ck_assert_int_eq(ag_tape_fail(NULL, AG_ERR_IO, "no tape"), AG_ERR_ARG);
     ck_assert_str_eq(ag_status_name(AG_OK), "ok");

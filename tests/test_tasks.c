@@ -32,7 +32,7 @@ START_TEST(test_lookup_answers)
         int v = value_of(b, ex, q);
         ck_assert_int_ge(v, 0);
         ck_assert_int_eq(b->targets[ex * T + T - 1], v);
-        ck_assert_int_ne(b->tok1[ex * T + T - 1], b->tok1[ex * T]);   /* the query marker */
+        ck_assert_int_ne(b->tok1[ex * T + T - 1], b->tok1[ex * T]); /* the query marker */
     }
     ag_batch_free(b);
 }
@@ -139,18 +139,24 @@ START_TEST(test_model_config_check)
     } cases[] = {
         {{AG_TASK_LOOKUP, 5, 32, 1, 0, AG_POSENC_NONE}, AG_MODEL_OK, ""},
         {{AG_TASK_COUNT, 5, 32, 1, 0, AG_POSENC_NONE}, AG_MODEL_TASK, "unknown task"},
-        {{AG_TASK_LOOKUP, 12, 32, 1, 0, AG_POSENC_NONE}, AG_MODEL_SEQ,
+        {{AG_TASK_LOOKUP, 12, 32, 1, 0, AG_POSENC_NONE},
+         AG_MODEL_SEQ,
          "seq 12 is out of range for task lookup (2..9)"},
-        {{AG_TASK_LOOKUP2, 2, 32, 2, 0, AG_POSENC_NONE}, AG_MODEL_SEQ,
+        {{AG_TASK_LOOKUP2, 2, 32, 2, 0, AG_POSENC_NONE},
+         AG_MODEL_SEQ,
          "seq 2 is out of range for task lookup2 (3..9)"},
         {{AG_TASK_LOOKUP, 5, 0, 1, 0, AG_POSENC_NONE}, AG_MODEL_DIM, "dim 0 must be at least 1"},
-        {{AG_TASK_LOOKUP, 5, 16, 0, 0, AG_POSENC_NONE}, AG_MODEL_HEADS,
+        {{AG_TASK_LOOKUP, 5, 16, 0, 0, AG_POSENC_NONE},
+         AG_MODEL_HEADS,
          "heads 0 must be at least 1"},
-        {{AG_TASK_LOOKUP, 5, 16, 3, 0, AG_POSENC_NONE}, AG_MODEL_HEADS,
+        {{AG_TASK_LOOKUP, 5, 16, 3, 0, AG_POSENC_NONE},
+         AG_MODEL_HEADS,
          "heads 3 does not divide dim 16"},
-        {{AG_TASK_LOOKUP, 5, 16, 32, 0, AG_POSENC_NONE}, AG_MODEL_HEADS,
+        {{AG_TASK_LOOKUP, 5, 16, 32, 0, AG_POSENC_NONE},
+         AG_MODEL_HEADS,
          "heads 32 does not divide dim 16"},
-        {{AG_TASK_REVERSE, 5, 16, 1, 0, (ag_posenc_kind)7}, AG_MODEL_POSENC,
+        {{AG_TASK_REVERSE, 5, 16, 1, 0, (ag_posenc_kind)7},
+         AG_MODEL_POSENC,
          "unknown positional encoding 7"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

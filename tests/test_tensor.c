@@ -40,7 +40,7 @@ START_TEST(test_tensor_new)
     ck_assert_int_eq(t->ndim, 3);
     ck_assert_int_eq(t->shape[0], 2);
     ck_assert_int_eq(t->shape[2], 4);
-    ck_assert_int_eq(t->shape[3], 1);   /* past ndim: 1 */
+    ck_assert_int_eq(t->shape[3], 1); /* past ndim: 1 */
     ck_assert_uint_eq(t->size, 24);
     ck_assert_ptr_null(t->grad);
     for (size_t i = 0; i < t->size; i++)

@@ -31,7 +31,9 @@ static void parse_fails(const char *s, size_t len, ag_status want, const char *m
 START_TEST(test_vocab_multibyte)
 {
     /* é U+00E9, € U+20AC, 𝄞 U+1D11E: 2, 3 and 4 bytes */
-    const char *s = "b\xc3\xa9" "a\xe2\x82\xac" "a\xf0\x9d\x84\x9e\n";
+    const char *s = "b\xc3\xa9"
+                    "a\xe2\x82\xac"
+                    "a\xf0\x9d\x84\x9e\n";
     ag_text *t = parse_ok(s, NULL);
     const uint32_t want[] = {'\n', 'a', 'b', 0xE9, 0x20AC, 0x1D11E};
     ck_assert_int_eq(ag_vocab_size(t->vocab), 6);
@@ -95,7 +97,8 @@ START_TEST(test_encode_with_vocab)
     /* a character the vocabulary lacks is named, with its line */
     ag_text *w = (ag_text *)1;
     char err[256];
-    ck_assert_int_eq(ag_text_parse("ab\nbz", 5, "x.txt", t->vocab, &w, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_text_parse("ab\nbz", 5, "x.txt", t->vocab, &w, err, sizeof(err)),
+                     AG_ERR_ARG);
     ck_assert_ptr_null(w);
     ck_assert_str_eq(err, "x.txt: character 'z' (U+007A) on line 2 is not in the vocabulary");
     int out[8];
@@ -105,7 +108,8 @@ START_TEST(test_encode_with_vocab)
     ck_assert_int_eq(ag_vocab_encode(t->vocab, "cba", 3, out, &n, err, sizeof(err)), AG_OK);
     ck_assert_uint_eq(n, 3);
     ck_assert_int_eq(out[0], 3);
-    ck_assert_int_eq(ag_vocab_encode(t->vocab, "\xc3", 1, out, &n, err, sizeof(err)), AG_ERR_FORMAT);
+    ck_assert_int_eq(ag_vocab_encode(t->vocab, "\xc3", 1, out, &n, err, sizeof(err)),
+                     AG_ERR_FORMAT);
     ag_text_free(u);
     ag_text_free(t);
 }
@@ -114,12 +118,17 @@ END_TEST
 START_TEST(test_invalid_text)
 {
     parse_fails("", 0, AG_ERR_FORMAT, "t.txt: the text is empty");
-    parse_fails("ab\n\xff", 4, AG_ERR_FORMAT, "t.txt: not UTF-8 text: invalid byte 0xff on line 2 (byte 3)");
+    parse_fails("ab\n\xff", 4, AG_ERR_FORMAT,
+                "t.txt: not UTF-8 text: invalid byte 0xff on line 2 (byte 3)");
     /* an overlong '/', a UTF-16 surrogate, a sequence cut short, a stray continuation */
-    parse_fails("\xc0\xaf", 2, AG_ERR_FORMAT, "t.txt: not UTF-8 text: invalid byte 0xc0 on line 1 (byte 0)");
-    parse_fails("a\xed\xa0\x80", 4, AG_ERR_FORMAT, "t.txt: not UTF-8 text: invalid byte 0xed on line 1 (byte 1)");
-    parse_fails("a\xe2\x82", 3, AG_ERR_FORMAT, "t.txt: not UTF-8 text: invalid byte 0xe2 on line 1 (byte 1)");
-    parse_fails("\x80", 1, AG_ERR_FORMAT, "t.txt: not UTF-8 text: invalid byte 0x80 on line 1 (byte 0)");
+    parse_fails("\xc0\xaf", 2, AG_ERR_FORMAT,
+                "t.txt: not UTF-8 text: invalid byte 0xc0 on line 1 (byte 0)");
+    parse_fails("a\xed\xa0\x80", 4, AG_ERR_FORMAT,
+                "t.txt: not UTF-8 text: invalid byte 0xed on line 1 (byte 1)");
+    parse_fails("a\xe2\x82", 3, AG_ERR_FORMAT,
+                "t.txt: not UTF-8 text: invalid byte 0xe2 on line 1 (byte 1)");
+    parse_fails("\x80", 1, AG_ERR_FORMAT,
+                "t.txt: not UTF-8 text: invalid byte 0x80 on line 1 (byte 0)");
     parse_fails("a\0b", 3, AG_ERR_FORMAT, "t.txt: a NUL byte at byte 1: not text");
 }
 END_TEST
@@ -198,7 +207,7 @@ START_TEST(test_text_load)
     char err[600];
     ck_assert_int_eq(ag_text_load(path, NULL, &t, err, sizeof(err)), AG_OK);
     ck_assert_uint_eq(t->len, 13);
-    ck_assert_int_eq(ag_vocab_size(t->vocab), 8);   /* \n, space, b, e, n, o, r, t */
+    ck_assert_int_eq(ag_vocab_size(t->vocab), 8); /* \n, space, b, e, n, o, r, t */
     ag_text_free(t);
     file_write(path, "", 0);
     ck_assert_int_eq(ag_text_load(path, NULL, &t, err, sizeof(err)), AG_ERR_FORMAT);

@@ -34,8 +34,9 @@ static void write_play(const char *path, int lines, uint64_t seed)
 }
 
 /* The flags of a tiny, quick model. */
-#define TINY "--layers", "1", "--dim", "16", "--heads", "2", "--seq", "8", "--batch", "4", \
-             "--eval-iters", "2"
+#define TINY                                                                                       \
+    "--layers", "1", "--dim", "16", "--heads", "2", "--seq", "8", "--batch", "4", "--eval-iters",  \
+        "2"
 
 /* The numbers of "result: task=text steps=N loss=L val_loss=V seconds=S". */
 static void parse_result(const char *out, long steps, char *val, size_t len)
@@ -43,8 +44,11 @@ static void parse_result(const char *out, long steps, char *val, size_t len)
     char last[512];
     text_last_line(out, last, sizeof(last));
     regex_t re;
-    ck_assert_int_eq(regcomp(&re, "^result: task=text steps=([0-9]+) loss=([0-9.]+) "
-                                  "val_loss=([0-9.]+) seconds=([0-9.]+)$", REG_EXTENDED), 0);
+    ck_assert_int_eq(regcomp(&re,
+                             "^result: task=text steps=([0-9]+) loss=([0-9.]+) "
+                             "val_loss=([0-9.]+) seconds=([0-9.]+)$",
+                             REG_EXTENDED),
+                     0);
     regmatch_t m[5];
     int rc = regexec(&re, last, 5, m, 0);
     regfree(&re);
@@ -128,13 +132,14 @@ START_TEST(test_resume_equals_uninterrupted)
     file_path(l2, sizeof(l2), dir, "first.csv");
     file_path(l3, sizeof(l3), dir, "second.csv");
     write_play(text, 60, 3);
-    run_proc p = run_cmd("train", "--task", "text", "--text", text, TINY, "--warmup", "3",
-                         "--dropout", "0.1", "--steps", "12", "--quiet", "--save", whole, "--log",
-                         l1, NULL);
+    run_proc p =
+        run_cmd("train", "--task", "text", "--text", text, TINY, "--warmup", "3", "--dropout",
+                "0.1", "--steps", "12", "--quiet", "--save", whole, "--log", l1, NULL);
     run_assert_status(&p, 0);
     run_free(&p);
-    p = run_cmd("train", "--task", "text", "--text", text, TINY, "--warmup", "3", "--dropout", "0.1",
-                "--steps", "6", "--decay-steps", "12", "--quiet", "--save", half, "--log", l2, NULL);
+    p = run_cmd("train", "--task", "text", "--text", text, TINY, "--warmup", "3", "--dropout",
+                "0.1", "--steps", "6", "--decay-steps", "12", "--quiet", "--save", half, "--log",
+                l2, NULL);
     run_assert_status(&p, 0);
     run_free(&p);
     p = run_cmd("train", "--text", text, "--load", half, "--eval-iters", "2", "--steps", "6",
@@ -163,7 +168,8 @@ START_TEST(test_resume_equals_uninterrupted)
             char *want = lines[part * 6 + k];
             ck_assert_ptr_nonnull(line);
             size_t keep = (size_t)(strchr(strchr(want, ',') + 1, ',') - want);
-            ck_assert_msg(strncmp(line, want, keep) == 0 && strcmp(strrchr(line, ','), strrchr(want, ',')) == 0,
+            ck_assert_msg(strncmp(line, want, keep) == 0 &&
+                              strcmp(strrchr(line, ','), strrchr(want, ',')) == 0,
                           "part %d row %d: %s vs %s", part + 1, k, line, want);
         }
     }
@@ -179,8 +185,8 @@ START_TEST(test_ctrl_c_saves)
     file_path(text, sizeof(text), dir, "play.txt");
     file_path(ck, sizeof(ck), dir, "c.safetensors");
     write_play(text, 60, 4);
-    const char *args[] = {"train", "--task", "text", "--text", text, TINY, "--steps", "10000000",
-                          "--eval-every", "3", "--save", ck, NULL};
+    const char *args[] = {"train",    "--task",       "text", "--text", text, TINY, "--steps",
+                          "10000000", "--eval-every", "3",    "--save", ck,   NULL};
     run_proc p = run_interrupt(args, "\nstep 3 ", SIGINT);
     run_assert_status(&p, 130);
     run_assert_has(p.err, "attograd train: interrupted after step ");
@@ -212,13 +218,16 @@ START_TEST(test_sample)
     run_assert_status(&p, 0);
     run_free(&p);
     /* the prompt, then exactly --tokens characters; nothing else */
-    run_proc a = run_cmd("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed", "3", NULL);
-    run_proc b = run_cmd("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed", "3", NULL);
-    run_proc c = run_cmd("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed", "4", NULL);
+    run_proc a = run_cmd("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed",
+                         "3", NULL);
+    run_proc b = run_cmd("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed",
+                         "3", NULL);
+    run_proc c = run_cmd("sample", "--load", ck, "--prompt", "ANNA:\n", "--tokens", "40", "--seed",
+                         "4", NULL);
     run_assert_status(&a, 0);
     run_assert_status(&c, 0);
     ck_assert_str_eq(a.err, "");
-    ck_assert_uint_eq(a.out_len, 6 + 40);   /* the play is ASCII */
+    ck_assert_uint_eq(a.out_len, 6 + 40); /* the play is ASCII */
     ck_assert(strncmp(a.out, "ANNA:\n", 6) == 0);
     ck_assert_str_eq(a.out, b.out);
     ck_assert_str_ne(a.out, c.out);
@@ -237,8 +246,10 @@ START_TEST(test_sample)
     run_assert_status(&p, 1);
     ck_assert_str_eq(p.out, "");
     char want[700];
-    snprintf(want, sizeof(want), "attograd sample: --prompt: character '\xc3\xa9' (U+00E9) on line 1 "
-             "is not in the vocabulary of %s\n", ck);
+    snprintf(want, sizeof(want),
+             "attograd sample: --prompt: character '\xc3\xa9' (U+00E9) on line 1 "
+             "is not in the vocabulary of %s\n",
+             ck);
     ck_assert_str_eq(p.err, want);
     run_free(&p);
     file_rmdir(dir);
@@ -250,39 +261,61 @@ END_TEST
 typedef struct err_case {
     const char *args[16];
     int status;
-    const char *fragment;    /* in stderr; "DIR" stands for the scratch directory */
+    const char *fragment; /* in stderr; "DIR" stands for the scratch directory */
 } err_case;
 
 static const err_case cases[] = {
     {{"train", "--task", "text"}, 2, "--text FILE is required"},
     {{"train", "--task", "text", "--text", "DIR/none.txt"}, 1, "DIR/none.txt: cannot open"},
     {{"train", "--text", "DIR/empty.txt"}, 1, "DIR/empty.txt: the text is empty"},
-    {{"train", "--text", "DIR/latin1.txt"}, 1, "DIR/latin1.txt: not UTF-8 text: invalid byte 0xe9 on line 1"},
-    {{"train", "--text", "DIR/short.txt"}, 1, "DIR/short.txt: a text of 40 characters is too short for windows of 64"},
-    {{"train", "--text", "DIR/play.txt", "--heads", "3"}, 2, "--heads: 3 does not divide --dim 128"},
-    {{"train", "--text", "DIR/play.txt", "--posenc", "sinusoidal"}, 2, "--posenc: unknown kind 'sinusoidal' (learned, none)"},
-    {{"train", "--text", "DIR/play.txt", "--dropout", "0.95"}, 2, "--dropout: 0.95 is out of range"},
+    {{"train", "--text", "DIR/latin1.txt"},
+     1,
+     "DIR/latin1.txt: not UTF-8 text: invalid byte 0xe9 on line 1"},
+    {{"train", "--text", "DIR/short.txt"},
+     1,
+     "DIR/short.txt: a text of 40 characters is too short for windows of 64"},
+    {{"train", "--text", "DIR/play.txt", "--heads", "3"},
+     2,
+     "--heads: 3 does not divide --dim 128"},
+    {{"train", "--text", "DIR/play.txt", "--posenc", "sinusoidal"},
+     2,
+     "--posenc: unknown kind 'sinusoidal' (learned, none)"},
+    {{"train", "--text", "DIR/play.txt", "--dropout", "0.95"},
+     2,
+     "--dropout: 0.95 is out of range"},
     {{"train", "--text", "DIR/play.txt", "--layers", "0"}, 2, "--layers: 0 is out of range"},
     {{"train", "--text", "DIR/play.txt", "--task", "lookup"}, 2, "unknown option '--text'"},
     {{"train", "--text", "DIR/play.txt", "--optimizer", "sgd"}, 2, "unknown option '--optimizer'"},
-    {{"train", "--text", "DIR/play.txt", "--save", "DIR/play.txt"}, 2, "--save and --text both name"},
+    {{"train", "--text", "DIR/play.txt", "--save", "DIR/play.txt"},
+     2,
+     "--save and --text both name"},
     {{"train", "--text", "DIR/play.txt", "--seq", "4096", "--batch", "64"}, 2, "is too large"},
-    {{"train", "--text", "DIR/play.txt", "--load", "DIR/lookup.safetensors"}, 1,
+    {{"train", "--text", "DIR/play.txt", "--load", "DIR/lookup.safetensors"},
+     1,
      "DIR/lookup.safetensors: not an attograd GPT checkpoint (format 'attograd-checkpoint')"},
-    {{"train", "--text", "DIR/play.txt", "--load", "DIR/gpt.safetensors", "--layers", "2"}, 2,
+    {{"train", "--text", "DIR/play.txt", "--load", "DIR/gpt.safetensors", "--layers", "2"},
+     2,
      "--layers 2 conflicts with DIR/gpt.safetensors, made with 1 (--load fixes the model)"},
-    {{"train", "--text", "DIR/accents.txt", "--load", "DIR/gpt.safetensors"}, 1,
+    {{"train", "--text", "DIR/accents.txt", "--load", "DIR/gpt.safetensors"},
+     1,
      "DIR/accents.txt: character '\xc3\xa9' (U+00E9) on line 1 is not in the vocabulary"},
     {{"sample"}, 2, "--load CKPT is required"},
     {{"sample", "--load", "DIR/none.safetensors"}, 1, "DIR/none.safetensors: cannot open"},
-    {{"sample", "--load", "DIR/gpt.safetensors", "--temperature", "-1"}, 2, "--temperature: -1 is out of range"},
-    {{"sample", "--load", "DIR/gpt.safetensors", "--tokens", "x"}, 2, "--tokens: 'x' is not an integer"},
+    {{"sample", "--load", "DIR/gpt.safetensors", "--temperature", "-1"},
+     2,
+     "--temperature: -1 is out of range"},
+    {{"sample", "--load", "DIR/gpt.safetensors", "--tokens", "x"},
+     2,
+     "--tokens: 'x' is not an integer"},
     {{"sample", "--load", "DIR/lookup.safetensors"}, 1, "not an attograd GPT checkpoint"},
     {{"sample", "--load", "DIR/gpt.safetensors", "extra"}, 2, "unexpected argument 'extra'"},
     {{"eval", "--load", "DIR/gpt.safetensors"}, 2, "--text FILE is required"},
     {{"eval", "--text", "DIR/play.txt"}, 2, "--load CKPT is required"},
-    {{"eval", "--load", "DIR/gpt.safetensors", "--text", "DIR/accents.txt"}, 1, "is not in the vocabulary"},
-    {{"eval", "--load", "DIR/gpt.safetensors", "--text", "DIR/tiny.txt"}, 1,
+    {{"eval", "--load", "DIR/gpt.safetensors", "--text", "DIR/accents.txt"},
+     1,
+     "is not in the vocabulary"},
+    {{"eval", "--load", "DIR/gpt.safetensors", "--text", "DIR/tiny.txt"},
+     1,
      "validation loss: the validation part has 2 characters; a window of 8 needs 9"},
 };
 
@@ -292,14 +325,16 @@ START_TEST(test_errors)
     file_tmpdir(dir, sizeof(dir));
     file_write(file_path(path, sizeof(path), dir, "empty.txt"), "", 0);
     file_write(file_path(path, sizeof(path), dir, "latin1.txt"), "caf\xe9\n", 5);
-    file_write(file_path(path, sizeof(path), dir, "short.txt"), "To be, or not to be, that is the question", 40);
+    file_write(file_path(path, sizeof(path), dir, "short.txt"),
+               "To be, or not to be, that is the question", 40);
     file_write(file_path(path, sizeof(path), dir, "accents.txt"), "\xc3\xa9t\xc3\xa9\n", 6);
     file_write(file_path(path, sizeof(path), dir, "tiny.txt"), "ANNA:\nBEN:\nCARL:\n", 16);
     write_play(file_path(path, sizeof(path), dir, "play.txt"), 60, 6);
     char gpt[512], lookup[512];
     file_path(gpt, sizeof(gpt), dir, "gpt.safetensors");
     file_path(lookup, sizeof(lookup), dir, "lookup.safetensors");
-    run_proc p = run_cmd("train", "--text", path, TINY, "--steps", "2", "--quiet", "--save", gpt, NULL);
+    run_proc p =
+        run_cmd("train", "--text", path, TINY, "--steps", "2", "--quiet", "--save", gpt, NULL);
     run_assert_status(&p, 0);
     run_free(&p);
     p = run_cmd("train", "--steps", "2", "--quiet", "--save", lookup, NULL);
@@ -321,8 +356,8 @@ START_TEST(test_errors)
         argv[n] = NULL;
         const char *d = strstr(cases[k].fragment, "DIR");
         if (d)
-            snprintf(frag, sizeof(frag), "%.*s%s%s", (int)(d - cases[k].fragment), cases[k].fragment,
-                     dir, d + 3);
+            snprintf(frag, sizeof(frag), "%.*s%s%s", (int)(d - cases[k].fragment),
+                     cases[k].fragment, dir, d + 3);
         else
             snprintf(frag, sizeof(frag), "%s", cases[k].fragment);
         /* a second DIR in the fragment */
@@ -347,8 +382,10 @@ END_TEST
 
 START_TEST(test_help)
 {
-    const char *cmds[3][4] = {{"train", "--task", "text", "--help"}, {"sample", "--help"}, {"eval", "-h"}};
-    const char *usage[3] = {"usage: attograd train --task text --text FILE", "usage: attograd sample --load CKPT",
+    const char *cmds[3][4] = {
+        {"train", "--task", "text", "--help"}, {"sample", "--help"}, {"eval", "-h"}};
+    const char *usage[3] = {"usage: attograd train --task text --text FILE",
+                            "usage: attograd sample --load CKPT",
                             "usage: attograd eval --load CKPT --text FILE"};
     for (int k = 0; k < 3; k++) {
         run_proc p = run_cmd(cmds[k][0], cmds[k][1], cmds[k][2], cmds[k][3], NULL);
@@ -370,7 +407,7 @@ Suite *suite_text_cli(void)
 {
     Suite *s = suite_create("text_cli");
     TCase *tc = tcase_create("runs");
-    tcase_set_timeout(tc, 300);   /* sanitizer builds are slow; nothing here is timed */
+    tcase_set_timeout(tc, 300); /* sanitizer builds are slow; nothing here is timed */
     tcase_add_test(tc, test_train_and_eval);
     tcase_add_test(tc, test_deterministic);
     tcase_add_test(tc, test_resume_equals_uninterrupted);

@@ -15,7 +15,7 @@ static int count_step(void *ctx)
     if (++c->calls == c->fail_at)
         return 0;
     if (c->make_tape)
-        ag_tape_free(ag_tape_new());   /* the library allocates: counted */
+        ag_tape_free(ag_tape_new()); /* the library allocates: counted */
     return 1;
 }
 
@@ -24,7 +24,7 @@ START_TEST(test_counts_steps)
     counter c = {0, 0, 0};
     ag_step_timing tm;
     ck_assert_int_eq(ag_time_steps(count_step, &c, 7, &tm), AG_OK);
-    ck_assert_int_eq(c.calls, 3 + 7);   /* three to warm up, then the timed ones */
+    ck_assert_int_eq(c.calls, 3 + 7); /* three to warm up, then the timed ones */
     ck_assert_int_eq(tm.steps, 7);
     ck_assert(tm.seconds >= 0 && tm.cpu_seconds >= 0);
     ck_assert(tm.allocs == 0);
@@ -36,16 +36,16 @@ START_TEST(test_counts_steps)
     c.calls = 0;
     c.make_tape = 0;
     ck_assert_int_eq(ag_time_steps(count_step, &c, 0, &tm), AG_OK);
-    ck_assert_int_eq(tm.steps, 2000);   /* a step that does nothing: the most */
+    ck_assert_int_eq(tm.steps, 2000); /* a step that does nothing: the most */
 }
 END_TEST
 
 START_TEST(test_failures)
 {
     ag_step_timing tm;
-    counter c = {0, 2, 0};   /* fails while warming up */
+    counter c = {0, 2, 0}; /* fails while warming up */
     ck_assert_int_eq(ag_time_steps(count_step, &c, 5, &tm), AG_ERR_ARG);
-    c = (counter){0, 6, 0};   /* fails while timed */
+    c = (counter){0, 6, 0}; /* fails while timed */
     ck_assert_int_eq(ag_time_steps(count_step, &c, 5, &tm), AG_ERR_ARG);
     ck_assert_int_eq(c.calls, 6);
     ck_assert_int_eq(ag_time_steps(NULL, &c, 5, &tm), AG_ERR_ARG);
@@ -60,7 +60,7 @@ START_TEST(test_median)
     ck_assert_double_eq(ag_median(odd, 3), 3);
     double even[] = {4, 1, 3, 2};
     ck_assert_double_eq(ag_median(even, 4), 2.5);
-    ck_assert_double_eq(even[0], 1);   /* sorted */
+    ck_assert_double_eq(even[0], 1); /* sorted */
     ck_assert_double_eq(ag_median(NULL, 0), 0);
 }
 END_TEST

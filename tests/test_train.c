@@ -76,8 +76,11 @@ static void assert_result_line(const char *out, const char *task, long steps)
     char last[512];
     text_last_line(out, last, sizeof(last));
     regex_t re;
-    ck_assert_int_eq(regcomp(&re, "^result: task=([a-z0-9]+) steps=([0-9]+) loss=([0-9.]+) "
-                                  "accuracy=([0-9.]+) seconds=([0-9.]+)$", REG_EXTENDED), 0);
+    ck_assert_int_eq(regcomp(&re,
+                             "^result: task=([a-z0-9]+) steps=([0-9]+) loss=([0-9.]+) "
+                             "accuracy=([0-9.]+) seconds=([0-9.]+)$",
+                             REG_EXTENDED),
+                     0);
     regmatch_t m[6];
     int rc = regexec(&re, last, 6, m, 0);
     regfree(&re);
@@ -97,7 +100,8 @@ START_TEST(test_loss_decreases)
     char dir[256], log[512];
     file_tmpdir(dir, sizeof(dir));
     file_path(log, sizeof(log), dir, "l.csv");
-    run_proc p = run_cmd("train", "--steps", "60", "--eval-every", "20", "--quiet", "--log", log, NULL);
+    run_proc p =
+        run_cmd("train", "--steps", "60", "--eval-every", "20", "--quiet", "--log", log, NULL);
     run_assert_status(&p, 0);
     ck_assert_msg(strchr(p.out, '\n') == p.out + p.out_len - 1, "--quiet printed more:\n%s", p.out);
     assert_result_line(p.out, "lookup", 60);
@@ -105,7 +109,8 @@ START_TEST(test_loss_decreases)
     read_rows(log, &r);
     ck_assert_int_eq(r.n, 61);
     double first = atof(strchr(r.line[1], ',') + 1), last = atof(strchr(r.line[60], ',') + 1);
-    ck_assert_msg(last < 0.5 * first, "loss %g at step 1, %g at step 60: not learning", first, last);
+    ck_assert_msg(last < 0.5 * first, "loss %g at step 1, %g at step 60: not learning", first,
+                  last);
     free(r.text);
     run_free(&p);
     file_rmdir(dir);
@@ -155,7 +160,7 @@ END_TEST
 START_TEST(test_plot_without_gnuplot)
 {
     char dir[256], bin[512], png[512], listing[1024];
-    file_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
+    file_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin)); /* PATH has no gnuplot */
     file_path(png, sizeof(png), dir, "loss.png");
     const char *args[] = {"train", "--steps", "10", "--quiet", "--plot", png, NULL};
     run_proc p = run_args(args, &(run_opts){.path = bin});
@@ -174,10 +179,10 @@ END_TEST
 START_TEST(test_plot_heads)
 {
     char dir[256], bin[512], png[512], listing[1024];
-    file_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));   /* PATH has no gnuplot */
+    file_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin)); /* PATH has no gnuplot */
     file_path(png, sizeof(png), dir, "heads.png");
-    const char *args[] = {"train", "--task", "lookup2", "--steps", "10", "--quiet",
-                          "--plot-heads", png, NULL};
+    const char *args[] = {"train",   "--task",       "lookup2", "--steps", "10",
+                          "--quiet", "--plot-heads", png,       NULL};
     run_proc p = run_args(args, &(run_opts){.path = bin});
     run_assert_status(&p, 0);
     assert_result_line(p.out, "lookup2", 10);
@@ -187,7 +192,7 @@ START_TEST(test_plot_heads)
     if (run_have("gnuplot")) {
         p = run_cmd("train", "--task", "lookup2", "--steps", "10", "--plot-heads", png, NULL);
         run_assert_picture(&p, "\nplot: ", png, dir, "bin heads.png");
-        run_assert_has(p.out, "head 2:");   /* the text heatmaps are there too */
+        run_assert_has(p.out, "head 2:"); /* the text heatmaps are there too */
         run_free(&p);
     }
     file_rmdir(dir);
@@ -210,14 +215,18 @@ static void blow_up(int detect, int previous)
         file_write(log, "previous\n", 9);
         file_write(save, "previous\n", 9);
     }
-    run_proc p = run_cmd("train", "--optimizer", "sgd", "--lr", "1000", "--clip", "0", "--steps", "100",
-                         "--log", log, "--save", save, detect ? "--detect-anomaly" : NULL, NULL);
+    run_proc p =
+        run_cmd("train", "--optimizer", "sgd", "--lr", "1000", "--clip", "0", "--steps", "100",
+                "--log", log, "--save", save, detect ? "--detect-anomaly" : NULL, NULL);
     run_assert_status(&p, 1);
     regex_t re;
-    ck_assert_int_eq(regcomp(&re, "^attograd train: step [0-9]+: (anomaly: the output of op [a-z_]+ "
-                                  "\\(tape entry [0-9]+, \\[[0-9x]+\\]\\) is (NaN|Inf) at element "
-                                  "[0-9]+|the sgd update \\(lr 1000\\) made parameter '[a-z0-9.]+' "
-                                  "(NaN|Inf))", REG_EXTENDED | REG_NEWLINE), 0);
+    ck_assert_int_eq(regcomp(&re,
+                             "^attograd train: step [0-9]+: (anomaly: the output of op [a-z_]+ "
+                             "\\(tape entry [0-9]+, \\[[0-9x]+\\]\\) is (NaN|Inf) at element "
+                             "[0-9]+|the sgd update \\(lr 1000\\) made parameter '[a-z0-9.]+' "
+                             "(NaN|Inf))",
+                             REG_EXTENDED | REG_NEWLINE),
+                     0);
     int rc = regexec(&re, p.err, 0, NULL, 0);
     regfree(&re);
     ck_assert_msg(rc == 0, "no step and op named:\n%s", p.err);
@@ -260,7 +269,7 @@ START_TEST(test_ctrl_c_saves)
     file_path(ck, sizeof(ck), dir, "c.safetensors");
     file_path(log, sizeof(log), dir, "l.csv");
     const char *args[] = {"train", "--steps", "1000000", "--save", ck, "--log", log, NULL};
-    run_proc p = run_interrupt(args, "\n", SIGINT);   /* its first line */
+    run_proc p = run_interrupt(args, "\n", SIGINT); /* its first line */
     run_assert_status(&p, 130);
     long step = checkpoint_step(ck);
     snprintf(want, sizeof(want), "attograd train: interrupted after step %ld\n", step);
@@ -288,7 +297,8 @@ END_TEST
 START_TEST(test_sigterm_saves)
 {
     static const int sigs[2] = {SIGTERM, SIGHUP};
-    static const char *const names[2] = {"stopped by SIGTERM after step", "stopped by SIGHUP after step"};
+    static const char *const names[2] = {"stopped by SIGTERM after step",
+                                         "stopped by SIGHUP after step"};
     char dir[256], ck[512], listing[1024];
     file_tmpdir(dir, sizeof(dir));
     file_path(ck, sizeof(ck), dir, "c.safetensors");
@@ -315,15 +325,19 @@ START_TEST(test_resume_equals_uninterrupted)
     file_path(b2, sizeof(b2), dir, "b2.csv");
     file_path(ck, sizeof(ck), dir, "c.safetensors");
     /* SGD with momentum here (the Ctrl-C test below uses Adam), a small model */
-    const char *common[] = {"--optimizer", "sgd", "--dim", "16", "--seed", "11", "--eval-every", "10", "--quiet"};
-#define COMMON common[0], common[1], common[2], common[3], common[4], common[5], common[6], common[7], common[8]
+    const char *common[] = {"--optimizer", "sgd",          "--dim", "16",     "--seed",
+                            "11",          "--eval-every", "10",    "--quiet"};
+#define COMMON                                                                                     \
+    common[0], common[1], common[2], common[3], common[4], common[5], common[6], common[7],        \
+        common[8]
     run_proc p = run_cmd("train", COMMON, "--steps", "100", "--log", a, NULL);
     run_assert_status(&p, 0);
     run_free(&p);
     p = run_cmd("train", COMMON, "--steps", "50", "--save", ck, "--log", b1, NULL);
     run_assert_status(&p, 0);
     run_free(&p);
-    p = run_cmd("train", "--load", ck, "--eval-every", "10", "--quiet", "--steps", "50", "--log", b2, NULL);
+    p = run_cmd("train", "--load", ck, "--eval-every", "10", "--quiet", "--steps", "50", "--log",
+                b2, NULL);
     run_assert_status(&p, 0);
     assert_result_line(p.out, "lookup", 100);
     run_free(&p);
@@ -351,15 +365,17 @@ START_TEST(test_resume_after_ctrl_c)
     file_path(b1, sizeof(b1), dir, "b1.csv");
     file_path(b2, sizeof(b2), dir, "b2.csv");
     file_path(ck, sizeof(ck), dir, "c.safetensors");
-    const char *args[] = {"train", "--task", "reverse", "--seed", "4", "--eval-every", "5",
-                          "--steps", "1000000", "--save", ck, "--log", b1, NULL};
+    const char *args[] = {"train", "--task",  "reverse", "--seed", "4", "--eval-every",
+                          "5",     "--steps", "1000000", "--save", ck,  "--log",
+                          b1,      NULL};
     run_proc p = run_interrupt(args, "\nstep 5 ", SIGINT);
     run_assert_status(&p, 130);
     run_free(&p);
     long k = checkpoint_step(ck);
     ck_assert_int_ge(k, 5);
 
-    p = run_cmd("train", "--load", ck, "--eval-every", "5", "--steps", "20", "--quiet", "--log", b2, NULL);
+    p = run_cmd("train", "--load", ck, "--eval-every", "5", "--steps", "20", "--quiet", "--log", b2,
+                NULL);
     run_assert_status(&p, 0);
     assert_result_line(p.out, "reverse", k + 20);
     run_free(&p);
@@ -385,7 +401,7 @@ Suite *suite_train(void)
 {
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("runs");
-    tcase_set_timeout(tc, 300);   /* sanitizer builds are slow; nothing here is timed */
+    tcase_set_timeout(tc, 300); /* sanitizer builds are slow; nothing here is timed */
     tcase_add_test(tc, test_loss_decreases);
     tcase_add_test(tc, test_deterministic_logs);
     tcase_add_test(tc, test_result_line_last);

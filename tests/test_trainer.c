@@ -10,9 +10,16 @@
 
 static ag_train_config lookup_config(void)
 {
-    ag_train_config c = {.model = {.task = AG_TASK_LOOKUP, .seq = 5, .dim = 32, .heads = 1,
+    ag_train_config c = {.model = {.task = AG_TASK_LOOKUP,
+                                   .seq = 5,
+                                   .dim = 32,
+                                   .heads = 1,
                                    .posenc = AG_POSENC_NONE},
-                         .optimizer_adam = 1, .lr = 3e-3, .clip = 1, .batch = 32, .seed = 7};
+                         .optimizer_adam = 1,
+                         .lr = 3e-3,
+                         .clip = 1,
+                         .batch = 32,
+                         .seed = 7};
     return c;
 }
 
@@ -78,7 +85,7 @@ START_TEST(test_trainer_example_shapes)
     ck_assert_int_eq(attn->shape[2], 5);
     ck_assert_int_eq(logits->shape[0], 1);
     ck_assert_int_eq(logits->shape[2], ag_task_answers(AG_TASK_LOOKUP2));
-    for (int r = 0; r < 2 * 5; r++) {   /* every row of weights sums to 1 */
+    for (int r = 0; r < 2 * 5; r++) { /* every row of weights sums to 1 */
         double sum = 0;
         for (int j = 0; j < 5; j++)
             sum += attn->data[r * 5 + j];
@@ -184,7 +191,7 @@ START_TEST(test_trainer_nan_stops_step)
     while (k < 200 && (st = ag_trainer_step(t, NULL, err, sizeof(err))) == AG_OK)
         k++;
     ck_assert_int_eq(st, AG_ERR_NUMERIC);
-    ck_assert_int_eq(ag_trainer_steps(t), k);   /* the failed step is not counted */
+    ck_assert_int_eq(ag_trainer_steps(t), k); /* the failed step is not counted */
     char want[32];
     snprintf(want, sizeof(want), "step %ld: ", k + 1);
     ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #ifdef AG_REAL_DOUBLE
-#define AG_TEST_TOL 1e-12   /* forward values computed two ways */
+#define AG_TEST_TOL 1e-12 /* forward values computed two ways */
 #else
 #define AG_TEST_TOL 1e-5
 #endif
@@ -81,7 +81,8 @@ static inline void test_assert_values(const ag_real *got, const double *want, si
 static inline void test_expect_error(ag_tape *tape, ag_status status, const char *message)
 {
     ck_assert_msg(ag_tape_status(tape) == status, "status %s, want %s (message \"%s\")",
-                  ag_status_name(ag_tape_status(tape)), ag_status_name(status), ag_tape_error(tape));
+                  ag_status_name(ag_tape_status(tape)), ag_status_name(status),
+                  ag_tape_error(tape));
     ck_assert_str_eq(ag_tape_error(tape), message);
     ag_tape_reset(tape);
 }
@@ -125,7 +126,8 @@ static inline void test_wrong_backward_caught(ag_build_fn build, void *ctx, cons
 /* build(in) and its backward, L = sum(y * g) with fixed random g, on 1 and
  * on 2 threads: the output and every input's gradient must be the same bits
  * (inputs are parameters; their gradients are zeroed first). */
-static inline void test_same_bits_any_threads(ag_build_fn build, void *ctx, ag_tensor *const *in, int n)
+static inline void test_same_bits_any_threads(ag_build_fn build, void *ctx, ag_tensor *const *in,
+                                              int n)
 {
     ag_real *keep[2] = {NULL, NULL};
     size_t size = 0;

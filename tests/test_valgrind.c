@@ -20,7 +20,7 @@
 #define VG_ERROR_ON_FAILURE_PATH 99
 #define VG_MAX_ARGS 32
 
-static char valgrind[4096];   /* its path, found by skip() */
+static char valgrind[4096]; /* its path, found by skip() */
 
 static int skip(void)
 {
@@ -77,15 +77,16 @@ START_TEST(test_valgrind_train)
     /* with saving and logging; then loading, a failing load and a blow-up.
      * A small model: the code paths are the same, and valgrind runs each
      * step some 50 times slower (dim 12 = one 8-wide vector and a tail) */
-    const char *plain[] = {"train", "--steps", "20", "--dim", "12", "--batch", "4", "--quiet",
-                           "--save", ck, "--log", log, NULL};
+    const char *plain[] = {"train",   "--steps", "20", "--dim", "12", "--batch", "4",
+                           "--quiet", "--save",  ck,   "--log", log,  NULL};
     vg_run(0, plain);
     const char *load[] = {"train", "--load", ck, "--steps", "2", "--quiet", NULL};
     vg_run(0, load);
     const char *bad_load[] = {"train", "--load", log, NULL};
     vg_run(1, bad_load);
-    const char *nan[] = {"train", "--optimizer", "sgd", "--lr", "1000", "--clip", "0", "--dim",
-                         "12", "--batch", "4", "--steps", "50", "--quiet", "--log", log, NULL};
+    const char *nan[] = {"train", "--optimizer", "sgd",   "--lr",    "1000", "--clip",
+                         "0",     "--dim",       "12",    "--batch", "4",    "--steps",
+                         "50",    "--quiet",     "--log", log,       NULL};
     vg_run(1, nan);
     file_rmdir(dir);
 }
@@ -135,7 +136,7 @@ Suite *suite_valgrind(void)
 {
     Suite *s = suite_create("valgrind");
     TCase *tc = tcase_create("memory");
-    tcase_set_timeout(tc, 600);   /* valgrind is slow; nothing here is timed */
+    tcase_set_timeout(tc, 600); /* valgrind is slow; nothing here is timed */
     tcase_add_test(tc, test_valgrind_train);
     tcase_add_test(tc, test_valgrind_grad);
     suite_add_tcase(s, tc);

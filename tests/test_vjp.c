@@ -7,7 +7,7 @@
 static ag_tensor *scale_mul(ag_tape *tape, ag_tensor *const *in, void *ctx)
 {
     (void)ctx;
-    return ag_mul(tape, in[0], in[1]);   /* y = a * b elementwise */
+    return ag_mul(tape, in[0], in[1]); /* y = a * b elementwise */
 }
 
 static ag_tensor *softmax_of(ag_tape *tape, ag_tensor *const *in, void *ctx)
@@ -28,13 +28,13 @@ START_TEST(test_vjp_mul)
     const ag_real a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, g[3] = {1, -1, 2};
     memcpy(in[0]->data, a, sizeof(a));
     memcpy(in[1]->data, b, sizeof(b));
-    in[0]->grad[0] = 99;   /* zeroed first: the product, not a sum with it */
+    in[0]->grad[0] = 99; /* zeroed first: the product, not a sum with it */
     ag_real y[3];
     char err[128];
     ck_assert_int_eq(ag_vjp(scale_mul, NULL, in, 2, g, y, 3, err, sizeof(err)), AG_OK);
     for (int i = 0; i < 3; i++) {
         ck_assert(y[i] == a[i] * b[i]);
-        ck_assert(in[0]->grad[i] == g[i] * b[i]);   /* dy_i/da_i = b_i */
+        ck_assert(in[0]->grad[i] == g[i] * b[i]); /* dy_i/da_i = b_i */
         ck_assert(in[1]->grad[i] == g[i] * a[i]);
     }
     ag_param_free(in[0]);

@@ -18,7 +18,7 @@ static ag_text *text_of(const char *s)
 
 START_TEST(test_prompt_ids)
 {
-    ag_text *t = text_of("ba\nc");   /* vocabulary "\n", a, b, c: ids 0..3 */
+    ag_text *t = text_of("ba\nc"); /* vocabulary "\n", a, b, c: ids 0..3 */
     int *ids;
     size_t n;
     char err[256];
@@ -30,10 +30,10 @@ START_TEST(test_prompt_ids)
     free(ids);
     ck_assert_int_eq(ag_vocab_prompt(t->vocab, NULL, 0, &ids, &n, err, sizeof(err)), AG_OK);
     ck_assert_uint_eq(n, 1);
-    ck_assert_int_eq(ids[0], ag_vocab_id(t->vocab, '\n'));   /* where a text starts anew */
+    ck_assert_int_eq(ids[0], ag_vocab_id(t->vocab, '\n')); /* where a text starts anew */
     free(ids);
     ag_text_free(t);
-    t = text_of("xyz");   /* no newline: the first id */
+    t = text_of("xyz"); /* no newline: the first id */
     ck_assert_int_eq(ag_vocab_prompt(t->vocab, "", 0, &ids, &n, err, sizeof(err)), AG_OK);
     ck_assert_uint_eq(n, 1);
     ck_assert_int_eq(ids[0], 0);
@@ -52,7 +52,8 @@ START_TEST(test_prompt_errors)
     ck_assert_ptr_null(ids);
     ck_assert_uint_eq(n, 0);
     ck_assert_ptr_nonnull(strstr(err, "'z'"));
-    ck_assert_int_eq(ag_vocab_prompt(t->vocab, "a\xff", 2, &ids, &n, err, sizeof(err)), AG_ERR_FORMAT);
+    ck_assert_int_eq(ag_vocab_prompt(t->vocab, "a\xff", 2, &ids, &n, err, sizeof(err)),
+                     AG_ERR_FORMAT);
     ck_assert_int_eq(ag_vocab_prompt(NULL, "a", 1, &ids, &n, err, sizeof(err)), AG_ERR_ARG);
     ck_assert_int_eq(ag_vocab_prompt(t->vocab, NULL, 1, &ids, &n, err, sizeof(err)), AG_ERR_ARG);
     ck_assert_int_eq(ag_vocab_prompt(t->vocab, "a", 1, NULL, &n, err, sizeof(err)), AG_ERR_ARG);

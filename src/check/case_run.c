@@ -18,7 +18,8 @@ ag_status ag_gradcheck_case_run(size_t i, uint64_t seed, const ag_gradcheck_opts
         st = ag_gradcheck(s->build, s->ctx, s->inputs, s->n_inputs, opts, result, why, sizeof(why));
     if (st != AG_OK) {
         if (err && errlen)
-            snprintf(err, errlen, "%s: %s", name ? name : "gradcheck", s ? why : "the setup is NULL");
+            snprintf(err, errlen, "%s: %s", name ? name : "gradcheck",
+                     s ? why : "the setup is NULL");
         ag_gradcheck_case_free(s);
     }
     return st;

@@ -12,28 +12,28 @@
 #include <string.h>
 
 typedef struct gc_row {
-    const char *op;           /* the op these rows check (what --op selects) */
-    const char *name;         /* the row's label */
-    ag_build_fn build;        /* build(tape, inputs, setup) */
-    int n_in;                 /* random inputs, named by names (layer rows: 0) */
+    const char *op;    /* the op these rows check (what --op selects) */
+    const char *name;  /* the row's label */
+    ag_build_fn build; /* build(tape, inputs, setup) */
+    int n_in;          /* random inputs, named by names (layer rows: 0) */
     const char *names[3];
     int ndim[3];
     int shape[3][AG_MAX_DIMS];
-    double gap;               /* inputs are moved at least this far from 0 (relu's kink) */
+    double gap; /* inputs are moved at least this far from 0 (relu's kink) */
     /* layer rows */
     int heads, causal;
     ag_posenc_kind posenc;
-    int op_by_op;             /* the layer's op-by-op form instead of the fused op */
+    int op_by_op; /* the layer's op-by-op form instead of the fused op */
 } gc_row;
 
-static const int ids23[] = {1, 4, 4, 0, 2, 3};     /* (2,3) token ids into a table of 5 */
+static const int ids23[] = {1, 4, 4, 0, 2, 3}; /* (2,3) token ids into a table of 5 */
 static const int targets6[] = {4, 4, 0, 2, AG_IGNORE_INDEX, 1};
 
-#define BUILD(fn, expr)                                                    \
-    static ag_tensor *fn(ag_tape *t, ag_tensor *const *in, void *setup)   \
-    {                                                                      \
-        (void)setup;                                                       \
-        return expr;                                                       \
+#define BUILD(fn, expr)                                                                            \
+    static ag_tensor *fn(ag_tape *t, ag_tensor *const *in, void *setup)                            \
+    {                                                                                              \
+        (void)setup;                                                                               \
+        return expr;                                                                               \
     }
 BUILD(b_matmul, ag_matmul(t, in[0], in[1]))
 BUILD(b_matmul_bt, ag_matmul_bt(t, in[0], in[1]))
@@ -56,7 +56,7 @@ BUILD(b_embedding, ag_embedding(t, in[0], ids23, 2, (const int[]){2, 3}))
 BUILD(b_cross_entropy, ag_cross_entropy(t, in[0], targets6, 6))
 BUILD(b_relu, ag_relu(t, in[0]))
 BUILD(b_gelu, ag_gelu(t, in[0]))
-BUILD(b_dropout, ag_dropout(t, in[0], 0.3, &(ag_rng){7}))   /* the same mask on every pass */
+BUILD(b_dropout, ag_dropout(t, in[0], 0.3, &(ag_rng){7})) /* the same mask on every pass */
 BUILD(b_layernorm, ag_layernorm(t, in[0], NULL, NULL))
 BUILD(b_layernorm_w, ag_layernorm(t, in[0], in[1], NULL))
 BUILD(b_layernorm_wb, ag_layernorm(t, in[0], in[1], in[2]))
@@ -73,17 +73,27 @@ static ag_tensor *b_layer(ag_tape *t, ag_tensor *const *in, void *setup)
 #define IN1(nm, n0, ...) IN1_GAP(0, nm, n0, __VA_ARGS__)
 #define IN2(nm0, nm1, n0, n1, s0, s1) 2, {nm0, nm1, NULL}, {n0, n1, 0}, {s0, s1, {0}}, 0
 #define IN3(nm0, nm1, nm2, n0, n1, n2, s0, s1, s2) 3, {nm0, nm1, nm2}, {n0, n1, n2}, {s0, s1, s2}, 0
-#define S(...) {__VA_ARGS__}
-#define LAYER(name, h, causal, pe) {"attention", name, b_layer, 0, {NULL}, {0}, {{0}}, 0, h, causal, pe, 0}
-#define LAYER_OPS(name, h, causal) \
-    {"attention", name, b_layer, 0, {NULL}, {0}, {{0}}, 0, h, causal, AG_POSENC_NONE, 1}
+#define S(...)                                                                                     \
+    {                                                                                              \
+        __VA_ARGS__                                                                                \
+    }
+#define LAYER(name, h, causal, pe)                                                                 \
+    {                                                                                              \
+        "attention", name, b_layer, 0, {NULL}, {0}, {{0}}, 0, h, causal, pe, 0                     \
+    }
+#define LAYER_OPS(name, h, causal)                                                                 \
+    {                                                                                              \
+        "attention", name, b_layer, 0, {NULL}, {0}, {{0}}, 0, h, causal, AG_POSENC_NONE, 1         \
+    }
 
 static const gc_row rows[] = {
     {"matmul", "matmul 2-D", b_matmul, IN2("a", "b", 2, 2, S(3, 4), S(4, 5)), 0, 0, 0, 0},
     {"matmul", "matmul shared b", b_matmul, IN2("a", "b", 3, 2, S(2, 3, 4), S(4, 5)), 0, 0, 0, 0},
     {"matmul", "matmul batched", b_matmul, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 4, 5)), 0, 0, 0, 0},
-    {"matmul_bt", "matmul_bt shared b", b_matmul_bt, IN2("a", "b", 3, 2, S(2, 3, 4), S(5, 4)), 0, 0, 0, 0},
-    {"matmul_bt", "matmul_bt batched", b_matmul_bt, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 5, 4)), 0, 0, 0, 0},
+    {"matmul_bt", "matmul_bt shared b", b_matmul_bt, IN2("a", "b", 3, 2, S(2, 3, 4), S(5, 4)), 0, 0,
+     0, 0},
+    {"matmul_bt", "matmul_bt batched", b_matmul_bt, IN2("a", "b", 3, 3, S(2, 3, 4), S(2, 5, 4)), 0,
+     0, 0, 0},
     {"transpose", "transpose", b_transpose, IN1("a", 3, 2, 3, 4), 0, 0, 0, 0},
     {"scale", "scale by -0.7", b_scale, IN1("a", 2, 3, 4), 0, 0, 0, 0},
     {"softmax", "softmax", b_softmax, IN1("z", 2, 4, 5), 0, 0, 0, 0},
@@ -107,7 +117,8 @@ static const gc_row rows[] = {
     {"gelu", "gelu", b_gelu, IN1("x", 3, 2, 3, 4), 0, 0, 0, 0},
     {"dropout", "dropout p=0.3", b_dropout, IN1("x", 2, 4, 5), 0, 0, 0, 0},
     {"layernorm", "layernorm", b_layernorm, IN1("x", 2, 4, 6), 0, 0, 0, 0},
-    {"layernorm", "layernorm weight", b_layernorm_w, IN2("x", "w", 3, 1, S(2, 3, 5), S(5)), 0, 0, 0, 0},
+    {"layernorm", "layernorm weight", b_layernorm_w, IN2("x", "w", 3, 1, S(2, 3, 5), S(5)), 0, 0, 0,
+     0},
     {"layernorm", "layernorm weight bias", b_layernorm_wb,
      IN3("x", "w", "b", 3, 1, 1, S(2, 2, 20), S(20), S(20)), 0, 0, 0, 0},
     LAYER("attention H=1", 1, 0, AG_POSENC_NONE),
@@ -163,7 +174,7 @@ const char *ag_gradcheck_case_inputs(const ag_case_setup *s, char *buf, size_t l
         return buf;
     buf[0] = '\0';
     for (int i = 0; s && i < s->n_inputs;) {
-        int j = i;   /* inputs i..j have one shape */
+        int j = i; /* inputs i..j have one shape */
         while (j + 1 < s->n_inputs && ag_same_shape(s->inputs[i], s->inputs[j + 1]))
             j++;
         char shape[64];

@@ -35,8 +35,8 @@ typedef struct check_run {
     void *ctx;
     ag_tensor *const *inputs;
     ag_tape *tape;
-    ag_real *weights;      /* (out_size) projection weights, when out_size > 1 */
-    size_t out_size;       /* the result's size on the first pass; 0 before it */
+    ag_real *weights; /* (out_size) projection weights, when out_size > 1 */
+    size_t out_size;  /* the result's size on the first pass; 0 before it */
     uint64_t seed;
 } check_run;
 

@@ -14,8 +14,10 @@ ag_status ag_vjp(ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n_i
 {
     if (!build || !g || n_inputs < 0 || (n_inputs > 0 && !inputs)) {
         if (err && errlen)
-            snprintf(err, errlen, "vjp: %s", !build ? "build is NULL" : !g ? "g is NULL"
-                                                                           : "bad inputs");
+            snprintf(err, errlen, "vjp: %s",
+                     !build ? "build is NULL"
+                     : !g   ? "g is NULL"
+                            : "bad inputs");
         return AG_ERR_ARG;
     }
     ag_tape *tape = ag_tape_new();

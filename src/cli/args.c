@@ -152,7 +152,7 @@ static int find_row(const ag_command *cmd, int argc, char **argv, int *i, const 
     for (int k = 0; k < cmd->n_options; k++) {
         const ag_option *o = &cmd->options[k];
         if (!o->name)
-            continue;   /* a heading */
+            continue; /* a heading */
         if (o->kind == AG_OPT_SWITCH ? strcmp(argv[*i], o->name) == 0
                                      : opt_matches(argc, argv, i, o->name, value))
             return k;
@@ -168,27 +168,21 @@ static void *field_of(const ag_option *o, void *opts)
 static size_t field_size(const ag_option *o)
 {
     switch (o->kind) {
-    case AG_OPT_LONG:
-        return sizeof(long);
-    case AG_OPT_U64:
-        return sizeof(uint64_t);
-    case AG_OPT_DOUBLE:
-        return sizeof(double);
+    case AG_OPT_LONG: return sizeof(long);
+    case AG_OPT_U64: return sizeof(uint64_t);
+    case AG_OPT_DOUBLE: return sizeof(double);
     case AG_OPT_STRING:
-    case AG_OPT_PATH:
-        return sizeof(const char *);
-    case AG_OPT_LIST:
-        return sizeof(ag_cli_list);
-    default:   /* SWITCH, INT, CHOICE */
-        return sizeof(int);
+    case AG_OPT_PATH: return sizeof(const char *);
+    case AG_OPT_LIST: return sizeof(ag_cli_list);
+    default: /* SWITCH, INT, CHOICE */ return sizeof(int);
     }
 }
 
 static void set_default(const ag_option *o, void *field)
 {
     if (!o->name)
-        return;   /* a heading sets nothing */
-    memset(field, 0, field_size(o));   /* SWITCH, STRING, PATH, LIST */
+        return;                      /* a heading sets nothing */
+    memset(field, 0, field_size(o)); /* SWITCH, STRING, PATH, LIST */
     if (o->kind == AG_OPT_INT || o->kind == AG_OPT_CHOICE)
         *(int *)field = (int)o->def;
     else if (o->kind == AG_OPT_LONG)
@@ -256,8 +250,8 @@ static int set_list(const ag_command *cmd, const ag_option *o, const char *s, ag
             return !ag_cli_usage_error(cmd, "%s: '%.*s' is not a number (in '%s')", o->name,
                                        (int)len, p, s);
         if (r != AG_PARSE_OK)
-            return !ag_cli_usage_error(cmd, "%s: '%.*s' is not a finite number", o->name,
-                                       (int)len, p);
+            return !ag_cli_usage_error(cmd, "%s: '%.*s' is not a finite number", o->name, (int)len,
+                                       p);
         l->v[l->n++] = x;
         if (p[len] == '\0')
             return 1;
@@ -269,28 +263,18 @@ static int set_list(const ag_command *cmd, const ag_option *o, const char *s, ag
 static int set_value(const ag_command *cmd, const ag_option *o, const char *v, void *field)
 {
     switch (o->kind) {
-    case AG_OPT_SWITCH:
-        *(int *)field = 1;
-        return 1;
-    case AG_OPT_INT:
-        return parse_int(cmd, o->name, v, (int)o->lo, (int)o->hi, field);
-    case AG_OPT_LONG:
-        return parse_long(cmd, o->name, v, (long)o->lo, (long)o->hi, field);
-    case AG_OPT_U64:
-        return parse_u64(cmd, o->name, v, field);
-    case AG_OPT_DOUBLE:
-        return parse_double(cmd, o->name, v, o->lo, o->hi, field);
+    case AG_OPT_SWITCH: *(int *)field = 1; return 1;
+    case AG_OPT_INT: return parse_int(cmd, o->name, v, (int)o->lo, (int)o->hi, field);
+    case AG_OPT_LONG: return parse_long(cmd, o->name, v, (long)o->lo, (long)o->hi, field);
+    case AG_OPT_U64: return parse_u64(cmd, o->name, v, field);
+    case AG_OPT_DOUBLE: return parse_double(cmd, o->name, v, o->lo, o->hi, field);
     case AG_OPT_PATH:
         if (!*v)
             return !ag_cli_usage_error(cmd, "%s: the file name is empty", o->name);
         /* fall through */
-    case AG_OPT_STRING:
-        *(const char **)field = v;
-        return 1;
-    case AG_OPT_CHOICE:
-        return set_choice(cmd, o, v, field);
-    case AG_OPT_LIST:
-        return set_list(cmd, o, v, field);
+    case AG_OPT_STRING: *(const char **)field = v; return 1;
+    case AG_OPT_CHOICE: return set_choice(cmd, o, v, field);
+    case AG_OPT_LIST: return set_list(cmd, o, v, field);
     }
     return 0;
 }
@@ -358,19 +342,13 @@ static const char *show(const ag_option *o, const void *field, char *buf, size_t
     case AG_OPT_SWITCH:
         snprintf(buf, len, "%s", field && *(const int *)field ? "on" : "off");
         break;
-    case AG_OPT_INT:
-        snprintf(buf, len, "%d", field ? *(const int *)field : (int)o->def);
-        break;
-    case AG_OPT_LONG:
-        snprintf(buf, len, "%ld", field ? *(const long *)field : (long)o->def);
-        break;
+    case AG_OPT_INT: snprintf(buf, len, "%d", field ? *(const int *)field : (int)o->def); break;
+    case AG_OPT_LONG: snprintf(buf, len, "%ld", field ? *(const long *)field : (long)o->def); break;
     case AG_OPT_U64:
         snprintf(buf, len, "%llu",
                  field ? (unsigned long long)*(const uint64_t *)field : (unsigned long long)o->def);
         break;
-    case AG_OPT_DOUBLE:
-        snprintf(buf, len, "%g", field ? *(const double *)field : o->def);
-        break;
+    case AG_OPT_DOUBLE: snprintf(buf, len, "%g", field ? *(const double *)field : o->def); break;
     case AG_OPT_CHOICE:
         w = o->word(field ? *(const int *)field : (int)o->def);
         snprintf(buf, len, "%s", w ? w : "?");
@@ -380,9 +358,7 @@ static const char *show(const ag_option *o, const void *field, char *buf, size_t
         w = field ? *(const char *const *)field : NULL;
         snprintf(buf, len, "%s", w ? w : "");
         break;
-    case AG_OPT_LIST:
-        snprintf(buf, len, "%s", "");
-        break;
+    case AG_OPT_LIST: snprintf(buf, len, "%s", ""); break;
     }
     return buf;
 }
@@ -405,8 +381,10 @@ int ag_cli_check_fixed(const ag_command *cmd, uint64_t given, const void *mine, 
         ag_cli_format(cmd, names[k], mine, a, sizeof(a));
         ag_cli_format(cmd, names[k], saved, b, sizeof(b));
         if (ag_cli_given(cmd, given, names[k]) && strcmp(a, b) != 0)
-            return !ag_cli_usage_error(cmd, "%s %s conflicts with %s, made with %s (--load fixes "
-                                       "the %s)", names[k], a, path, b,
+            return !ag_cli_usage_error(cmd,
+                                       "%s %s conflicts with %s, made with %s (--load fixes "
+                                       "the %s)",
+                                       names[k], a, path, b,
                                        strcmp(names[k], "--seed") == 0 ? "seed" : "model");
     }
     return 1;
@@ -439,15 +417,15 @@ void ag_cli_print_options(const ag_command *cmd)
     for (int k = 0; k < cmd->n_options; k++) {
         const ag_option *o = &cmd->options[k];
         if (!o->help)
-            continue;   /* a row not shown */
+            continue; /* a row not shown */
         if (!o->name) {
-            printf("%s\n", o->help);   /* a heading */
+            printf("%s\n", o->help); /* a heading */
             continue;
         }
         int n = printf("  %s%s%s", o->name, o->value ? " " : "", o->value ? o->value : "");
         if (n < width)
             printf("%*s", width - n, "");
-        else   /* too long for the column: the text starts on the next line */
+        else /* too long for the column: the text starts on the next line */
             printf("\n%*s", width, "");
         for (const char *p = o->help; *p; p++) {
             if (*p == '\n')

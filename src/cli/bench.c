@@ -22,7 +22,8 @@ const ag_command ag_cmd_bench_info = {
     .name = "bench",
     .run = ag_cmd_bench,
     .usage = "attograd bench <matmul|attention|gpt> [options]",
-    .summary = "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
+    .summary =
+        "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
 };
 
 /* ---- bench matmul ---- */
@@ -51,7 +52,8 @@ static int run_matmul(const matmul_opts *o)
 {
     int n = o->n, reps = o->reps;
     size_t nn = (size_t)n * (size_t)n;
-    ag_real *a = malloc(nn * sizeof(*a)), *b = malloc(nn * sizeof(*b)), *c = malloc(nn * sizeof(*c));
+    ag_real *a = malloc(nn * sizeof(*a)), *b = malloc(nn * sizeof(*b)),
+            *c = malloc(nn * sizeof(*c));
     double *rates = malloc((size_t)reps * sizeof(*rates));
     if (!a || !b || !c || !rates) {
         ag_cli_error(&bench_matmul_info, "out of memory for n=%d", n);
@@ -118,7 +120,7 @@ static int bench_matmul(int argc, char **argv)
 
 typedef struct attention_opts {
     int batch, seq, dim, heads;
-    int steps;                   /* 0: about a second's worth */
+    int steps; /* 0: about a second's worth */
     int threads, causal, op_by_op;
 } attention_opts;
 
@@ -182,7 +184,7 @@ typedef struct att_bench {
     ag_attention *att;
     ag_optim *opt;
     ag_tensor *params[4];
-    ag_real *x, *y;          /* (B,T,d) each, the same batch every step */
+    ag_real *x, *y; /* (B,T,d) each, the same batch every step */
     int shape[3];
 } att_bench;
 
@@ -243,9 +245,9 @@ static void att_report(att_bench *b, const attention_opts *o, const ag_step_timi
 {
     double sec = tm->seconds, cpu = tm->cpu_seconds;
     double B = o->batch, T = o->seq, d = o->dim, H = o->heads, real = sizeof(ag_real);
-    double pairs = o->causal ? T * (T + 1) / 2 : T * T;   /* (query, key) pairs computed */
+    double pairs = o->causal ? T * (T + 1) / 2 : T * T; /* (query, key) pairs computed */
     double flops = 18 * B * T * d * d + 12 * B * pairs * d;
-    double state = 16 * d * d * real;   /* wq..wo, their gradients, Adam's m and v */
+    double state = 16 * d * d * real; /* wq..wo, their gradients, Adam's m and v */
     double peak = (double)ag_tape_peak_bytes(b->tape) + state;
     double model = state + (6 * B * T * d + B * H * T) * real;
     printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f "
@@ -292,14 +294,15 @@ static int bench_attention(int argc, char **argv)
         return ag_cli_usage_error(cmd, "--heads %d does not divide --dim %d", o.heads, o.dim);
     /* what would not fit: refused here, not deep in the arena */
     uint64_t act = ag_cli_activation_values((uint64_t)o.batch, (uint64_t)o.seq, (uint64_t)o.dim);
-    uint64_t attn = o.op_by_op ? ag_cli_attention_values((uint64_t)o.batch, (uint64_t)o.heads,
-                                                         (uint64_t)o.seq)
-                               : 0;
+    uint64_t attn =
+        o.op_by_op ? ag_cli_attention_values((uint64_t)o.batch, (uint64_t)o.heads, (uint64_t)o.seq)
+                   : 0;
     if (act > AG_CLI_MAX_VALUES || attn > AG_CLI_MAX_VALUES)
-        return ag_cli_usage_error(cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too "
+        return ag_cli_usage_error(cmd,
+                                  "--seq %d with --batch %d, --dim %d and --heads %d is too "
                                   "large%s: a step would hold %llu values in one tensor (at most "
-                                  "%llu)", o.seq, o.batch, o.dim, o.heads,
-                                  o.op_by_op ? " op by op" : "",
+                                  "%llu)",
+                                  o.seq, o.batch, o.dim, o.heads, o.op_by_op ? " op by op" : "",
                                   (unsigned long long)(act > attn ? act : attn),
                                   (unsigned long long)AG_CLI_MAX_VALUES);
     return run_attention(&o);
@@ -309,7 +312,7 @@ static int bench_attention(int argc, char **argv)
 
 static const struct {
     const char *name;
-    int (*run)(int argc, char **argv);   /* argv[0] is the benchmark's name */
+    int (*run)(int argc, char **argv); /* argv[0] is the benchmark's name */
     const char *summary;
 } benchmarks[] = {
     {"matmul", bench_matmul, "GFLOPS of C = A B for (n x n) matrices"},
@@ -325,7 +328,8 @@ int ag_cmd_bench(int argc, char **argv)
         return ag_cli_usage_error(cmd, "which benchmark? (try 'attograd bench --help')");
     if (ag_cli_is_help(argv[1])) {
         printf("usage: %s\n\nPrints one `bench: key=value ...` line per benchmark run.\n\n"
-               "benchmarks:\n", cmd->usage);
+               "benchmarks:\n",
+               cmd->usage);
         for (size_t i = 0; i < N_BENCHMARKS; i++)
             printf("  %-10s %s\n", benchmarks[i].name, benchmarks[i].summary);
         printf("\n'attograd bench <benchmark> --help' lists its options.\n");

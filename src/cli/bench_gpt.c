@@ -13,19 +13,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define VOCAB 65            /* tinyshakespeare's distinct characters */
-#define TEXT_CHARS 100000   /* the random text the windows are drawn from */
+#define VOCAB 65          /* tinyshakespeare's distinct characters */
+#define TEXT_CHARS 100000 /* the random text the windows are drawn from */
 
 typedef struct gpt_bench_opts {
     ag_gpt_config model;
     ag_gpt_train_config train;
-    int steps;               /* 0: about a second's worth */
+    int steps; /* 0: about a second's worth */
     int threads;
 } gpt_bench_opts;
 
 #define INT(...) AG_INT(gpt_bench_opts, __VA_ARGS__)
 static const ag_option options[] = {
-    INT("--layers", model.layers, 1, 256, AG_GPT_LAYERS, "N", "transformer blocks (default %D, %R)"),
+    INT("--layers", model.layers, 1, 256, AG_GPT_LAYERS, "N",
+        "transformer blocks (default %D, %R)"),
     INT("--dim", model.dim, 1, AG_TRAIN_MAX_SIZE, AG_GPT_DIM, "C",
         "width of the residual stream (default %D)"),
     INT("--heads", model.heads, 1, AG_TRAIN_MAX_SIZE, AG_GPT_HEADS, "H",
@@ -74,7 +75,7 @@ static int parse(int argc, char **argv, gpt_bench_opts *o)
 {
     const ag_command *cmd = &bench_gpt_info;
     o->model = ag_gpt_defaults(VOCAB);
-    o->train = ag_gpt_train_defaults();   /* what no flag sets */
+    o->train = ag_gpt_train_defaults(); /* what no flag sets */
     int r = ag_cli_parse(cmd, argc, argv, o, NULL);
     if (r != AG_CLI_GO)
         return r;
@@ -83,16 +84,21 @@ static int parse(int argc, char **argv, gpt_bench_opts *o)
     if (m->heads > m->dim || m->dim % m->heads != 0)
         return ag_cli_usage_error(cmd, "--heads %d does not divide --dim %d", m->heads, m->dim);
     uint64_t attn = ag_cli_attention_values((uint64_t)batch, (uint64_t)m->heads, (uint64_t)m->seq);
-    uint64_t act = ag_cli_activation_values((uint64_t)batch, (uint64_t)m->seq, 4 * (uint64_t)m->dim);
+    uint64_t act =
+        ag_cli_activation_values((uint64_t)batch, (uint64_t)m->seq, 4 * (uint64_t)m->dim);
     if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
-        return ag_cli_usage_error(cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too "
+        return ag_cli_usage_error(cmd,
+                                  "--seq %d with --batch %d, --dim %d and --heads %d is too "
                                   "large: a step would hold %llu values in one tensor (at most "
-                                  "%llu)", m->seq, batch, m->dim, m->heads,
+                                  "%llu)",
+                                  m->seq, batch, m->dim, m->heads,
                                   (unsigned long long)(attn > act ? attn : act),
                                   (unsigned long long)AG_CLI_MAX_VALUES);
     if (m->seq + 1 > TEXT_CHARS / 10)
-        return ag_cli_usage_error(cmd, "--seq %d is too long for the random text's %d "
-                                  "validation characters", m->seq, TEXT_CHARS / 10);
+        return ag_cli_usage_error(cmd,
+                                  "--seq %d is too long for the random text's %d "
+                                  "validation characters",
+                                  m->seq, TEXT_CHARS / 10);
     return AG_CLI_GO;
 }
 
@@ -160,7 +166,7 @@ int ag_cli_bench_gpt(int argc, char **argv)
     double sec = tm.seconds;
     double B = tc.batch, T = m.seq, C = m.dim, L = m.layers, V = VOCAB;
     double forward = 2 * B * T * (12 * L * C * C + C * V) + 4 * L * B * C * T * (T + 1) / 2;
-    double state = 4.0 * (double)ag_gpt_n_weights(g) * sizeof(ag_real);   /* w, grad, m, v */
+    double state = 4.0 * (double)ag_gpt_n_weights(g) * sizeof(ag_real); /* w, grad, m, v */
     double peak = (double)ag_gpt_trainer_peak_bytes(t) + state;
     printf("bench: op=gpt layers=%d dim=%d heads=%d seq=%d batch=%d threads=%d us_per_step=%.2f "
            "gflops=%.2f peak_bytes=%.0f allocs_per_step=%g\n",

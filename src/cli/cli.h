@@ -51,18 +51,18 @@ typedef enum ag_opt_kind {
 } ag_opt_kind;
 
 typedef struct ag_option {
-    const char *name;               /* "--steps" */
+    const char *name; /* "--steps" */
     ag_opt_kind kind;
-    size_t field;                   /* offsetof(the options struct, the field it sets) */
-    double lo, hi;                  /* the range (INT, DOUBLE), how many numbers (LIST), the
+    size_t field;               /* offsetof(the options struct, the field it sets) */
+    double lo, hi;              /* the range (INT, DOUBLE), how many numbers (LIST), the
                                      * first word's number (CHOICE) */
-    double def;                     /* the default (INT, U64, DOUBLE; CHOICE: the word's number);
+    double def;                 /* the default (INT, U64, DOUBLE; CHOICE: the word's number);
                                      * every other kind starts at 0 or NULL */
-    const char *value;              /* --help's name for the value: "N", "FILE" */
-    const char *help;               /* --help's text (see ag_cli_print_options); NULL: not shown */
-    const char *(*word)(int k);     /* CHOICE: word number k, NULL when there is none */
-    const char *noun;               /* CHOICE: "task" in "unknown task 'x'" */
-    unsigned flags;                 /* AG_OPT_MASKS */
+    const char *value;          /* --help's name for the value: "N", "FILE" */
+    const char *help;           /* --help's text (see ag_cli_print_options); NULL: not shown */
+    const char *(*word)(int k); /* CHOICE: word number k, NULL when there is none */
+    const char *noun;           /* CHOICE: "task" in "unknown task 'x'" */
+    unsigned flags;             /* AG_OPT_MASKS */
 } ag_option;
 
 /* A LIST row's item may be -inf (a masked entry; inf and +inf are still refused). */
@@ -70,48 +70,53 @@ typedef struct ag_option {
 
 /* One row of each kind, for the struct `type` and its field `member`; a
  * command's file names its own shorthands (INT(...) for AG_INT(its_opts, ...)). */
-#define AG_ROW(type, name, kind, member, lo, hi, def, value, help, word, noun, flags) \
-    {name, kind, offsetof(type, member), lo, hi, def, value, help, word, noun, flags}
-#define AG_SWITCH(type, name, member, help) \
+#define AG_ROW(type, name, kind, member, lo, hi, def, value, help, word, noun, flags)              \
+    {                                                                                              \
+        name, kind, offsetof(type, member), lo, hi, def, value, help, word, noun, flags            \
+    }
+#define AG_SWITCH(type, name, member, help)                                                        \
     AG_ROW(type, name, AG_OPT_SWITCH, member, 0, 0, 0, NULL, help, NULL, NULL, 0)
-#define AG_INT(type, name, member, lo, hi, def, value, help) \
+#define AG_INT(type, name, member, lo, hi, def, value, help)                                       \
     AG_ROW(type, name, AG_OPT_INT, member, lo, hi, def, value, help, NULL, NULL, 0)
-#define AG_LONG(type, name, member, lo, hi, def, value, help) \
+#define AG_LONG(type, name, member, lo, hi, def, value, help)                                      \
     AG_ROW(type, name, AG_OPT_LONG, member, lo, hi, def, value, help, NULL, NULL, 0)
-#define AG_U64(type, name, member, def, value, help) \
+#define AG_U64(type, name, member, def, value, help)                                               \
     AG_ROW(type, name, AG_OPT_U64, member, 0, 0, def, value, help, NULL, NULL, 0)
-#define AG_DOUBLE(type, name, member, lo, hi, def, value, help) \
+#define AG_DOUBLE(type, name, member, lo, hi, def, value, help)                                    \
     AG_ROW(type, name, AG_OPT_DOUBLE, member, lo, hi, def, value, help, NULL, NULL, 0)
-#define AG_STRING(type, name, member, value, help) \
+#define AG_STRING(type, name, member, value, help)                                                 \
     AG_ROW(type, name, AG_OPT_STRING, member, 0, 0, 0, value, help, NULL, NULL, 0)
-#define AG_PATH(type, name, member, value, help) \
+#define AG_PATH(type, name, member, value, help)                                                   \
     AG_ROW(type, name, AG_OPT_PATH, member, 0, 0, 0, value, help, NULL, NULL, 0)
-#define AG_CHOICE(type, name, member, first, def, word, noun, value, help) \
+#define AG_CHOICE(type, name, member, first, def, word, noun, value, help)                         \
     AG_ROW(type, name, AG_OPT_CHOICE, member, first, 0, def, value, help, word, noun, 0)
-#define AG_LIST(type, name, member, lo, hi, value, help) \
+#define AG_LIST(type, name, member, lo, hi, value, help)                                           \
     AG_ROW(type, name, AG_OPT_LIST, member, lo, hi, 0, value, help, NULL, NULL, 0)
-#define AG_LIST_MASKS(type, name, member, lo, hi, value, help) \
+#define AG_LIST_MASKS(type, name, member, lo, hi, value, help)                                     \
     AG_ROW(type, name, AG_OPT_LIST, member, lo, hi, 0, value, help, NULL, NULL, AG_OPT_MASKS)
 
 /* A heading between a table's rows in --help ("model:"); parsing skips it. */
-#define AG_HEADING(text) {NULL, AG_OPT_SWITCH, 0, 0, 0, 0, NULL, text, NULL, NULL, 0}
+#define AG_HEADING(text)                                                                           \
+    {                                                                                              \
+        NULL, AG_OPT_SWITCH, 0, 0, 0, 0, NULL, text, NULL, NULL, 0                                 \
+    }
 
 /* AG_OPT_LIST's field. */
 #define AG_CLI_LIST_MAX 16
 typedef struct ag_cli_list {
-    double v[AG_CLI_LIST_MAX];      /* (n) */
+    double v[AG_CLI_LIST_MAX]; /* (n) */
     int n;
 } ag_cli_list;
 
 /* One subcommand: argv[0] is the command's name. */
 typedef struct ag_command {
-    const char *name;               /* "train"; "bench matmul" for a benchmark */
+    const char *name; /* "train"; "bench matmul" for a benchmark */
     int (*run)(int argc, char **argv);
-    const char *usage;              /* "attograd demo [--decimals N]" */
-    const char *summary;            /* one line for `attograd --help` */
-    const ag_option *options;       /* the option table (at most 64 rows) */
+    const char *usage;        /* "attograd demo [--decimals N]" */
+    const char *summary;      /* one line for `attograd --help` */
+    const ag_option *options; /* the option table (at most 64 rows) */
     int n_options;
-    int help_width;                 /* the column --help's option texts start at */
+    int help_width; /* the column --help's option texts start at */
 } ag_command;
 
 #define AG_CLI_COUNT(table) ((int)(sizeof(table) / sizeof((table)[0])))
@@ -190,10 +195,10 @@ int ag_cli_check_output(const char *path, char *err, size_t errlen);
 
 /* One file a command names. */
 typedef struct ag_cli_file {
-    const char *flag;          /* "--save" */
-    const char *path;          /* as given; NULL when the flag was not given */
-    int output;                /* 1: the command writes it; 0: reads it */
-    const char *may_be;        /* the flag of an input this output may name (train's
+    const char *flag;   /* "--save" */
+    const char *path;   /* as given; NULL when the flag was not given */
+    int output;         /* 1: the command writes it; 0: reads it */
+    const char *may_be; /* the flag of an input this output may name (train's
                                 * --save over --load: resuming in place), or NULL */
 } ag_cli_file;
 
@@ -238,7 +243,7 @@ int ag_cmd_grad(int argc, char **argv);
 extern const ag_command ag_cmd_grad_info;
 int ag_cmd_bench(int argc, char **argv);
 extern const ag_command ag_cmd_bench_info;
-int ag_cli_bench_gpt(int argc, char **argv);   /* bench_gpt.c: `attograd bench gpt` */
+int ag_cli_bench_gpt(int argc, char **argv); /* bench_gpt.c: `attograd bench gpt` */
 int ag_cmd_sample(int argc, char **argv);
 extern const ag_command ag_cmd_sample_info;
 int ag_cmd_eval(int argc, char **argv);

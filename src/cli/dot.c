@@ -21,8 +21,7 @@ extern char **environ;
 
 /* Run `dot -Tpng src -o dst` (no shell: the names are passed as they are)
  * with the signal mask the caller had before holding signals. */
-static int run_dot(const char *src, const char *dst, const sigset_t *mask, char *err,
-                   size_t errlen)
+static int run_dot(const char *src, const char *dst, const sigset_t *mask, char *err, size_t errlen)
 {
     posix_spawnattr_t attr;
     if (posix_spawnattr_init(&attr) != 0) {
@@ -57,8 +56,9 @@ int ag_cli_render_dot(const char *png, const ag_tape *tape, const ag_tensor_name
                       size_t n_names, const char *title, char *err, size_t errlen)
 {
     if (!ag_cli_have_program("dot")) {
-        snprintf(err, errlen, "Graphviz's dot is not installed, so no picture "
-                              "(apt-get install graphviz)");
+        snprintf(err, errlen,
+                 "Graphviz's dot is not installed, so no picture "
+                 "(apt-get install graphviz)");
         return 0;
     }
     /* the graph and the picture both go to temporary files beside png; only

@@ -45,7 +45,8 @@ int ag_cli_eval_parse(int argc, char **argv, ag_eval_opts *o)
     const ag_command *cmd = &ag_cmd_eval_info;
     int r = ag_cli_parse(cmd, argc, argv, o, NULL);
     if (r == AG_CLI_GO && (!o->load_path || !o->text_path))
-        return ag_cli_usage_error(cmd, "%s is required", o->load_path ? "--text FILE" : "--load CKPT");
+        return ag_cli_usage_error(cmd, "%s is required",
+                                  o->load_path ? "--text FILE" : "--load CKPT");
     return r;
 }
 

@@ -27,7 +27,7 @@ void ag_cli_explain_vec(const char *label, const double *v, int n, int dec)
 {
     printf("  %-12s [", label);
     for (int i = 0; i < n; i++)
-        printf("%s%*.*f", i ? " " : "", dec + 3, dec, v[i] + 0.0);   /* + 0.0: no "-0.0000" */
+        printf("%s%*.*f", i ? " " : "", dec + 3, dec, v[i] + 0.0); /* + 0.0: no "-0.0000" */
     printf("]\n");
 }
 
@@ -79,13 +79,14 @@ static void say_why(int j, const double *g, int n, double h, double numeric, dou
     double gsum = 0;
     for (int i = 0; i < n; i++)
         gsum += fabs(g[i]);
-    double hc = fmin(h, 1e100);   /* a bound, kept finite */
+    double hc = fmin(h, 1e100); /* a bound, kept finite */
     double own = hc * hc * gsum / 24 + 8 * DBL_EPSILON * gsum / (2 * h);
-    ag_cli_error(&ag_cmd_explain_info, "dL/dz_%d: the finite difference %.9g and backward's "
+    ag_cli_error(&ag_cmd_explain_info,
+                 "dL/dz_%d: the finite difference %.9g and backward's "
                  "%.9g differ by %.3g, more than the tolerance %.3g: at the step h = %.3g "
                  "(1e-5, or 2^-42 |z_j| so that z_j + h differs from z_j) the difference "
-                 "quotient itself may be off by %.3g, %s", j, numeric, fast,
-                 fabs(numeric - fast), tol, h, own,
+                 "quotient itself may be off by %.3g, %s",
+                 j, numeric, fast, fabs(numeric - fast), tol, h, own,
                  own > tol ? "so at these logits the check cannot decide"
                            : "so backward's formula or its arithmetic is off");
 }
@@ -100,9 +101,10 @@ static int check_components(const double *z, const double *g, int n, int dec, co
     int scaled = 0, all_ok = 1;
     for (int j = 0; j < n; j++)
         scaled |= isfinite(z[j]) && ldexp(fabs(z[j]), -42) > 1e-5;
-    printf("7. Check each component with a central difference, (L(z + h e_j) - L(z - h e_j)) / 2h,\n"
-           "   where L = <g, softmax(z)> and h = 1e-5%s:\n",
-           scaled ? " (2^-42 |z_j| for large |z_j|, shown)" : "");
+    printf(
+        "7. Check each component with a central difference, (L(z + h e_j) - L(z - h e_j)) / 2h,\n"
+        "   where L = <g, softmax(z)> and h = 1e-5%s:\n",
+        scaled ? " (2^-42 |z_j| for large |z_j|, shown)" : "");
     for (int j = 0; j < n; j++) {
         double h = isfinite(z[j]) ? fmax(1e-5, ldexp(fabs(z[j]), -42)) : 1e-5;
         double zp[MAX_LOGITS], sp[MAX_LOGITS], sm[MAX_LOGITS], lp = 0, lm = 0;
@@ -172,7 +174,8 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
 
     printf("Forward: s = softmax(z)\n");
     ag_cli_explain_vec("z", z, n, dec);
-    printf("1. Subtract the max (%.*f) so that exp cannot overflow; s does not change.\n", dec, max);
+    printf("1. Subtract the max (%.*f) so that exp cannot overflow; s does not change.\n", dec,
+           max);
     ag_cli_explain_vec("z - max", shifted, n, dec);
     printf("2. Exponentiate: every entry becomes positive, the largest becomes 1.\n");
     ag_cli_explain_vec("e", e, n, dec);
@@ -205,7 +208,8 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
         fast[j] = s[j] * (g[j] - dot);
     printf("5. dL/dz_j = sum_i g_i ds_i/dz_j: the vector-Jacobian product g^T J.\n");
     ag_cli_explain_vec("g^T J", vjp, n, dec);
-    printf("6. The same without building J: <g, s> = %.*f, and dL/dz = s * (g - <g, s>).\n", dec, dot);
+    printf("6. The same without building J: <g, s> = %.*f, and dL/dz = s * (g - <g, s>).\n", dec,
+           dot);
     ag_cli_explain_vec("s*(g-<g,s>)", fast, n, dec);
     double agree = 0;
     for (int j = 0; j < n; j++)

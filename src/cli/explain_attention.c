@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { N = 3, D = 2 };   /* three words of two numbers each */
+enum { N = 3, D = 2 }; /* three words of two numbers each */
 
 /* cat, sat, mat: the seed's words, one per row */
 static const ag_real words[N * D] = {1, 0, 0, 1, 1, 1};
@@ -105,7 +105,7 @@ static void print_side_by_side(const char *label, const ag_tensor *shape_of, int
                                const ag_real *const *v, const char *const *titles)
 {
     int rows = shape_of->shape[0], cols = shape_of->shape[1];
-    int width = 3 + 8 * cols;   /* "[[" + numbers + "]]" */
+    int width = 3 + 8 * cols; /* "[[" + numbers + "]]" */
     if (titles) {
         printf("%-5s", "");
         for (int m = 0; m < n; m++)
@@ -131,10 +131,12 @@ static void print_call(const story *st, const ag_entry_info *e)
     char s[64];
     printf("%s%s", e->op, e->n_in ? "(" : "");
     for (int i = 0; i < e->n_in; i++)
-        printf("%s%s %s", i ? ", " : "", name_of(st, e->in[i]), ag_shape_str(e->in[i], s, sizeof(s)));
+        printf("%s%s %s", i ? ", " : "", name_of(st, e->in[i]),
+               ag_shape_str(e->in[i], s, sizeof(s)));
     if (strcmp(e->op, "scale") == 0)
         printf(", %.4f", e->arg);
-    printf("%s -> %s %s", e->n_in ? ")" : "", name_of(st, e->out), ag_shape_str(e->out, s, sizeof(s)));
+    printf("%s -> %s %s", e->n_in ? ")" : "", name_of(st, e->out),
+           ag_shape_str(e->out, s, sizeof(s)));
 }
 
 static const char *forward_note(const story *st, const ag_tensor *t)
@@ -309,8 +311,8 @@ static void tell_after(const snapshot *before, const step *after, double lr)
 {
     const ag_real *w1 = after->weights->data;
     double loss = (double)after->loss->data[0];
-    printf("\nForward again with the new weights: the loss went from %.4f to %.4f.\n",
-           before->loss, loss);
+    printf("\nForward again with the new weights: the loss went from %.4f to %.4f.\n", before->loss,
+           loss);
     if (loss > before->loss)
         printf("It went up: a step of lr %g overshoots along the gradient; try a smaller --lr.\n",
                lr);
@@ -358,7 +360,7 @@ static int check_step(int bug)
         w[m] = ag_param_new(2, (const int[]){D, D});
         if (!w[m])
             goto done;
-        w[m]->data[0] = w[m]->data[3] = 1;   /* the identity */
+        w[m]->data[0] = w[m]->data[3] = 1; /* the identity */
     }
     /* every element, and the finite differences kept to show beside the gradient */
     ag_real num[N_W][D * D];
@@ -391,8 +393,8 @@ static int check_step(int bug)
     }
     char where[32] = "";
     if (r.worst_input >= 0)
-        snprintf(where, sizeof(where), "%s[%zu][%zu]", w_names[r.worst_input],
-                 r.worst_index / D, r.worst_index % D);
+        snprintf(where, sizeof(where), "%s[%zu][%zu]", w_names[r.worst_input], r.worst_index / D,
+                 r.worst_index % D);
     printf("max abs error %.1e, max rel error %.1e (at %s), tolerance %.0e: %s\n", r.max_abs,
            r.max_rel, where, r.tolerance, r.passed ? "PASS" : "FAIL");
     if (bug && !r.passed)
@@ -456,7 +458,8 @@ int ag_cli_explain_attention_parse(int argc, char **argv, ag_explain_opts *o)
     o->topic = AG_EXPLAIN_ATTENTION;
     int r = ag_cli_parse(&explain_attention_info, argc, argv, o, NULL);
     if (r == AG_CLI_GO && o->dot && o->png && strcmp(o->dot, o->png) == 0)
-        return ag_cli_usage_error(&explain_attention_info, "--dot and --png both name '%s'", o->dot);
+        return ag_cli_usage_error(&explain_attention_info, "--dot and --png both name '%s'",
+                                  o->dot);
     return r;
 }
 
@@ -473,8 +476,8 @@ static int draw_tape(const ag_explain_opts *o, const story *st, const ag_tape *t
     char err[256];
     if ((o->dot && ag_tape_dot_save(tape, o->dot, st->names, st->n_names, title, err,
                                     sizeof(err)) != AG_OK) ||
-        (o->png && !ag_cli_render_dot(o->png, tape, st->names, st->n_names, title, err,
-                                      sizeof(err)))) {
+        (o->png &&
+         !ag_cli_render_dot(o->png, tape, st->names, st->n_names, title, err, sizeof(err)))) {
         ag_cli_error(&ag_cmd_explain_info, "%s", err);
         return 0;
     }
@@ -488,9 +491,9 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
     const double lr = o->lr;
     const char *dot = o->dot;
     const int bug = o->bug;
-    if (o->png && !ag_cli_have_program("dot")) {   /* before any file is written */
+    if (o->png && !ag_cli_have_program("dot")) { /* before any file is written */
         ag_cli_error(&ag_cmd_explain_info, "Graphviz's dot is not installed, so no picture "
-                     "(apt-get install graphviz)");
+                                           "(apt-get install graphviz)");
         return AG_EXIT_FAIL;
     }
     story st;
@@ -502,7 +505,7 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
         st.w[m] = ag_param_new(2, (const int[]){D, D});
         if (!st.w[m])
             goto oom;
-        st.w[m]->data[0] = st.w[m]->data[3] = 1;   /* the identity: Q = K = V = x */
+        st.w[m]->data[0] = st.w[m]->data[3] = 1; /* the identity: Q = K = V = x */
     }
     sgd = ag_sgd_new(st.w, N_W, lr, 0);
     if (!tape || !sgd)
@@ -515,13 +518,17 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
     }
     const step *s = &st.s;
     const ag_tensor_name names[] = {
-        {s->x, "x"}, {st.w[WQ], "wq"}, {st.w[WK], "wk"}, {st.w[WV], "wv"}, {s->q, "Q"},
-        {s->k, "K"}, {s->v, "V"}, {s->dots, "dots"}, {s->scores, "scores"},
-        {s->weights, "weights"}, {s->out, "out"}, {s->y, "y"}, {s->loss, "loss"},
+        {s->x, "x"},           {st.w[WQ], "wq"},
+        {st.w[WK], "wk"},      {st.w[WV], "wv"},
+        {s->q, "Q"},           {s->k, "K"},
+        {s->v, "V"},           {s->dots, "dots"},
+        {s->scores, "scores"}, {s->weights, "weights"},
+        {s->out, "out"},       {s->y, "y"},
+        {s->loss, "loss"},
     };
     st.n_names = sizeof(names) / sizeof(names[0]);
     memcpy(st.names, names, sizeof(names));
-    if (!draw_tape(o, &st, tape))   /* first: a file that cannot be written stops it early */
+    if (!draw_tape(o, &st, tape)) /* first: a file that cannot be written stops it early */
         goto done;
     print_intro();
     print_forward(&st, tape);

@@ -137,12 +137,12 @@ static int library_layernorm(const double *x, const double *g, const double *w, 
 
 /* One row being explained: the numbers given and what the steps find. */
 typedef struct ln_row {
-    const double *x, *g;          /* (n) the row and dL/dy */
-    double w[MAX_N], b[MAX_N];    /* (n) the scale and shift (1s and 0s when not given) */
-    double xhat[MAX_N];           /* (n) the normalised row */
-    double fast[MAX_N];           /* (n) dL/dx by the formula backward uses */
-    double rstd;                  /* 1 / sqrt(var + eps) */
-    int n, dec, scaled;           /* scaled: --weight or --bias given */
+    const double *x, *g;       /* (n) the row and dL/dy */
+    double w[MAX_N], b[MAX_N]; /* (n) the scale and shift (1s and 0s when not given) */
+    double xhat[MAX_N];        /* (n) the normalised row */
+    double fast[MAX_N];        /* (n) dL/dx by the formula backward uses */
+    double rstd;               /* 1 / sqrt(var + eps) */
+    int n, dec, scaled;        /* scaled: --weight or --bias given */
 } ln_row;
 
 /* Steps 1 to 5: mean, variance, 1/std, xhat, scale and shift. */
@@ -156,16 +156,20 @@ static void tell_forward(ln_row *r)
         y[i] = r->xhat[i] * r->w[i] + r->b[i];
     }
     printf("Forward: y = (x - mean) / sqrt(var + eps) * w + b over the row's %d value%s, "
-           "eps = %g\n", n, n == 1 ? "" : "s", AG_LAYERNORM_EPS);
+           "eps = %g\n",
+           n, n == 1 ? "" : "s", AG_LAYERNORM_EPS);
     ag_cli_explain_vec("x", r->x, n, dec);
     printf("1. The mean, %.*f. Subtract it: the row is centred, its values add up to 0.\n", dec,
            mean);
     ag_cli_explain_vec("x - mean", xc, n, dec);
     printf("2. The variance: the mean of the squares of x - mean (divided by %d, not %d), "
-           "%.*f.\n", n, n - 1, dec, var);
+           "%.*f.\n",
+           n, n - 1, dec, var);
     printf("3. 1/std = 1 / sqrt(var + eps) = %.*f. eps keeps it finite when every value is\n"
-           "   the same (var = 0).\n", dec, r->rstd);
-    printf("4. Normalise: xhat = (x - mean) / std, mean 0 and variance 1 (a hair under, by eps).\n");
+           "   the same (var = 0).\n",
+           dec, r->rstd);
+    printf(
+        "4. Normalise: xhat = (x - mean) / std, mean 0 and variance 1 (a hair under, by eps).\n");
     ag_cli_explain_vec("xhat", r->xhat, n, dec);
     if (r->scaled) {
         printf("5. Scale and shift: y = xhat * w + b. w and b are learned: the layer can undo\n"
@@ -220,8 +224,8 @@ static void tell_backward(ln_row *r)
     printf("8. dL/dx_j = sum_i (g w)_i dxhat_i/dx_j: the vector-Jacobian product (g w)^T J.\n");
     ag_cli_explain_vec("(g w)^T J", vjp, n, dec);
     printf("9. The same without building J: with mean(g w) = %.*f and mean(g w xhat) = %.*f,\n"
-           "   dL/dx = (1/std) (g w - mean(g w) - xhat mean(g w xhat)).\n", dec, g_mean + 0.0,
-           dec, gx_mean + 0.0);
+           "   dL/dx = (1/std) (g w - mean(g w) - xhat mean(g w xhat)).\n",
+           dec, g_mean + 0.0, dec, gx_mean + 0.0);
     ag_cli_explain_vec("formula", r->fast, n, dec);
     double agree = 0;
     for (int j = 0; j < n; j++)
@@ -237,8 +241,10 @@ static int check_components(const ln_row *r)
     int n = r->n, dec = r->dec, all_ok = 1;
     /* the step follows the row's spread, the scale on which y bends */
     const double h = 1e-4 / r->rstd;
-    printf("10. Check each component with a central difference, (L(x + h e_j) - L(x - h e_j)) / 2h,\n"
-           "    where L = <g, y> and h = std / 10^4 = %.1e:\n", h);
+    printf(
+        "10. Check each component with a central difference, (L(x + h e_j) - L(x - h e_j)) / 2h,\n"
+        "    where L = <g, y> and h = std / 10^4 = %.1e:\n",
+        h);
     for (int j = 0; j < n; j++) {
         double xp[MAX_N];
         memcpy(xp, r->x, (size_t)n * sizeof(double));

@@ -118,9 +118,9 @@ static void print_table(const double *m, int rows, int cols, const char *row_nam
 
 int ag_cli_explain_posenc_run(const ag_explain_opts *o)
 {
-    if (o->plot && !ag_cli_have_program("gnuplot")) {   /* before any work */
+    if (o->plot && !ag_cli_have_program("gnuplot")) { /* before any work */
         ag_cli_error(&ag_cmd_explain_info, "gnuplot is not installed, so no plot "
-                     "(apt-get install gnuplot-nox)");
+                                           "(apt-get install gnuplot-nox)");
         return AG_EXIT_FAIL;
     }
     char err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
@@ -168,7 +168,8 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
         if (o->load)
             snprintf(title, sizeof(title), "learned positional encoding 'pos' of %s", o->load);
         else
-            snprintf(title, sizeof(title), "sinusoidal positional encoding, %d positions x %d", T, d);
+            snprintf(title, sizeof(title), "sinusoidal positional encoding, %d positions x %d", T,
+                     d);
         int sig = 0;
         if (ag_cli_plot_posenc(o->plot, title, T, d, pe, sim, &sig, err, sizeof(err))) {
             printf("plot: %s\n", ag_quote(o->plot, shown, sizeof(shown)));

@@ -55,11 +55,13 @@ int ag_cli_grad_parse(int argc, char **argv, ag_grad_opts *o)
     int r = ag_cli_parse(cmd, argc, argv, o, NULL);
     if (r != AG_CLI_GO)
         return r;
-    const char *missing = !o->model_path ? "--model" : !o->batch_path ? "--batch"
-                        : !o->out_path   ? "--out"   : NULL;
+    const char *missing = !o->model_path   ? "--model"
+                          : !o->batch_path ? "--batch"
+                          : !o->out_path   ? "--out"
+                                           : NULL;
     if (missing)
-        return ag_cli_usage_error(cmd, "%s is missing (--model, --batch and --out are all required)",
-                                  missing);
+        return ag_cli_usage_error(
+            cmd, "%s is missing (--model, --batch and --out are all required)", missing);
     return AG_CLI_GO;
 }
 
@@ -77,9 +79,9 @@ int ag_cmd_grad(int argc, char **argv)
 /* One pass: the files, what is read from them and what is made. */
 typedef struct grad_job {
     const ag_grad_opts *o;
-    ag_st_file *mf, *bf;       /* the model and the batch */
+    ag_st_file *mf, *bf; /* the model and the batch */
     int d, heads, causal;
-    int xshape[AG_MAX_DIMS];   /* (B, T, d) */
+    int xshape[AG_MAX_DIMS]; /* (B, T, d) */
     ag_attention *layer;
     ag_tape *tape;
     ag_tensor *x, *y, *out, *attn, *loss;
@@ -121,7 +123,8 @@ static int read_inputs(grad_job *g)
     g->y = ag_tensor_new(g->tape, 3, g->xshape);
     if (!g->x || !g->y)
         return !ag_cli_error(cmd, "%s", ag_tape_error(g->tape));
-    if (!ag_cli_read_tensor(cmd, g->bf, batch, "x", 3, g->xshape, g->x->data, 0, err, sizeof(err)) ||
+    if (!ag_cli_read_tensor(cmd, g->bf, batch, "x", 3, g->xshape, g->x->data, 0, err,
+                            sizeof(err)) ||
         !ag_cli_read_tensor(cmd, g->bf, batch, "y", 3, g->xshape, g->y->data, 0, err, sizeof(err)))
         return !ag_cli_error(cmd, "%s", err);
     return 1;
@@ -164,7 +167,7 @@ static int write_outputs(const grad_job *g)
     ag_st_add_tensor(w, "out", g->out);
     ag_st_add_tensor(w, "attn", g->attn);
     ag_st_add_tensor(w, "loss", g->loss);
-    ag_attention_add(w, g->layer, 1);   /* n_heads, causal, grad.wq .. grad.wo */
+    ag_attention_add(w, g->layer, 1); /* n_heads, causal, grad.wq .. grad.wo */
     ag_st_add(w, "grad.x", 3, g->xshape, g->x->grad);
     sigset_t held;
     ag_cli_hold_signals(1, &held);
@@ -208,8 +211,8 @@ int ag_cli_grad_run(const ag_grad_opts *o)
     }
     if (!results_finite(&g) || !write_outputs(&g))
         goto done;
-    printf("grad: B=%d T=%d d=%d heads=%d causal=%s loss=%.9g wrote %s\n", g.xshape[0],
-           g.xshape[1], g.d, g.heads, g.causal ? "true" : "false", (double)g.loss->data[0],
+    printf("grad: B=%d T=%d d=%d heads=%d causal=%s loss=%.9g wrote %s\n", g.xshape[0], g.xshape[1],
+           g.d, g.heads, g.causal ? "true" : "false", (double)g.loss->data[0],
            ag_quote(o->out_path, shown, sizeof(shown)));
     status = AG_EXIT_OK;
 done:

@@ -16,7 +16,7 @@
 /* ---- options ---- */
 
 typedef struct gc_opts {
-    int op;                    /* 0: all; k: op_word(k) */
+    int op; /* 0: all; k: op_word(k) */
     double eps;
     uint64_t seed;
     int verbose, bug, sweep;
@@ -45,7 +45,8 @@ static const ag_option options[] = {
               "only the rows of one op (default %D):\n%O"),
     AG_DOUBLE(gc_opts, "--eps", eps, 1e-15, 1, AG_GRADCHECK_EPS, "E",
               "the finite-difference step (default %D in this " AG_REAL_NAME " build)"),
-    AG_U64(gc_opts, "--seed", seed, 1, "S", "seeds the inputs, projections and sampling (default %D)"),
+    AG_U64(gc_opts, "--seed", seed, 1, "S",
+           "seeds the inputs, projections and sampling (default %D)"),
     AG_SWITCH(gc_opts, "--verbose", verbose, "under each row, the worst element and its gradient"),
     AG_CHOICE(gc_opts, "--inject-bug", bug, AG_BUG_SOFTMAX, AG_BUG_NONE, ag_cli_bug_word, "bug",
               "softmax",
@@ -61,8 +62,9 @@ static const ag_option options[] = {
 const ag_command ag_cmd_gradcheck_info = {
     .name = "gradcheck",
     .run = ag_cmd_gradcheck,
-    .usage = "attograd gradcheck [--op NAME|all] [--eps E] [--seed S] [--verbose] [--inject-bug softmax] "
-             "[--sweep [--plot FILE.png]]",
+    .usage =
+        "attograd gradcheck [--op NAME|all] [--eps E] [--seed S] [--verbose] [--inject-bug softmax] "
+        "[--sweep [--plot FILE.png]]",
     .summary = "check every op's backward against finite differences",
     .options = options,
     .n_options = AG_CLI_COUNT(options),
@@ -124,7 +126,8 @@ static int run_table(const gc_opts *o, const ag_gradcheck_opts *go)
            "elements (ag_gradcheck_opts.max_samples): see 'checked'.\n",
            AG_REAL_NAME, go->eps, go->atol, go->max_samples, go->max_samples);
     if (o->bug)
-        printf("Injected bug: softmax's backward drops the - <g, s> term (--inject-bug softmax).\n");
+        printf(
+            "Injected bug: softmax's backward drops the - <g, s> term (--inject-bug softmax).\n");
     printf("\n%-31s %-30s %8s %8s %8s %8s  %s\n", "check", "inputs", "checked", "max abs",
            "max rel", "tol", "result");
     int n = 0, failed = 0, broken = 0;
@@ -187,15 +190,18 @@ static int plot_sweep(const char *png, const char *title, const double *eps, con
     FILE *g = gp.f;
     fprintf(g, "set title ");
     ag_cli_gnuplot_quote(g, title);
-    fprintf(g, "\nset logscale xy\nset xrange [5e-11:2]\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
-               "set xlabel 'eps (finite-difference step)'\nset ylabel 'max error'\n"
-               "set grid\nset key top center\n"
-               "plot '-' using 1:2 with linespoints title 'max abs error', "
-               "'-' using 1:2 with linespoints title 'max rel error'\n");
+    fprintf(
+        g,
+        "\nset logscale xy\nset xrange [5e-11:2]\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
+        "set xlabel 'eps (finite-difference step)'\nset ylabel 'max error'\n"
+        "set grid\nset key top center\n"
+        "plot '-' using 1:2 with linespoints title 'max abs error', "
+        "'-' using 1:2 with linespoints title 'max rel error'\n");
     for (int pass = 0; pass < 2; pass++) {
         const double *v = pass ? rel_err : abs_err;
         for (int i = 0; i < SWEEP_N; i++)
-            if (isfinite(v[i]) && v[i] > 0)   /* a vanished step (inf) or 0 has no place on a log axis */
+            if (isfinite(v[i]) &&
+                v[i] > 0) /* a vanished step (inf) or 0 has no place on a log axis */
                 fprintf(g, "%g %.9g\n", eps[i], v[i]);
         fprintf(g, "e\n");
     }
@@ -223,22 +229,23 @@ static void print_sweep_notes(double best_eps, int vanished)
 #endif
     if (vanished)
         printf("Below the spacing of %s numbers near x, x + eps rounds back to x and the\n"
-               "difference quotient is 0/0.\n", AG_REAL_NAME);
+               "difference quotient is 0/0.\n",
+               AG_REAL_NAME);
 }
 
 static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
 {
     const char *op = o->op ? op_word(o->op) : "softmax";
     size_t r = 0;
-    while (strcmp(ag_gradcheck_case_op(r), op) != 0)   /* the parse step checked op */
+    while (strcmp(ag_gradcheck_case_op(r), op) != 0) /* the parse step checked op */
         r++;
     double eps[SWEEP_N], abs_err[SWEEP_N], rel_err[SWEEP_N];
     char inputs[128] = "", err[AG_CLI_ERR_LEN];
     for (int k = 0; k < SWEEP_N; k++)
         eps[k] = pow(10.0, -k);
     ag_case_setup p;
-    if (ag_gradcheck_case_sweep(r, o->seed, go, eps, SWEEP_N, abs_err, rel_err, err,
-                                sizeof(err)) != AG_OK ||
+    if (ag_gradcheck_case_sweep(r, o->seed, go, eps, SWEEP_N, abs_err, rel_err, err, sizeof(err)) !=
+            AG_OK ||
         ag_gradcheck_case_setup(r, o->seed, &p, err, sizeof(err)) != AG_OK)
         return ag_cli_error(&ag_cmd_gradcheck_info, "%s", err);
     ag_gradcheck_case_inputs(&p, inputs, sizeof(inputs));
@@ -278,8 +285,8 @@ static int run_sweep(const gc_opts *o, const ag_gradcheck_opts *go)
     if (o->plot) {
         char title[160], shown[AG_QUOTE_LEN];
         int sig = 0;
-        snprintf(title, sizeof(title), "attograd gradcheck --sweep: %s (%s)", ag_gradcheck_case_name(r),
-                 AG_REAL_NAME);
+        snprintf(title, sizeof(title), "attograd gradcheck --sweep: %s (%s)",
+                 ag_gradcheck_case_name(r), AG_REAL_NAME);
         if (plot_sweep(o->plot, title, eps, abs_err, rel_err, &sig, err, sizeof(err))) {
             printf("plot: %s\n", ag_quote(o->plot, shown, sizeof(shown)));
         } else {

@@ -43,12 +43,13 @@ int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, cons
     FILE *g = gp.f;
     fprintf(g, "set multiplot layout 1,%d title ", heads);
     ag_cli_gnuplot_quote(g, title);
-    fprintf(g, "\nset size ratio -1\nunset key\nset cbrange [0:1]\n"
-               "set palette defined (0 '#ffffff', 1 '#4292c6')\n"
-               "set xrange [-0.5:%g]\nset yrange [%g:-0.5]\n"
-               "set xlabel 'where it looks (key position)'\nset ylabel 'position (query)'\n"
-               "set xtics rotate by 45 right\nunset colorbox\nset lmargin 12\nset rmargin 3\n",
-               T - 0.5, T - 0.5);
+    fprintf(g,
+            "\nset size ratio -1\nunset key\nset cbrange [0:1]\n"
+            "set palette defined (0 '#ffffff', 1 '#4292c6')\n"
+            "set xrange [-0.5:%g]\nset yrange [%g:-0.5]\n"
+            "set xlabel 'where it looks (key position)'\nset ylabel 'position (query)'\n"
+            "set xtics rotate by 45 right\nunset colorbox\nset lmargin 12\nset rmargin 3\n",
+            T - 0.5, T - 0.5);
     put_tics(g, "x", T, labels);
     put_tics(g, "y", T, labels);
     for (int h = 0; h < heads; h++) {
@@ -78,16 +79,18 @@ int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const d
         peak = 1;
     fprintf(g, "set multiplot layout 1,2 title ");
     ag_cli_gnuplot_quote(g, title);
-    fprintf(g, "\nunset key\nset palette defined (-1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b')\n"
-               "set title 'the encoding: row t is added to token t'\nset xlabel 'column (dimension)'\n"
-               "set ylabel 'position t'\nset xrange [-0.5:%g]\nset yrange [%g:-0.5]\n"
-               "set cbrange [%g:%g]\nplot '-' matrix with image\n",
-               d - 0.5, T - 0.5, -peak, peak);
+    fprintf(g,
+            "\nunset key\nset palette defined (-1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b')\n"
+            "set title 'the encoding: row t is added to token t'\nset xlabel 'column (dimension)'\n"
+            "set ylabel 'position t'\nset xrange [-0.5:%g]\nset yrange [%g:-0.5]\n"
+            "set cbrange [%g:%g]\nplot '-' matrix with image\n",
+            d - 0.5, T - 0.5, -peak, peak);
     put_matrix(g, pe, T, d);
-    fprintf(g, "set title 'cosine similarity of rows t and u'\n"
-               "set xlabel 'position u'\nset size ratio -1\nset xrange [-0.5:%g]\n"
-               "set cbrange [-1:1]\nplot '-' matrix with image\n",
-               T - 0.5);
+    fprintf(g,
+            "set title 'cosine similarity of rows t and u'\n"
+            "set xlabel 'position u'\nset size ratio -1\nset xrange [-0.5:%g]\n"
+            "set cbrange [-1:1]\nplot '-' matrix with image\n",
+            T - 0.5);
     put_matrix(g, sim, T, T);
     fprintf(g, "unset multiplot\n");
     return ag_cli_gnuplot_end(&gp, png, sig, err, errlen);

@@ -11,14 +11,8 @@
 #include <string.h>
 
 static const ag_command *const commands[] = {
-    &ag_cmd_train_info,
-    &ag_cmd_sample_info,
-    &ag_cmd_eval_info,
-    &ag_cmd_demo_info,
-    &ag_cmd_grad_info,
-    &ag_cmd_explain_info,
-    &ag_cmd_gradcheck_info,
-    &ag_cmd_bench_info,
+    &ag_cmd_train_info, &ag_cmd_sample_info,  &ag_cmd_eval_info,      &ag_cmd_demo_info,
+    &ag_cmd_grad_info,  &ag_cmd_explain_info, &ag_cmd_gradcheck_info, &ag_cmd_bench_info,
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -38,7 +32,8 @@ static void print_help(FILE *f)
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
-static int top_usage_error(const char *fmt, ...)
+static int
+top_usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -90,7 +85,8 @@ int main(int argc, char **argv)
         }
         if (argc > 2)
             return top_usage_error("%s: unexpected argument '%s' (a command's help is "
-                                   "attograd COMMAND --help)", name, argv[2]);
+                                   "attograd COMMAND --help)",
+                                   name, argv[2]);
         print_help(stdout);
         return finish(AG_EXIT_OK);
     }

@@ -11,12 +11,12 @@
 
 /* ---- attograd train ---- */
 typedef struct ag_train_opts {
-    ag_train_config config;  /* the run's settings; with --load, the checkpoint's but for
+    ag_train_config config; /* the run's settings; with --load, the checkpoint's but for
                               * the flags given */
     int steps, eval_every, quiet, detect_anomaly;
-    int threads;             /* for ag_set_threads; results do not depend on it */
-    const char *log_path, *plot_path, *save_path, *load_path;   /* NULL when not given */
-    const char *heads_path;  /* --plot-heads, or NULL */
+    int threads; /* for ag_set_threads; results do not depend on it */
+    const char *log_path, *plot_path, *save_path, *load_path; /* NULL when not given */
+    const char *heads_path;                                   /* --plot-heads, or NULL */
     /* which flags were given, by ag_cli_given (a checkpoint's settings win
      * over defaults only) */
     uint64_t given;
@@ -34,11 +34,11 @@ int ag_cli_train_run(ag_train_opts *o);
 
 /* ---- attograd train --task text (train_text.c) ---- */
 typedef struct ag_text_opts {
-    ag_gpt_config model;           /* vocab is the text's; with --load, the checkpoint's */
-    ag_gpt_train_config train;     /* decay_steps 0 until known: --steps by default */
+    ag_gpt_config model;       /* vocab is the text's; with --load, the checkpoint's */
+    ag_gpt_train_config train; /* decay_steps 0 until known: --steps by default */
     int steps, eval_every, eval_iters, quiet, threads;
-    const char *text_path, *log_path, *plot_path, *save_path, *load_path;   /* NULL: not given */
-    const char *task;              /* --task: "text" */
+    const char *text_path, *log_path, *plot_path, *save_path, *load_path; /* NULL: not given */
+    const char *task;                                                     /* --task: "text" */
     /* which flags were given, by ag_cli_given: with --load, a model flag must
      * agree with the checkpoint and a training flag replaces its setting */
     uint64_t given;
@@ -56,10 +56,10 @@ int ag_cli_text_main(int argc, char **argv);
 /* ---- attograd sample ---- */
 typedef struct ag_sample_opts {
     const char *load_path;
-    const char *prompt;            /* NULL: start from a newline, not printed */
+    const char *prompt; /* NULL: start from a newline, not printed */
     long tokens;
     double temperature;
-    int top_k;                     /* 0: all */
+    int top_k; /* 0: all */
     uint64_t seed;
 } ag_sample_opts;
 
@@ -85,28 +85,31 @@ int ag_cli_grad_run(const ag_grad_opts *o);
 
 /* ---- attograd explain ---- */
 #define AG_EXPLAIN_MAX_LOGITS AG_CLI_LIST_MAX
-#define AG_EXPLAIN_MAX_SEQ 1024   /* posenc's --seq and --dim */
+#define AG_EXPLAIN_MAX_SEQ 1024 /* posenc's --seq and --dim */
 typedef enum ag_explain_topic {
-    AG_EXPLAIN_SOFTMAX, AG_EXPLAIN_ATTENTION, AG_EXPLAIN_POSENC, AG_EXPLAIN_LAYERNORM
+    AG_EXPLAIN_SOFTMAX,
+    AG_EXPLAIN_ATTENTION,
+    AG_EXPLAIN_POSENC,
+    AG_EXPLAIN_LAYERNORM
 } ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
     /* softmax */
-    ag_cli_list logits;                /* z */
-    ag_cli_list upstream;              /* g = dL/ds (layernorm: dL/dy), one per value */
+    ag_cli_list logits;   /* z */
+    ag_cli_list upstream; /* g = dL/ds (layernorm: dL/dy), one per value */
     int decimals;
     /* attention */
-    double lr;                         /* SGD learning rate */
-    const char *dot;                   /* write the tape as Graphviz here, or NULL */
-    const char *png;                   /* draw it here with Graphviz's dot, or NULL */
-    int bug;                           /* AG_BUG_NONE or AG_BUG_SOFTMAX */
+    double lr;       /* SGD learning rate */
+    const char *dot; /* write the tape as Graphviz here, or NULL */
+    const char *png; /* draw it here with Graphviz's dot, or NULL */
+    int bug;         /* AG_BUG_NONE or AG_BUG_SOFTMAX */
     /* posenc */
-    int seq, dim;                      /* the sinusoidal table's size */
-    const char *plot;                  /* draw it here with gnuplot, or NULL */
-    const char *load;                  /* show the learned table 'pos' of this file, or NULL */
+    int seq, dim;     /* the sinusoidal table's size */
+    const char *plot; /* draw it here with gnuplot, or NULL */
+    const char *load; /* show the learned table 'pos' of this file, or NULL */
     /* layernorm */
-    ag_cli_list x;                     /* the row */
-    ag_cli_list weight, bias;          /* as many as x, or none (1s and 0s) */
+    ag_cli_list x;            /* the row */
+    ag_cli_list weight, bias; /* as many as x, or none (1s and 0s) */
 } ag_explain_opts;
 
 /* argv[0] is "explain", argv[1] the topic (softmax, attention, posenc or

@@ -34,9 +34,10 @@ static int conflict(const ag_command *cmd, const ag_cli_file *a, const ag_cli_fi
         if (same_text)
             return ag_cli_usage_error(cmd, "%s '%s' would overwrite the %s file", out->flag,
                                       out->path, other->flag);
-        return ag_cli_usage_error(cmd, "%s '%s' would overwrite the %s file '%s' (the same file "
-                                  "under another name)", out->flag, out->path, other->flag,
-                                  other->path);
+        return ag_cli_usage_error(cmd,
+                                  "%s '%s' would overwrite the %s file '%s' (the same file "
+                                  "under another name)",
+                                  out->flag, out->path, other->flag, other->path);
     }
     if (same_text)
         return ag_cli_usage_error(cmd, "%s and %s both name '%s'", a->flag, b->flag, a->path);
@@ -49,8 +50,9 @@ static int conflict(const ag_command *cmd, const ag_cli_file *a, const ag_cli_fi
  * replaced under the messages. A terminal or /dev/null is a device: fine. */
 static const char *std_stream(const char *path)
 {
-    return ag_file_is_fd(path, 1) ? "standard output" : ag_file_is_fd(path, 2) ? "standard error"
-                                                                              : NULL;
+    return ag_file_is_fd(path, 1)   ? "standard output"
+           : ag_file_is_fd(path, 2) ? "standard error"
+                                    : NULL;
 }
 
 /* Output pairs that name one file, then outputs onto the messages' file. */
@@ -68,9 +70,10 @@ static int check_pairs(const ag_command *cmd, const ag_cli_file *files, size_t n
         }
         const char *std = files[a].output ? std_stream(files[a].path) : NULL;
         if (std)
-            return ag_cli_usage_error(cmd, "%s '%s' is the file %s goes to: the messages and "
-                                      "the file would overwrite each other", files[a].flag,
-                                      files[a].path, std);
+            return ag_cli_usage_error(cmd,
+                                      "%s '%s' is the file %s goes to: the messages and "
+                                      "the file would overwrite each other",
+                                      files[a].flag, files[a].path, std);
     }
     return AG_EXIT_OK;
 }
@@ -80,7 +83,8 @@ int ag_cli_check_files(const ag_command *cmd, const ag_cli_file *files, size_t n
     int status = check_pairs(cmd, files, n);
     char err[AG_CLI_ERR_LEN];
     for (size_t a = 0; a < n && status == AG_EXIT_OK; a++)
-        if (files[a].path && files[a].output && !ag_cli_check_output(files[a].path, err, sizeof(err)))
+        if (files[a].path && files[a].output &&
+            !ag_cli_check_output(files[a].path, err, sizeof(err)))
             status = ag_cli_error(cmd, "%s %s", files[a].flag, err);
     return status;
 }
@@ -103,7 +107,8 @@ void ag_cli_note_flushed(const ag_command *cmd, const ag_st_file *f, const char 
     char shown[AG_QUOTE_LEN];
     size_t first = 0, flushed = ag_st_flushed(f, name, &first);
     if (flushed)
-        ag_cli_error(cmd, "note: %s: tensor '%s': %zu value(s) too small for %s became 0 "
-                     "(the first at element %zu)", ag_quote(path, shown, sizeof(shown)), name,
-                     flushed, AG_REAL_NAME, first);
+        ag_cli_error(cmd,
+                     "note: %s: tensor '%s': %zu value(s) too small for %s became 0 "
+                     "(the first at element %zu)",
+                     ag_quote(path, shown, sizeof(shown)), name, flushed, AG_REAL_NAME, first);
 }

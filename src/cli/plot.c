@@ -61,8 +61,8 @@ void ag_cli_gnuplot_quote(FILE *g, const char *s)
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '\'')
-            fputc('\'', g);   /* '' is a quote inside '...' */
-        fputc(c < 0x20 || c == 0x7f ? ' ' : c, g);   /* a newline would end the command */
+            fputc('\'', g);                        /* '' is a quote inside '...' */
+        fputc(c < 0x20 || c == 0x7f ? ' ' : c, g); /* a newline would end the command */
     }
     fputc('\'', g);
 }
@@ -90,15 +90,15 @@ static void on_stop(int sig)
     stop_signal = sig;
 }
 
-#define MAX_PNG ((size_t)64 << 20)   /* a plot of a few MB at most; more is not a picture */
+#define MAX_PNG ((size_t)64 << 20) /* a plot of a few MB at most; more is not a picture */
 
 /* What one run of gnuplot gave back. */
 typedef struct gp_run {
-    unsigned char *png;    /* (png_len) its stdout */
+    unsigned char *png; /* (png_len) its stdout */
     size_t png_len, png_cap;
-    char tail[512];        /* the end of its stderr */
+    char tail[512]; /* the end of its stderr */
     size_t tail_len;
-    int status;            /* waitpid's, when it ended by itself */
+    int status; /* waitpid's, when it ended by itself */
     int timed_out, too_big, failed_io;
 } gp_run;
 
@@ -127,7 +127,7 @@ static int read_into(int fd, gp_run *r, int is_png)
     if (got == 0)
         return 0;
     size_t n = (size_t)got;
-    if (!is_png) {   /* keep the last bytes of stderr: its error message */
+    if (!is_png) { /* keep the last bytes of stderr: its error message */
         if (n >= sizeof(r->tail)) {
             memcpy(r->tail, chunk + n - (sizeof(r->tail) - 1), sizeof(r->tail) - 1);
             r->tail_len = sizeof(r->tail) - 1;
@@ -215,7 +215,7 @@ static int run_gnuplot(const char *prog, const char *script, size_t len, gp_run 
     struct sigaction sa, old[3];
     static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_stop;    /* no SA_RESTART: poll returns at once */
+    sa.sa_handler = on_stop; /* no SA_RESTART: poll returns at once */
     sigemptyset(&sa.sa_mask);
     stop_signal = 0;
     for (int k = 0; k < 3; k++)
@@ -236,9 +236,9 @@ static int run_gnuplot(const char *prog, const char *script, size_t len, gp_run 
         if (stop_signal || now_seconds() > deadline)
             break;
         if (in[1] >= 0 && sent == len)
-            close_fd(&in[1]);   /* the whole script: gnuplot sees its end */
+            close_fd(&in[1]); /* the whole script: gnuplot sees its end */
         struct pollfd fds[3] = {{in[1], POLLOUT, 0}, {out[0], POLLIN, 0}, {er[0], POLLIN, 0}};
-        int n = poll(fds, 3, 100);   /* short, so a signal just before it waits little */
+        int n = poll(fds, 3, 100); /* short, so a signal just before it waits little */
         if (n < 0 && errno != EINTR)
             break;
         if (n > 0 && in[1] >= 0 && (fds[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
@@ -246,7 +246,7 @@ static int run_gnuplot(const char *prog, const char *script, size_t len, gp_run 
             if (put > 0)
                 sent += (size_t)put;
             else if (put < 0 && errno != EAGAIN && errno != EINTR)
-                close_fd(&in[1]);   /* it stopped reading (EPIPE): its status says why */
+                close_fd(&in[1]); /* it stopped reading (EPIPE): its status says why */
         }
         if (n > 0 && out[0] >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
             !read_into(out[0], r, 1))
@@ -318,11 +318,14 @@ int ag_cli_gnuplot_end(ag_cli_gnuplot *g, const char *png, int *sig, char *err, 
         snprintf(err, errlen, "cannot start gnuplot: %s, so no plot", strerror(errno));
         ok = 0;
     } else if (*sig) {
-        snprintf(err, errlen, "interrupted while gnuplot was drawing %s: stopped it, no plot", shown);
+        snprintf(err, errlen, "interrupted while gnuplot was drawing %s: stopped it, no plot",
+                 shown);
         ok = 0;
     } else if (r.timed_out) {
-        snprintf(err, errlen, "gnuplot did not finish drawing %s within %d s (AG_GNUPLOT_SECONDS): "
-                 "stopped it, no plot", shown, gnuplot_seconds());
+        snprintf(err, errlen,
+                 "gnuplot did not finish drawing %s within %d s (AG_GNUPLOT_SECONDS): "
+                 "stopped it, no plot",
+                 shown, gnuplot_seconds());
         ok = 0;
     } else if (r.too_big || r.failed_io) {
         snprintf(err, errlen, "gnuplot's output for %s is %s: no plot", shown,
@@ -370,8 +373,10 @@ int ag_cli_plot_run(const char *png, const ag_plot_data *d, int *sig, char *err,
     fprintf(g, "set multiplot layout 1,2 title ");
     ag_cli_gnuplot_quote(g, d->title);
     fprintf(g, "\n");
-    fprintf(g, "set xlabel 'step'\nset ylabel 'loss'\nset logscale y\nset y2label 'held-out accuracy'\n"
-               "set y2range [0:1.05]\nset y2tics\nset ytics nomirror\nset format y '%%g'\nset key right center\nset grid\n");
+    fprintf(
+        g,
+        "set xlabel 'step'\nset ylabel 'loss'\nset logscale y\nset y2label 'held-out accuracy'\n"
+        "set y2range [0:1.05]\nset y2tics\nset ytics nomirror\nset format y '%%g'\nset key right center\nset grid\n");
     fprintf(g, "plot '-' using 1:2 with lines title 'training loss', "
                "'-' using 1:2 axes x1y2 with linespoints title 'held-out accuracy'\n");
     ag_curve_write(d->loss, g);
@@ -380,12 +385,13 @@ int ag_cli_plot_run(const char *png, const ag_plot_data *d, int *sig, char *err,
     fprintf(g, "e\n");
     if (d->attn) {
         int T = d->attn_size;
-        fprintf(g, "unset logscale y\nunset y2tics\nunset y2label\nset ytics mirror\nunset grid\n"
-                   "set title 'attention of one held-out example (head 1)'\n"
-                   "set xlabel 'key position'\nset ylabel 'query position'\n"
-                   "set xrange [-0.5:%g]\nset yrange [%g:-0.5]\nset cbrange [0:1]\n"
-                   "set palette grey negative\nunset key\n",
-                   T - 0.5, T - 0.5);
+        fprintf(g,
+                "unset logscale y\nunset y2tics\nunset y2label\nset ytics mirror\nunset grid\n"
+                "set title 'attention of one held-out example (head 1)'\n"
+                "set xlabel 'key position'\nset ylabel 'query position'\n"
+                "set xrange [-0.5:%g]\nset yrange [%g:-0.5]\nset cbrange [0:1]\n"
+                "set palette grey negative\nunset key\n",
+                T - 0.5, T - 0.5);
         fprintf(g, "plot '-' matrix with image\n");
         for (int i = 0; i < T; i++) {
             for (int j = 0; j < T; j++)

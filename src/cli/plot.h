@@ -15,9 +15,9 @@ int ag_cli_have_program(const char *name);
 /* What a training plot shows. */
 typedef struct ag_plot_data {
     const char *title;
-    const ag_curve *loss;        /* the training loss */
-    const ag_curve *acc;         /* the held-out accuracy */
-    const double *attn;          /* (attn_size, attn_size) weights, or NULL */
+    const ag_curve *loss; /* the training loss */
+    const ag_curve *acc;  /* the held-out accuracy */
+    const double *attn;   /* (attn_size, attn_size) weights, or NULL */
     int attn_size;
 } ag_plot_data;
 
@@ -28,8 +28,8 @@ int ag_cli_plot_run(const char *png, const ag_plot_data *d, int *sig, char *err,
 
 /* A gnuplot run being prepared: write plot commands to f. */
 typedef struct ag_cli_gnuplot {
-    FILE *f;           /* the script, in memory */
-    char *script;      /* (len) its bytes, once ended */
+    FILE *f;      /* the script, in memory */
+    char *script; /* (len) its bytes, once ended */
     size_t len;
 } ag_cli_gnuplot;
 /* Start a script drawing a width x height PNG. Returns 0 with err set. */

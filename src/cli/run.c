@@ -50,7 +50,9 @@ int ag_cli_stop_requested(void)
 
 const char *ag_cli_stop_reason(int sig)
 {
-    return sig == SIGINT ? "interrupted" : sig == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGHUP";
+    return sig == SIGINT    ? "interrupted"
+           : sig == SIGTERM ? "stopped by SIGTERM"
+                            : "stopped by SIGHUP";
 }
 
 double ag_cli_now(void)

@@ -22,7 +22,8 @@ static const ag_option options[] = {
               "0 always takes the likeliest (default %D)"),
     AG_INT(ag_sample_opts, "--top-k", top_k, 0, AG_VOCAB_MAX, 0, "K",
            "draw only among the K likeliest characters; 0: all (default %D)"),
-    AG_U64(ag_sample_opts, "--seed", seed, 1, "S", "the same seed writes the same text (default %D)"),
+    AG_U64(ag_sample_opts, "--seed", seed, 1, "S",
+           "the same seed writes the same text (default %D)"),
 };
 
 const ag_command ag_cmd_sample_info = {
@@ -85,7 +86,7 @@ int ag_cli_sample_run(const ag_sample_opts *o)
     ag_status st = ag_vocab_prompt(vocab, o->prompt, len, &ids, &n, err, sizeof(err));
     if (st == AG_ERR_NOMEM)
         ag_cli_error(&ag_cmd_sample_info, "out of memory");
-    else if (st != AG_OK)   /* a given prompt with a character the model never saw */
+    else if (st != AG_OK) /* a given prompt with a character the model never saw */
         ag_cli_error(&ag_cmd_sample_info, "--prompt: %s of %s", err, o->load_path);
     if (st != AG_OK)
         goto done;

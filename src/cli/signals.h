@@ -20,11 +20,11 @@ void ag_cli_hold_signals(int hold, sigset_t *saved);
  * the signal (0 when none), which the run checks between steps, then saves
  * and exits 128 + it. */
 typedef struct ag_cli_stop {
-    struct sigaction old_int, old_term, old_hup;   /* restored by ag_cli_stop_end */
+    struct sigaction old_int, old_term, old_hup; /* restored by ag_cli_stop_end */
     int active;
 } ag_cli_stop;
 void ag_cli_stop_begin(ag_cli_stop *s);
-void ag_cli_stop_end(ag_cli_stop *s);   /* does nothing unless begun */
+void ag_cli_stop_end(ag_cli_stop *s); /* does nothing unless begun */
 int ag_cli_stop_requested(void);
 /* "interrupted", "stopped by SIGTERM" or "stopped by SIGHUP". */
 const char *ag_cli_stop_reason(int sig);

@@ -20,19 +20,19 @@
 static const char *task_word(int k)
 {
     if (k == AG_TASK_COUNT)
-        return "text";   /* train_text.c's, which ag_cmd_train sends there first */
+        return "text"; /* train_text.c's, which ag_cmd_train sends there first */
     return k >= 0 && k < AG_TASK_COUNT ? ag_task_name((ag_task_kind)k) : NULL;
 }
 
 static const char *posenc_word(int k)
 {
     return k >= AG_POSENC_NONE && k <= AG_POSENC_LEARNED ? ag_posenc_kind_name((ag_posenc_kind)k)
-                                                          : NULL;
+                                                         : NULL;
 }
 
 static const char *optimizer_word(int k)
 {
-    return k == 0 ? "sgd" : k == 1 ? "adam" : NULL;   /* ag_train_config.optimizer_adam */
+    return k == 0 ? "sgd" : k == 1 ? "adam" : NULL; /* ag_train_config.optimizer_adam */
 }
 
 /* A choice sets an int; these two set an enum through it. */
@@ -77,7 +77,8 @@ static const ag_option options[] = {
             "example's attention with gnuplot, when installed"),
     AG_PATH(ag_train_opts, "--plot-heads", heads_path, "FILE.png",
             "draw that example's attention, one heatmap per head"),
-    AG_PATH(ag_train_opts, "--save", save_path, "FILE", "write a checkpoint (safetensors) at the end"),
+    AG_PATH(ag_train_opts, "--save", save_path, "FILE",
+            "write a checkpoint (safetensors) at the end"),
     AG_PATH(ag_train_opts, "--load", load_path, "FILE", "continue from a checkpoint"),
     AG_SWITCH(ag_train_opts, "--detect-anomaly", detect_anomaly,
               "check every op for NaN/Inf and name the first"),
@@ -130,8 +131,9 @@ static int print_help(const ag_command *cmd)
            cmd->usage);
     for (int k = 0; k < AG_TASK_COUNT; k++)
         printf("  %-8s %s\n", ag_task_name((ag_task_kind)k), ag_task_help((ag_task_kind)k));
-    printf("  %-8s a GPT that learns to write like a text file (attograd train --task text --help)\n",
-           "text");
+    printf(
+        "  %-8s a GPT that learns to write like a text file (attograd train --task text --help)\n",
+        "text");
     printf("\noptions:\n");
     ag_cli_print_options(cmd);
     printf("\n"
@@ -154,28 +156,29 @@ int ag_cli_train_check(const ag_train_opts *o)
     const ag_model_config *m = &o->config.model;
     char err[160];
     switch (ag_model_config_check(m, err, sizeof(err))) {
-    case AG_MODEL_OK:
-        break;
-    case AG_MODEL_SEQ:   /* the flags' words for the library's message */
+    case AG_MODEL_OK: break;
+    case AG_MODEL_SEQ: /* the flags' words for the library's message */
         return !ag_cli_usage_error(cmd, "--seq: %d is out of range for task %s (%d..%d)", m->seq,
                                    ag_task_name(m->task), ag_task_min_seq(m->task),
                                    ag_task_max_seq(m->task));
     case AG_MODEL_HEADS:
         return !ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
-    default:
-        return !ag_cli_usage_error(cmd, "%s", err);
+    default: return !ag_cli_usage_error(cmd, "%s", err);
     }
     /* the held-out set is evaluated in one batch too; the attention weights
      * (T^2 per head) are made only for the one example the heatmap shows */
-    uint64_t b = (uint64_t)(o->config.batch > AG_TRAINER_HELD_OUT ? o->config.batch : AG_TRAINER_HELD_OUT);
+    uint64_t b =
+        (uint64_t)(o->config.batch > AG_TRAINER_HELD_OUT ? o->config.batch : AG_TRAINER_HELD_OUT);
     uint64_t attn = ag_cli_attention_values(1, (uint64_t)m->heads, (uint64_t)m->seq);
     uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, (uint64_t)m->dim);
     if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
         return !ag_cli_usage_error(
-            cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
+            cmd,
+            "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
             "hold %llu values in one tensor (at most %llu; the held-out set counts as a batch of %d)",
-            m->seq, o->config.batch, m->dim, m->heads, (unsigned long long)(attn > act ? attn : act),
-            (unsigned long long)AG_CLI_MAX_VALUES, AG_TRAINER_HELD_OUT);
+            m->seq, o->config.batch, m->dim, m->heads,
+            (unsigned long long)(attn > act ? attn : act), (unsigned long long)AG_CLI_MAX_VALUES,
+            AG_TRAINER_HELD_OUT);
     return 1;
 }
 
@@ -198,19 +201,19 @@ int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o)
 
 typedef struct run {
     ag_train_opts *o;
-    ag_trainer *t;            /* the model, its optimizer, the batches (src/nn/trainer.c) */
-    const ag_batch *eval;     /* the trainer's held-out set */
-    long step;                /* steps done, including those of a loaded checkpoint */
+    ag_trainer *t;        /* the model, its optimizer, the batches (src/nn/trainer.c) */
+    const ag_batch *eval; /* the trainer's held-out set */
+    long step;            /* steps done, including those of a loaded checkpoint */
     double loss, eval_loss, accuracy;
     /* the last evaluation's example 0, kept on the trainer's tape for the final heatmap */
     const ag_tensor *kept_logits, *kept_attn;
     ag_csv *log;
     /* for --plot: a thinned loss history and the accuracy at each evaluation */
     ag_curve loss_curve, acc_curve;
-    double *attn0;            /* (H, T, T), held-out example 0's last heatmap: --plot shows
+    double *attn0;        /* (H, T, T), held-out example 0's last heatmap: --plot shows
                                * head 1, --plot-heads every head */
-    int plot, plot_heads;     /* --plot, --plot-heads, and gnuplot is there */
-    double seconds;           /* the training loop's time */
+    int plot, plot_heads; /* --plot, --plot-heads, and gnuplot is there */
+    double seconds;       /* the training loop's time */
 } run;
 
 /* Why a step (or an evaluation after it) failed: the trainer's message,
@@ -234,9 +237,9 @@ static int evaluate(run *r, int keep)
     ag_status st = ag_trainer_evaluate(r->t, &r->eval_loss, &r->accuracy, err, sizeof(err));
     if (st != AG_OK)
         return report_failure(st, err), 0;
-    ag_curve_add(&r->acc_curve, r->step, &r->accuracy);   /* kept with --plot */
-    if (keep && (st = ag_trainer_example(r->t, &r->kept_logits, &r->kept_attn, err,
-                                         sizeof(err))) != AG_OK)
+    ag_curve_add(&r->acc_curve, r->step, &r->accuracy); /* kept with --plot */
+    if (keep &&
+        (st = ag_trainer_example(r->t, &r->kept_logits, &r->kept_attn, err, sizeof(err))) != AG_OK)
         return report_failure(st, err), 0;
     return 1;
 }
@@ -260,7 +263,7 @@ static void show_final(run *r)
 static int plot_heads(const run *r, const char *png, int *sig)
 {
     int T = r->eval->seq, H = r->o->config.model.heads;
-    char (*names)[32] = malloc((size_t)T * sizeof(*names));
+    char(*names)[32] = malloc((size_t)T * sizeof(*names));
     const char **labels = malloc((size_t)T * sizeof(*labels));
     char err[AG_CLI_ERR_LEN] = "out of memory", title[160], shown[AG_QUOTE_LEN];
     int ok = 0;
@@ -275,7 +278,7 @@ static int plot_heads(const run *r, const char *png, int *sig)
     if (ok && !r->o->quiet)
         printf("plot: %s\n", ag_quote(png, shown, sizeof(shown)));
     else if (!ok)
-        ag_cli_error(&ag_cmd_train_info, "%s", err);   /* the log and checkpoint still follow */
+        ag_cli_error(&ag_cmd_train_info, "%s", err); /* the log and checkpoint still follow */
     free(names);
     free(labels);
     return ok;
@@ -289,8 +292,8 @@ static int alloc_history(run *r)
     long steps = r->o->steps, evals = steps / r->o->eval_every + 3;
     size_t cap = steps < PLOT_POINTS ? (size_t)steps : PLOT_POINTS;
     return ag_curve_init(&r->loss_curve, 1, cap, (steps + (long)cap - 1) / (long)cap) == AG_OK &&
-           ag_curve_init(&r->acc_curve, 1, evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS,
-                         1) == AG_OK;
+           ag_curve_init(&r->acc_curve, 1, evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS, 1) ==
+               AG_OK;
 }
 
 /* One step (ag_trainer_step), its loss kept for --plot. */
@@ -300,7 +303,7 @@ static int train_step(run *r)
     ag_status st = ag_trainer_step(r->t, &r->loss, err, sizeof(err));
     if (st != AG_OK)
         return report_failure(st, err), 0;
-    ag_curve_add(&r->loss_curve, r->step + 1, &r->loss);   /* kept with --plot, thinned */
+    ag_curve_add(&r->loss_curve, r->step + 1, &r->loss); /* kept with --plot, thinned */
     r->step = ag_trainer_steps(r->t);
     return 1;
 }
@@ -347,10 +350,8 @@ static int adopt_checkpoint(const ag_command *cmd, ag_train_opts *o, const ag_tr
 static int check_files(const ag_train_opts *o)
 {
     const ag_cli_file files[] = {
-        {"--log", o->log_path, 1, NULL},
-        {"--plot", o->plot_path, 1, NULL},
-        {"--save", o->save_path, 1, "--load"},
-        {"--load", o->load_path, 0, NULL},
+        {"--log", o->log_path, 1, NULL},          {"--plot", o->plot_path, 1, NULL},
+        {"--save", o->save_path, 1, "--load"},    {"--load", o->load_path, 0, NULL},
         {"--plot-heads", o->heads_path, 1, NULL},
     };
     return ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
@@ -404,7 +405,7 @@ static int run_setup(run *r, const ag_checkpoint *ck, const ag_train_state *st)
 
 static void run_free(run *r)
 {
-    ag_csv_free(r->log);   /* an unfinished log is discarded, never left half-written */
+    ag_csv_free(r->log); /* an unfinished log is discarded, never left half-written */
     ag_curve_free(&r->loss_curve);
     ag_curve_free(&r->acc_curve);
     free(r->attn0);
@@ -431,7 +432,7 @@ static int train_loop(run *r)
         if (r->log) {
             double row[4] = {(double)r->step, r->loss, eval_now ? r->eval_loss : NAN,
                              eval_now ? r->accuracy : NAN};
-            ag_csv_row(r->log, row, 4);   /* errors are sticky; ag_csv_close reports them */
+            ag_csv_row(r->log, row, 4); /* errors are sticky; ag_csv_close reports them */
         }
         double t = ag_cli_now() - start;
         if (tty && (t - last_draw > 0.1 || last)) {
@@ -490,7 +491,7 @@ static int run_finish(run *r)
     int stop = ag_cli_stop_requested();
     if (stop)
         ag_cli_error(cmd, "%s after step %ld", ag_cli_stop_reason(stop), r->step);
-    if (!r->kept_attn && !evaluate(r, 1))   /* interrupted before the last step */
+    if (!r->kept_attn && !evaluate(r, 1)) /* interrupted before the last step */
         return AG_EXIT_FAIL;
     show_final(r);
     int plot_failed = draw_plots(r, &stop);
@@ -526,8 +527,8 @@ static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
     ag_cli_stop saved = {0};
     ag_cli_stop_begin(&saved);
     int status = AG_EXIT_FAIL;
-    if (o->log_path &&
-        ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r->log, err, sizeof(err)) != AG_OK) {
+    if (o->log_path && ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r->log, err,
+                                   sizeof(err)) != AG_OK) {
         ag_cli_error(&ag_cmd_train_info, "%s", err);
         goto done;
     }
@@ -541,7 +542,7 @@ static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
     if (evaluate(r, 0) && train_loop(r))
         status = run_finish(r);
 done:
-    ag_csv_free(r->log);   /* an unfinished log is discarded, never left half-written */
+    ag_csv_free(r->log); /* an unfinished log is discarded, never left half-written */
     r->log = NULL;
     ag_cli_stop_end(&saved);
     return status;
@@ -580,7 +581,7 @@ int ag_cli_train_run(ag_train_opts *o)
 int ag_cmd_train(int argc, char **argv)
 {
     if (ag_cli_is_text_task(argc, argv))
-        return ag_cli_text_main(argc, argv);   /* train_text.c */
+        return ag_cli_text_main(argc, argv); /* train_text.c */
     ag_train_opts o;
     int r = ag_cli_train_parse(argc, argv, &o);
     if (r == AG_CLI_HELP)

@@ -18,12 +18,12 @@
 #include <unistd.h>
 
 #define MAX_STEPS 100000000
-#define EVAL_WINDOWS 32      /* the full validation loss runs this many windows at once */
+#define EVAL_WINDOWS 32 /* the full validation loss runs this many windows at once */
 #define PLOT_POINTS 10000
 
 static const char *posenc_word(int k)
 {
-    return k == 0 ? "learned" : k == 1 ? "none" : NULL;   /* ag_gpt_config.no_posenc */
+    return k == 0 ? "learned" : k == 1 ? "none" : NULL; /* ag_gpt_config.no_posenc */
 }
 
 #define INT(...) AG_INT(ag_text_opts, __VA_ARGS__)
@@ -62,8 +62,8 @@ static const ag_option options[] = {
          "steps of linear warmup (default %D)"),
     LONG("--decay-steps", train.decay_steps, 1, AG_TRAIN_MAX_STEP, 0, "N",
          "the cosine decay reaches --min-lr at step N (default --steps)"),
-    DOUBLE("--weight-decay", train.weight_decay, 0, AG_TRAIN_WEIGHT_DECAY_MAX,
-           AG_GPT_WEIGHT_DECAY, "X", "AdamW weight decay on 2-D weights (default %D)"),
+    DOUBLE("--weight-decay", train.weight_decay, 0, AG_TRAIN_WEIGHT_DECAY_MAX, AG_GPT_WEIGHT_DECAY,
+           "X", "AdamW weight decay on 2-D weights (default %D)"),
     DOUBLE("--clip", train.clip, 0, AG_TRAIN_CLIP_MAX, AG_GPT_CLIP, "X",
            "clip the global gradient norm; 0 turns it off (default %D)"),
     AG_U64(ag_text_opts, "--seed", train.seed, 1, "S",
@@ -140,7 +140,7 @@ static int parse_flags(int argc, char **argv, ag_text_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->model = ag_gpt_defaults(1);
-    o->train = ag_gpt_train_defaults();   /* what no flag sets: betas, eps */
+    o->train = ag_gpt_train_defaults(); /* what no flag sets: betas, eps */
     int r = ag_cli_parse(&text_cmd, argc, argv, o, &o->given);
     if (r == AG_CLI_GO && o->task && strcmp(o->task, "text") != 0)
         return ag_cli_usage_error(&text_cmd, "--task: '%s' does not take --text (only text does)",
@@ -161,9 +161,10 @@ static int check_sizes(const ag_text_opts *o)
     uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, 4 * (uint64_t)m->dim);
     if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
         return !ag_cli_usage_error(
-            cmd, "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
-            "hold %llu values in one tensor (at most %llu)", m->seq, o->train.batch, m->dim,
-            m->heads, (unsigned long long)(attn > act ? attn : act),
+            cmd,
+            "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
+            "hold %llu values in one tensor (at most %llu)",
+            m->seq, o->train.batch, m->dim, m->heads, (unsigned long long)(attn > act ? attn : act),
             (unsigned long long)AG_CLI_MAX_VALUES);
     return 1;
 }
@@ -203,17 +204,17 @@ int ag_cli_text_parse(int argc, char **argv, ag_text_opts *o)
 
 typedef struct text_run {
     ag_text_opts *o;
-    ag_gpt_file *file;           /* --load's checkpoint, until restored */
-    const ag_text *text;         /* the trainer's */
+    ag_gpt_file *file;   /* --load's checkpoint, until restored */
+    const ag_text *text; /* the trainer's */
     ag_gpt *g;
-    ag_gpt_trainer *t;           /* owns the text and the model */
+    ag_gpt_trainer *t; /* owns the text and the model */
     ag_csv *log;
-    double loss;                 /* the last step's batch loss */
-    double train_est, val_est;   /* the last estimates; NAN before the first */
-    long est_step;               /* the step they were made at */
+    double loss;               /* the last step's batch loss */
+    double train_est, val_est; /* the last estimates; NAN before the first */
+    long est_step;             /* the step they were made at */
     /* for --plot: the losses, thinned to PLOT_POINTS, and the estimates (train, val) */
     ag_curve loss_curve, est_curve;
-    int plot_failed, plot_sig;   /* the plot was not made (and the signal that stopped gnuplot) */
+    int plot_failed, plot_sig; /* the plot was not made (and the signal that stopped gnuplot) */
 } text_run;
 
 /* With --load, the checkpoint fixes the model and the seed: a flag that
@@ -221,15 +222,17 @@ typedef struct text_run {
  * replace its settings. */
 static int adopt_checkpoint(ag_text_opts *o, const ag_gpt_file *f)
 {
-    static const char *const fixed[] = {"--layers",      "--heads",  "--dim",
-                                        "--seq",         "--bias",   "--no-residual",
-                                        "--no-layernorm", "--no-mlp", "--posenc", "--seed"};
+    static const char *const fixed[] = {"--layers", "--heads",       "--dim",          "--seq",
+                                        "--bias",   "--no-residual", "--no-layernorm", "--no-mlp",
+                                        "--posenc", "--seed"};
     const ag_command *cmd = &text_cmd;
     ag_text_opts saved = *o;
     saved.model = *ag_gpt_file_config(f);
     if (!ag_gpt_file_train(f, &saved.train, NULL)) {
-        return ag_cli_error(cmd, "%s holds a model but no training state (it was not saved by a "
-                            "training run)", o->load_path);
+        return ag_cli_error(cmd,
+                            "%s holds a model but no training state (it was not saved by a "
+                            "training run)",
+                            o->load_path);
     }
     if (!ag_cli_check_fixed(cmd, o->given, o, &saved, fixed, AG_CLI_COUNT(fixed), o->load_path))
         return AG_EXIT_USAGE;
@@ -260,9 +263,11 @@ static int setup(text_run *r, char *err, size_t errlen)
     uint64_t logits = ag_cli_activation_values((uint64_t)o->train.batch, (uint64_t)o->model.seq,
                                                (uint64_t)o->model.vocab);
     if (logits > AG_CLI_MAX_VALUES) {
-        snprintf(err, errlen, "%s has %d distinct characters: the logits of a batch would hold "
-                 "%llu values (at most %llu); try a smaller --batch or --seq", o->text_path,
-                 o->model.vocab, (unsigned long long)logits, (unsigned long long)AG_CLI_MAX_VALUES);
+        snprintf(err, errlen,
+                 "%s has %d distinct characters: the logits of a batch would hold "
+                 "%llu values (at most %llu); try a smaller --batch or --seq",
+                 o->text_path, o->model.vocab, (unsigned long long)logits,
+                 (unsigned long long)AG_CLI_MAX_VALUES);
         return fail(err);
     }
     return 1;
@@ -307,14 +312,16 @@ static int plot(const text_run *r, double val_loss, int *sig, char *err, size_t 
     if (!ag_cli_gnuplot_begin(&gp, 900, 500, err, errlen))
         return 0;
     FILE *g = gp.f;
-    snprintf(title, sizeof(title), "attograd train --task text: %ld steps, full validation loss %.4f",
+    snprintf(title, sizeof(title),
+             "attograd train --task text: %ld steps, full validation loss %.4f",
              ag_gpt_trainer_steps(r->t), val_loss);
     fprintf(g, "set title ");
     ag_cli_gnuplot_quote(g, title);
-    fprintf(g, "\nset xlabel 'step'\nset ylabel 'loss (nats per character)'\nset grid\n"
-               "set key top right\nplot '-' using 1:2 with lines lc rgb '#bbbbbb' title 'batch loss', "
-               "'-' using 1:2 with linespoints title 'training (estimate)', "
-               "'-' using 1:3 with linespoints title 'validation (estimate)'\n");
+    fprintf(g,
+            "\nset xlabel 'step'\nset ylabel 'loss (nats per character)'\nset grid\n"
+            "set key top right\nplot '-' using 1:2 with lines lc rgb '#bbbbbb' title 'batch loss', "
+            "'-' using 1:2 with linespoints title 'training (estimate)', "
+            "'-' using 1:3 with linespoints title 'validation (estimate)'\n");
     ag_curve_write(&r->loss_curve, g);
     for (int k = 0; k < 2; k++) {
         fprintf(g, "e\n");
@@ -338,13 +345,14 @@ static int step(text_run *r, long done, double start, double *last_draw, int tty
     }
     long s = ag_gpt_trainer_steps(r->t);
     int last = done == o->steps, eval_now = s % o->eval_every == 0 || last;
-    ag_curve_add(&r->loss_curve, s, &r->loss);   /* kept with --plot, thinned */
+    ag_curve_add(&r->loss_curve, s, &r->loss); /* kept with --plot, thinned */
     if (eval_now && !estimate(r, err, errlen))
         return 0;
     if (r->log) {
         double row[5] = {(double)s, r->loss, eval_now ? r->train_est : NAN,
-                         eval_now ? r->val_est : NAN, ag_gpt_lr_at(ag_gpt_trainer_config(r->t), s - 1)};
-        ag_csv_row(r->log, row, 5);   /* errors are sticky; ag_csv_close reports them */
+                         eval_now ? r->val_est : NAN,
+                         ag_gpt_lr_at(ag_gpt_trainer_config(r->t), s - 1)};
+        ag_csv_row(r->log, row, 5); /* errors are sticky; ag_csv_close reports them */
     }
     double t = ag_cli_now() - start;
     if (tty && (t - *last_draw > 0.1 || last)) {
@@ -364,7 +372,7 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
     double val = 0;
     size_t windows = 0;
     if (r->est_step != ag_gpt_trainer_steps(r->t) && !estimate(r, err, errlen))
-        return 0;   /* stopped between estimates: the result's loss is this step's */
+        return 0; /* stopped between estimates: the result's loss is this step's */
     if (ag_gpt_trainer_val_loss(r->t, &val, &windows, err, errlen) != AG_OK)
         return fail(err);
     char shown[AG_QUOTE_LEN];
@@ -373,7 +381,7 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
             if (!o->quiet)
                 printf("plot: %s\n", ag_quote(o->plot_path, shown, sizeof(shown)));
         } else {
-            fail(err);   /* the log and the checkpoint still follow; the status says it */
+            fail(err); /* the log and the checkpoint still follow; the status says it */
             r->plot_failed = 1;
         }
     }
@@ -424,7 +432,7 @@ static int prepare(text_run *r)
     ag_text_opts *o = r->o;
     char err[AG_CLI_ERR_LEN];
     const ag_cli_file files[] = {
-        {"--log", o->log_path, 1, NULL},   {"--plot", o->plot_path, 1, NULL},
+        {"--log", o->log_path, 1, NULL},       {"--plot", o->plot_path, 1, NULL},
         {"--save", o->save_path, 1, "--load"}, {"--load", o->load_path, 0, NULL},
         {"--text", o->text_path, 0, NULL},
     };
@@ -474,8 +482,8 @@ int ag_cli_text_run(ag_text_opts *o)
     ag_set_threads(o->threads);
     /* from here on a temporary file may exist: a signal only asks the loop to stop */
     ag_cli_stop_begin(&stop_signals);
-    if (o->log_path &&
-        ag_csv_open(o->log_path, "step,loss,train_loss,val_loss,lr", &r.log, err, sizeof(err)) != AG_OK) {
+    if (o->log_path && ag_csv_open(o->log_path, "step,loss,train_loss,val_loss,lr", &r.log, err,
+                                   sizeof(err)) != AG_OK) {
         fail(err);
         goto done;
     }
@@ -498,7 +506,7 @@ int ag_cli_text_run(ag_text_opts *o)
         status = stop ? 128 + stop : r.plot_failed ? AG_EXIT_FAIL : AG_EXIT_OK;
     }
 done:
-    ag_csv_free(r.log);   /* an unfinished log is discarded, never left half-written */
+    ag_csv_free(r.log); /* an unfinished log is discarded, never left half-written */
     ag_cli_stop_end(&stop_signals);
     ag_gpt_file_free(r.file);
     ag_gpt_trainer_free(r.t);

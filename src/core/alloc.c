@@ -46,7 +46,7 @@ void *ag_aligned_alloc(size_t align, size_t bytes)
     count();
     if (bytes > SIZE_MAX - align)
         return NULL;
-    bytes = (bytes + align - 1) / align * align;   /* C11 asks for a multiple */
+    bytes = (bytes + align - 1) / align * align; /* C11 asks for a multiple */
     void *p = NULL;
     if (posix_memalign(&p, align, bytes ? bytes : align) != 0)
         return NULL;

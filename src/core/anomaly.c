@@ -48,14 +48,14 @@ size_t ag_first_nonfinite(const ag_real *v, size_t n)
 
 typedef struct scan_job {
     ag_tensor *const *params;
-    size_t p[AG_PARAMS_CHUNKS], elem[AG_PARAMS_CHUNKS];   /* each chunk's first bad one */
+    size_t p[AG_PARAMS_CHUNKS], elem[AG_PARAMS_CHUNKS]; /* each chunk's first bad one */
 } scan_job;
 
 static void scan_piece(void *ctx, size_t chunk, size_t p, size_t lo, size_t hi)
 {
     scan_job *j = ctx;
     if (j->p[chunk] != SIZE_MAX || !j->params[p]->data)
-        return;   /* an earlier piece of this chunk had one, or nothing to scan */
+        return; /* an earlier piece of this chunk had one, or nothing to scan */
     size_t i = lo + ag_first_nonfinite(j->params[p]->data + lo, hi - lo);
     if (i < hi) {
         j->p[chunk] = p;
@@ -92,8 +92,9 @@ static ag_status report(ag_tape *tape, size_t k, const char *what, const ag_real
 {
     const ag_entry *e = &tape->entries[k];
     char shape[64];
-    return ag_tape_fail(tape, AG_ERR_NUMERIC, "anomaly: %s of op %s (tape entry %zu, %s) is %s at element %ld",
-                        what, e->op->name, k, ag_shape_str(e->out, shape, sizeof(shape)),
+    return ag_tape_fail(tape, AG_ERR_NUMERIC,
+                        "anomaly: %s of op %s (tape entry %zu, %s) is %s at element %ld", what,
+                        e->op->name, k, ag_shape_str(e->out, shape, sizeof(shape)),
                         isnan(v[i]) ? "NaN" : "Inf", i);
 }
 
@@ -125,7 +126,7 @@ ag_status ag_tape_find_anomaly(ag_tape *tape)
     for (size_t k = tape->n_entries; k-- > 0;) {
         const ag_entry *e = &tape->entries[k];
         if (e->out->grad_unset)
-            continue;   /* not written yet: zero */
+            continue; /* not written yet: zero */
         long i = first_bad(e->out->grad, e->out->size, 0);
         if (i >= 0)
             return report(tape, k, "the gradient of the output", e->out->grad, i);

@@ -14,8 +14,8 @@
 #include <math.h>
 #include <string.h>
 
-#define REF_BR 64   /* queries per tile */
-#define REF_BC 64   /* keys per tile */
+#define REF_BR 64 /* queries per tile */
+#define REF_BC 64 /* keys per tile */
 
 static size_t min_size(size_t a, size_t b)
 {
@@ -61,16 +61,16 @@ static size_t ref_fwd_scratch(size_t dh)
 static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
 {
     size_t dh = f->dh, ldo = f->ldo, br = REF_BR, nr = min_size(br, f->T - r0);
-    ag_real *qt = scratch;              /* (dh, br): scale Q_i^T */
-    ag_real *s = qt + dh * br;          /* (bc, br): scores, then weights */
-    ag_real *acc = s + REF_BC * br;     /* (br, dh): O_i before dividing by l */
+    ag_real *qt = scratch;          /* (dh, br): scale Q_i^T */
+    ag_real *s = qt + dh * br;      /* (bc, br): scores, then weights */
+    ag_real *acc = s + REF_BC * br; /* (br, dh): O_i before dividing by l */
     ag_real *m = acc + br * dh, *l = m + br;
     ref_pack(f->q + r0 * dh, nr, dh, f->scale, qt);
     for (size_t r = 0; r < nr; r++) {
         m[r] = -INFINITY;
         l[r] = 0;
     }
-    size_t keys = f->causal ? r0 + nr : f->T;   /* keys past the block's last query: never seen */
+    size_t keys = f->causal ? r0 + nr : f->T; /* keys past the block's last query: never seen */
     for (size_t c0 = 0; c0 < keys; c0 += REF_BC) {
         size_t nc = min_size(REF_BC, keys - c0);
         /* S_ij^T = K_j (scale Q_i)^T */
@@ -92,14 +92,14 @@ static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
                 s[c * br + r] = 0;
             l[r] = a * l[r] + sum;
             m[r] = mx;
-            for (size_t p = 0; c0 && p < dh; p++)   /* (c0 = 0: acc is not set yet) */
+            for (size_t p = 0; c0 && p < dh; p++) /* (c0 = 0: acc is not set yet) */
                 acc[r * dh + p] *= a;
         }
         /* O_i += P_ij V_j, P_ij being the tile read transposed */
         ag_gemm(1, 0, nr, dh, nc, 1, s, br, f->v + c0 * dh, dh, c0 ? 1 : 0, acc, dh);
     }
     for (size_t r = 0; r < nr; r++) {
-        ag_real inv = l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
+        ag_real inv = l[r] > 0 ? 1 / l[r] : 0; /* l = 0: no key seen, O = 0 */
         for (size_t p = 0; p < dh; p++)
             f->o[(r0 + r) * ldo + p] = acc[r * dh + p] * inv;
         f->lse[r0 + r] = l[r] > 0 ? m[r] + AG_LOG(l[r]) : INFINITY;
@@ -109,14 +109,14 @@ static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
 static size_t ref_bwd_scratch(size_t dh)
 {
     (void)dh;
-    return 2 * REF_BC * REF_BR;   /* the P and dS tiles (bc, br) */
+    return 2 * REF_BC * REF_BR; /* the P and dS tiles (bc, br) */
 }
 
 static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
 {
     size_t dh = b->dh, ldo = b->ldo, br = REF_BR, nc = min_size(REF_BC, b->T - c0);
-    ag_real *p = scratch, *ds = p + REF_BC * br;   /* (bc, br) */
-    ag_real *dk = b->dk + c0 * ldo, *dv = b->dv + c0 * ldo;   /* the block's rows */
+    ag_real *p = scratch, *ds = p + REF_BC * br;            /* (bc, br) */
+    ag_real *dk = b->dk + c0 * ldo, *dv = b->dv + c0 * ldo; /* the block's rows */
     const ag_real *kj = b->k + c0 * dh, *vj = b->v + c0 * dh;
     /* causal: query blocks ending before c0 see none of these keys */
     size_t r_first = b->causal ? c0 / br * br : 0;
@@ -141,14 +141,13 @@ static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
         ag_gemm(0, 0, nc, dh, nr, 1, p, br, b->d_o + r0 * dh, dh, beta, dv, ldo);
         ag_gemm(0, 0, nc, dh, nr, 1, ds, br, b->q + r0 * dh, dh, beta, dk, ldo);
-        ag_gemm(1, 0, nr, dh, nc, 1, ds, br, kj, dh, b->first ? 0 : 1, b->dq + r0 * b->ldq,
-                b->ldq);
+        ag_gemm(1, 0, nr, dh, nc, 1, ds, br, kj, dh, b->first ? 0 : 1, b->dq + r0 * b->ldq, b->ldq);
     }
 }
 
 static const ag_attn_kernel kernel_ref = {
-    "portable",      REF_BR,          REF_BC,   1, ref_fwd_block, ref_bwd_block,
-    ref_fwd_scratch, ref_bwd_scratch, ref_prep,
+    "portable",    REF_BR,          REF_BC,          1,        ref_fwd_block,
+    ref_bwd_block, ref_fwd_scratch, ref_bwd_scratch, ref_prep,
 };
 
 const ag_attn_kernel *ag_attn_kernel_for(size_t T)

@@ -33,11 +33,11 @@
  * buffer is its columns h*dh .., so ldo = d). */
 typedef struct ag_attn_fwd {
     size_t T, dh, ldo;
-    int causal;                  /* key c is hidden from query r when c > r */
-    ag_real scale;               /* 1 / sqrt(dh) */
-    const ag_real *q, *k, *v;    /* (T, dh) */
-    ag_real *o;                  /* (T, ldo): written */
-    ag_real *lse;                /* (T): L in the kernel's score_unit, written; +inf for a
+    int causal;               /* key c is hidden from query r when c > r */
+    ag_real scale;            /* 1 / sqrt(dh) */
+    const ag_real *q, *k, *v; /* (T, dh) */
+    ag_real *o;               /* (T, ldo): written */
+    ag_real *lse;             /* (T): L in the kernel's score_unit, written; +inf for a
                                     query that sees no key */
 } ag_attn_fwd;
 
@@ -47,22 +47,22 @@ typedef struct ag_attn_fwd {
 typedef struct ag_attn_bwd {
     size_t T, dh, ldo, tpad;
     int causal;
-    int wrong;                   /* AG_BUG_SOFTMAX: D taken as 0 (the - P P^T term dropped) */
+    int wrong; /* AG_BUG_SOFTMAX: D taken as 0 (the - P P^T term dropped) */
     ag_real scale;
-    const ag_real *q, *k, *v, *d_o;   /* (T, dh) */
-    const ag_real *qt, *d_ot;    /* (tpad / br, dh, br): scale score_unit Q^T and dO^T a
+    const ag_real *q, *k, *v, *d_o; /* (T, dh) */
+    const ag_real *qt, *d_ot;       /* (tpad / br, dh, br): scale score_unit Q^T and dO^T a
                                     query block at a time (block i at i dh br), zero past T */
-    const ag_real *lse;          /* (tpad): L from forward (in score_unit), +inf past T */
-    const ag_real *dsum;         /* (tpad): D = rowsum(dO * O), 0 past T */
-    ag_real *dq;                 /* (T, ldq): dS K added, or written when first */
+    const ag_real *lse;             /* (tpad): L from forward (in score_unit), +inf past T */
+    const ag_real *dsum;            /* (tpad): D = rowsum(dO * O), 0 past T */
+    ag_real *dq;                    /* (T, ldq): dS K added, or written when first */
     size_t ldq;
-    int first;                   /* this key block is the first to reach dq's rows */
-    ag_real *dk, *dv;            /* (T, ldo): dS^T Q and P^T dO, the key block's rows written */
+    int first;        /* this key block is the first to reach dq's rows */
+    ag_real *dk, *dv; /* (T, ldo): dS^T Q and P^T dO, the key block's rows written */
 } ag_attn_bwd;
 
 typedef struct ag_attn_kernel {
     const char *name;
-    size_t br, bc;               /* queries and keys per tile */
+    size_t br, bc; /* queries and keys per tile */
     /* The tiles' scores are S times this, and L is in the same unit: 1, or
      * log2 e for tiles that work with 2^x instead of e^x. */
     ag_real score_unit;

@@ -13,7 +13,7 @@
  */
 #include "attn_tile.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) &&     \
     !defined(AG_NO_SIMD) && !defined(AG_REAL_DOUBLE)
 #define AG_HAVE_ATTN_SIMD 1
 #include "vexp.h"
@@ -56,8 +56,8 @@ AG_VEXP_AVX512 static inline __m512 pos_or_zero_avx512(__m512 x)
 /* col[j] = column j of the (rows x cols) block at src, rows lds apart,
  * zeros past rows and cols: sixteen rows, unpacked pairwise, then 4 x 4
  * blocks within 128-bit lanes, then the lanes gathered across rows. */
-AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds, int rows,
-                                                   int cols, __m512 col[16])
+AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds, int rows, int cols,
+                                                   __m512 col[16])
 {
     __mmask16 m = (__mmask16)((1u << cols) - 1);
     __m512 r[16], t[16], c[16];
@@ -75,9 +75,9 @@ AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds,
         c[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
     }
     for (int k = 0; k < 4; k++) {
-        __m512 lo01 = _mm512_shuffle_f32x4(c[k], c[4 + k], 0x44);    /* lanes 0, 1 */
+        __m512 lo01 = _mm512_shuffle_f32x4(c[k], c[4 + k], 0x44); /* lanes 0, 1 */
         __m512 lo23 = _mm512_shuffle_f32x4(c[8 + k], c[12 + k], 0x44);
-        __m512 hi01 = _mm512_shuffle_f32x4(c[k], c[4 + k], 0xEE);    /* lanes 2, 3 */
+        __m512 hi01 = _mm512_shuffle_f32x4(c[k], c[4 + k], 0xEE); /* lanes 2, 3 */
         __m512 hi23 = _mm512_shuffle_f32x4(c[8 + k], c[12 + k], 0xEE);
         col[k] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
         col[4 + k] = _mm512_shuffle_f32x4(lo01, lo23, 0xDD);
@@ -96,11 +96,11 @@ AG_ATTN_AVX512 static inline __m512 exp2dq_avx512(__m512 x)
 {
     __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP2_LO), _CMP_NLT_UQ);
     __m512 f = _mm512_reduce_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 n = _mm512_sub_ps(x, f);   /* exact: round(x) */
+    __m512 n = _mm512_sub_ps(x, f); /* exact: round(x) */
     __m512 p = _mm512_fmadd_ps(AG_VEXP_HORNER5(_mm512_fmadd_ps, _mm512_set1_ps, f, EXP2_C6, EXP2_C5,
                                                EXP2_C4, EXP2_C3, EXP2_C2, EXP2_C1),
                                f, _mm512_set1_ps(EXP2_C0));
-    return _mm512_maskz_scalef_ps(live, p, n);   /* p 2^n; 0 below EXP2_LO */
+    return _mm512_maskz_scalef_ps(live, p, n); /* p 2^n; 0 below EXP2_LO */
 }
 
 #define NAME(x) x##_avx512
@@ -168,7 +168,8 @@ AG_ATTN_AVX512 static inline __m512 exp2dq_avx512(__m512 x)
 AG_VEXP_AVX2 static inline __m256 fill_below_avx2(__m256 x, long k, __m256 fill)
 {
     int n = k <= 0 ? 0 : k >= 8 ? 8 : (int)k;
-    __m256i below = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i below =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     return _mm256_blendv_ps(x, fill, _mm256_castsi256_ps(below));
 }
 
@@ -182,7 +183,8 @@ AG_VEXP_AVX2 static inline __m256 pos_or_zero_avx2(__m256 x)
 AG_VEXP_AVX2 static inline void transpose_avx2(const float *src, size_t lds, int rows, int cols,
                                                __m256 col[8])
 {
-    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i m =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     __m256 r[8], t[8], c[8];
     for (int i = 0; i < 8; i++)
         r[i] = i < rows ? _mm256_maskload_ps(src + i * lds, m) : _mm256_setzero_ps();

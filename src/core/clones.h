@@ -16,7 +16,7 @@
 #define AG_CLONES_H
 
 #if defined(__has_attribute)
-#if __has_attribute(target_clones) && defined(__x86_64__) && defined(__ELF__) && \
+#if __has_attribute(target_clones) && defined(__x86_64__) && defined(__ELF__) &&                   \
     !defined(AG_NO_SIMD)
 #define AG_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif

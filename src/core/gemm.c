@@ -65,7 +65,7 @@ static int cpu_has(const char *name)
     __builtin_cpu_init();
     if (strcmp(name, "avx2") == 0)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (strcmp(name, "avx512") == 0)   /* its packing uses AVX2 */
+    if (strcmp(name, "avx512") == 0) /* its packing uses AVX2 */
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
 #else
     (void)name;
@@ -121,9 +121,9 @@ const char *ag_gemm_kernel_name(void)
 
 /* ---- per-thread packing buffers ---- */
 
-static _Thread_local ag_real *pack_buf;   /* (pack_cap) */
+static _Thread_local ag_real *pack_buf; /* (pack_cap) */
 static _Thread_local size_t pack_cap;
-static pthread_key_t pack_key;            /* frees a thread's buffer when it exits */
+static pthread_key_t pack_key; /* frees a thread's buffer when it exits */
 static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
 static int pack_key_ok;
 
@@ -152,8 +152,9 @@ static ag_real *pack_install(size_t n, ag_real *buf)
     free(pack_buf);
     pack_buf = NULL;
     pack_cap = 0;
-    void *p = buf ? (void *)buf
-                  : n > SIZE_MAX / sizeof(ag_real) ? NULL : ag_aligned_alloc(64, n * sizeof(ag_real));
+    void *p = buf                              ? (void *)buf
+              : n > SIZE_MAX / sizeof(ag_real) ? NULL
+                                               : ag_aligned_alloc(64, n * sizeof(ag_real));
     pthread_setspecific(pack_key, p);
     if (!p)
         return NULL;
@@ -203,11 +204,11 @@ typedef struct gemm_args {
      * block of rows in panels as pack_b makes them, block pc (its first
      * row) at bpack + pc * npad; N fits one nc block */
     const ag_real *bpack;
-    size_t npad;   /* N rounded up to nr */
+    size_t npad; /* N rounded up to nr */
     /* the same for op(A): each kc block of columns, all M rows in panels as
      * pack_a makes them, block pc at apack + pc * mpad */
     const ag_real *apack;
-    size_t mpad;   /* M rounded up to mr */
+    size_t mpad; /* M rounded up to mr */
 } gemm_args;
 
 static size_t min_size(size_t a, size_t b)
@@ -316,7 +317,7 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
     size_t nc_max = min_size(k->nc, round_up(j1 - j0, nr));
     ag_real *abuf = pack_buffer((mc_max + nc_max) * kc_max);
     if (!abuf) {
-        gemm_small(g, i0, i1, j0, j1);   /* out of memory: the unpacked loop needs none */
+        gemm_small(g, i0, i1, j0, j1); /* out of memory: the unpacked loop needs none */
         return;
     }
     ag_real *bown = abuf + mc_max * kc_max;
@@ -348,8 +349,8 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
                         size_t rows = min_size(mr, mc - ir);
                         ag_real *c = g->C + (ic + ir) * g->ldc + jc + jr;
                         if (in_place)
-                            k->micro_rows(kc, g->A + (ic + ir) * g->lda + pc, g->lda, bp, c,
-                                          g->ldc, g->alpha, beta, (int)rows, (int)cols);
+                            k->micro_rows(kc, g->A + (ic + ir) * g->lda + pc, g->lda, bp, c, g->ldc,
+                                          g->alpha, beta, (int)rows, (int)cols);
                         else
                             k->micro(kc, ap + ir * kc, bp, c, g->ldc, g->alpha, beta, (int)rows,
                                      (int)cols);
@@ -367,8 +368,8 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
  * that adds into C row by row waits on C through memory at every step). */
 static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1)
 {
-    size_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1;   /* op(A)(i,p) */
-    size_t rsb = g->tb ? 1 : g->ldb, csb = g->tb ? g->ldb : 1;   /* op(B)(p,j) */
+    size_t rsa = g->ta ? 1 : g->lda, csa = g->ta ? g->lda : 1; /* op(A)(i,p) */
+    size_t rsb = g->tb ? 1 : g->ldb, csb = g->tb ? g->ldb : 1; /* op(B)(p,j) */
     size_t K = g->K, ldc = g->ldc;
     ag_real alpha = g->alpha, beta = g->beta;
     for (size_t i = i0; i < i1; i++) {
@@ -413,7 +414,7 @@ static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size
 /* M N K multiply-adds, or SIZE_MAX when that overflows. */
 static size_t work_of(size_t M, size_t N, size_t K)
 {
-    if (((M | N | K) >> 20) == 0)   /* the usual case, without dividing */
+    if (((M | N | K) >> 20) == 0) /* the usual case, without dividing */
         return M * N * K;
     if (N > SIZE_MAX / M || K > SIZE_MAX / (M * N))
         return SIZE_MAX;
@@ -422,8 +423,8 @@ static size_t work_of(size_t M, size_t N, size_t K)
 
 typedef struct gemm_split {
     const gemm_args *g;
-    size_t rows, cols;    /* per task: multiples of mr and nr */
-    size_t n_cols;        /* tasks across */
+    size_t rows, cols; /* per task: multiples of mr and nr */
+    size_t n_cols;     /* tasks across */
 } gemm_split;
 
 static void gemm_task(void *ctx, size_t t)
@@ -435,9 +436,9 @@ static void gemm_task(void *ctx, size_t t)
 
 typedef struct direct_split {
     const gemm_args *g;
-    const ag_real *B;      /* op(B) as (K x N) with row stride ldb */
-    size_t ldb, rsa, csa;  /* op(A)(i, p) = A[i*rsa + p*csa] */
-    size_t rows;           /* per task */
+    const ag_real *B;     /* op(B) as (K x N) with row stride ldb */
+    size_t ldb, rsa, csa; /* op(A)(i, p) = A[i*rsa + p*csa] */
+    size_t rows;          /* per task */
 } direct_split;
 
 static void direct_task(void *ctx, size_t t)
@@ -445,8 +446,8 @@ static void direct_task(void *ctx, size_t t)
     const direct_split *d = ctx;
     const gemm_args *g = d->g;
     size_t i0 = t * d->rows, m = min_size(d->rows, g->M - i0);
-    g->k->direct(m, g->N, g->K, g->alpha, g->A + i0 * d->rsa, d->rsa, d->csa, d->B, d->ldb,
-                 g->beta, g->C + i0 * g->ldc, g->ldc);
+    g->k->direct(m, g->N, g->K, g->alpha, g->A + i0 * d->rsa, d->rsa, d->csa, d->B, d->ldb, g->beta,
+                 g->C + i0 * g->ldc, g->ldc);
 }
 
 /* The direct kernel for a narrow product, B transposed into this thread's
@@ -472,7 +473,7 @@ static int gemm_direct(const gemm_args *g, size_t work)
         d.ldb = N;
     }
     size_t threads = work < AG_GEMM_PARALLEL_MIN ? 1 : (size_t)ag_parallel_threads();
-    if (threads <= 1) {   /* the usual case for a narrow product: no task to go through */
+    if (threads <= 1) { /* the usual case for a narrow product: no task to go through */
         g->k->direct(M, N, K, g->alpha, g->A, d.rsa, d.csa, d.B, d.ldb, g->beta, g->C, g->ldc);
         return 1;
     }
@@ -514,7 +515,7 @@ static void gemm_run(gemm_args *g, size_t M, size_t N, size_t K, size_t work)
          * leave alone (they pack only A there, if anything) */
         const ag_gemm_kernel *k = g->k;
         size_t npad = round_up(N, nr), kc = min_size(k->kc, K);
-        int fits = npad <= k->nc && K <= k->nc * k->kc / npad;   /* K npad <= the B part */
+        int fits = npad <= k->nc && K <= k->nc * k->kc / npad; /* K npad <= the B part */
         ag_real *buf = fits ? pack_buffer(pack_full()) : NULL;
         if (buf) {
             ag_real *bp = buf + k->mc * k->kc;
@@ -560,8 +561,8 @@ static void scale_c(size_t M, size_t N, ag_real beta, ag_real *C, size_t ldc)
 }
 
 void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
-             const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
-             ag_real *C, size_t ldc)
+             const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta, ag_real *C,
+             size_t ldc)
 {
     if (M == 0 || N == 0)
         return;
@@ -569,10 +570,10 @@ void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alp
         scale_c(M, N, beta, C, ldc);
         return;
     }
-    gemm_args g = {trans_a != 0, trans_b != 0, M, N, K, alpha, beta, A, B, C,
-                   lda, ldb, ldc, NULL, NULL, 0, NULL, 0};
+    gemm_args g = {trans_a != 0, trans_b != 0, M,   N,    K,    alpha, beta, A, B, C,
+                   lda,          ldb,          ldc, NULL, NULL, 0,     NULL, 0};
     size_t work = work_of(M, N, K);
-    if (work <= AG_GEMM_SMALL_MAX) {   /* before any other cost */
+    if (work <= AG_GEMM_SMALL_MAX) { /* before any other cost */
         gemm_small(&g, 0, M, 0, N);
         return;
     }
@@ -587,7 +588,7 @@ typedef struct batch_job {
     const ag_real *A, *B;
     ag_real *C;
     size_t lda, ldb, ldc, sa, sb, sc;
-    size_t batch, per_task;   /* products in all, and per task */
+    size_t batch, per_task; /* products in all, and per task */
 } batch_job;
 
 static void batch_task(void *ctx, size_t t)
@@ -600,9 +601,9 @@ static void batch_task(void *ctx, size_t t)
 }
 
 void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N, size_t K,
-                     ag_real alpha, const ag_real *A, size_t lda, size_t stride_a,
-                     const ag_real *B, size_t ldb, size_t stride_b, ag_real beta, ag_real *C,
-                     size_t ldc, size_t stride_c)
+                     ag_real alpha, const ag_real *A, size_t lda, size_t stride_a, const ag_real *B,
+                     size_t ldb, size_t stride_b, ag_real beta, ag_real *C, size_t ldc,
+                     size_t stride_c)
 {
     if (batch == 0 || M == 0 || N == 0)
         return;
@@ -614,8 +615,8 @@ void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N,
                     1, C, ldc);
         return;
     }
-    batch_job j = {trans_a, trans_b, M, N, K, alpha, beta, A, B, C,
-                   lda, ldb, ldc, stride_a, stride_b, stride_c, batch, 1};
+    batch_job j = {trans_a, trans_b, M,   N,   K,        alpha,    beta,     A,     B,
+                   C,       lda,     ldb, ldc, stride_a, stride_b, stride_c, batch, 1};
     /* Products too small to split by themselves are shared out whole, a run
      * of them per task; each is computed exactly as ag_gemm would. */
     /* Large products too, when there are enough of them to keep every

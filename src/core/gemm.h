@@ -22,9 +22,9 @@
  * bit-identical for every thread count.
  */
 void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N, size_t K,
-                     ag_real alpha, const ag_real *A, size_t lda, size_t stride_a,
-                     const ag_real *B, size_t ldb, size_t stride_b, ag_real beta, ag_real *C,
-                     size_t ldc, size_t stride_c);
+                     ag_real alpha, const ag_real *A, size_t lda, size_t stride_a, const ag_real *B,
+                     size_t ldb, size_t stride_b, ag_real beta, ag_real *C, size_t ldc,
+                     size_t stride_c);
 
 /*
  * Which micro-kernel runs: "generic" (portable C), "avx2" (AVX2+FMA) or
@@ -56,8 +56,8 @@ void ag_gemm_pack_adopt(void *buf);
  * cols of the tile are read and written (an edge tile of C; a and b are
  * zero-padded past it). With beta == 0, c is not read. c has row stride ldc.
  */
-typedef void (*ag_micro_fn)(size_t kc, const ag_real *a, const ag_real *b, ag_real *c,
-                            size_t ldc, ag_real alpha, ag_real beta, int rows, int cols);
+typedef void (*ag_micro_fn)(size_t kc, const ag_real *a, const ag_real *b, ag_real *c, size_t ldc,
+                            ag_real alpha, ag_real beta, int rows, int cols);
 
 /*
  * A direct kernel for narrow products, no packing: C = alpha op(A) B + beta C
@@ -81,11 +81,11 @@ typedef void (*ag_transpose_fn)(size_t rows, size_t cols, const ag_real *src, si
 
 typedef struct ag_gemm_kernel {
     const char *name;
-    int mr, nr;            /* the micro-tile */
-    size_t kc, mc, nc;     /* cache blocks: K per pass, rows of A and columns of B packed */
+    int mr, nr;        /* the micro-tile */
+    size_t kc, mc, nc; /* cache blocks: K per pass, rows of A and columns of B packed */
     ag_micro_fn micro;
-    size_t direct_n;       /* widest N for direct (0: none) */
-    ag_direct_fn direct;   /* NULL when there is none */
+    size_t direct_n;             /* widest N for direct (0: none) */
+    ag_direct_fn direct;         /* NULL when there is none */
     ag_transpose_fn transpose;   /* a fast transpose for packing, or NULL */
     ag_micro_rows_fn micro_rows; /* micro with A in place (no packing of A), or NULL */
 } ag_gemm_kernel;

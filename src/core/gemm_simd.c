@@ -8,7 +8,7 @@
  */
 #include "gemm.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) &&     \
     !defined(AG_NO_SIMD)
 #define AG_HAVE_X86_KERNELS 1
 #include <immintrin.h>
@@ -215,12 +215,12 @@ __attribute__((target("avx2"))) static void transpose_avx2(size_t rows, size_t c
  * than 256 and 144 at n = 512 and 1024, float and double, on Zen 5 (48 KB
  * L1, 1 MB L2): fewer passes over C outweigh a B panel larger than L1. */
 static const ag_gemm_kernel kernel_avx2 = {
-    "avx2", AVX2_MR, AVX2_NR, 256, 144, 2048, micro_avx2,
-    AVX2_DIRECT_N, direct_avx2, transpose_avx2, micro_rows_avx2,
+    "avx2",      AVX2_MR,        AVX2_NR,         256, 144, 2048, micro_avx2, AVX2_DIRECT_N,
+    direct_avx2, transpose_avx2, micro_rows_avx2,
 };
 static const ag_gemm_kernel kernel_avx512 = {
-    "avx512", AVX512_MR, AVX512_NR, 512, 96, 2048, micro_avx512,
-    AVX512_DIRECT_N, direct_avx512, transpose_avx2, micro_rows_avx512,
+    "avx512",      AVX512_MR,      AVX512_NR,         512, 96, 2048, micro_avx512, AVX512_DIRECT_N,
+    direct_avx512, transpose_avx2, micro_rows_avx512,
 };
 
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void)

@@ -39,7 +39,7 @@ size_t ag_tape_consumers(const ag_tape *tape, const ag_tensor *t, size_t *entrie
             if (entries && n < max)
                 entries[n] = k;
             n++;
-            break;   /* an entry that takes t twice counts once */
+            break; /* an entry that takes t twice counts once */
         }
     }
     return n;
@@ -49,14 +49,14 @@ size_t ag_tape_consumers(const ag_tape *tape, const ag_tensor *t, size_t *entrie
 
 /* The distinct tensors of a tape, in the order they first appear. */
 typedef struct node_list {
-    const ag_tensor **t;     /* (cap) */
-    unsigned char *made;     /* (cap) made by an entry (1) or only ever an input (0) */
+    const ag_tensor **t; /* (cap) */
+    unsigned char *made; /* (cap) made by an entry (1) or only ever an input (0) */
     size_t n, cap;
 } node_list;
 
 static long node_find(const node_list *l, const ag_tensor *t)
 {
-    for (size_t i = l->n; i-- > 0;)   /* recent tensors are the likely ones */
+    for (size_t i = l->n; i-- > 0;) /* recent tensors are the likely ones */
         if (l->t[i] == t)
             return (long)i;
     return -1;
@@ -111,7 +111,7 @@ static void put_values(FILE *f, const ag_tensor *t, const ag_real *v)
             char num[48];
             /* four decimals, as `attograd explain` prints; huge ones as 1.234e+05 */
             snprintf(num, sizeof(num), fabs(x) >= 1e4 && !isinf(x) ? " %.3e" : " %8.4f", x);
-            put_record_text(f, num);   /* its spaces kept: the columns line up */
+            put_record_text(f, num); /* its spaces kept: the columns line up */
         }
         fputs(cols > DOT_COLS ? "\\ ...\\l" : "\\l", f);
     }
@@ -146,7 +146,8 @@ ag_status ag_tape_dot(const ag_tape *tape, FILE *f, const ag_tensor_name *names,
     }
     fputs("\";\n  labelloc=t;\n  rankdir=TB;\n  fontname=\"Helvetica\";\n"
           "  node [fontname=\"Courier\", fontsize=10];\n"
-          "  edge [fontname=\"Helvetica\", fontsize=9];\n", f);
+          "  edge [fontname=\"Helvetica\", fontsize=9];\n",
+          f);
     /* tensors: name and shape, values, gradient (micrograd's drawing, with
      * matrices in place of scalars) */
     for (size_t i = 0; i < nodes.n; i++) {
@@ -191,7 +192,7 @@ ag_status ag_tape_dot(const ag_tape *tape, FILE *f, const ag_tensor_name *names,
         fprintf(f, "\"];\n");
         for (int i = 0; i < e.n_in; i++) {
             fprintf(f, "  t%ld -> e%zu", node_find(&nodes, e.in[i]), k);
-            if (e.n_in > 1)   /* operand order matters: a b != b a */
+            if (e.n_in > 1) /* operand order matters: a b != b a */
                 fprintf(f, " [label=\"%c\"]", 'a' + i);
             fputs(";\n", f);
         }

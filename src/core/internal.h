@@ -22,7 +22,7 @@
 #define AG_LOG logf
 #define AG_SQRT sqrtf
 #endif
-#define AG_ALIGN 64            /* arena allocations start on a cache line */
+#define AG_ALIGN 64 /* arena allocations start on a cache line */
 
 /* ---- ops ---- */
 typedef struct ag_entry ag_entry;
@@ -32,14 +32,14 @@ typedef void (*ag_backward_fn)(ag_tape *tape, const ag_entry *e);
  * (static const, beside its forward and backward) and its entries point at
  * it, so adding an op touches no central list. */
 enum {
-    AG_OP_MASKS = 1 << 0,      /* its output may hold -inf on purpose (the anomaly check allows it) */
-    AG_OP_SHOWS_ARG = 1 << 1,  /* its entry's arg is worth showing (ag_tape_entry) */
-    AG_OP_FIRST_WRITE = 1 << 2,  /* its backward asks ag_grad_first before writing a gradient */
+    AG_OP_MASKS = 1 << 0, /* its output may hold -inf on purpose (the anomaly check allows it) */
+    AG_OP_SHOWS_ARG = 1 << 1,   /* its entry's arg is worth showing (ag_tape_entry) */
+    AG_OP_FIRST_WRITE = 1 << 2, /* its backward asks ag_grad_first before writing a gradient */
 };
 typedef struct ag_op {
     const char *name;
-    ag_backward_fn backward;   /* NULL for entries without inputs */
-    unsigned flags;            /* AG_OP_* */
+    ag_backward_fn backward; /* NULL for entries without inputs */
+    unsigned flags;          /* AG_OP_* */
 } ag_op;
 
 /* Tensors made from data (ag_tensor_from and friends): no backward. */
@@ -47,34 +47,34 @@ extern const ag_op ag_op_leaf;
 
 /* One tape entry: an op with its inputs, output and saved arguments. */
 struct ag_entry {
-    const ag_op *op;                 /* what made the output */
+    const ag_op *op; /* what made the output */
     int n_in;
-    ag_tensor *in[AG_MAX_INPUTS];    /* borrowed; may be tape tensors or parameters */
-    ag_tensor *out;                  /* a tape tensor */
-    double arg;                      /* the op's scalar argument (scale's c, ...) */
-    int iarg;                        /* the op's integer argument (heads, ...) */
-    void *saved;                     /* op-specific data in the arena, or NULL */
+    ag_tensor *in[AG_MAX_INPUTS]; /* borrowed; may be tape tensors or parameters */
+    ag_tensor *out;               /* a tape tensor */
+    double arg;                   /* the op's scalar argument (scale's c, ...) */
+    int iarg;                     /* the op's integer argument (heads, ...) */
+    void *saved;                  /* op-specific data in the arena, or NULL */
 };
 
 /* One block of the arena. */
 typedef struct ag_block {
     struct ag_block *next;
-    size_t cap, used;                /* bytes */
-    unsigned char *mem;              /* (cap) bytes, AG_ALIGN-aligned */
+    size_t cap, used;   /* bytes */
+    unsigned char *mem; /* (cap) bytes, AG_ALIGN-aligned */
 } ag_block;
 
 struct ag_tape {
-    ag_entry *entries;               /* (cap_entries) */
+    ag_entry *entries; /* (cap_entries) */
     size_t n_entries, cap_entries;
-    ag_block *first, *cur;           /* arena blocks; cur is where allocation happens */
+    ag_block *first, *cur; /* arena blocks; cur is where allocation happens */
     size_t n_blocks;
-    size_t used;                     /* bytes handed out since the last reset */
-    size_t peak;                     /* the most bytes one step has used */
-    int backward_ran;                /* ag_backward has run since the last reset */
+    size_t used;      /* bytes handed out since the last reset */
+    size_t peak;      /* the most bytes one step has used */
+    int backward_ran; /* ag_backward has run since the last reset */
     ag_status status;
     char error[256];
-    ag_bug bug;                      /* AG_BUG_NONE but on ag_gradcheck's tape (opts.bug) */
-    int detect_anomaly;              /* check every op's output for NaN/Inf */
+    ag_bug bug;         /* AG_BUG_NONE but on ag_gradcheck's tape (opts.bug) */
+    int detect_anomaly; /* check every op's output for NaN/Inf */
 };
 
 /* ---- arena ---- */
@@ -120,8 +120,7 @@ void ag_grad_settle(ag_tensor *t);
 /* A tape tensor of the given shape; zeroed data when zero_data. Gets a
  * gradient buffer when needs_grad, marked grad_unset (not zeroed: see
  * ag_grad_first). NULL (with the error set) on failure. */
-ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_data,
-                          int needs_grad);
+ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_data, int needs_grad);
 /* Append an entry; returns it, or NULL (error set) when out of memory. */
 ag_entry *ag_tape_push(ag_tape *tape, const ag_op *op, ag_tensor *out, int n_in,
                        const ag_tensor *const *in);
@@ -139,8 +138,8 @@ size_t ag_rows(const ag_tensor *t);
  * following the last. When b is 2-D it is shared by every batch index, so
  * a's leading dims fold into m: one product, batch 1. */
 typedef struct ag_matmul_plan {
-    size_t batch;        /* products */
-    size_t m, k, n;      /* m: rows of a per product */
+    size_t batch;   /* products */
+    size_t m, k, n; /* m: rows of a per product */
 } ag_matmul_plan;
 
 /* Check shapes for a @ b (b_transposed: a @ b^T), fill plan and the output

@@ -22,7 +22,7 @@ uint64_t ag_rng_next(ag_rng *rng)
 
 double ag_rng_uniform(ag_rng *rng)
 {
-    return (double)(ag_rng_next(rng) >> 11) * 0x1.0p-53;   /* 53 random bits */
+    return (double)(ag_rng_next(rng) >> 11) * 0x1.0p-53; /* 53 random bits */
 }
 
 double ag_rng_normal(ag_rng *rng)

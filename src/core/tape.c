@@ -58,7 +58,7 @@ void *ag_arena_alloc(ag_tape *tape, size_t bytes)
         need = AG_ALIGN;
     ag_block *b = tape->cur;
     while (b && b->cap - b->used < need)
-        b = b->next;    /* later blocks are empty after a reset */
+        b = b->next; /* later blocks are empty after a reset */
     if (!b) {
         /* Grow geometrically so a step needs few blocks; reset merges them. */
         size_t cap = tape->cur ? tape->cur->cap * 2 : (size_t)1 << 16;
@@ -167,8 +167,9 @@ ag_entry *ag_tape_push(ag_tape *tape, const ag_op *op, ag_tensor *out, int n_in,
 {
     if (tape->n_entries == tape->cap_entries) {
         size_t cap = tape->cap_entries ? tape->cap_entries * 2 : 64;
-        ag_entry *grown = cap > SIZE_MAX / sizeof(*grown) ? NULL
-                                                          : ag_realloc(tape->entries, cap * sizeof(*grown));
+        ag_entry *grown = cap > SIZE_MAX / sizeof(*grown)
+                              ? NULL
+                              : ag_realloc(tape->entries, cap * sizeof(*grown));
         if (!grown) {
             ag_tape_fail(tape, AG_ERR_NOMEM, "%s: out of memory growing the tape", op->name);
             return NULL;
@@ -182,7 +183,7 @@ ag_entry *ag_tape_push(ag_tape *tape, const ag_op *op, ag_tensor *out, int n_in,
     e->out = out;
     e->n_in = n_in;
     for (int i = 0; i < n_in; i++)
-        e->in[i] = (ag_tensor *)in[i];   /* backward writes into inputs' gradients */
+        e->in[i] = (ag_tensor *)in[i]; /* backward writes into inputs' gradients */
     return e;
 }
 
@@ -247,7 +248,7 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     }
     tape->backward_ran = 1;
     ag_grad_settle(loss);
-    loss->grad[0] += 1;   /* a leaf loss accumulates like any leaf */
+    loss->grad[0] += 1; /* a leaf loss accumulates like any leaf */
     /* Reverse order is a valid topological order: every entry's inputs were
      * made before it, so all contributions to an output's gradient have
      * arrived by the time its entry is reached. An unset gradient is zero

@@ -120,7 +120,8 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
     size_t size;
     if (!ag_shape_size(ndim, shape, &size)) {
         char s[64];
-        ag_tape_fail(tape, AG_ERR_ARG, "tensor: bad shape %s (1..%d dims, each >= 1, size must fit)",
+        ag_tape_fail(tape, AG_ERR_ARG,
+                     "tensor: bad shape %s (1..%d dims, each >= 1, size must fit)",
                      ag_dims_str(ndim, shape, s, sizeof(s)), AG_MAX_DIMS);
         return NULL;
     }
@@ -132,7 +133,7 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
     set_shape(t, ndim, shape, size);
     t->data = data;
     t->grad = grad;
-    t->grad_unset = grad != NULL;   /* zeroed, or written, in backward */
+    t->grad_unset = grad != NULL; /* zeroed, or written, in backward */
     if (zero_data)
         ag_parallel_range(size, ZERO_GRAIN, zero_range, data);
     return t;
@@ -211,7 +212,7 @@ ag_tensor *ag_param_new(int ndim, const int *shape)
     memset(mem, 0, head + 2 * buf);
     ag_tensor *t = (ag_tensor *)mem;
     set_shape(t, ndim, shape, size);
-    t->data = (ag_real *)(void *)(mem + head);   /* AG_ALIGN-aligned, sized for ag_real */
+    t->data = (ag_real *)(void *)(mem + head); /* AG_ALIGN-aligned, sized for ag_real */
     t->grad = (ag_real *)(void *)(mem + head + buf);
     return t;
 }

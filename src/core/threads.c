@@ -51,7 +51,7 @@
 
 typedef struct worker {
     pthread_t tid;
-    void *pack;             /* its packing buffer, made by the starting thread */
+    void *pack; /* its packing buffer, made by the starting thread */
 } worker;
 
 /*
@@ -67,10 +67,10 @@ typedef struct worker {
 static _Atomic uint64_t job_word;
 static ag_task_fn job_fn;
 static void *job_ctx;
-static size_t job_n;                /* tasks in the job */
-static _Atomic size_t job_next;     /* the next task to claim */
-static _Atomic size_t job_done;     /* tasks finished */
-static _Atomic size_t job_left;     /* joined workers that are done with the job */
+static size_t job_n;            /* tasks in the job */
+static _Atomic size_t job_next; /* the next task to claim */
+static _Atomic size_t job_done; /* tasks finished */
+static _Atomic size_t job_left; /* joined workers that are done with the job */
 static _Atomic int stopping;
 
 /* run_mu is held by the one thread that is running a job or resizing the
@@ -78,12 +78,12 @@ static _Atomic int stopping;
  * condition variables. */
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;   /* a job was posted, or stop */
-static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;   /* the last task finished */
+static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER; /* a job was posted, or stop */
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* the last task finished */
 static int want_threads = 1;
-static worker *workers;        /* (n_workers) */
+static worker *workers; /* (n_workers) */
 static int n_workers;
-static int sleepers;           /* workers waiting on work_cv */
+static int sleepers; /* workers waiting on work_cv */
 
 static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
@@ -105,7 +105,7 @@ static int spin_until(int (*done)(const void *), const void *arg)
         if (done(arg))
             return 1;
         CPU_RELAX();
-        if (i % 64 == 0) {   /* the clock now and then: it costs more than a pause */
+        if (i % 64 == 0) { /* the clock now and then: it costs more than a pause */
             long t = now_ns();
             if (t0 == 0)
                 t0 = t;
@@ -163,11 +163,10 @@ static void *worker_main(void *arg)
         uint64_t word = atomic_load_explicit(&job_word, memory_order_acquire);
         while ((word & JOB_OPEN) && JOB_ID(word) != seen &&
                !atomic_compare_exchange_weak_explicit(&job_word, &word, word + 1,
-                                                      memory_order_acq_rel,
-                                                      memory_order_acquire))
+                                                      memory_order_acq_rel, memory_order_acquire))
             ;
         if (!(word & JOB_OPEN) || JOB_ID(word) == seen)
-            continue;   /* too late for it: wait for the next one */
+            continue; /* too late for it: wait for the next one */
         seen = JOB_ID(word);
         run_tasks();
         atomic_fetch_add_explicit(&job_left, 1, memory_order_release);
@@ -219,7 +218,7 @@ static void pool_atfork_child(void)
     in_pool = 0;
 }
 
-static int hooks_ok;   /* the fork handler is in place: workers may start */
+static int hooks_ok; /* the fork handler is in place: workers may start */
 
 static void register_hooks(void)
 {
@@ -315,7 +314,7 @@ void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
         return;
     }
     pool_resize(ag_get_threads());
-    if (n_workers == 0) {   /* only run_mu's holder changes it */
+    if (n_workers == 0) { /* only run_mu's holder changes it */
         pthread_mutex_unlock(&run_mu);
         run_serial(n_tasks, fn, ctx);
         return;
@@ -379,7 +378,7 @@ void ag_parallel_range(size_t n, size_t grain, ag_range_fn fn, void *ctx)
 
 typedef struct params_job {
     ag_tensor *const *params;
-    size_t n, chunk;    /* parameters; elements per chunk */
+    size_t n, chunk; /* parameters; elements per chunk */
     ag_piece_fn fn;
     void *ctx;
 } params_job;
@@ -387,7 +386,7 @@ typedef struct params_job {
 static void params_task(void *ctx, size_t c)
 {
     const params_job *j = ctx;
-    size_t lo = c * j->chunk, hi = lo + j->chunk, at = 0;   /* flat indices */
+    size_t lo = c * j->chunk, hi = lo + j->chunk, at = 0; /* flat indices */
     for (size_t p = 0; p < j->n && at < hi; p++) {
         if (!j->params[p])
             continue;
@@ -398,8 +397,7 @@ static void params_task(void *ctx, size_t c)
     }
 }
 
-size_t ag_params_range(ag_tensor *const *params, size_t n, size_t grain, ag_piece_fn fn,
-                       void *ctx)
+size_t ag_params_range(ag_tensor *const *params, size_t n, size_t grain, ag_piece_fn fn, void *ctx)
 {
     size_t total = 0;
     for (size_t p = 0; p < n; p++)

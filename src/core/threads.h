@@ -47,8 +47,7 @@ typedef void (*ag_piece_fn)(void *ctx, size_t chunk, size_t p, size_t lo, size_t
  * shared over the threads, the pieces of one chunk in order. The chunks
  * depend on the sizes and grain alone. Returns the number of chunks.
  */
-size_t ag_params_range(ag_tensor *const *params, size_t n, size_t grain, ag_piece_fn fn,
-                       void *ctx);
+size_t ag_params_range(ag_tensor *const *params, size_t n, size_t grain, ag_piece_fn fn, void *ctx);
 
 /* The number of threads ag_parallel_for would use right now (1 inside a task). */
 int ag_parallel_threads(void);

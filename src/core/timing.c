@@ -40,7 +40,7 @@ ag_status ag_time_steps(ag_step_fn step, void *ctx, int steps, ag_step_timing *o
         if (!step(ctx))
             return AG_ERR_ARG;
     double once = (seconds_of(CLOCK_MONOTONIC) - t0) / WARMUP_STEPS;
-    if (steps == 0) {   /* about a second's worth */
+    if (steps == 0) { /* about a second's worth */
         double want = once > 0 ? 1.0 / once : 2000;
         steps = want < 5 ? 5 : want > 2000 ? 2000 : (int)want;
     }

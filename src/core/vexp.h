@@ -16,7 +16,7 @@
 
 /* The polynomial a x^5 + b x^4 + ... + f by Horner's rule, at any width:
  * FMA(u, v, w) = u v + w and SET1(c) a vector of c. */
-#define AG_VEXP_HORNER5(FMA, SET1, x, a, b, c, d, e, f)                                         \
+#define AG_VEXP_HORNER5(FMA, SET1, x, a, b, c, d, e, f)                                            \
     FMA(FMA(FMA(FMA(FMA(SET1(a), x, SET1(b)), x, SET1(c)), x, SET1(d)), x, SET1(e)), x, SET1(f))
 
 /* Cephes' expf, at both widths: below EXP_LO expf underflows to 0;
@@ -35,18 +35,19 @@
 
 AG_VEXP_AVX2 static inline __m256 exp_avx2(__m256 x)
 {
-    const __m256 lo = _mm256_set1_ps(EXP_LO);   /* below: expf underflows to 0 */
-    __m256 xc = _mm256_max_ps(lo, x);                /* a NaN x stays NaN */
+    const __m256 lo = _mm256_set1_ps(EXP_LO); /* below: expf underflows to 0 */
+    __m256 xc = _mm256_max_ps(lo, x);         /* a NaN x stays NaN */
     __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), xc);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
-    __m256 p = AG_VEXP_HORNER5(_mm256_fmadd_ps, _mm256_set1_ps, r, EXP_P0, EXP_P1, EXP_P2, EXP_P3, EXP_P4,
-                               EXP_P5);
+    __m256 p = AG_VEXP_HORNER5(_mm256_fmadd_ps, _mm256_set1_ps, r, EXP_P0, EXP_P1, EXP_P2, EXP_P3,
+                               EXP_P4, EXP_P5);
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);   /* x < lo: 0 */
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y); /* x < lo: 0 */
 }
 
 AG_VEXP_AVX512 static inline __m512 exp_avx512(__m512 x)
@@ -57,12 +58,13 @@ AG_VEXP_AVX512 static inline __m512 exp_avx512(__m512 x)
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), xc);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
-    __m512 p = AG_VEXP_HORNER5(_mm512_fmadd_ps, _mm512_set1_ps, r, EXP_P0, EXP_P1, EXP_P2, EXP_P3, EXP_P4,
-                               EXP_P5);
+    __m512 p = AG_VEXP_HORNER5(_mm512_fmadd_ps, _mm512_set1_ps, r, EXP_P0, EXP_P1, EXP_P2, EXP_P3,
+                               EXP_P4, EXP_P5);
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    __m512i e =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-    __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);   /* x < lo: 0 */
+    __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ); /* x < lo: 0 */
     return _mm512_mask_blend_ps(under, y, _mm512_setzero_ps());
 }
 
@@ -83,14 +85,15 @@ AG_VEXP_AVX512 static inline __m512 exp_avx512(__m512 x)
 AG_VEXP_AVX2 static inline __m256 exp2_avx2(__m256 x)
 {
     const __m256 lo = _mm256_set1_ps(EXP2_LO);
-    __m256 live = _mm256_cmp_ps(x, lo, _CMP_NLT_UQ);   /* x >= lo, or NaN */
-    __m256 xc = _mm256_max_ps(lo, x);                   /* a NaN x stays NaN */
+    __m256 live = _mm256_cmp_ps(x, lo, _CMP_NLT_UQ); /* x >= lo, or NaN */
+    __m256 xc = _mm256_max_ps(lo, x);                /* a NaN x stays NaN */
     __m256 n = _mm256_round_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 f = _mm256_sub_ps(xc, n);
-    __m256 p = _mm256_fmadd_ps(AG_VEXP_HORNER5(_mm256_fmadd_ps, _mm256_set1_ps, f, EXP2_C6, EXP2_C5, EXP2_C4, EXP2_C3,
-                                     EXP2_C2, EXP2_C1),
-                     f, _mm256_set1_ps(EXP2_C0));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 p = _mm256_fmadd_ps(AG_VEXP_HORNER5(_mm256_fmadd_ps, _mm256_set1_ps, f, EXP2_C6, EXP2_C5,
+                                               EXP2_C4, EXP2_C3, EXP2_C2, EXP2_C1),
+                               f, _mm256_set1_ps(EXP2_C0));
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_and_ps(live, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
@@ -99,10 +102,10 @@ AG_VEXP_AVX512 static inline __m512 exp2_avx512(__m512 x)
     __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP2_LO), _CMP_NLT_UQ);
     __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 f = _mm512_sub_ps(x, n);
-    __m512 p = _mm512_fmadd_ps(AG_VEXP_HORNER5(_mm512_fmadd_ps, _mm512_set1_ps, f, EXP2_C6, EXP2_C5, EXP2_C4, EXP2_C3,
-                                     EXP2_C2, EXP2_C1),
-                     f, _mm512_set1_ps(EXP2_C0));
-    return _mm512_maskz_scalef_ps(live, p, n);   /* p 2^n; 0 below lo */
+    __m512 p = _mm512_fmadd_ps(AG_VEXP_HORNER5(_mm512_fmadd_ps, _mm512_set1_ps, f, EXP2_C6, EXP2_C5,
+                                               EXP2_C4, EXP2_C3, EXP2_C2, EXP2_C1),
+                               f, _mm512_set1_ps(EXP2_C0));
+    return _mm512_maskz_scalef_ps(live, p, n); /* p 2^n; 0 below lo */
 }
 
 #endif /* AG_VEXP_H */

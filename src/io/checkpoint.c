@@ -21,7 +21,7 @@
 
 struct ag_checkpoint {
     ag_st_file *file;
-    char *path;             /* for messages */
+    char *path; /* for messages */
     long optim_steps;
 };
 
@@ -121,8 +121,8 @@ ag_status ag_checkpoint_load(const char *path, ag_checkpoint **out, ag_train_sta
     }
     ck->path = strcpy(copy, path);
     ag_status status = ag_st_load(path, &ck->file, err, errlen);
-    if (status == AG_OK && (!read_words(ck, &st->config, err, errlen) ||
-                            !read_numbers(ck, st, err, errlen)))
+    if (status == AG_OK &&
+        (!read_words(ck, &st->config, err, errlen) || !read_numbers(ck, st, err, errlen)))
         status = AG_ERR_FORMAT;
     if (status != AG_OK) {
         ag_checkpoint_free(ck);
@@ -148,8 +148,8 @@ static ag_status read_tensor(const ag_checkpoint *ck, const char *name, const ag
     return ag_st_get_finite(ck->file, name, like->ndim, like->shape, dst, nonneg, err, errlen);
 }
 
-ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_optim *opt,
-                                char *err, size_t errlen)
+ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_optim *opt, char *err,
+                                size_t errlen)
 {
     ag_tensor *params[MAX_PARAMS];
     const char *names[MAX_PARAMS];
@@ -177,14 +177,15 @@ ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_opt
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static void add_meta(ag_st_writer *w, const char *key, const char *fmt, ...)
+static void
+add_meta(ag_st_writer *w, const char *key, const char *fmt, ...)
 {
     char buf[64];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    ag_st_add_meta(w, key, buf);   /* errors are sticky: ag_st_save reports them */
+    ag_st_add_meta(w, key, buf); /* errors are sticky: ag_st_save reports them */
 }
 
 static void add_settings(ag_st_writer *w, const ag_train_state *st, long optim_steps)
@@ -217,9 +218,10 @@ ag_status ag_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
     long steps[2] = {st->step, ag_optim_steps(opt)};
     for (int k = 0; k < 2; k++)
         if (steps[k] < 0 || steps[k] > AG_TRAIN_MAX_STEP)
-            return ag_io_err(AG_ERR_ARG, err, errlen, "%s: not saved: the %s count %ld is beyond "
-                             "%ld, the most a checkpoint holds", path,
-                             k ? "optimizer step" : "step", steps[k], AG_TRAIN_MAX_STEP);
+            return ag_io_err(AG_ERR_ARG, err, errlen,
+                             "%s: not saved: the %s count %ld is beyond "
+                             "%ld, the most a checkpoint holds",
+                             path, k ? "optimizer step" : "step", steps[k], AG_TRAIN_MAX_STEP);
     ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
     if (!w)
         return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);

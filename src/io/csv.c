@@ -12,15 +12,14 @@
 #include <string.h>
 
 struct ag_csv {
-    ag_atomic file;          /* the temporary file and its target, owned */
-    size_t cols;             /* columns in the header */
-    size_t rows;             /* rows written so far */
-    ag_status status;        /* the first error, sticky */
+    ag_atomic file;   /* the temporary file and its target, owned */
+    size_t cols;      /* columns in the header */
+    size_t rows;      /* rows written so far */
+    ag_status status; /* the first error, sticky */
     char error[AG_IO_SHOW_LEN + 256];
 };
 
-ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *err,
-                      size_t errlen)
+ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *err, size_t errlen)
 {
     if (!out)
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_csv_open: out is NULL");
@@ -62,18 +61,19 @@ ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n)
     const char *path = csv->file.shown;
     if (n != csv->cols || (n > 0 && !values)) {
         csv->status = AG_ERR_ARG;
-        snprintf(csv->error, sizeof(csv->error), "%s: row %zu has %zu values, the header has %zu columns",
-                 path, csv->rows + 1, values ? n : 0, csv->cols);
+        snprintf(csv->error, sizeof(csv->error),
+                 "%s: row %zu has %zu values, the header has %zu columns", path, csv->rows + 1,
+                 values ? n : 0, csv->cols);
         return csv->status;
     }
     for (size_t i = 0; i < n; i++) {
         /* NaN marks a value this row does not have: an empty field */
-        int rc = isnan(values[i]) ? fputs(i + 1 < n ? "," : "\n", csv->file.f)
-                                  : fprintf(csv->file.f, i + 1 < n ? "%.10g," : "%.10g\n", values[i]);
+        int rc = isnan(values[i])
+                     ? fputs(i + 1 < n ? "," : "\n", csv->file.f)
+                     : fprintf(csv->file.f, i + 1 < n ? "%.10g," : "%.10g\n", values[i]);
         if (rc < 0) {
             csv->status = AG_ERR_IO;
-            snprintf(csv->error, sizeof(csv->error), "%s: cannot write: %s", path,
-                     strerror(errno));
+            snprintf(csv->error, sizeof(csv->error), "%s: cannot write: %s", path, strerror(errno));
             return csv->status;
         }
     }

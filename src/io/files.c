@@ -19,7 +19,7 @@
  * write of the same target once the process PID is gone, so a run killed
  * during a save (SIGKILL, a power cut) leaves nothing behind for long.
  */
-#define _XOPEN_SOURCE 700   /* realpath: POSIX.1-2008, but glibc wants XSI for it */
+#define _XOPEN_SOURCE 700 /* realpath: POSIX.1-2008, but glibc wants XSI for it */
 #include "io.h"
 
 #include <errno.h>
@@ -41,11 +41,11 @@ static size_t show_unit(const unsigned char *s, size_t *width)
 {
     unsigned c = s[0];
     if (c == '\n' || c == '\t') {
-        *width = 2;                 /* \n \t */
+        *width = 2; /* \n \t */
         return 1;
     }
     if (c < 0x20 || c == 0x7f) {
-        *width = 4;                 /* \x1b */
+        *width = 4; /* \x1b */
         return 1;
     }
     if (c < 0x80) {
@@ -54,10 +54,10 @@ static size_t show_unit(const unsigned char *s, size_t *width)
     }
     size_t k = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
     for (size_t j = 1; j < k; j++)
-        if ((s[j] & 0xC0) != 0x80)  /* stops at the NUL too */
+        if ((s[j] & 0xC0) != 0x80) /* stops at the NUL too */
             k = 0;
     if (k == 0 || !ag_utf8_valid(s, k)) {
-        *width = 4;                 /* a stray byte: \xff */
+        *width = 4; /* a stray byte: \xff */
         return 1;
     }
     /* a C1 control (U+0080..U+009F, e.g. CSI) drives terminals too */
@@ -177,7 +177,7 @@ ag_status ag_io_open_input(const char *path, FILE **out, size_t *size, char *err
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))   /* a socket cannot be opened */
+        if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) /* a socket cannot be opened */
             return ag_io_err(AG_ERR_IO, err, errlen, "%s: is %s, not a regular file", shown,
                              kind_name(sb.st_mode));
         return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open: %s", shown, strerror(e));
@@ -211,8 +211,8 @@ ag_status ag_io_open_input(const char *path, FILE **out, size_t *size, char *err
     return AG_OK;
 }
 
-ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, size_t *len,
-                          char *err, size_t errlen)
+ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, size_t *len, char *err,
+                          size_t errlen)
 {
     char shown[AG_IO_SHOW_LEN];
     FILE *f;
@@ -231,7 +231,8 @@ ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, siz
     unsigned char *b = malloc(size + 1);
     if (!b) {
         fclose(f);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", shown, size + 1);
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", shown,
+                         size + 1);
     }
     /* the size when opened bounds the read: a file that grows meanwhile
      * (a log being written) is read as it was */
@@ -283,11 +284,11 @@ ag_status ag_io_output_kind(const char *path, ag_out_kind *kind, char *err, size
     if (stat(path, &sb) == 0) {
         if (S_ISREG(sb.st_mode)) {
             *kind = AG_OUT_FILE;
-            char *real = realpath(path, NULL);   /* a link: the file it leads to is replaced */
+            char *real = realpath(path, NULL); /* a link: the file it leads to is replaced */
             char *dir = real ? dir_of(real) : NULL;
             ag_status st = dir ? check_dir(shown, dir, err, errlen)
-                               : ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot resolve: %s",
-                                           shown, strerror(errno));
+                               : ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot resolve: %s", shown,
+                                           strerror(errno));
             free(dir);
             free(real);
             return st;
@@ -386,7 +387,7 @@ static void remove_stale(const char *dir, const char *base, size_t keep)
         if (!tmp_of(e->d_name, base, keep, &pid) || pid <= 0 || pid == (long)getpid())
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue;                       /* alive, or not ours to know */
+            continue; /* alive, or not ours to know */
         size_t nl = strlen(e->d_name);
         char *p = malloc(dl + nl + 2);
         if (!p)
@@ -535,7 +536,7 @@ ag_status ag_atomic_check(const char *path, char *err, size_t errlen)
     ag_out_kind kind = AG_OUT_NEW;
     ag_status st = ag_io_output_kind(path, &kind, err, errlen);
     if (st != AG_OK || kind == AG_OUT_DEVICE)
-        return st;   /* a device is not opened twice: opening some has effects */
+        return st; /* a device is not opened twice: opening some has effects */
     ag_atomic a;
     st = ag_atomic_open(&a, path, err, errlen);
     if (st == AG_OK)

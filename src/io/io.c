@@ -39,7 +39,7 @@ int ag_utf8_valid(const unsigned char *s, size_t len)
         } else if ((c & 0xF8) == 0xF0) {
             n = 3, cp = c & 0x07, min = 0x10000;
         } else {
-            return 0;    /* a stray continuation byte, or 0xF8..0xFF */
+            return 0; /* a stray continuation byte, or 0xF8..0xFF */
         }
         if (len - i <= n)
             return 0;

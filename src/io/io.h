@@ -40,7 +40,7 @@ const char *ag_io_shape_str(int ndim, const unsigned long long *shape, char *buf
  * not fit len bytes, the middle is cut ("[...N bytes...]") so that both
  * ends show. Returns buf. */
 const char *ag_io_show(const char *s, char *buf, size_t len);
-#define AG_IO_SHOW_LEN 512      /* enough for any name a message shows */
+#define AG_IO_SHOW_LEN 512 /* enough for any name a message shows */
 /* A name inside a message about something else (a tensor's name, a
  * metadata value): the same rule as ag_io_show, in a shorter buffer, so a
  * long one shows its two ends and the message its reason. */
@@ -60,8 +60,8 @@ ag_status ag_io_open_input(const char *path, FILE **out, size_t *size, char *err
 /* The whole of a regular file (ag_io_open_input's rule) in a new buffer
  * the caller frees, NUL-terminated after its *len bytes; a file of more than
  * max bytes is refused before it is read. */
-ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, size_t *len,
-                          char *err, size_t errlen);
+ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, size_t *len, char *err,
+                          size_t errlen);
 
 /* How an output will be written (what path names, links followed):
  *   AG_OUT_NEW     nothing there: created (its directory must exist and be writable)
@@ -76,10 +76,10 @@ ag_status ag_io_output_kind(const char *path, ag_out_kind *kind, char *err, size
  * or, for a character device, straight to it (tmp NULL). Owns the strings
  * and the stream. */
 typedef struct ag_atomic {
-    char *path;     /* the target (a symbolic link resolved to its file) */
-    char *tmp;      /* the temporary file beside it, or NULL for a device */
-    char *shown;    /* the name as given, fit for messages (ag_io_show) */
-    FILE *f;        /* open on tmp (or on the device) */
+    char *path;  /* the target (a symbolic link resolved to its file) */
+    char *tmp;   /* the temporary file beside it, or NULL for a device */
+    char *shown; /* the name as given, fit for messages (ag_io_show) */
+    FILE *f;     /* open on tmp (or on the device) */
 } ag_atomic;
 
 /* Open an output by ag_io_output_kind's rule. For a file, a new temporary
@@ -109,14 +109,14 @@ int ag_io_is_tmp_name(const char *name);
  * or "false". Return 1, or 0 with a message naming path, the key and the
  * value: "m.safetensors: metadata n_head '0' is not a whole number in
  * 1..4096". Strings are borrowed from f. */
-int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const char **out,
-                char *err, size_t errlen);
+int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const char **out, char *err,
+                size_t errlen);
 int ag_meta_long(const ag_st_file *f, const char *path, const char *key, long lo, long hi,
                  long *out, char *err, size_t errlen);
 int ag_meta_int(const ag_st_file *f, const char *path, const char *key, int lo, int hi, int *out,
                 char *err, size_t errlen);
-int ag_meta_u64(const ag_st_file *f, const char *path, const char *key, uint64_t *out,
-                char *err, size_t errlen);
+int ag_meta_u64(const ag_st_file *f, const char *path, const char *key, uint64_t *out, char *err,
+                size_t errlen);
 int ag_meta_double(const ag_st_file *f, const char *path, const char *key, double lo, double hi,
                    double *out, char *err, size_t errlen);
 int ag_meta_bool(const ag_st_file *f, const char *path, const char *key, int *out, char *err,

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const char **out,
-                char *err, size_t errlen)
+int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const char **out, char *err,
+                size_t errlen)
 {
     *out = ag_st_meta(f, key);
     if (!*out)
@@ -20,8 +20,8 @@ int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const ch
     return *out != NULL;
 }
 
-static int bad_value(const char *path, const char *key, const char *s, const char *what,
-                     char *err, size_t errlen)
+static int bad_value(const char *path, const char *key, const char *s, const char *what, char *err,
+                     size_t errlen)
 {
     char q[AG_QUOTE_LEN];
     ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata %s '%s' is not %s", path, key,
@@ -56,8 +56,8 @@ int ag_meta_int(const ag_st_file *f, const char *path, const char *key, int lo, 
     return 1;
 }
 
-int ag_meta_u64(const ag_st_file *f, const char *path, const char *key, uint64_t *out,
-                char *err, size_t errlen)
+int ag_meta_u64(const ag_st_file *f, const char *path, const char *key, uint64_t *out, char *err,
+                size_t errlen)
 {
     const char *s;
     if (!ag_meta_str(f, path, key, &s, err, errlen))
@@ -76,7 +76,7 @@ int ag_meta_double(const ag_st_file *f, const char *path, const char *key, doubl
         return 0;
     int r = ag_parse_double(s, &v);
     if (r == AG_PARSE_TINY)
-        r = AG_PARSE_OK, v = 0;   /* an underflow to 0 is still the number 0 */
+        r = AG_PARSE_OK, v = 0; /* an underflow to 0 is still the number 0 */
     if (r != AG_PARSE_OK || v < lo || v > hi) {
         char what[96];
         snprintf(what, sizeof(what), "a number in %g..%g", lo, hi);

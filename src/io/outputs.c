@@ -6,7 +6,7 @@
  * lead to one file, so that a program can refuse `--out ./m.st --model
  * m.st`, or a link, or a second hard link, before it replaces its input.
  */
-#define _XOPEN_SOURCE 700   /* realpath: POSIX.1-2008, but glibc wants XSI for it */
+#define _XOPEN_SOURCE 700 /* realpath: POSIX.1-2008, but glibc wants XSI for it */
 #include "io.h"
 
 #include <errno.h>
@@ -100,7 +100,7 @@ ag_status ag_file_tmp_commit(const char *tmp, const char *path, char *err, size_
         free(target);
     }
     if (st != AG_OK || kind == AG_OUT_DEVICE)
-        unlink(tmp);   /* renamed away, or no longer needed */
+        unlink(tmp); /* renamed away, or no longer needed */
     return st;
 }
 
@@ -108,12 +108,12 @@ ag_status ag_file_tmp_commit(const char *tmp, const char *path, char *err, size_
 
 /* What a name resolves to, so that two names of one file compare equal. */
 typedef struct file_id {
-    int exists;          /* dev and ino are the file's (links followed) */
-    int device;          /* it is a character device */
+    int exists; /* dev and ino are the file's (links followed) */
+    int device; /* it is a character device */
     dev_t dev;
     ino_t ino;
-    int resolved;        /* a new name, with name below; else compare the path as written */
-    char name[PATH_MAX + 256];   /* its directory resolved, then its last component */
+    int resolved;              /* a new name, with name below; else compare the path as written */
+    char name[PATH_MAX + 256]; /* its directory resolved, then its last component */
 } file_id;
 
 static void resolve(const char *path, file_id *id)
@@ -153,7 +153,7 @@ int ag_file_same(const char *a, const char *b, int *device)
     else if (ia.resolved && ib.resolved)
         same = strcmp(ia.name, ib.name) == 0;
     else
-        same = strcmp(a, b) == 0;   /* a directory that is not there: as written */
+        same = strcmp(a, b) == 0; /* a directory that is not there: as written */
     if (device)
         *device = same && ia.device;
     return same;

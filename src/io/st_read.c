@@ -20,36 +20,36 @@
 #include <sys/stat.h>
 
 typedef struct st_tensor {
-    char *name;                                   /* owned; UTF-8 without NUL inside */
-    ag_st_type dtype;                             /* AG_ST_F32 or AG_ST_F64 */
-    int ndim;                                     /* 0..AG_ST_MAX_DIMS; 0 is a scalar */
-    unsigned long long shape[AG_ST_MAX_DIMS];     /* (ndim) */
-    size_t count;                                 /* elements: product of shape */
-    size_t begin, end;                            /* bytes [begin, end) of the data section */
+    char *name;                               /* owned; UTF-8 without NUL inside */
+    ag_st_type dtype;                         /* AG_ST_F32 or AG_ST_F64 */
+    int ndim;                                 /* 0..AG_ST_MAX_DIMS; 0 is a scalar */
+    unsigned long long shape[AG_ST_MAX_DIMS]; /* (ndim) */
+    size_t count;                             /* elements: product of shape */
+    size_t begin, end;                        /* bytes [begin, end) of the data section */
 } st_tensor;
 
 typedef struct st_meta {
-    char *key;                                    /* owned */
-    char *value;                                  /* owned */
+    char *key;   /* owned */
+    char *value; /* owned */
 } st_meta;
 
 struct ag_st_file {
-    char *name;                  /* owned copy of the path (or buffer name), for messages */
-    unsigned char *buf;          /* the whole file, owned: data points into it */
-    const unsigned char *data;   /* (data_len) bytes: the data section, inside buf */
+    char *name;                /* owned copy of the path (or buffer name), for messages */
+    unsigned char *buf;        /* the whole file, owned: data points into it */
+    const unsigned char *data; /* (data_len) bytes: the data section, inside buf */
     size_t data_len;
-    st_tensor *t;                /* (n_t), sorted by name */
+    st_tensor *t; /* (n_t), sorted by name */
     size_t n_t, cap_t;
-    st_meta *m;                  /* (n_m), sorted by key */
+    st_meta *m; /* (n_m), sorted by key */
     size_t n_m, cap_m;
 };
 
 /* The parser's state: the JSON header and where we are in it. */
 typedef struct parser {
-    const unsigned char *s;      /* (len) bytes of JSON, borrowed from the file */
+    const unsigned char *s; /* (len) bytes of JSON, borrowed from the file */
     size_t len, pos;
-    ag_st_file *f;               /* the file being filled */
-    const char *tensor;          /* the tensor being read, for messages, or NULL */
+    ag_st_file *f;      /* the file being filled */
+    const char *tensor; /* the tensor being read, for messages, or NULL */
     ag_status status;
     char *err;
     size_t errlen;
@@ -77,7 +77,8 @@ static int vfail(parser *p, ag_status status, int syntax, const char *fmt, va_li
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static int syntax(parser *p, const char *fmt, ...)
+static int
+syntax(parser *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -89,7 +90,8 @@ static int syntax(parser *p, const char *fmt, ...)
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static int fail(parser *p, ag_status status, const char *fmt, ...)
+static int
+fail(parser *p, ag_status status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -385,11 +387,10 @@ static int check_tensor(parser *p, st_tensor *t, const unsigned long long *off)
                     "data_offsets [%llu, %llu] run past the data section (%zu bytes)", off[0],
                     off[1], p->f->data_len);
     if (off[1] - off[0] != count * size)
-        return fail(p, AG_ERR_FORMAT,
-                    "data_offsets [%llu, %llu] hold %llu bytes, but %s %s needs %llu", off[0],
-                    off[1], off[1] - off[0], ag_st_dtype_name(t->dtype),
-                    ag_io_shape_str(t->ndim, t->shape, s, sizeof(s)),
-                    (unsigned long long)(count * size));
+        return fail(
+            p, AG_ERR_FORMAT, "data_offsets [%llu, %llu] hold %llu bytes, but %s %s needs %llu",
+            off[0], off[1], off[1] - off[0], ag_st_dtype_name(t->dtype),
+            ag_io_shape_str(t->ndim, t->shape, s, sizeof(s)), (unsigned long long)(count * size));
     t->count = (size_t)count;
     t->begin = (size_t)off[0];
     t->end = (size_t)off[1];
@@ -493,7 +494,8 @@ static int parse_meta(parser *p)
             goto fail;
         skip_ws(p);
         if (p->pos >= p->len || p->s[p->pos] != '"') {
-            fail(p, AG_ERR_FORMAT, "metadata '%s' is not a string", ag_io_quote(m.key, q, sizeof(q)));
+            fail(p, AG_ERR_FORMAT, "metadata '%s' is not a string",
+                 ag_io_quote(m.key, q, sizeof(q)));
             goto fail;
         }
         if (!parse_string(p, &m.value))
@@ -586,13 +588,13 @@ static int check_file(parser *p)
                         ag_io_quote(f->m[i].key, q, sizeof(q)));
     if (f->n_t < 2)
         return 1;
-    st_tensor **by_off = malloc(f->n_t * sizeof(*by_off));   /* n_t * size fits: t exists */
+    st_tensor **by_off = malloc(f->n_t * sizeof(*by_off)); /* n_t * size fits: t exists */
     if (!by_off)
         return fail(p, AG_ERR_NOMEM, "out of memory reading the header");
     for (size_t i = 0; i < f->n_t; i++)
         by_off[i] = &f->t[i];
     qsort(by_off, f->n_t, sizeof(*by_off), cmp_tensor_offset);
-    const st_tensor *last = NULL;   /* the non-empty tensor reaching furthest so far */
+    const st_tensor *last = NULL; /* the non-empty tensor reaching furthest so far */
     int ok = 1;
     for (size_t i = 0; i < f->n_t && ok; i++) {
         const st_tensor *t = by_off[i];
@@ -617,8 +619,7 @@ static ag_status parse_owned(unsigned char *buf, size_t len, const char *name, a
     if (!f || !(f->name = strdup(name ? name : "<buffer>"))) {
         free(f);
         free(buf);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory",
-                         name ? name : "<buffer>");
+        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name ? name : "<buffer>");
     }
     f->buf = buf;
     parser p = {.f = f, .status = AG_OK, .err = err, .errlen = errlen};
@@ -655,8 +656,8 @@ fail:
 
 /* ---- the public API ---- */
 
-ag_status ag_st_parse(const void *buf, size_t len, const char *name, ag_st_file **out,
-                      char *err, size_t errlen)
+ag_status ag_st_parse(const void *buf, size_t len, const char *name, ag_st_file **out, char *err,
+                      size_t errlen)
 {
     if (!out)
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_parse: out is NULL");
@@ -791,8 +792,8 @@ static double get_f64(const unsigned char *b)
     return v;
 }
 
-ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *shape,
-                    ag_real *dst, char *err, size_t errlen)
+ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *shape, ag_real *dst,
+                    char *err, size_t errlen)
 {
     ag_status st = AG_OK;
     char q[AG_IO_QUOTE_LEN], have[128], want[128];
@@ -833,8 +834,8 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
         double v = get_f64(src + 8 * i);
         if (isfinite(v) && fabs(v) > FLT_MAX)
             return ag_io_err(AG_ERR_NUMERIC, err, errlen,
-                             "%s: tensor '%s': element %zu (%g) is out of range for float",
-                             f->name, ag_io_quote(name, q, sizeof(q)), i, v);
+                             "%s: tensor '%s': element %zu (%g) is out of range for float", f->name,
+                             ag_io_quote(name, q, sizeof(q)), i, v);
     }
 #endif
     for (size_t i = 0; i < t->count; i++)
@@ -850,7 +851,7 @@ ag_status ag_st_get_finite(const ag_st_file *f, const char *name, int ndim, cons
         return st;
     size_t n = 1;
     for (int d = 0; d < ndim; d++)
-        n *= (size_t)shape[d];   /* ag_st_get checked that it is the tensor's count */
+        n *= (size_t)shape[d]; /* ag_st_get checked that it is the tensor's count */
     return ag_io_check_values(f->name, name, dst, n, nonneg, err, errlen);
 }
 
@@ -858,7 +859,7 @@ size_t ag_st_flushed(const ag_st_file *f, const char *name, size_t *first)
 {
     size_t n = 0;
 #ifdef AG_REAL_DOUBLE
-    (void)f, (void)name, (void)first;   /* F32 and F64 both fit a double */
+    (void)f, (void)name, (void)first; /* F32 and F64 both fit a double */
 #else
     const st_tensor *t = find(f, name);
     if (!t || t->dtype != AG_ST_F64)

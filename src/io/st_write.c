@@ -18,20 +18,20 @@
 #include <string.h>
 
 typedef struct st_entry {
-    char *name;                    /* owned */
-    int ndim;                      /* 0..AG_MAX_DIMS */
-    int shape[AG_MAX_DIMS];        /* (ndim), each >= 0 */
-    size_t count;                  /* elements: product of shape */
-    const ag_real *data;           /* (count) values, borrowed until save */
+    char *name;             /* owned */
+    int ndim;               /* 0..AG_MAX_DIMS */
+    int shape[AG_MAX_DIMS]; /* (ndim), each >= 0 */
+    size_t count;           /* elements: product of shape */
+    const ag_real *data;    /* (count) values, borrowed until save */
 } st_entry;
 
 struct ag_st_writer {
     ag_st_type dtype;
-    st_entry *e;                   /* (n), in the order added */
+    st_entry *e; /* (n), in the order added */
     size_t n, cap;
-    char **meta;                   /* (2 * n_meta): key, value, key, value ...; owned */
+    char **meta; /* (2 * n_meta): key, value, key, value ...; owned */
     size_t n_meta, cap_meta;
-    ag_status status;              /* the first error, sticky */
+    ag_status status; /* the first error, sticky */
     char error[256];
 };
 
@@ -66,7 +66,8 @@ const char *ag_st_writer_error(const ag_st_writer *w)
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static ag_status wfail(ag_st_writer *w, ag_status status, const char *fmt, ...)
+static ag_status
+wfail(ag_st_writer *w, ag_status status, const char *fmt, ...)
 {
     if (w->status != AG_OK)
         return w->status;
@@ -128,7 +129,7 @@ ag_status ag_st_add_tensor(ag_st_writer *w, const char *name, const ag_tensor *t
 {
     if (!w)
         return AG_ERR_ARG;
-    if (!t) {   /* wfail keeps an earlier error */
+    if (!t) { /* wfail keeps an earlier error */
         char q[AG_IO_QUOTE_LEN];
         return wfail(w, AG_ERR_ARG, "ag_st_add_tensor: tensor '%s' is NULL",
                      name && is_utf8(name) ? ag_io_quote(name, q, sizeof(q)) : "?");
@@ -153,8 +154,7 @@ ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value)
                          ag_io_quote(key, q, sizeof(q)));
     char *k = strdup(key), *v = strdup(value);
     /* cap_meta counts pairs: grow an array of pairs of pointers */
-    if (!k || !v ||
-        !ag_io_grow((void **)&w->meta, &w->cap_meta, w->n_meta, 2 * sizeof(*w->meta))) {
+    if (!k || !v || !ag_io_grow((void **)&w->meta, &w->cap_meta, w->n_meta, 2 * sizeof(*w->meta))) {
         free(k);
         free(v);
         return wfail(w, AG_ERR_NOMEM, "ag_st_add_meta: out of memory");
@@ -169,9 +169,9 @@ ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value)
 
 /* A growing string for the JSON header. */
 typedef struct sbuf {
-    char *s;        /* (cap) bytes, owned */
+    char *s; /* (cap) bytes, owned */
     size_t n, cap;
-    int oom;        /* an append failed: everything after it is dropped */
+    int oom; /* an append failed: everything after it is dropped */
 } sbuf;
 
 static void put(sbuf *b, const char *s, size_t n)
@@ -243,8 +243,8 @@ static int cmp_pair(const void *a, const void *b)
 
 /* Where the bytes go: a FILE or a memory buffer. */
 typedef struct sink {
-    FILE *f;                   /* when writing a file */
-    unsigned char *mem;        /* else: the buffer, with room for everything */
+    FILE *f;            /* when writing a file */
+    unsigned char *mem; /* else: the buffer, with room for everything */
     size_t pos;
 } sink;
 
@@ -252,9 +252,9 @@ static int emit(sink *k, const void *p, size_t n)
 {
     if (k->f)
         return fwrite(p, 1, n, k->f) == n;
-    if (n == 0)   /* an empty tensor's data: p may be NULL */
+    if (n == 0) /* an empty tensor's data: p may be NULL */
         return 1;
-    assert(k->mem);   /* a sink is a file or a buffer */
+    assert(k->mem); /* a sink is a file or a buffer */
     memcpy(k->mem + k->pos, p, n);
     k->pos += n;
     return 1;
@@ -263,9 +263,9 @@ static int emit(sink *k, const void *p, size_t n)
 /* The layout of a save: entries in name order with their offsets, and the
  * padded header. Everything here is owned by the plan. */
 typedef struct plan {
-    const st_entry **order;    /* (n) entries sorted by name */
-    sbuf header;               /* the JSON, padded to a multiple of 8 (with the 8-byte length) */
-    size_t total;              /* bytes of the whole file */
+    const st_entry **order; /* (n) entries sorted by name */
+    sbuf header;            /* the JSON, padded to a multiple of 8 (with the 8-byte length) */
+    size_t total;           /* bytes of the whole file */
 } plan;
 
 static void plan_free(plan *pl)
@@ -300,7 +300,7 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
         qsort(meta, w->n_meta, 2 * sizeof(*meta), cmp_pair);
 
     sbuf *b = &pl->header;
-    put(b, "        {", 9);     /* the length goes in the first 8 bytes */
+    put(b, "        {", 9); /* the length goes in the first 8 bytes */
     int first = 1;
     if (w->n_meta) {
         puts_(b, "\"__metadata__\":{");
@@ -317,7 +317,7 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
     size_t off = 0;
     for (size_t i = 0; i < w->n; i++) {
         const st_entry *e = pl->order[i];
-        size_t bytes = e->count * esize;   /* checked when added */
+        size_t bytes = e->count * esize; /* checked when added */
         if (bytes > SIZE_MAX - off) {
             st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: the tensors are too large", what);
             goto done;
@@ -457,8 +457,7 @@ ag_status ag_st_encode(const ag_st_writer *w, unsigned char **buf, size_t *len, 
 ag_status ag_st_save(ag_st_writer *w, const char *path, char *err, size_t errlen)
 {
     if (!w || !path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_save: %s is NULL",
-                         w ? "path" : "writer");
+        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_save: %s is NULL", w ? "path" : "writer");
     char shown[AG_IO_SHOW_LEN];
     ag_io_show(path, shown, sizeof(shown));
     if (w->status != AG_OK)

@@ -77,5 +77,5 @@ int ag_parse_double(const char *s, double *out)
 
 const char *ag_quote(const char *s, char *buf, size_t len)
 {
-    return ag_io_show(s, buf, len);   /* files.c's, the rule for every name a message shows */
+    return ag_io_show(s, buf, len); /* files.c's, the rule for every name a message shows */
 }

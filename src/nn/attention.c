@@ -14,11 +14,11 @@
 #include <string.h>
 
 struct ag_attention {
-    int d_model;          /* d */
-    int n_heads;          /* H; divides d */
-    int causal;           /* 1: key j > query i is masked out */
-    int fused;            /* 1: one fused op; 0: op by op */
-    ag_tensor *w[4];      /* wq, wk, wv, wo: (d, d) each, owned by the layer */
+    int d_model;     /* d */
+    int n_heads;     /* H; divides d */
+    int causal;      /* 1: key j > query i is masked out */
+    int fused;       /* 1: one fused op; 0: op by op */
+    ag_tensor *w[4]; /* wq, wk, wv, wo: (d, d) each, owned by the layer */
 };
 
 enum { WQ, WK, WV, WO, N_WEIGHTS };
@@ -149,7 +149,7 @@ ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_ten
     ag_tensor *q = ag_matmul(tape, x, w[WQ]);
     ag_tensor *k = ag_matmul(tape, x, w[WK]);
     ag_tensor *v = ag_matmul(tape, x, w[WV]);
-    ag_tensor *o = ag_nn_attend(tape, q, k, v, H, layer->causal, attn_out);   /* (B,T,d) */
+    ag_tensor *o = ag_nn_attend(tape, q, k, v, H, layer->causal, attn_out); /* (B,T,d) */
     /* out = O wo: (B,T,d) */
     ag_tensor *out = ag_matmul(tape, o, w[WO]);
     if (!out && attn_out)
@@ -157,8 +157,8 @@ ag_tensor *ag_attention_forward(ag_tape *tape, ag_attention *layer, const ag_ten
     return out;
 }
 
-ag_tensor *ag_nn_attend(ag_tape *tape, const ag_tensor *q, const ag_tensor *k,
-                        const ag_tensor *v, int heads, int causal, ag_tensor **p_out)
+ag_tensor *ag_nn_attend(ag_tape *tape, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v,
+                        int heads, int causal, ag_tensor **p_out)
 {
     if (p_out)
         *p_out = NULL;
@@ -170,10 +170,10 @@ ag_tensor *ag_nn_attend(ag_tape *tape, const ag_tensor *q, const ag_tensor *k,
     int dh = qh ? qh->shape[3] : 1;
     ag_tensor *s = ag_scale(tape, ag_matmul_bt(tape, qh, kh), 1.0 / sqrt((double)dh));
     if (causal)
-        s = ag_causal_mask(tape, s);   /* j > i -> -inf */
+        s = ag_causal_mask(tape, s); /* j > i -> -inf */
     /* P_h = softmax(S_h) over keys; O_h = P_h V_h: (B,H,T,dh) */
     ag_tensor *p = ag_softmax(tape, s);
-    ag_tensor *o = ag_merge_heads(tape, ag_matmul(tape, p, vh));   /* (B,T,d) */
+    ag_tensor *o = ag_merge_heads(tape, ag_matmul(tape, p, vh)); /* (B,T,d) */
     if (o && p_out)
         *p_out = p;
     return o;

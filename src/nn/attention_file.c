@@ -19,11 +19,10 @@ static int read_dim(const ag_st_file *f, const char *path, int *d, char *err, si
     if (ag_st_shape(f, "wq", &nd, w, err, errlen) != AG_OK)
         return 0;
     if (nd == 2 && (w[0] != w[1] || w[0] < 1))
-        ag_nn_set_err(err, errlen, "%s: tensor 'wq' is [%dx%d], must be square (d, d)", path,
-                      w[0], w[1]);
+        ag_nn_set_err(err, errlen, "%s: tensor 'wq' is [%dx%d], must be square (d, d)", path, w[0],
+                      w[1]);
     else if (nd != 2)
-        ag_nn_set_err(err, errlen, "%s: tensor 'wq' has %d dims, must be square (d, d)", path,
-                      nd);
+        ag_nn_set_err(err, errlen, "%s: tensor 'wq' has %d dims, must be square (d, d)", path, nd);
     *d = w[0];
     return nd == 2 && w[0] == w[1] && w[0] >= 1;
 }
@@ -40,8 +39,10 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
         return 0;
     }
     if (ag_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
-        ag_nn_set_err(err, errlen, "%s: metadata n_heads '%s' must be a whole number dividing "
-                      "d = %d", path, ag_quote(h, q, sizeof(q)), d);
+        ag_nn_set_err(err, errlen,
+                      "%s: metadata n_heads '%s' must be a whole number dividing "
+                      "d = %d",
+                      path, ag_quote(h, q, sizeof(q)), d);
         return 0;
     }
     *heads = (int)v;

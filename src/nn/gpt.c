@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GPT_STD 0.02          /* GPT-2's weight scale */
-#define GPT_MAX_SIZE 65536    /* seq and dim */
+#define GPT_STD 0.02       /* GPT-2's weight scale */
+#define GPT_MAX_SIZE 65536 /* seq and dim */
 #define GPT_MAX_LAYERS 1024
-#define GPT_EVAL_WINDOWS 32   /* validation windows per forward */
+#define GPT_EVAL_WINDOWS 32 /* validation windows per forward */
 
 ag_gpt_config ag_gpt_defaults(int vocab)
 {
@@ -181,7 +181,7 @@ ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errl
     }
     g->cfg = *cfg;
     int V = cfg->vocab, T = cfg->seq, C = cfg->dim, L = cfg->layers;
-    size_t most = 4 + (size_t)L * 16;   /* wte, wpe, ln_f's two; 16 per block at most */
+    size_t most = 4 + (size_t)L * 16; /* wte, wpe, ln_f's two; 16 per block at most */
     g->params = ag_calloc(most, sizeof(*g->params));
     g->names = ag_calloc(most, sizeof(*g->names));
     g->stash = ag_calloc(most, sizeof(*g->stash));
@@ -212,8 +212,8 @@ ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errl
         init_weights(g, rng);
     return g;
 nomem:
-    ag_nn_set_err(err, errlen, "gpt: out of memory for a model of dim %d, %d layers, vocab %d",
-                  C, L, V);
+    ag_nn_set_err(err, errlen, "gpt: out of memory for a model of dim %d, %d layers, vocab %d", C,
+                  L, V);
     ag_gpt_free(g);
     return NULL;
 }
@@ -344,8 +344,10 @@ ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
     if (!tape || ag_tape_status(tape) != AG_OK)
         return NULL;
     if (!g || !x || layer < 0 || layer >= g->cfg.layers) {
-        ag_tape_fail(tape, AG_ERR_ARG, "gpt block: %s", !g ? "the model is NULL" : !x ? "x is NULL"
-                     : "no such layer");
+        ag_tape_fail(tape, AG_ERR_ARG, "gpt block: %s",
+                     !g   ? "the model is NULL"
+                     : !x ? "x is NULL"
+                          : "no such layer");
         return NULL;
     }
     const ag_gpt_layer *l = &g->h[layer];
@@ -430,8 +432,8 @@ ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y
     return AG_OK;
 }
 
-ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *windows,
-                          char *err, size_t errlen)
+ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *windows, char *err,
+                          size_t errlen)
 {
     if (!g || !text || !loss) {
         ag_nn_set_err(err, errlen, "validation loss: a NULL argument");
@@ -445,8 +447,10 @@ ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *
     }
     size_t W = ag_text_windows(text, T);
     if (W == 0) {
-        ag_nn_set_err(err, errlen, "validation loss: the validation part has %zu characters; a "
-                      "window of %d needs %d", text->len - text->n_train, T, T + 1);
+        ag_nn_set_err(err, errlen,
+                      "validation loss: the validation part has %zu characters; a "
+                      "window of %d needs %d",
+                      text->len - text->n_train, T, T + 1);
         return AG_ERR_ARG;
     }
     size_t nb = W < GPT_EVAL_WINDOWS ? W : GPT_EVAL_WINDOWS;

@@ -11,44 +11,44 @@
 /* One block's parameters, in the library's y = x W layout. A part that an
  * ablation removes, and every bias without cfg.bias, is NULL. */
 typedef struct ag_gpt_layer {
-    ag_tensor *ln1_w, *ln1_b;      /* (C) layer norm before attention */
-    ag_attention *attn;            /* wq, wk, wv, wo: (C, C), causal */
-    ag_tensor *bq, *bk, *bv, *bo;  /* (C) attention biases */
-    ag_tensor *ln2_w, *ln2_b;      /* (C) layer norm before the MLP */
-    ag_tensor *w_fc, *b_fc;        /* (C, 4C), (4C) */
-    ag_tensor *w_proj, *b_proj;    /* (4C, C), (C) */
+    ag_tensor *ln1_w, *ln1_b;     /* (C) layer norm before attention */
+    ag_attention *attn;           /* wq, wk, wv, wo: (C, C), causal */
+    ag_tensor *bq, *bk, *bv, *bo; /* (C) attention biases */
+    ag_tensor *ln2_w, *ln2_b;     /* (C) layer norm before the MLP */
+    ag_tensor *w_fc, *b_fc;       /* (C, 4C), (4C) */
+    ag_tensor *w_proj, *b_proj;   /* (4C, C), (C) */
 } ag_gpt_layer;
 
-#define AG_GPT_NAME_MAX 48   /* "h.1023.attn.wq" and the like, with room */
+#define AG_GPT_NAME_MAX 48 /* "h.1023.attn.wq" and the like, with room */
 
 struct ag_gpt {
     ag_gpt_config cfg;
-    ag_tensor *wte;                /* (V, C) token vectors, and the output head */
-    ag_tensor *wpe;                /* (T, C) position vectors; NULL with no_posenc */
-    ag_gpt_layer *h;               /* (layers) */
-    ag_tensor *lnf_w, *lnf_b;      /* (C) the final layer norm */
-    int *positions;                /* (T) 0, 1, ..., T-1: the ids of wpe's lookup */
+    ag_tensor *wte;           /* (V, C) token vectors, and the output head */
+    ag_tensor *wpe;           /* (T, C) position vectors; NULL with no_posenc */
+    ag_gpt_layer *h;          /* (layers) */
+    ag_tensor *lnf_w, *lnf_b; /* (C) the final layer norm */
+    int *positions;           /* (T) 0, 1, ..., T-1: the ids of wpe's lookup */
     size_t n_params;
-    ag_tensor **params;            /* (n_params) every parameter, in ag_gpt_params' order */
-    char (*names)[AG_GPT_NAME_MAX];/* (n_params) their names */
-    ag_real **stash;               /* (n_params) gradients while they are switched off */
-    unsigned char *borrowed;       /* (n_params) 1: owned by an attention layer, not by g */
+    ag_tensor **params;             /* (n_params) every parameter, in ag_gpt_params' order */
+    char (*names)[AG_GPT_NAME_MAX]; /* (n_params) their names */
+    ag_real **stash;                /* (n_params) gradients while they are switched off */
+    unsigned char *borrowed;        /* (n_params) 1: owned by an attention layer, not by g */
 };
 
 /* A trainer (gpt_train.c); gpt_file.c saves and restores its state. */
 struct ag_gpt_trainer {
-    ag_gpt *g;                     /* borrowed */
-    const ag_text *text;           /* borrowed */
+    ag_gpt *g;           /* borrowed */
+    const ag_text *text; /* borrowed */
     ag_gpt_train_config cfg;
     ag_tape *tape;
-    ag_optim *opt[2];              /* AdamW on the 2-D weights, Adam on the rest; NULL when empty */
-    int *group;                    /* (n_params) which optimizer a parameter is in */
-    size_t *index;                 /* (n_params) and its index there */
-    int *x, *y;                    /* (batch, seq) token ids and targets of a step */
-    ag_rng data_rng;               /* the training batches */
-    ag_rng dropout_rng;            /* dropout's masks */
-    long step;                     /* steps done */
-    ag_gpt *own_g;                 /* ag_gpt_trainer_open's: freed with the trainer, or NULL */
+    ag_optim *opt[2];   /* AdamW on the 2-D weights, Adam on the rest; NULL when empty */
+    int *group;         /* (n_params) which optimizer a parameter is in */
+    size_t *index;      /* (n_params) and its index there */
+    int *x, *y;         /* (batch, seq) token ids and targets of a step */
+    ag_rng data_rng;    /* the training batches */
+    ag_rng dropout_rng; /* dropout's masks */
+    long step;          /* steps done */
+    ag_gpt *own_g;      /* ag_gpt_trainer_open's: freed with the trainer, or NULL */
     ag_text *own_text;
 };
 

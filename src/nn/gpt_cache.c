@@ -13,22 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LN_EPS 1e-5   /* as the layer-norm op */
+#define LN_EPS 1e-5 /* as the layer-norm op */
 
 struct ag_gpt_cache {
-    ag_gpt *g;                  /* borrowed */
-    int len;                    /* positions held */
-    int *ids;                   /* (T) the token at each held position */
-    ag_real *k, *v;             /* (layers, T, C) every held position's keys and values */
-    ag_real *x;                 /* (C) the residual stream of the position being run */
-    ag_real *h;                 /* (C) its layer-normed copy */
-    ag_real *q;                 /* (C) its query */
-    ag_real *o;                 /* (C) the heads' outputs, concatenated */
-    ag_real *a;                 /* (C) a branch's output */
-    ag_real *f;                 /* (4C) the MLP's hidden layer */
-    ag_real *att;               /* (T) one head's attention weights */
-    ag_real *logits;            /* (V) */
-    double *sorted;             /* (V) for top-k */
+    ag_gpt *g;       /* borrowed */
+    int len;         /* positions held */
+    int *ids;        /* (T) the token at each held position */
+    ag_real *k, *v;  /* (layers, T, C) every held position's keys and values */
+    ag_real *x;      /* (C) the residual stream of the position being run */
+    ag_real *h;      /* (C) its layer-normed copy */
+    ag_real *q;      /* (C) its query */
+    ag_real *o;      /* (C) the heads' outputs, concatenated */
+    ag_real *a;      /* (C) a branch's output */
+    ag_real *f;      /* (4C) the MLP's hidden layer */
+    ag_real *att;    /* (T) one head's attention weights */
+    ag_real *logits; /* (V) */
+    double *sorted;  /* (V) for top-k */
 };
 
 ag_gpt_cache *ag_gpt_cache_new(ag_gpt *g, char *err, size_t errlen)
@@ -45,11 +45,11 @@ ag_gpt_cache *ag_gpt_cache_new(ag_gpt *g, char *err, size_t errlen)
         return NULL;
     }
     k->g = g;
-    size_t kv = L * T * C;   /* the model exists, so (T, C) and (4C) fit; L is at most 1024 */
+    size_t kv = L * T * C; /* the model exists, so (T, C) and (4C) fit; L is at most 1024 */
     k->ids = ag_malloc(T * sizeof(int));
     k->k = ag_malloc((kv ? kv : 1) * sizeof(ag_real));
     k->v = ag_malloc((kv ? kv : 1) * sizeof(ag_real));
-    k->x = ag_malloc((9 * C + T + V) * sizeof(ag_real));   /* x, h, q, o, a: C each; f: 4C */
+    k->x = ag_malloc((9 * C + T + V) * sizeof(ag_real)); /* x, h, q, o, a: C each; f: 4C */
     k->sorted = ag_malloc(V * sizeof(double));
     if (!k->ids || !k->k || !k->v || !k->x || !k->sorted) {
         ag_gpt_cache_free(k);
@@ -286,7 +286,7 @@ int ag_gpt_cache_pick(ag_gpt_cache *c, const ag_real *logits, double temperature
         if (u < cum)
             return j;
     }
-    return last;   /* u within rounding of the total */
+    return last; /* u within rounding of the total */
 }
 
 /* Push id; when the window is full, keep its last seq / 2 tokens, run them
@@ -309,8 +309,10 @@ ag_status ag_gpt_generate(ag_gpt_cache *c, const int *prompt, size_t n_prompt, s
                           void *ctx, char *err, size_t errlen)
 {
     if (!c || !prompt || n_prompt == 0 || !rng) {
-        ag_nn_set_err(err, errlen, "generate: %s", !c ? "the cache is NULL" : !rng ? "rng is NULL"
-                      : "the prompt is empty");
+        ag_nn_set_err(err, errlen, "generate: %s",
+                      !c     ? "the cache is NULL"
+                      : !rng ? "rng is NULL"
+                             : "the prompt is empty");
         return AG_ERR_ARG;
     }
     if (!(temperature >= 0 && isfinite(temperature))) {
@@ -330,7 +332,7 @@ ag_status ag_gpt_generate(ag_gpt_cache *c, const int *prompt, size_t n_prompt, s
         if (emit && emit(id, ctx))
             break;
         if (n + 1 < n_new)
-            feed(c, id, &logits, err, errlen);   /* id came from the model: cannot fail */
+            feed(c, id, &logits, err, errlen); /* id came from the model: cannot fail */
     }
     return AG_OK;
 }

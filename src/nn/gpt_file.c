@@ -21,23 +21,23 @@
 #define VERSION "1"
 #define NAME_MAX_LEN 96
 #define MAX_STEPS 2000000000L
-#define MAX_SETTING 1e9   /* learning rates, weight decay, clip */
+#define MAX_SETTING 1e9 /* learning rates, weight decay, clip */
 
 /* One tensor of the file: up to three parameters stacked along its rows. */
 typedef struct file_tensor {
     char name[NAME_MAX_LEN];
-    int ndim, shape[2];      /* the file's shape: (out, in) for a linear weight */
-    int n;                   /* parameters stacked */
-    size_t param[3];         /* their indices in g->params */
-    int transpose;           /* 1: each is an (in, out) weight, stored (out, in) */
-    size_t size;             /* elements */
+    int ndim, shape[2]; /* the file's shape: (out, in) for a linear weight */
+    int n;              /* parameters stacked */
+    size_t param[3];    /* their indices in g->params */
+    int transpose;      /* 1: each is an (in, out) weight, stored (out, in) */
+    size_t size;        /* elements */
 } file_tensor;
 
 typedef struct file_map {
-    file_tensor *t;          /* (n) */
+    file_tensor *t; /* (n) */
     size_t n;
-    size_t size;             /* elements of all of them */
-    size_t wte;              /* which one is transformer.wte.weight */
+    size_t size; /* elements of all of them */
+    size_t wte;  /* which one is transformer.wte.weight */
 } file_map;
 
 static long find_param(const ag_gpt *g, const char *name)
@@ -64,7 +64,7 @@ static void map_add(file_map *m, const ag_gpt *g, int layer, const char *name,
             snprintf(pname, sizeof(pname), "%s", parts[k]);
         long i = find_param(g, pname);
         if (i < 0)
-            return;   /* not in this model (no bias, an ablation) */
+            return; /* not in this model (no bias, an ablation) */
         t->param[t->n++] = (size_t)i;
     }
     const ag_tensor *p = g->params[t->param[0]];
@@ -88,7 +88,7 @@ static int map_make(file_map *m, const ag_gpt *g)
     m->t = malloc((4 + 12 * (size_t)g->cfg.layers) * sizeof(*m->t));
     if (!m->t)
         return 0;
-#define ADD(layer, name, transpose, ...) \
+#define ADD(layer, name, transpose, ...)                                                           \
     map_add(m, g, layer, name, (const char *const[]){__VA_ARGS__, NULL}, transpose)
     ADD(-1, "transformer.wte.weight", 0, "wte");
     ADD(-1, "transformer.wpe.weight", 0, "wpe");
@@ -123,7 +123,7 @@ static void pack(const ag_gpt *g, const file_tensor *t, ag_real *const *src, ag_
             memcpy(dst, s, p->size * sizeof(ag_real));
         } else {
             size_t in = (size_t)p->shape[0], out = (size_t)p->shape[1];
-            for (size_t o = 0; o < out; o++)   /* dst (out, in) = s (in, out)^T */
+            for (size_t o = 0; o < out; o++) /* dst (out, in) = s (in, out)^T */
                 for (size_t i = 0; i < in; i++)
                     dst[o * in + i] = s[i * out + o];
         }
@@ -160,8 +160,8 @@ static const char *tf(int v)
 static void buffers(ag_gpt *g, ag_gpt_trainer *t, int slot, ag_real **buf)
 {
     for (size_t i = 0; i < g->n_params; i++)
-        buf[i] = slot < 0 ? g->params[i]->data
-                          : ag_optim_state(t->opt[t->group[i]], t->index[i], slot);
+        buf[i] =
+            slot < 0 ? g->params[i]->data : ag_optim_state(t->opt[t->group[i]], t->index[i], slot);
 }
 
 static void add_model_meta(ag_st_writer *w, const ag_gpt *g, const ag_vocab *vocab)
@@ -212,10 +212,14 @@ static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const
 {
     if (!g || !vocab || !path)
         return ag_io_err(AG_ERR_ARG, err, errlen, "save: %s is NULL",
-                         !g ? "the model" : !vocab ? "the vocabulary" : "path");
+                         !g       ? "the model"
+                         : !vocab ? "the vocabulary"
+                                  : "path");
     if (ag_vocab_size(vocab) != g->cfg.vocab)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "%s: the vocabulary has %d characters, the "
-                         "model %d", path, ag_vocab_size(vocab), g->cfg.vocab);
+        return ag_io_err(AG_ERR_ARG, err, errlen,
+                         "%s: the vocabulary has %d characters, the "
+                         "model %d",
+                         path, ag_vocab_size(vocab), g->cfg.vocab);
     file_map m;
     int slots = t ? 2 : 0;
     ag_real **src = malloc(g->n_params * sizeof(*src));
@@ -241,7 +245,7 @@ static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const
             else
                 snprintf(name, sizeof(name), "optim.%s.%s", ft->name, slot ? "v" : "m");
             ag_st_add(w, name, ft->ndim, ft->shape, d);
-            if (slot < 0 && k == m.wte)   /* the tied head: the same numbers again */
+            if (slot < 0 && k == m.wte) /* the tied head: the same numbers again */
                 ag_st_add(w, "lm_head.weight", ft->ndim, ft->shape, d);
             d += ft->size;
         }
@@ -254,8 +258,7 @@ static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const
     return st;
 }
 
-ag_status ag_gpt_save(ag_gpt *g, const ag_vocab *vocab, const char *path, char *err,
-                      size_t errlen)
+ag_status ag_gpt_save(ag_gpt *g, const ag_vocab *vocab, const char *path, char *err, size_t errlen)
 {
     return save(g, vocab, NULL, path, err, errlen);
 }
@@ -290,15 +293,17 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
     if (!ag_meta_str(s, p, "format", &v, err, errlen))
         return 0;
     if (strcmp(v, FORMAT) != 0) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: not an attograd GPT checkpoint (format '%s')",
-                  p, ag_io_quote(v, q, sizeof(q)));
+        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: not an attograd GPT checkpoint (format '%s')", p,
+                  ag_io_quote(v, q, sizeof(q)));
         return 0;
     }
     if (!ag_meta_str(s, p, "version", &v, err, errlen))
         return 0;
     if (strcmp(v, VERSION) != 0) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: checkpoint version '%s' is not supported "
-                  "(only %s)", p, ag_io_quote(v, q, sizeof(q)), VERSION);
+        ag_io_err(AG_ERR_FORMAT, err, errlen,
+                  "%s: checkpoint version '%s' is not supported "
+                  "(only %s)",
+                  p, ag_io_quote(v, q, sizeof(q)), VERSION);
         return 0;
     }
     if (!ag_meta_int(s, p, "vocab_size", 1, AG_VOCAB_MAX, &c->vocab, err, errlen) ||
@@ -310,7 +315,8 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
         !ag_meta_double(s, p, "dropout", 0, 0.999999, &c->dropout, err, errlen) ||
         !ag_meta_bool(s, p, "residual", &residual, err, errlen) ||
         !ag_meta_bool(s, p, "layernorm", &layernorm, err, errlen) ||
-        !ag_meta_bool(s, p, "mlp", &mlp, err, errlen) || !ag_meta_str(s, p, "posenc", &v, err, errlen))
+        !ag_meta_bool(s, p, "mlp", &mlp, err, errlen) ||
+        !ag_meta_str(s, p, "posenc", &v, err, errlen))
         return 0;
     if (strcmp(v, "learned") != 0 && strcmp(v, "none") != 0) {
         ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata posenc '%s' is not learned or none", p,
@@ -320,8 +326,8 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
     c->no_posenc = strcmp(v, "none") == 0;
     c->no_residual = !residual, c->no_layernorm = !layernorm, c->no_mlp = !mlp;
     if (c->dim % c->heads != 0) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata n_head %d does not divide n_embd %d",
-                  p, c->heads, c->dim);
+        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata n_head %d does not divide n_embd %d", p,
+                  c->heads, c->dim);
         return 0;
     }
     char verr[192];
@@ -332,8 +338,10 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
         return 0;
     }
     if (ag_vocab_size(f->vocab) != c->vocab) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata vocab has %d characters, vocab_size "
-                  "says %d", p, ag_vocab_size(f->vocab), c->vocab);
+        ag_io_err(AG_ERR_FORMAT, err, errlen,
+                  "%s: metadata vocab has %d characters, vocab_size "
+                  "says %d",
+                  p, ag_vocab_size(f->vocab), c->vocab);
         return 0;
     }
     return 1;
@@ -346,7 +354,7 @@ static int read_train_meta(ag_gpt_file *f, char *err, size_t errlen)
     const char *p = f->path;
     ag_gpt_train_config *c = &f->train;
     if (!ag_st_meta(s, "step"))
-        return 1;   /* a model only */
+        return 1; /* a model only */
     f->has_train = 1;
     return ag_meta_int(s, p, "batch", 1, 1 << 20, &c->batch, err, errlen) &&
            ag_meta_double(s, p, "lr", 1e-12, MAX_SETTING, &c->lr, err, errlen) &&
@@ -432,8 +440,8 @@ static int read_tensor(const ag_gpt_file *f, const ag_gpt *g, const file_tensor 
 }
 
 /* Copy the file's weights (slot -1) or an optimizer slot into g or t. */
-static ag_status load_slot(const ag_gpt_file *f, ag_gpt *g, ag_gpt_trainer *t, int slot,
-                           char *err, size_t errlen)
+static ag_status load_slot(const ag_gpt_file *f, ag_gpt *g, ag_gpt_trainer *t, int slot, char *err,
+                           size_t errlen)
 {
     file_map m;
     ag_real **dst = malloc(g->n_params * sizeof(*dst));
@@ -457,8 +465,10 @@ static ag_status load_slot(const ag_gpt_file *f, ag_gpt *g, ag_gpt_trainer *t, i
         const file_tensor *e = &m.t[m.wte];
         ok = ag_st_get(f->st, "lm_head.weight", e->ndim, e->shape, tmp, err, errlen) == AG_OK;
         if (ok && memcmp(tmp, g->wte->data, e->size * sizeof(ag_real)) != 0) {
-            ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: lm_head.weight differs from "
-                      "transformer.wte.weight (the output head is tied to the embedding)", f->path);
+            ag_io_err(AG_ERR_FORMAT, err, errlen,
+                      "%s: lm_head.weight differs from "
+                      "transformer.wte.weight (the output head is tied to the embedding)",
+                      f->path);
             ok = 0;
         }
     }
@@ -487,14 +497,16 @@ ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen)
     return g;
 }
 
-ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *err,
-                                 size_t errlen)
+ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *err, size_t errlen)
 {
     if (!t || !f)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "restore: %s is NULL", t ? "the file" : "the trainer");
+        return ag_io_err(AG_ERR_ARG, err, errlen, "restore: %s is NULL",
+                         t ? "the file" : "the trainer");
     if (!f->has_train)
-        return ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: holds a model but no training state "
-                         "(saved without a trainer)", f->path);
+        return ag_io_err(AG_ERR_FORMAT, err, errlen,
+                         "%s: holds a model but no training state "
+                         "(saved without a trainer)",
+                         f->path);
     for (int slot = 0; slot < 2; slot++) {
         ag_status st = load_slot(f, t->g, t, slot, err, errlen);
         if (st != AG_OK)

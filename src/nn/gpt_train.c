@@ -37,7 +37,7 @@ double ag_gpt_lr_at(const ag_gpt_train_config *c, long step)
 {
     if (step < c->warmup)
         return c->lr * (double)(step + 1) / (double)(c->warmup + 1);
-    long end = c->decay_steps - 1;   /* the last step of the schedule runs at min_lr */
+    long end = c->decay_steps - 1; /* the last step of the schedule runs at min_lr */
     if (step >= end)
         return c->min_lr;
     double r = (double)(step - c->warmup) / (double)(end - c->warmup);
@@ -91,19 +91,23 @@ static int make_optimizers(ag_gpt_trainer *t)
     return ok;
 }
 
-ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text,
-                                   const ag_gpt_train_config *cfg, char *err, size_t errlen)
+ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text, const ag_gpt_train_config *cfg,
+                                   char *err, size_t errlen)
 {
     if (!g || !text || !cfg) {
-        ag_nn_set_err(err, errlen, "trainer: %s is NULL", !g ? "the model" : !text ? "the text"
-                      : "the configuration");
+        ag_nn_set_err(err, errlen, "trainer: %s is NULL",
+                      !g      ? "the model"
+                      : !text ? "the text"
+                              : "the configuration");
         return NULL;
     }
     if (!check_train_config(cfg, err, errlen))
         return NULL;
     if (ag_vocab_size(text->vocab) != g->cfg.vocab) {
-        ag_nn_set_err(err, errlen, "trainer: the text has %d distinct characters, the model a "
-                      "vocabulary of %d", ag_vocab_size(text->vocab), g->cfg.vocab);
+        ag_nn_set_err(err, errlen,
+                      "trainer: the text has %d distinct characters, the model a "
+                      "vocabulary of %d",
+                      ag_vocab_size(text->vocab), g->cfg.vocab);
         return NULL;
     }
     if (ag_text_check_seq(text, g->cfg.seq, err, errlen) != AG_OK)
@@ -206,17 +210,18 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
     long bad = ag_first_nonfinite_param(g->params, g->n_params, &elem);
     if (bad >= 0) {
         ag_real v = g->params[bad]->data[elem];
-        ag_nn_set_err(err, errlen, "step %ld: the AdamW update (lr %g) made parameter '%s' %s at "
-                      "element %zu (the gradient norm was %g)", t->step + 1, lr, g->names[bad],
-                      isnan(v) ? "NaN" : "Inf", elem, norm);
+        ag_nn_set_err(err, errlen,
+                      "step %ld: the AdamW update (lr %g) made parameter '%s' %s at "
+                      "element %zu (the gradient norm was %g)",
+                      t->step + 1, lr, g->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
         return AG_ERR_NUMERIC;
     }
     t->step++;
     return AG_OK;
 }
 
-ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, double *loss,
-                                  char *err, size_t errlen)
+ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, double *loss, char *err,
+                                  size_t errlen)
 {
     if (!t || !loss || iters < 1 || (split != AG_SPLIT_TRAIN && split != AG_SPLIT_VAL)) {
         ag_nn_set_err(err, errlen, "estimate: bad arguments");

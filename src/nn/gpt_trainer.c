@@ -10,8 +10,10 @@ ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *
                                     char *err, size_t errlen)
 {
     if (!text_path || !train || (!model && !resume)) {
-        ag_nn_set_err(err, errlen, "trainer: %s is NULL", !text_path ? "the text's path"
-                      : !train ? "the configuration" : "the model's configuration");
+        ag_nn_set_err(err, errlen, "trainer: %s is NULL",
+                      !text_path ? "the text's path"
+                      : !train   ? "the configuration"
+                                 : "the model's configuration");
         return NULL;
     }
     ag_text *text = NULL;

@@ -19,10 +19,10 @@
 
 struct ag_model {
     ag_model_config cfg;
-    ag_tensor *emb0, *emb1;      /* (vocab, d) token tables for slots 0 and 1 */
-    ag_posenc *pe;               /* positions 0..seq-1 */
-    ag_attention *att;           /* wq, wk, wv, wo: (d, d) */
-    ag_tensor *readout;          /* (d, answers * classes) */
+    ag_tensor *emb0, *emb1; /* (vocab, d) token tables for slots 0 and 1 */
+    ag_posenc *pe;          /* positions 0..seq-1 */
+    ag_attention *att;      /* wq, wk, wv, wo: (d, d) */
+    ag_tensor *readout;     /* (d, answers * classes) */
     ag_tensor *params[MODEL_MAX_PARAMS];
     const char *names[MODEL_MAX_PARAMS];
     size_t n_params;

@@ -14,7 +14,8 @@
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static inline void ag_nn_set_err(char *err, size_t errlen, const char *fmt, ...)
+static inline void
+ag_nn_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || !errlen)
         return;
@@ -33,7 +34,7 @@ int ag_nn_check_heads(int dim, int heads, char *err, size_t errlen);
  * and the GPT's biased attention: q, k, v (B,T,d) -> O (B,T,d), the heads'
  * softmax(Q_h K_h^T / sqrt(dh)) V_h concatenated, with the causal mask when
  * causal. *p_out (may be NULL) gets P (B,H,T,T). NULL with the tape's error. */
-ag_tensor *ag_nn_attend(ag_tape *tape, const ag_tensor *q, const ag_tensor *k,
-                        const ag_tensor *v, int heads, int causal, ag_tensor **p_out);
+ag_tensor *ag_nn_attend(ag_tape *tape, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v,
+                        int heads, int causal, ag_tensor **p_out);
 
 #endif /* AG_NN_H */

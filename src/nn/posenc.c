@@ -24,9 +24,9 @@
 struct ag_posenc {
     ag_posenc_kind kind;
     int max_len, d;
-    ag_real *fixed;       /* (max_len, d) sinusoidal table, or NULL */
-    ag_tensor *table;     /* (max_len, d) learned parameter, owned, or NULL */
-    int *positions;       /* (max_len) 0, 1, ..., max_len-1: the ids of a learned lookup */
+    ag_real *fixed;   /* (max_len, d) sinusoidal table, or NULL */
+    ag_tensor *table; /* (max_len, d) learned parameter, owned, or NULL */
+    int *positions;   /* (max_len) 0, 1, ..., max_len-1: the ids of a learned lookup */
 };
 
 static const char *const kind_names[] = {"none", "sinusoidal", "learned"};
@@ -55,7 +55,7 @@ static void fill_sinusoidal(ag_real *pe, int max_len, int d)
 {
     for (int t = 0; t < max_len; t++) {
         for (int c = 0; c < d; c++) {
-            int i2 = c - c % 2;   /* 2i: the pair's even column */
+            int i2 = c - c % 2; /* 2i: the pair's even column */
             double angle = t / pow(10000.0, (double)i2 / d);
             pe[(size_t)t * d + c] = (ag_real)(c % 2 == 0 ? sin(angle) : cos(angle));
         }
@@ -173,18 +173,15 @@ ag_tensor *ag_posenc_apply(ag_tape *tape, ag_posenc *pe, const ag_tensor *x)
                      ag_shape_str(x, s, sizeof(s)), T, pe->max_len);
         return NULL;
     }
-    ag_tensor *pos;   /* (T, d): the first T rows */
+    ag_tensor *pos; /* (T, d): the first T rows */
     switch (pe->kind) {
-    case AG_POSENC_SINUSOIDAL:
-        pos = ag_tensor_from(tape, 2, (int[]){T, pe->d}, pe->fixed);
-        break;
+    case AG_POSENC_SINUSOIDAL: pos = ag_tensor_from(tape, 2, (int[]){T, pe->d}, pe->fixed); break;
     case AG_POSENC_LEARNED:
         pos = ag_embedding(tape, pe->table, pe->positions, 1, (int[]){T});
         break;
-    default:
-        return (ag_tensor *)x;   /* none: the input itself, nothing recorded */
+    default: return (ag_tensor *)x; /* none: the input itself, nothing recorded */
     }
-    return ag_add(tape, x, pos);   /* (..., T, d) + (T, d), broadcast over the batch */
+    return ag_add(tape, x, pos); /* (..., T, d) + (T, d), broadcast over the batch */
 }
 
 /* ---- for display: a saved table, and how alike its rows are ---- */
@@ -195,14 +192,17 @@ ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errl
     ag_posenc *pe = NULL;
     int nd, shape[AG_MAX_DIMS];
     if (!path || max_size < 1) {
-        ag_nn_set_err(err, errlen, "posenc: %s", path ? "max_size must be at least 1" : "path is NULL");
+        ag_nn_set_err(err, errlen, "posenc: %s",
+                      path ? "max_size must be at least 1" : "path is NULL");
         return NULL;
     }
     if (ag_st_load(path, &f, err, errlen) != AG_OK)
         return NULL;
     if (!ag_st_dtype(f, "pos")) {
-        ag_nn_set_err(err, errlen, "%s has no tensor 'pos' (a learned positional encoding: "
-                      "attograd train --posenc learned --save FILE)", path);
+        ag_nn_set_err(err, errlen,
+                      "%s has no tensor 'pos' (a learned positional encoding: "
+                      "attograd train --posenc learned --save FILE)",
+                      path);
         goto fail;
     }
     if (ag_st_shape(f, "pos", &nd, shape, err, errlen) != AG_OK)

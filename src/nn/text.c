@@ -13,9 +13,9 @@
 #include <string.h>
 
 struct ag_vocab {
-    int n;              /* V */
-    uint32_t *cp;       /* (n) code points, strictly increasing */
-    char *chars;        /* all of them as one UTF-8 string */
+    int n;        /* V */
+    uint32_t *cp; /* (n) code points, strictly increasing */
+    char *chars;  /* all of them as one UTF-8 string */
 };
 
 #define MAX_CODE_POINT 0x10FFFFu
@@ -201,9 +201,10 @@ ag_vocab *ag_vocab_from_chars(const char *chars, char *err, size_t errlen)
     while (i < len && utf8_next(u, len, &i, &cp[n])) {
         if (n > 0 && cp[n] <= cp[n - 1]) {
             char a[32], b[32];
-            ag_nn_set_err(err, errlen, "vocabulary: %s follows %s: the characters must be distinct "
-                          "and in increasing order", char_label(cp[n], a, sizeof(a)),
-                          char_label(cp[n - 1], b, sizeof(b)));
+            ag_nn_set_err(err, errlen,
+                          "vocabulary: %s follows %s: the characters must be distinct "
+                          "and in increasing order",
+                          char_label(cp[n], a, sizeof(a)), char_label(cp[n - 1], b, sizeof(b)));
             free(cp);
             return NULL;
         }
@@ -241,7 +242,7 @@ int ag_vocab_id(const ag_vocab *v, uint32_t c)
 {
     if (!v)
         return -1;
-    int lo = 0, hi = v->n;   /* binary search over the sorted code points */
+    int lo = 0, hi = v->n; /* binary search over the sorted code points */
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
         if (v->cp[mid] < c)
@@ -318,7 +319,7 @@ ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **id
     if (!out)
         return ag_io_err(AG_ERR_NOMEM, err, errlen, "vocabulary: prompt: out of memory");
     ag_status st = AG_OK;
-    if (len == 0) {   /* start where a text starts anew, after a newline */
+    if (len == 0) { /* start where a text starts anew, after a newline */
         int nl = ag_vocab_id(v, '\n');
         out[0] = nl >= 0 ? nl : 0;
         *n = 1;
@@ -359,16 +360,16 @@ ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vo
         if (!t->vocab)
             goto nomem;
     } else if (!(t->vocab = vocab_of(s, len, name, err, errlen))) {
-        st = AG_ERR_FORMAT;   /* too many characters (or out of memory, said in err) */
+        st = AG_ERR_FORMAT; /* too many characters (or out of memory, said in err) */
         goto fail;
     }
-    t->ids = ag_malloc(len * sizeof(int));   /* a character is at least one byte */
+    t->ids = ag_malloc(len * sizeof(int)); /* a character is at least one byte */
     if (!t->ids)
         goto nomem;
     st = encode(t->vocab, s, len, t->ids, &t->len, name, err, errlen);
     if (st != AG_OK)
         goto fail;
-    t->n_train = t->len * 9 / 10;   /* len <= AG_TEXT_MAX_BYTES: no overflow */
+    t->n_train = t->len * 9 / 10; /* len <= AG_TEXT_MAX_BYTES: no overflow */
     *out = t;
     return AG_OK;
 nomem:
@@ -422,7 +423,7 @@ void ag_text_batch(const ag_text *t, int split, int batch, int seq, ag_rng *rng,
     size_t len = split == AG_SPLIT_VAL ? t->len - t->n_train : t->n_train;
     size_t T = (size_t)seq;
     for (int b = 0; b < batch; b++) {
-        size_t i = ag_rng_below(rng, (uint32_t)(len - T));   /* len <= 2^30, see ag_text_parse */
+        size_t i = ag_rng_below(rng, (uint32_t)(len - T)); /* len <= 2^30, see ag_text_parse */
         memcpy(x + (size_t)b * T, part + i, T * sizeof(int));
         memcpy(y + (size_t)b * T, part + i + 1, T * sizeof(int));
     }

@@ -26,9 +26,9 @@ struct ag_trainer {
     size_t n_params;
     ag_optim *opt;
     ag_tape *tape;
-    ag_batch *train, *eval;   /* a fresh training batch per step; one fixed held-out set */
-    ag_rng data_rng;          /* the training stream */
-    long step;                /* steps done, including those of a checkpoint */
+    ag_batch *train, *eval; /* a fresh training batch per step; one fixed held-out set */
+    ag_rng data_rng;        /* the training stream */
+    long step;              /* steps done, including those of a checkpoint */
 };
 
 /* The settings beyond the model's that ag_model_new does not check. */
@@ -123,8 +123,8 @@ void ag_trainer_free(ag_trainer *t)
 
 /* A failed step or evaluation: the tape's message (for NaN or Inf it names
  * the first op that made one) after where it happened. */
-static ag_status tape_failure(ag_trainer *t, ag_status st, long step, const char *where,
-                              char *err, size_t errlen)
+static ag_status tape_failure(ag_trainer *t, ag_status st, long step, const char *where, char *err,
+                              size_t errlen)
 {
     ag_nn_set_err(err, errlen, "step %ld%s: %s", step, where, ag_tape_error(t->tape));
     ag_tape_reset(t->tape);
@@ -133,7 +133,7 @@ static ag_status tape_failure(ag_trainer *t, ag_status st, long step, const char
 
 ag_status ag_trainer_step(ag_trainer *t, double *loss, char *err, size_t errlen)
 {
-    ag_tape_reset(t->tape);   /* an example's tensors may still be on it */
+    ag_tape_reset(t->tape); /* an example's tensors may still be on it */
     ag_task_sample(t->train, &t->data_rng);
     ag_zero_grad(t->params, t->n_params);
     ag_tensor *l = ag_model_forward(t->tape, t->model, t->train, NULL, NULL);

@@ -13,8 +13,8 @@
 typedef struct add_job {
     const ag_real *x, *b, *dy;
     ag_real *y, *dx, *db;
-    size_t n;           /* b's size: it repeats every n elements of x */
-    size_t repeats;     /* x's size / n */
+    size_t n;       /* b's size: it repeats every n elements of x */
+    size_t repeats; /* x's size / n */
 } add_job;
 
 /* y[i] = x[i] + b[i mod n] for i in [lo, hi) */
@@ -42,8 +42,9 @@ int ag_broadcast_check(ag_tape *tape, const char *op, const ag_tensor *a, const 
         ok = b->shape[b->ndim - 1 - i] == a->shape[a->ndim - 1 - i];
     if (!ok) {
         char sa[64], sb[64];
-        ag_tape_fail(tape, AG_ERR_SHAPE, "%s: a is %s, b is %s: b must match a's shape or its trailing dims",
-                     op, ag_shape_str(a, sa, sizeof(sa)), ag_shape_str(b, sb, sizeof(sb)));
+        ag_tape_fail(tape, AG_ERR_SHAPE,
+                     "%s: a is %s, b is %s: b must match a's shape or its trailing dims", op,
+                     ag_shape_str(a, sa, sizeof(sa)), ag_shape_str(b, sb, sizeof(sb)));
     }
     return ok;
 }
@@ -94,7 +95,10 @@ static void add_backward(ag_tape *tape, const ag_entry *e)
     /* forward: y = a + b (b repeated), so da += dy and db += dy summed over repeats */
     (void)tape;
     ag_tensor *a = e->in[0], *b = e->in[1];
-    add_job j = {.dy = e->out->grad, .dx = a->grad, .db = b->grad, .n = b->size,
+    add_job j = {.dy = e->out->grad,
+                 .dx = a->grad,
+                 .db = b->grad,
+                 .n = b->size,
                  .repeats = a->size / b->size};
     if (a->grad)
         ag_parallel_range(a->size, ADD_GRAIN, ag_grad_first(a) ? set_dx_range : add_dx_range, &j);

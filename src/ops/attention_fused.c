@@ -47,11 +47,11 @@ static const ag_op attention_op = {"attention", attention_backward, 0};
 #define MAX_GROUPS 4
 
 typedef struct fused_saved {
-    const ag_attn_kernel *kern;   /* the tiles forward ran; backward runs the same */
-    ag_real *q, *k, *v;           /* (B,H,T,dh) each */
-    ag_real *o;                   /* (B,T,d) */
-    ag_real *lse;                 /* (B,H,tpad): L per query, +inf past T */
-    size_t tpad;                  /* T rounded up to kern->br */
+    const ag_attn_kernel *kern; /* the tiles forward ran; backward runs the same */
+    ag_real *q, *k, *v;         /* (B,H,T,dh) each */
+    ag_real *o;                 /* (B,T,d) */
+    ag_real *lse;               /* (B,H,tpad): L per query, +inf past T */
+    size_t tpad;                /* T rounded up to kern->br */
     int causal;
 } fused_saved;
 
@@ -67,15 +67,15 @@ static size_t min_size(size_t a, size_t b)
 static void relayout_head(const ag_real *row, size_t ld, ag_real *head, size_t T, size_t dh)
 {
     for (size_t r = 0; row != head && r < T; r++, row += ld, head += dh)
-        for (size_t p = 0; p < dh; p++)   /* a loop: a head is often only 8 or 16 wide */
+        for (size_t p = 0; p < dh; p++) /* a loop: a head is often only 8 or 16 wide */
             head[p] = row[p];
 }
 
 /* The heads of a (B,T,d) buffer one after the other, (B,H,T,dh). */
 typedef struct layout_job {
     size_t H, T, d, dh;
-    const ag_real *rows;          /* (B,T,d) */
-    ag_real *heads;               /* (B,H,T,dh) */
+    const ag_real *rows; /* (B,T,d) */
+    ag_real *heads;      /* (B,H,T,dh) */
 } layout_job;
 
 static void layout_head(void *ctx, size_t t)
@@ -107,20 +107,20 @@ typedef struct head_job {
     /* forward: items are (head, query block); backward: (head, group) */
     size_t items, blocks, groups;
     atomic_size_t next;
-    int shared;                   /* more than one lane takes items */
-    ag_real *scratch;             /* (lanes, per_lane) */
+    int shared;       /* more than one lane takes items */
+    ag_real *scratch; /* (lanes, per_lane) */
     size_t per_lane;
-    const ag_real *q, *k, *v;     /* (B,H,T,dh); backward: from the chunk's first batch */
-    ag_real *o, *lse;             /* (B,T,d), (B,H,tpad); backward: from the chunk's */
+    const ag_real *q, *k, *v; /* (B,H,T,dh); backward: from the chunk's first batch */
+    ag_real *o, *lse;         /* (B,T,d), (B,H,tpad); backward: from the chunk's */
     /* backward, for a chunk of the batch, its heads = nb H heads and rows = nb T rows: */
-    size_t heads, n;              /* n = rows d */
-    ag_real *d_o;                 /* (rows, d): dO, then dQ (sum_head) */
-    ag_real *d_oh;                /* (heads, T, dh): dO head by head */
-    ag_real *qt, *d_ot;           /* (heads, dh, tpad): Q^T (scaled), dO^T in blocks (attn_tile.h) */
-    ag_real *dsum;                /* (heads, tpad): D */
-    ag_real *dq;                  /* (groups, heads, T, dh): partial sums of dS K; or with one
+    size_t heads, n;    /* n = rows d */
+    ag_real *d_o;       /* (rows, d): dO, then dQ (sum_head) */
+    ag_real *d_oh;      /* (heads, T, dh): dO head by head */
+    ag_real *qt, *d_ot; /* (heads, dh, tpad): Q^T (scaled), dO^T in blocks (attn_tile.h) */
+    ag_real *dsum;      /* (heads, tpad): D */
+    ag_real *dq;        /* (groups, heads, T, dh): partial sums of dS K; or with one
                                      group, the rows of dQ, (rows, d) (in d_o) */
-    ag_real *dk, *dv;             /* (rows, d) */
+    ag_real *dk, *dv;   /* (rows, d) */
 } head_job;
 
 /* The next item, or SIZE_MAX when all are taken. */
@@ -129,7 +129,7 @@ static size_t take_item(head_job *j)
     size_t it;
     if (j->shared) {
         it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-    } else {   /* one lane: no locked instruction, which would wait for the tiles' stores */
+    } else { /* one lane: no locked instruction, which would wait for the tiles' stores */
         it = atomic_load_explicit(&j->next, memory_order_relaxed);
         atomic_store_explicit(&j->next, it + 1, memory_order_relaxed);
     }
@@ -143,10 +143,18 @@ static void fwd_lane(void *ctx, size_t lane)
     size_t T = j->T, dh = j->dh;
     for (size_t it; (it = take_item(j)) != SIZE_MAX;) {
         /* a head's longest blocks (the last, when causal) first */
-        size_t t = it / j->blocks, qb = j->blocks - 1 - it % j->blocks;   /* t = b H + h */
+        size_t t = it / j->blocks, qb = j->blocks - 1 - it % j->blocks; /* t = b H + h */
         ag_attn_fwd f = {
-            T, dh, j->d, j->causal, j->scale, j->q + t * T * dh, j->k + t * T * dh,
-            j->v + t * T * dh, j->o + t / j->H * T * j->d + t % j->H * dh, j->lse + t * j->tpad,
+            T,
+            dh,
+            j->d,
+            j->causal,
+            j->scale,
+            j->q + t * T * dh,
+            j->k + t * T * dh,
+            j->v + t * T * dh,
+            j->o + t / j->H * T * j->d + t % j->H * dh,
+            j->lse + t * j->tpad,
         };
         j->kern->fwd_block(&f, qb * j->kern->br, scratch);
     }
@@ -159,7 +167,7 @@ static size_t lanes_alloc(ag_tape *tape, head_job *job, size_t max_items)
 {
     size_t lanes = min_size((size_t)ag_parallel_threads(), max_items), bytes;
     if (!ag_mul_size(lanes * job->per_lane, sizeof(ag_real), &bytes))
-        bytes = SIZE_MAX;   /* the arena reports it */
+        bytes = SIZE_MAX; /* the arena reports it */
     job->scratch = ag_arena_alloc(tape, bytes);
     return job->scratch ? lanes : 0;
 }
@@ -179,8 +187,8 @@ typedef struct weights_job {
     size_t T, dh;
     ag_real scale;
     int causal, simd;
-    const ag_real *q, *k;         /* (B,H,T,dh) */
-    ag_real *p;                   /* (B,H,T,T) */
+    const ag_real *q, *k; /* (B,H,T,dh) */
+    ag_real *p;           /* (B,H,T,T) */
 } weights_job;
 
 /* P of head t = b H + h: the scores into its tile, softmaxed in place. */
@@ -246,7 +254,7 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     fused_saved *sv = out ? ag_arena_alloc(tape, sizeof(*sv)) : NULL;
     if (!sv)
         return NULL;
-    size_t bytes = x->size * sizeof(ag_real);   /* fits: x exists */
+    size_t bytes = x->size * sizeof(ag_real); /* fits: x exists */
     sv->q = ag_arena_alloc(tape, bytes);
     sv->k = sv->q ? ag_arena_alloc(tape, bytes) : NULL;
     sv->v = sv->k ? ag_arena_alloc(tape, bytes) : NULL;
@@ -270,13 +278,25 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
         relayout(B, H, Ts, dd, rows_i, qkv[i]);
     }
     for (size_t i = 0; i < n_lse / sizeof(ag_real); i++)
-        sv->lse[i] = INFINITY;   /* past T: no weight in backward's recomputed tiles */
+        sv->lse[i] = INFINITY; /* past T: no weight in backward's recomputed tiles */
     size_t blocks = (Ts + kern->br - 1) / kern->br;
     head_job job = {
-        .kern = kern, .H = H, .T = Ts, .d = dd, .dh = dh, .tpad = tpad,
-        .scale = (ag_real)(1.0 / sqrt((double)dh)), .causal = sv->causal,
-        .items = B * H * blocks, .blocks = blocks, .per_lane = kern->fwd_scratch(dh),
-        .q = sv->q, .k = sv->k, .v = sv->v, .o = sv->o, .lse = sv->lse,
+        .kern = kern,
+        .H = H,
+        .T = Ts,
+        .d = dd,
+        .dh = dh,
+        .tpad = tpad,
+        .scale = (ag_real)(1.0 / sqrt((double)dh)),
+        .causal = sv->causal,
+        .items = B * H * blocks,
+        .blocks = blocks,
+        .per_lane = kern->fwd_scratch(dh),
+        .q = sv->q,
+        .k = sv->k,
+        .v = sv->v,
+        .o = sv->o,
+        .lse = sv->lse,
     };
     size_t lanes = lanes_alloc(tape, &job, job.items);
     if (!lanes)
@@ -302,14 +322,14 @@ static void prep_head(void *ctx, size_t t)
 {
     const head_job *j = ctx;
     size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad, br = j->kern->br;
-    size_t off = t / j->H * T * d + t % j->H * dh;   /* head h of batch b in (rows, d) */
+    size_t off = t / j->H * T * d + t % j->H * dh; /* head h of batch b in (rows, d) */
     const ag_real *q = j->q + t * T * dh;
     ag_real *d_oh = j->d_oh + t * T * dh, *qt = j->qt + t * dh * tpad;
     ag_real *d_ot = j->d_ot + t * dh * tpad, *dsum = j->dsum + t * tpad;
     relayout_head(j->d_o + off, d, d_oh, T, dh);
     for (size_t r0 = 0; r0 < T; r0 += br)
-        j->kern->prep(q + r0 * dh, d_oh + r0 * dh, j->o + off + r0 * d, d, min_size(br, T - r0),
-                      dh, j->scale * j->kern->score_unit, qt + r0 * dh, d_ot + r0 * dh, dsum + r0);
+        j->kern->prep(q + r0 * dh, d_oh + r0 * dh, j->o + off + r0 * d, d, min_size(br, T - r0), dh,
+                      j->scale * j->kern->score_unit, qt + r0 * dh, d_ot + r0 * dh, dsum + r0);
 }
 
 static void bwd_lane(void *ctx, size_t lane)
@@ -318,16 +338,28 @@ static void bwd_lane(void *ctx, size_t lane)
     ag_real *scratch = j->scratch + lane * j->per_lane;
     size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad;
     for (size_t it; (it = take_item(j)) != SIZE_MAX;) {
-        size_t t = it / j->groups, g = it % j->groups;   /* head t = b H + h of the chunk */
+        size_t t = it / j->groups, g = it % j->groups; /* head t = b H + h of the chunk */
         size_t off = t / j->H * T * d + t % j->H * dh, hoff = t * T * dh;
         ag_attn_bwd b = {
-            .T = T, .dh = dh, .ldo = d, .tpad = tpad, .causal = j->causal, .wrong = j->wrong,
-            .scale = j->scale, .q = j->q + hoff, .k = j->k + hoff, .v = j->v + hoff,
-            .d_o = j->d_oh + hoff, .qt = j->qt + t * dh * tpad, .d_ot = j->d_ot + t * dh * tpad,
-            .lse = j->lse + t * tpad, .dsum = j->dsum + t * tpad,
-            .dk = j->dk + off, .dv = j->dv + off,
+            .T = T,
+            .dh = dh,
+            .ldo = d,
+            .tpad = tpad,
+            .causal = j->causal,
+            .wrong = j->wrong,
+            .scale = j->scale,
+            .q = j->q + hoff,
+            .k = j->k + hoff,
+            .v = j->v + hoff,
+            .d_o = j->d_oh + hoff,
+            .qt = j->qt + t * dh * tpad,
+            .d_ot = j->d_ot + t * dh * tpad,
+            .lse = j->lse + t * tpad,
+            .dsum = j->dsum + t * tpad,
+            .dk = j->dk + off,
+            .dv = j->dv + off,
         };
-        if (j->dq == j->d_o) {   /* one group, straight into dQ's rows */
+        if (j->dq == j->d_o) { /* one group, straight into dQ's rows */
             b.dq = j->dq + off;
             b.ldq = d;
         } else {
@@ -351,7 +383,7 @@ static void bwd_lane(void *ctx, size_t lane)
 static void sum_head(void *ctx, size_t t)
 {
     const head_job *j = ctx;
-    size_t T = j->T, d = j->d, dh = j->dh, part = j->heads * T * dh;   /* one group's size */
+    size_t T = j->T, d = j->d, dh = j->dh, part = j->heads * T * dh; /* one group's size */
     size_t br = j->kern->br, bc = j->kern->bc;
     const ag_real *dq = j->dq + t * T * dh;
     ag_real *row = j->d_o + t / j->H * T * d + t % j->H * dh;
@@ -400,10 +432,11 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
 
     size_t chunk = min_size(B, T >= CHUNK_ROWS ? 1 : CHUNK_ROWS / T);
     size_t blocks = (T + kern->bc - 1) / kern->bc, last = B % chunk ? B % chunk : chunk;
-    size_t n = chunk * T * d;   /* <= x's size */
+    size_t n = chunk * T * d; /* <= x's size */
     size_t n_t = chunk * H * dh * tpad, n_bytes, t_bytes;
     /* the most dQ partials a chunk needs: the full ones' or the last one's */
-    size_t n_parts = groups_for(chunk, H, blocks) * chunk, n_last = groups_for(last, H, blocks) * last;
+    size_t n_parts = groups_for(chunk, H, blocks) * chunk,
+           n_last = groups_for(last, H, blocks) * last;
     n_parts = (n_parts > n_last ? n_parts : n_last) * T * d;
     /* dO as rows and as heads (with one head, the same), dK, dV; dQ's partials; Q^T, dO^T, D */
     size_t n_heads = H == 1 ? 0 : 1;
@@ -417,17 +450,30 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     ag_real *grads = ag_arena_alloc(tape, n_bytes);
     ag_real *tiles = grads ? ag_arena_alloc(tape, t_bytes) : NULL;
     if (!tiles)
-        return;   /* the arena set the tape's error */
-    ag_real *d_o = grads;   /* dO as rows; once the tiles have run, dQ as rows */
+        return;           /* the arena set the tape's error */
+    ag_real *d_o = grads; /* dO as rows; once the tiles have run, dQ as rows */
     ag_real *rest = grads + (1 + n_heads) * n, *parts = rest + 2 * n;
     head_job job = {
-        .kern = kern, .H = H, .T = T, .d = d, .dh = dh, .tpad = tpad, .scale = scale,
-        .causal = sv->causal, .wrong = tape->bug == AG_BUG_SOFTMAX, .blocks = blocks,
-        .per_lane = kern->bwd_scratch(dh), .d_o = d_o, .d_oh = grads + n_heads * n,
-        .dk = rest, .dv = rest + n,
-        .qt = tiles, .d_ot = tiles + n_t, .dsum = tiles + 2 * n_t,
+        .kern = kern,
+        .H = H,
+        .T = T,
+        .d = d,
+        .dh = dh,
+        .tpad = tpad,
+        .scale = scale,
+        .causal = sv->causal,
+        .wrong = tape->bug == AG_BUG_SOFTMAX,
+        .blocks = blocks,
+        .per_lane = kern->bwd_scratch(dh),
+        .d_o = d_o,
+        .d_oh = grads + n_heads * n,
+        .dk = rest,
+        .dv = rest + n,
+        .qt = tiles,
+        .d_ot = tiles + n_t,
+        .dsum = tiles + 2 * n_t,
     };
-    size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS);   /* at most that many items */
+    size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS); /* at most that many items */
     if (!lanes)
         return;
     for (size_t b0 = 0; b0 < B; b0 += chunk) {

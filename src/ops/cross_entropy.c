@@ -12,8 +12,7 @@
 #include <string.h>
 
 static void cross_entropy_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op cross_entropy_op = {"cross_entropy", cross_entropy_backward,
-                                       AG_OP_FIRST_WRITE};
+static const ag_op cross_entropy_op = {"cross_entropy", cross_entropy_backward, AG_OP_FIRST_WRITE};
 
 /* Rows per chunk shared out over the threads. */
 #define CE_GRAIN 64
@@ -23,16 +22,16 @@ static const ag_op cross_entropy_op = {"cross_entropy", cross_entropy_backward,
 
 /* What backward needs, in the arena. */
 typedef struct ce_saved {
-    int *targets;      /* (rows) copied from the caller; AG_IGNORE_INDEX skips a row */
-    ag_real *probs;    /* (rows, C) softmax of the logits, or NULL without a gradient */
-    size_t counted;    /* rows that are not ignored: the mean's denominator */
+    int *targets;   /* (rows) copied from the caller; AG_IGNORE_INDEX skips a row */
+    ag_real *probs; /* (rows, C) softmax of the logits, or NULL without a gradient */
+    size_t counted; /* rows that are not ignored: the mean's denominator */
 } ce_saved;
 
 typedef struct ce_job {
     const ag_real *z;
     const int *tg;
-    ag_real *probs;    /* or NULL */
-    double *loss;      /* (rows) */
+    ag_real *probs; /* or NULL */
+    double *loss;   /* (rows) */
     size_t C;
 } ce_job;
 
@@ -80,9 +79,10 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
         return NULL;
     }
     if (n_targets != rows) {
-        ag_tape_fail(tape, AG_ERR_SHAPE,
-                     "cross_entropy: logits are %s (%zu rows of %zu classes), %zu targets: one per row",
-                     ag_shape_str(logits, s, sizeof(s)), rows, C, n_targets);
+        ag_tape_fail(
+            tape, AG_ERR_SHAPE,
+            "cross_entropy: logits are %s (%zu rows of %zu classes), %zu targets: one per row",
+            ag_shape_str(logits, s, sizeof(s)), rows, C, n_targets);
         return NULL;
     }
     size_t counted = 0;
@@ -90,9 +90,10 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
         if (targets[r] == AG_IGNORE_INDEX)
             continue;
         if (targets[r] < 0 || (size_t)targets[r] >= C) {
-            ag_tape_fail(tape, AG_ERR_ARG,
-                         "cross_entropy: target %d at row %zu is out of range [0, %zu) for logits %s",
-                         targets[r], r, C, ag_shape_str(logits, s, sizeof(s)));
+            ag_tape_fail(
+                tape, AG_ERR_ARG,
+                "cross_entropy: target %d at row %zu is out of range [0, %zu) for logits %s",
+                targets[r], r, C, ag_shape_str(logits, s, sizeof(s)));
             return NULL;
         }
         counted++;
@@ -100,7 +101,7 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
     int needs_grad = ag_any_grad(1, in);
     ag_tensor *out = ag_tensor_make(tape, 1, (int[]){1}, 0, needs_grad);
     ce_saved *sv = ag_arena_alloc(tape, sizeof(*sv));
-    int *tg = ag_arena_alloc(tape, rows * sizeof(int));   /* rows * C reals fit, so this fits */
+    int *tg = ag_arena_alloc(tape, rows * sizeof(int)); /* rows * C reals fit, so this fits */
     ag_real *probs = needs_grad ? ag_arena_alloc(tape, logits->size * sizeof(ag_real)) : NULL;
     size_t loss_bytes;
     if (!ag_mul_size(rows, sizeof(double), &loss_bytes)) {
@@ -108,7 +109,7 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
                      ag_shape_str(logits, s, sizeof(s)));
         return NULL;
     }
-    double *loss = ag_arena_alloc(tape, loss_bytes);   /* each row's */
+    double *loss = ag_arena_alloc(tape, loss_bytes); /* each row's */
     if (!out || !sv || !tg || (needs_grad && !probs) || !loss)
         return NULL;
     ag_entry *e = ag_tape_push(tape, &cross_entropy_op, out, 1, in);
@@ -122,7 +123,7 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
 
     ce_job j = {logits->data, tg, probs, loss, C};
     ag_parallel_range(rows, CE_GRAIN, ce_rows, &j);
-    double acc = 0;   /* the rows' losses in order: the same on any number of threads */
+    double acc = 0; /* the rows' losses in order: the same on any number of threads */
     for (size_t r = 0; r < rows; r++)
         if (tg[r] != AG_IGNORE_INDEX)
             acc += loss[r];

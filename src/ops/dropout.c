@@ -26,14 +26,14 @@ static const ag_op dropout_op = {"dropout", dropout_backward, AG_OP_SHOWS_ARG};
 /* What backward needs to redraw the mask, in the arena. */
 typedef struct dropout_saved {
     uint64_t key;
-    uint32_t threshold;   /* keep when the element's 32 bits are >= this (p = 1: scale is 0) */
+    uint32_t threshold; /* keep when the element's 32 bits are >= this (p = 1: scale is 0) */
 } dropout_saved;
 
 typedef struct dropout_job {
-    const ag_real *in;    /* forward: x; backward: dy */
-    ag_real *out;         /* forward: y (=); backward: dx (+=) */
+    const ag_real *in; /* forward: x; backward: dy */
+    ag_real *out;      /* forward: y (=); backward: dx (+=) */
     size_t n;
-    ag_real scale;        /* 1 / (1 - p) */
+    ag_real scale; /* 1 / (1 - p) */
     int add;
     dropout_saved sv;
 } dropout_job;
@@ -98,7 +98,7 @@ ag_tensor *ag_dropout(ag_tape *tape, const ag_tensor *x, double p, ag_rng *rng)
         return NULL;
     }
     if (p == 0)
-        return (ag_tensor *)x;   /* evaluation: the identity, nothing recorded */
+        return (ag_tensor *)x; /* evaluation: the identity, nothing recorded */
     if (!rng) {
         ag_tape_fail(tape, AG_ERR_ARG, "dropout: p is %g but rng is NULL (evaluation is p = 0)", p);
         return NULL;
@@ -128,7 +128,7 @@ static void dropout_backward(ag_tape *tape, const ag_entry *e)
     if (!x->grad)
         return;
     const dropout_saved *sv = e->saved;
-    dropout_job job = {e->out->grad, x->grad, x->size,
-                       e->arg < 1 ? (ag_real)(1 / (1 - e->arg)) : 0, 1, *sv};
+    dropout_job job = {
+        e->out->grad, x->grad, x->size, e->arg < 1 ? (ag_real)(1 / (1 - e->arg)) : 0, 1, *sv};
     run_mask(&job);
 }

@@ -29,14 +29,15 @@ ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, i
     }
     size_t n;
     if (ndim < 1 || ndim > AG_MAX_DIMS - 1 || !ag_shape_size(ndim, shape, &n)) {
-        ag_tape_fail(tape, AG_ERR_SHAPE,
-                     "embedding: ids need 1..%d dims, each >= 1 (got %d dims)", AG_MAX_DIMS - 1, ndim);
+        ag_tape_fail(tape, AG_ERR_SHAPE, "embedding: ids need 1..%d dims, each >= 1 (got %d dims)",
+                     AG_MAX_DIMS - 1, ndim);
         return NULL;
     }
     int V = table->shape[0], d = table->shape[1];
     for (size_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= V) {
-            ag_tape_fail(tape, AG_ERR_ARG, "embedding: id %d at index %zu is out of range [0, %d) for table %s",
+            ag_tape_fail(tape, AG_ERR_ARG,
+                         "embedding: id %d at index %zu is out of range [0, %d) for table %s",
                          ids[i], i, V, ag_shape_str(table, s, sizeof(s)));
             return NULL;
         }

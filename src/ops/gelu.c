@@ -31,10 +31,10 @@ static const ag_op gelu_op = {"gelu", gelu_backward, AG_OP_FIRST_WRITE};
 /* Below this many elements GELU runs on the caller's thread. */
 #define PARALLEL_MIN ((size_t)1 << 15)
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) &&     \
     !defined(AG_NO_SIMD) && !defined(AG_REAL_DOUBLE)
 #define AG_GELU_SIMD 1
-#include "../core/vexp.h"   /* exp's constants, shared with softmax and the attention tiles */
+#include "../core/vexp.h" /* exp's constants, shared with softmax and the attention tiles */
 
 /* erf's polynomials (fitted in 40-digit arithmetic, minimax in relative
  * error): |z| < 1, c0 and Q; |z| >= 1, erfc(a) exp(a^2) = P(a) / D(a). */
@@ -77,8 +77,8 @@ static const ag_op gelu_op = {"gelu", gelu_backward, AG_OP_FIRST_WRITE};
 #define FNMA _mm256_fnmadd_ps
 #define FMS _mm256_fmsub_ps
 #define ROUND(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define SCALE2(p, n)                                                                              \
-    _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(                                       \
+#define SCALE2(p, n)                                                                               \
+    _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(                                        \
                          _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)))
 #define LT(a, b, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ))
 #define UNORD(a, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, a, _CMP_UNORD_Q))
@@ -122,7 +122,7 @@ static const ag_op gelu_op = {"gelu", gelu_backward, AG_OP_FIRST_WRITE};
 #define FNMA _mm512_fnmadd_ps
 #define FMS _mm512_fmsub_ps
 #define ROUND(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define SCALE2 _mm512_scalef_ps   /* p 2^n in one instruction, the same bits */
+#define SCALE2 _mm512_scalef_ps /* p 2^n in one instruction, the same bits */
 #define LT(a, b, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x)
 #define UNORD(a, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), y, x)
 #include "gelu_kernel.h"
@@ -163,10 +163,10 @@ void ag_erf_n(const ag_real *x, ag_real *y, size_t n, int simd)
 
 typedef struct gelu_job {
     const ag_real *x, *dy;
-    ag_real *y, *dx;      /* forward: y; backward: dx */
+    ag_real *y, *dx; /* forward: y; backward: dx */
     size_t n;
-    int set;              /* backward: dx is unset, store into it (ag_grad_first) */
-    int simd;             /* ag_softmax_simd(): the same CPU check */
+    int set;  /* backward: dx is unset, store into it (ag_grad_first) */
+    int simd; /* ag_softmax_simd(): the same CPU check */
 } gelu_job;
 
 static void forward_task(void *ctx, size_t t)
@@ -243,7 +243,7 @@ static void gelu_backward(ag_tape *tape, const ag_entry *e)
     ag_tensor *x = e->in[0];
     if (!x->grad)
         return;
-    gelu_job job = {x->data, e->out->grad, NULL, x->grad, x->size, ag_grad_first(x),
-                    ag_softmax_simd()};
+    gelu_job job = {x->data,          e->out->grad,     NULL, x->grad, x->size,
+                    ag_grad_first(x), ag_softmax_simd()};
     run_chunks(&job, backward_task);
 }

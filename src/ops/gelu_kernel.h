@@ -22,7 +22,7 @@
 TARGET static inline V NAME(exp_neg)(V x)
 {
     V n = ROUND(MUL(x, SET1(EXP_LOG2E)));
-    V r = FNMA(n, SET1(EXP_LN2_HI), x);   /* ln 2 in two parts: n ln2_hi is exact */
+    V r = FNMA(n, SET1(EXP_LN2_HI), x); /* ln 2 in two parts: n ln2_hi is exact */
     r = FNMA(n, SET1(EXP_LN2_LO), r);
     V p = AG_VEXP_HORNER5(FMA, SET1, r, EXP_P0, EXP_P1, EXP_P2, EXP_P3, EXP_P4, EXP_P5);
     p = FMA(p, MUL(r, r), ADD(r, SET1(1.0f)));
@@ -96,18 +96,18 @@ TARGET static inline V NAME(grad_vec)(V x, V dy, V dx)
 
 /* y[i] = f(x[i]) for i in [0, n): whole vectors, then the last n mod W
  * through a zero-padded buffer, by the same instructions. */
-#define NAME_MAP(f)                                                          \
-    TARGET static void NAME(f##_n)(const float *x, float *y, size_t n)      \
-    {                                                                        \
-        size_t i = 0;                                                        \
-        for (; i + W <= n; i += W)                                           \
-            STORE(y + i, NAME(f##_vec)(LOAD(x + i)));                        \
-        if (i < n) {                                                         \
-            float buf[W] = {0};                                              \
-            memcpy(buf, x + i, (n - i) * sizeof(float));                     \
-            STORE(buf, NAME(f##_vec)(LOAD(buf)));                            \
-            memcpy(y + i, buf, (n - i) * sizeof(float));                     \
-        }                                                                    \
+#define NAME_MAP(f)                                                                                \
+    TARGET static void NAME(f##_n)(const float *x, float *y, size_t n)                             \
+    {                                                                                              \
+        size_t i = 0;                                                                              \
+        for (; i + W <= n; i += W)                                                                 \
+            STORE(y + i, NAME(f##_vec)(LOAD(x + i)));                                              \
+        if (i < n) {                                                                               \
+            float buf[W] = {0};                                                                    \
+            memcpy(buf, x + i, (n - i) * sizeof(float));                                           \
+            STORE(buf, NAME(f##_vec)(LOAD(buf)));                                                  \
+            memcpy(y + i, buf, (n - i) * sizeof(float));                                           \
+        }                                                                                          \
     }
 NAME_MAP(erf)
 NAME_MAP(gelu)

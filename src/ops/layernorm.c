@@ -33,13 +33,13 @@ enum { HAS_WEIGHT = 1, HAS_BIAS = 2 };
 #define LANES 16
 
 typedef struct ln_job {
-    const ag_real *x, *w, *b;   /* x (rows, C); w and b (C), or NULL (in backward, w is
+    const ag_real *x, *w, *b; /* x (rows, C); w and b (C), or NULL (in backward, w is
                                  * never NULL: ones stand for a missing weight) */
-    ag_real *y;                 /* forward: (rows, C) */
-    ag_real *stats;             /* (rows, 2): mean, 1/std */
-    const ag_real *dy;          /* backward: (rows, C) */
-    ag_real *dx;                /* (rows, C), or NULL */
-    ag_real *dw, *db;           /* (blocks, C) per-block sums, or NULL */
+    ag_real *y;               /* forward: (rows, C) */
+    ag_real *stats;           /* (rows, 2): mean, 1/std */
+    const ag_real *dy;        /* backward: (rows, C) */
+    ag_real *dx;              /* (rows, C), or NULL */
+    ag_real *dw, *db;         /* (blocks, C) per-block sums, or NULL */
     size_t rows, C;
 } ln_job;
 
@@ -48,24 +48,24 @@ typedef struct ln_job {
  * loop the compiler vectorises), the lanes pairwise, then the last C mod
  * LANES terms in order. The order depends only on C, so a row's sums are
  * the same on every call and every thread. */
-#define ROW_SUM(sum, C, i, term)                                            \
-    do {                                                                    \
-        size_t i = 0;                                                       \
-        (sum) = 0;                                                          \
-        if ((C) >= LANES) {                                                 \
-            ag_real lane_[LANES] = {0};                                     \
-            for (size_t c0_ = 0; c0_ + LANES <= (C); c0_ += LANES)          \
-                for (int k_ = 0; k_ < LANES; k_++) {                        \
-                    i = c0_ + (size_t)k_;                                   \
-                    lane_[k_] += (term);                                    \
-                }                                                           \
-            for (int w_ = LANES / 2; w_ > 0; w_ /= 2)                       \
-                for (int k_ = 0; k_ < w_; k_++)                             \
-                    lane_[k_] += lane_[k_ + w_];                            \
-            (sum) = lane_[0];                                               \
-        }                                                                   \
-        for (i = (C) / LANES * LANES; i < (C); i++)                         \
-            (sum) += (term);                                                \
+#define ROW_SUM(sum, C, i, term)                                                                   \
+    do {                                                                                           \
+        size_t i = 0;                                                                              \
+        (sum) = 0;                                                                                 \
+        if ((C) >= LANES) {                                                                        \
+            ag_real lane_[LANES] = {0};                                                            \
+            for (size_t c0_ = 0; c0_ + LANES <= (C); c0_ += LANES)                                 \
+                for (int k_ = 0; k_ < LANES; k_++) {                                               \
+                    i = c0_ + (size_t)k_;                                                          \
+                    lane_[k_] += (term);                                                           \
+                }                                                                                  \
+            for (int w_ = LANES / 2; w_ > 0; w_ /= 2)                                              \
+                for (int k_ = 0; k_ < w_; k_++)                                                    \
+                    lane_[k_] += lane_[k_ + w_];                                                   \
+            (sum) = lane_[0];                                                                      \
+        }                                                                                          \
+        for (i = (C) / LANES * LANES; i < (C); i++)                                                \
+            (sum) += (term);                                                                       \
     } while (0)
 
 /* Block t of rows: mean, 1/std and y. The mean first, then the variance
@@ -138,8 +138,17 @@ ag_tensor *ag_layernorm(ag_tape *tape, const ag_tensor *x, const ag_tensor *weig
         return NULL;
     e->iarg = (weight ? HAS_WEIGHT : 0) | (bias ? HAS_BIAS : 0);
     e->saved = stats;
-    ln_job job = {x->data, weight ? weight->data : NULL, bias ? bias->data : NULL, out->data,
-                  stats, NULL, NULL, NULL, NULL, rows, (size_t)x->shape[x->ndim - 1]};
+    ln_job job = {x->data,
+                  weight ? weight->data : NULL,
+                  bias ? bias->data : NULL,
+                  out->data,
+                  stats,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  rows,
+                  (size_t)x->shape[x->ndim - 1]};
     run_blocks(&job, forward_task);
     return out;
 }
@@ -210,12 +219,21 @@ static void layernorm_backward(ag_tape *tape, const ag_entry *e)
     else
         ag_tape_fail(tape, AG_ERR_NOMEM, "layernorm: backward's buffers do not fit in memory");
     if (!part)
-        return;   /* the tape's error is set */
+        return; /* the tape's error is set */
     ag_real *ones = part + (size_t)(dw + db) * blocks * C;
     for (size_t c = 0; c < C; c++)
         ones[c] = 1;
-    ln_job job = {x->data, w ? w->data : ones, NULL, NULL, e->saved, e->out->grad, x->grad,
-                  dw ? part : NULL, db ? part + (dw ? blocks * C : 0) : NULL, rows, C};
+    ln_job job = {x->data,
+                  w ? w->data : ones,
+                  NULL,
+                  NULL,
+                  e->saved,
+                  e->out->grad,
+                  x->grad,
+                  dw ? part : NULL,
+                  db ? part + (dw ? blocks * C : 0) : NULL,
+                  rows,
+                  C};
     run_blocks(&job, backward_task);
     for (size_t t = 0; t < blocks; t++)
         for (size_t c = 0; c < C; c++) {

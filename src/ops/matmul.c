@@ -20,8 +20,8 @@ static void fail_shapes(ag_tape *tape, const char *op, const ag_tensor *a, const
                         const char *why)
 {
     char sa[64], sb[64];
-    ag_tape_fail(tape, AG_ERR_SHAPE, "%s: a is %s, b is %s: %s", op, ag_shape_str(a, sa, sizeof(sa)),
-                 ag_shape_str(b, sb, sizeof(sb)), why);
+    ag_tape_fail(tape, AG_ERR_SHAPE, "%s: a is %s, b is %s: %s", op,
+                 ag_shape_str(a, sa, sizeof(sa)), ag_shape_str(b, sb, sizeof(sb)), why);
 }
 
 int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b,
@@ -51,7 +51,7 @@ int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_
         }
     }
     plan->batch = shared ? 1 : ag_rows(a) / m;
-    plan->m = shared ? ag_rows(a) : m;   /* a shared b: the batch folds into the rows of a */
+    plan->m = shared ? ag_rows(a) : m; /* a shared b: the batch folds into the rows of a */
     plan->k = k;
     plan->n = n;
     for (int i = 0; i < a->ndim - 2; i++)
@@ -101,7 +101,7 @@ static void matmul_backward(ag_tape *tape, const ag_entry *e)
     ag_matmul_plan p = {0};
     int shape[AG_MAX_DIMS];
     if (!ag_matmul_check(tape, e->op->name, a, b, bt, &p, shape))
-        return;   /* cannot happen: forward checked these shapes */
+        return; /* cannot happen: forward checked these shapes */
     size_t ldb = bt ? p.k : p.n, mk = p.m * p.k, mn = p.m * p.n, kn = p.k * p.n;
     /* forward: C = A B, so dA += dC B^T;  C = A B^T (B is n x k), so dA += dC B
      * (beta 0, a store, when dA is unset: ag_grad_first) */

@@ -54,13 +54,14 @@ ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)
     ag_tensor *out = ag_tensor_make(tape, 1, (int[]){1}, 0, ag_any_grad(2, in));
     if (!out || !ag_tape_push(tape, &mse_op, out, 2, in))
         return NULL;
-    out->data[0] = (ag_real)(sq_diff_sum(pred->size, pred->data, target->data) / (double)pred->size);
+    out->data[0] =
+        (ag_real)(sq_diff_sum(pred->size, pred->data, target->data) / (double)pred->size);
     return out;
 }
 
 /* dx_i += s (p_i - t_i) for i < n: one input's gradient, s = +-2 dL / n */
 AG_CLONES static void mse_grad(size_t n, ag_real *restrict dx, const ag_real *restrict p,
-                     const ag_real *restrict t, ag_real s)
+                               const ag_real *restrict t, ag_real s)
 {
     for (size_t i = 0; i < n; i++)
         dx[i] += s * (p[i] - t[i]);

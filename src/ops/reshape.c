@@ -24,7 +24,8 @@ ag_tensor *ag_reshape(ag_tape *tape, const ag_tensor *a, int ndim, const int *sh
     if (!ag_shape_size(ndim, shape, &size) || size != a->size) {
         char sa[64], sb[64];
         ag_tape_fail(tape, AG_ERR_SHAPE, "reshape: a is %s (%zu elements), cannot become %s",
-                     ag_shape_str(a, sa, sizeof(sa)), a->size, ag_dims_str(ndim, shape, sb, sizeof(sb)));
+                     ag_shape_str(a, sa, sizeof(sa)), a->size,
+                     ag_dims_str(ndim, shape, sb, sizeof(sb)));
         return NULL;
     }
     ag_tensor *out = ag_tensor_make(tape, ndim, shape, 0, ag_any_grad(1, in));

@@ -17,7 +17,7 @@ ag_tensor *ag_scale(ag_tape *tape, const ag_tensor *a, double c)
         ag_tape_fail(tape, AG_ERR_ARG, "scale: factor %g is not finite", c);
         return NULL;
     }
-    if (!isfinite((ag_real)c)) {   /* 1e39 is a double but not a float */
+    if (!isfinite((ag_real)c)) { /* 1e39 is a double but not a float */
         ag_tape_fail(tape, AG_ERR_ARG, "scale: factor %g does not fit in %s", c, AG_REAL_NAME);
         return NULL;
     }

@@ -18,15 +18,15 @@ static const ag_op softmax_op = {"softmax", softmax_backward, 0};
 typedef struct softmax_job {
     const ag_tensor *a, *out;
     size_t n, rows, per_task;
-    int wrong;               /* AG_BUG_SOFTMAX */
-    int simd;                /* ag_softmax_simd(): which vector kernel rows may use */
+    int wrong; /* AG_BUG_SOFTMAX */
+    int simd;  /* ag_softmax_simd(): which vector kernel rows may use */
 } softmax_job;
 
 /* ---- vector kernels for the usual row (float build, x86 with AVX2+FMA or AVX-512F) ----
  * exp is src/core/vexp.h's, within 2 ulp of expf: masked keys (-inf, and
  * anything below expf's underflow) give exactly 0; a NaN stays NaN. Rows
  * whose max is +-inf or NaN take the scalar path below. */
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) &&     \
     !defined(AG_NO_SIMD) && !defined(AG_REAL_DOUBLE)
 #define AG_SOFTMAX_AVX2 1
 #include "../core/vexp.h"
@@ -50,7 +50,7 @@ AVX2 static int row_avx2(const float *z, float *s, size_t n)
     size_t j = 0;
     __m256 vmax = _mm256_set1_ps(-INFINITY);
     for (; j + 8 <= n; j += 8)
-        vmax = _mm256_max_ps(_mm256_loadu_ps(z + j), vmax);   /* NaNs skipped, as below */
+        vmax = _mm256_max_ps(_mm256_loadu_ps(z + j), vmax); /* NaNs skipped, as below */
     float lanes[8];
     _mm256_storeu_ps(lanes, vmax);
     float max = -INFINITY;
@@ -102,8 +102,8 @@ AVX512 static int row_avx512(const float *z, float *s, size_t n)
     size_t j = 0;
     __m512 vmax = neg_inf;
     for (; j + 16 <= n; j += 16)
-        vmax = _mm512_max_ps(_mm512_loadu_ps(z + j), vmax);   /* NaNs skipped */
-    __mmask16 tail = (__mmask16)((1u << (n - j)) - 1);       /* n - j < 16 */
+        vmax = _mm512_max_ps(_mm512_loadu_ps(z + j), vmax); /* NaNs skipped */
+    __mmask16 tail = (__mmask16)((1u << (n - j)) - 1);      /* n - j < 16 */
     vmax = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, tail, z + j), vmax);
     float max = _mm512_reduce_max_ps(vmax);
     if (!isfinite(max))
@@ -243,7 +243,7 @@ static void backward_task(void *ctx, size_t t)
         for (size_t j = 0; j < n; j++)
             dot += ds[j] * s[j];
         if (wrong)
-            dot = 0;   /* the deliberate bug: the - s s^T term dropped */
+            dot = 0; /* the deliberate bug: the - s s^T term dropped */
         for (size_t j = 0; j < n; j++)
             dz[j] += s[j] * (ds[j] - dot);
     }
@@ -259,7 +259,7 @@ static void softmax_backward(ag_tape *tape, const ag_entry *e)
     ag_tensor *a = e->in[0], *out = e->out;
     if (!a->grad)
         return;
-    softmax_job job = {a, out, (size_t)a->shape[a->ndim - 1], ag_rows(a), 0,
-                       tape->bug == AG_BUG_SOFTMAX, 0};
+    softmax_job job = {
+        a, out, (size_t)a->shape[a->ndim - 1], ag_rows(a), 0, tape->bug == AG_BUG_SOFTMAX, 0};
     run_rows(&job, backward_task);
 }

@@ -14,7 +14,7 @@ ag_tensor *ag_sum(ag_tape *tape, const ag_tensor *a)
     ag_tensor *out = ag_tensor_make(tape, 1, (int[]){1}, 0, ag_any_grad(1, in));
     if (!out || !ag_tape_push(tape, &sum_op, out, 1, in))
         return NULL;
-    double acc = 0;   /* double: a long sum in float loses digits */
+    double acc = 0; /* double: a long sum in float loses digits */
     for (size_t i = 0; i < a->size; i++)
         acc += a->data[i];
     out->data[0] = (ag_real)acc;

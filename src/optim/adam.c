@@ -97,8 +97,8 @@ static void adam_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
         adam_update_wide(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2, j->a2,
                          j->step, j->rc2, j->eps, j->decay);
     else
-        adam_update(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2, j->a2,
-                    j->step, j->rc2, j->eps, j->decay);
+        adam_update(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2, j->a2, j->step,
+                    j->rc2, j->eps, j->decay);
 }
 
 void ag_adam_step(ag_optim *opt)
@@ -108,10 +108,14 @@ void ag_adam_step(ag_optim *opt)
     double c1 = 1 - pow(opt->beta1, (double)t), c2 = 1 - pow(opt->beta2, (double)t);
     adam_job j = {
         .opt = opt,
-        .step = (ag_real)(opt->lr / c1), .rc2 = (ag_real)(1 / sqrt(c2)),
-        .decay = (ag_real)(opt->lr * opt->weight_decay), .eps = (ag_real)opt->eps,
-        .b1 = (ag_real)opt->beta1, .a1 = (ag_real)(1 - opt->beta1),
-        .b2 = (ag_real)opt->beta2, .a2 = (ag_real)(1 - opt->beta2),
+        .step = (ag_real)(opt->lr / c1),
+        .rc2 = (ag_real)(1 / sqrt(c2)),
+        .decay = (ag_real)(opt->lr * opt->weight_decay),
+        .eps = (ag_real)opt->eps,
+        .b1 = (ag_real)opt->beta1,
+        .a1 = (ag_real)(1 - opt->beta1),
+        .b2 = (ag_real)opt->beta2,
+        .a2 = (ag_real)(1 - opt->beta2),
     };
     /* each element's update is independent: any split gives the same values */
     ag_params_range(opt->params, opt->n, ADAM_GRAIN, adam_piece, &j);

@@ -14,7 +14,7 @@
 
 typedef struct clip_job {
     ag_tensor *const *params;
-    double sq[AG_PARAMS_CHUNKS];   /* each chunk's sum of squares */
+    double sq[AG_PARAMS_CHUNKS]; /* each chunk's sum of squares */
     double scale;
 } clip_job;
 

@@ -14,14 +14,15 @@ ag_optim *ag_optim_alloc(ag_optim_kind kind, ag_tensor *const *params, size_t n,
 {
     if (!params || n == 0)
         return NULL;
-    size_t total = 0;   /* elements over all parameters */
+    size_t total = 0; /* elements over all parameters */
     for (size_t i = 0; i < n; i++) {
         if (!params[i] || !params[i]->grad || params[i]->size > SIZE_MAX - total)
             return NULL;
         total += params[i]->size;
     }
     size_t n_state, buf_elems, buf_bytes, ptr_bytes;
-    if (!ag_mul_size(n, (size_t)slots, &n_state) || !ag_mul_size(total, (size_t)slots, &buf_elems) ||
+    if (!ag_mul_size(n, (size_t)slots, &n_state) ||
+        !ag_mul_size(total, (size_t)slots, &buf_elems) ||
         !ag_mul_size(buf_elems, sizeof(ag_real), &buf_bytes) ||
         !ag_mul_size(n, sizeof(ag_tensor *), &ptr_bytes))
         return NULL;

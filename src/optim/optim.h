@@ -13,17 +13,17 @@ typedef enum { AG_OPTIM_SGD, AG_OPTIM_ADAM } ag_optim_kind;
 
 struct ag_optim {
     ag_optim_kind kind;
-    ag_tensor **params;      /* (n) borrowed parameters; the array itself is a copy */
+    ag_tensor **params; /* (n) borrowed parameters; the array itself is a copy */
     size_t n;
     double lr;
-    double momentum;         /* SGD */
-    double beta1, beta2;     /* Adam: decay of the first and second moment */
-    double eps;              /* Adam: added to sqrt(v_hat) */
-    double weight_decay;     /* Adam: decoupled (AdamW); 0 = plain Adam */
-    long steps;              /* steps taken; Adam's bias correction uses it */
-    int slots;               /* state buffers per parameter: 0, 1 (velocity) or 2 (m, v) */
-    ag_real **state;         /* (n * slots): state[i * slots + s] is (params[i]->size) */
-    ag_real *buf;            /* one allocation behind every state buffer, zeroed */
+    double momentum;     /* SGD */
+    double beta1, beta2; /* Adam: decay of the first and second moment */
+    double eps;          /* Adam: added to sqrt(v_hat) */
+    double weight_decay; /* Adam: decoupled (AdamW); 0 = plain Adam */
+    long steps;          /* steps taken; Adam's bias correction uses it */
+    int slots;           /* state buffers per parameter: 0, 1 (velocity) or 2 (m, v) */
+    ag_real **state;     /* (n * slots): state[i * slots + s] is (params[i]->size) */
+    ag_real *buf;        /* one allocation behind every state buffer, zeroed */
 };
 
 /* Allocate the handle, copy the parameter pointers and make `slots` zeroed

@@ -20,12 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            fprintf(stdout, "fuzz_cli: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                             \
-        }                                                                        \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stdout, "fuzz_cli: %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 #define MAX_ARGS 64
@@ -66,9 +66,10 @@ static void check_train(const ag_train_opts *o)
         CHECK(m->heads >= 1 && m->dim >= 1 && m->dim % m->heads == 0);
         uint64_t b = (uint64_t)(o->config.batch > 512 ? o->config.batch : 512);
         /* the weights are made for the heatmap's one example only */
-        CHECK(ag_cli_attention_values(1, (uint64_t)m->heads, (uint64_t)m->seq) <= AG_CLI_MAX_VALUES);
+        CHECK(ag_cli_attention_values(1, (uint64_t)m->heads, (uint64_t)m->seq) <=
+              AG_CLI_MAX_VALUES);
         CHECK(ag_cli_activation_values(b, (uint64_t)m->seq, (uint64_t)m->dim) <= AG_CLI_MAX_VALUES);
-        if (m->dim <= 64) {   /* a big model costs the fuzzer more than it tells */
+        if (m->dim <= 64) { /* a big model costs the fuzzer more than it tells */
             char err[128];
             ag_model *model = ag_model_new(m, NULL, err, sizeof(err));
             CHECK(model != NULL);
@@ -153,7 +154,7 @@ static void parse_command(int argc, char **argv)
                 int n = o.logits.n;
                 CHECK(n >= 1 && n <= AG_EXPLAIN_MAX_LOGITS && o.upstream.n == n);
                 CHECK(o.decimals >= 4 && o.decimals <= 10);
-                for (int i = 0; i < n; i++)   /* -inf is a masked logit */
+                for (int i = 0; i < n; i++) /* -inf is a masked logit */
                     CHECK((isfinite(o.logits.v[i]) || o.logits.v[i] == -INFINITY) &&
                           isfinite(o.upstream.v[i]));
             } else if (o.topic == AG_EXPLAIN_LAYERNORM) {
@@ -210,7 +211,7 @@ static void parse_numbers(const char *s)
         snprintf(back, sizeof(back), "%ld", l);
         /* the same number, up to a leading '+' and leading zeros */
         CHECK(strtol(back, NULL, 10) == l);
-        CHECK(rd == AG_PARSE_OK && d == (double)l);   /* an integer is a number too */
+        CHECK(rd == AG_PARSE_OK && d == (double)l); /* an integer is a number too */
     }
     if (rd == AG_PARSE_OK)
         CHECK(isfinite(d));

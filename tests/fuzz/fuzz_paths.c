@@ -26,7 +26,7 @@
  * run with `make fuzz-run-paths` (docs/fuzzing.md); usage messages go to
  * stderr, which the run closes (-close_fd_mask=2).
  */
-#define _XOPEN_SOURCE 700   /* realpath, mknod */
+#define _XOPEN_SOURCE 700 /* realpath, mknod */
 #include "cli/cli.h"
 #include "io/io.h"
 
@@ -47,37 +47,37 @@
 #include <sys/sysmacros.h>
 #endif
 
-#define CHECK(cond)                                                                \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stdout, "fuzz_paths: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                               \
-        }                                                                          \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stdout, "fuzz_paths: %s:%d: %s\n", __FILE__, __LINE__, #cond);                 \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* ---- the scratch tree: ROOT/a/b is the working directory ---- */
 
-static char root[PATH_MAX];        /* its real path */
-static char work[PATH_MAX];        /* ROOT/a/b */
-static int home = -1;              /* the directory libFuzzer runs in (its corpus paths are relative) */
-static const char *const dirs[4] = {"../..", "..", ".", "d"};   /* where files may appear */
+static char root[PATH_MAX]; /* its real path */
+static char work[PATH_MAX]; /* ROOT/a/b */
+static int home = -1;       /* the directory libFuzzer runs in (its corpus paths are relative) */
+static const char *const dirs[4] = {"../..", "..", ".", "d"}; /* where files may appear */
 
 enum { F_REG, F_DIR, F_FIFO, F_SOCK, F_CHR, F_LNK, F_HARD };
 
 typedef struct fixture {
     const char *name;
     int kind;
-    const char *arg;     /* a link's target, a regular file's content, a hard link's file */
+    const char *arg; /* a link's target, a regular file's content, a hard link's file */
 } fixture;
 
 static const fixture fixtures[] = {
-    {"f", F_REG, "F"},   {"e", F_REG, ""},        {"d", F_DIR, NULL},     {"d/g", F_REG, "G"},
-    {"p", F_FIFO, NULL}, {"s", F_SOCK, NULL},     {"c", F_CHR, NULL},     {"h", F_HARD, "f"},
-    {"lf", F_LNK, "f"},  {"ld", F_LNK, "d"},      {"lp", F_LNK, "p"},     {"ls", F_LNK, "s"},
-    {"lc", F_LNK, "c"},  {"ln", F_LNK, "nowhere"}, {"ll", F_LNK, "ll"},   {"lg", F_LNK, "d/g"},
+    {"f", F_REG, "F"},   {"e", F_REG, ""},         {"d", F_DIR, NULL},  {"d/g", F_REG, "G"},
+    {"p", F_FIFO, NULL}, {"s", F_SOCK, NULL},      {"c", F_CHR, NULL},  {"h", F_HARD, "f"},
+    {"lf", F_LNK, "f"},  {"ld", F_LNK, "d"},       {"lp", F_LNK, "p"},  {"ls", F_LNK, "s"},
+    {"lc", F_LNK, "c"},  {"ln", F_LNK, "nowhere"}, {"ll", F_LNK, "ll"}, {"lg", F_LNK, "d/g"},
 };
 #define N_FIXTURES (sizeof(fixtures) / sizeof(fixtures[0]))
-static int have_device;   /* mknod worked (root) */
+static int have_device; /* mknod worked (root) */
 
 static mode_t lkind(const char *path)
 {
@@ -183,7 +183,7 @@ static void check_and_reset(const char *a, const char *b)
             char t[64];
             ssize_t n = readlink(x->name, t, sizeof(t) - 1);
             ok = n == (ssize_t)strlen(x->arg) && memcmp(t, x->arg, (size_t)n) == 0;
-            CHECK(ok);   /* a link is followed, never replaced */
+            CHECK(ok); /* a link is followed, never replaced */
         }
         if (ok && x->kind == F_REG) {
             char t[8] = "";
@@ -259,7 +259,7 @@ static int inside(const char *path)
         return 0;
     char *real = realpath(dir, NULL);
     if (!real)
-        return errno == ENOENT || errno == ENOTDIR;   /* no such directory: nothing can be made */
+        return errno == ENOENT || errno == ENOTDIR; /* no such directory: nothing can be made */
     size_t n = strlen(root);
     int ok = strncmp(real, root, n) == 0 && (real[n] == '/' || real[n] == '\0');
     free(real);
@@ -280,7 +280,8 @@ static void check_shown(const char *s)
         for (size_t i = 0; i < n; i++) {
             unsigned char c = (unsigned char)out[i];
             CHECK(c >= 0x20 && c != 0x7f);
-            CHECK(!(c == 0xc2 && (unsigned char)out[i + 1] >= 0x80 && (unsigned char)out[i + 1] <= 0x9f));
+            CHECK(!(c == 0xc2 && (unsigned char)out[i + 1] >= 0x80 &&
+                    (unsigned char)out[i + 1] <= 0x9f));
         }
     }
 }
@@ -296,9 +297,9 @@ static void check_kind(const char *path)
                     S_ISBLK(sb.st_mode)))
         CHECK(r != AG_OK);
     if (st != 0 && lt == 0)
-        CHECK(r != AG_OK);   /* a link to nothing */
+        CHECK(r != AG_OK); /* a link to nothing */
     if (r == AG_OK) {
-        CHECK(st == 0 || (e == ENOENT && lt != 0));   /* new: nothing there, not even a link */
+        CHECK(st == 0 || (e == ENOENT && lt != 0)); /* new: nothing there, not even a link */
         CHECK(kind == (st != 0 ? AG_OUT_NEW : S_ISREG(sb.st_mode) ? AG_OUT_FILE : AG_OUT_DEVICE));
         CHECK(st != 0 || S_ISREG(sb.st_mode) || S_ISCHR(sb.st_mode));
     } else {
@@ -318,7 +319,7 @@ static void check_write(const char *path, int commit)
         CHECK(err[0] != '\0');
         return;
     }
-    CHECK(allowed);   /* what the rule refuses is never opened */
+    CHECK(allowed); /* what the rule refuses is never opened */
     if (a.tmp) {
         const char *base = strrchr(a.tmp, '/');
         base = base ? base + 1 : a.tmp;
@@ -386,13 +387,14 @@ static int same_file_oracle(const char *a, const char *b)
     if (fd < 0)
         return -1;
     close(fd);
-    int same = stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_ino == sb.st_ino &&
-               sa.st_dev == sb.st_dev;
+    int same =
+        stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
     unlink(a);
     return same;
 }
 
-static const ag_command fuzz_cmd = {"fuzz", NULL, "fuzz_paths", "the fuzz target's command", NULL, 0, 0};
+static const ag_command fuzz_cmd = {"fuzz", NULL, "fuzz_paths", "the fuzz target's command", NULL,
+                                    0,      0};
 
 static void check_same(const char *a, const char *b, int b_output)
 {
@@ -430,7 +432,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     buf[size] = '\0';
     const char *a = buf, *b = buf + strlen(buf) + 1;
     if (b > buf + size - 1)
-        b = buf + size;   /* "" */
+        b = buf + size; /* "" */
     check_shown(a);
     check_shown(b);
     int ia = inside(a), ib = inside(b);
@@ -445,7 +447,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ia && ib && *a && *b)
         check_same(a, b, (op & 2) != 0);
     if (ia || ib)
-        check_and_reset(a, b);   /* once: the checks above agree with any state of the tree */
+        check_and_reset(a, b); /* once: the checks above agree with any state of the tree */
     free(buf);
     CHECK(fchdir(home) == 0);
     return 0;

@@ -14,19 +14,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "fuzz_safetensors: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                  \
-        }                                                                             \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_safetensors: %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 static size_t elements(int ndim, const int *shape)
 {
     size_t n = 1;
     for (int i = 0; i < ndim; i++)
-        n *= (size_t)shape[i];   /* the data is in the input, so this cannot overflow */
+        n *= (size_t)shape[i]; /* the data is in the input, so this cannot overflow */
     return n;
 }
 
@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ag_status st = ag_st_parse(data, size, "fuzz", &f, err, sizeof(err));
     if (st != AG_OK) {
         CHECK(f == NULL);
-        CHECK(strncmp(err, "fuzz: ", 6) == 0);   /* every message names the file */
+        CHECK(strncmp(err, "fuzz: ", 6) == 0); /* every message names the file */
         return 0;
     }
 
@@ -57,21 +57,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < n; i++) {
         const char *name = ag_st_name(f, i);
         CHECK(name);
-        CHECK(i == 0 || strcmp(ag_st_name(f, i - 1), name) < 0);   /* name order */
+        CHECK(i == 0 || strcmp(ag_st_name(f, i - 1), name) < 0); /* name order */
         const char *dt = ag_st_dtype(f, name);
         CHECK(dt && (strcmp(dt, "F32") == 0 || strcmp(dt, "F64") == 0));
         int nd, shape[AG_MAX_DIMS];
         st = ag_st_shape(f, name, &nd, shape, err, sizeof(err));
         if (st != AG_OK) {
             CHECK(st == AG_ERR_SHAPE);
-            continue;   /* more dims than an ag_tensor, or a dim beyond INT_MAX */
+            continue; /* more dims than an ag_tensor, or a dim beyond INT_MAX */
         }
         size_t count = elements(nd, shape);
         vals[i] = malloc((count ? count : 1) * sizeof(ag_real));
         CHECK(vals[i]);
         st = ag_st_get(f, name, nd, shape, vals[i], err, sizeof(err));
         if (st != AG_OK) {
-            CHECK(st == AG_ERR_NUMERIC);   /* an F64 beyond float in a float build */
+            CHECK(st == AG_ERR_NUMERIC); /* an F64 beyond float in a float build */
             free(vals[i]);
             vals[i] = NULL;
             continue;
