@@ -185,6 +185,7 @@ lint:
 # (the CLI's as cli-crash-*, the paths' as paths-crash-*): replay it by
 # giving the file to the target.
 # See docs/fuzzing.md.
+comma := ,
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILDROOT)/fuzz
@@ -199,19 +200,29 @@ FUZZ_CLI_SRC := $(filter-out src/cli/main.c,$(CLI_SRC))
 
 fuzz: $(FUZZ_BIN) $(FUZZ_CLI_BIN) $(FUZZ_PATHS_BIN)
 
-$(FUZZ_BIN): tests/fuzz/fuzz_safetensors.c $(LIB_SRC) include/attograd.h $(wildcard src/*/*.h)
+# Every source is compiled once with the sanitizers and libFuzzer's coverage
+# (fuzzer-no-link) and linked into each target with its own entry point.
+FUZZ_OBJ_CFLAGS := $(subst -fsanitize=fuzzer$(comma),-fsanitize=fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) -MMD -MP
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_CLI_OBJ := $(FUZZ_CLI_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_CLI_OBJ:.o=.d)
+
+$(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_safetensors.c $(LIB_SRC) -lm
+	$(FUZZ_CC) $(FUZZ_OBJ_CFLAGS) -c -o $@ $<
+
+FUZZ_HDR := include/attograd.h $(wildcard src/*/*.h)
+
+$(FUZZ_BIN): tests/fuzz/fuzz_safetensors.c $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c %.o,$^) -lm
 
 # the parse steps of the commands, without main(): libFuzzer brings its own
-$(FUZZ_CLI_BIN): tests/fuzz/fuzz_cli.c $(FUZZ_CLI_SRC) $(LIB_SRC) include/attograd.h $(wildcard src/*/*.h)
-	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_cli.c $(FUZZ_CLI_SRC) $(LIB_SRC) -lm
+$(FUZZ_CLI_BIN): tests/fuzz/fuzz_cli.c $(FUZZ_CLI_OBJ) $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c %.o,$^) -lm
 
 # the file layer's and the command's handling of names, with the same sources
-$(FUZZ_PATHS_BIN): tests/fuzz/fuzz_paths.c $(FUZZ_CLI_SRC) $(LIB_SRC) include/attograd.h $(wildcard src/*/*.h)
-	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_paths.c $(FUZZ_CLI_SRC) $(LIB_SRC) -lm
+$(FUZZ_PATHS_BIN): tests/fuzz/fuzz_paths.c $(FUZZ_CLI_OBJ) $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c %.o,$^) -lm
 
 fuzz-run: fuzz-run-safetensors fuzz-run-cli fuzz-run-paths
 
