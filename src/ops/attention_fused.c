@@ -34,7 +34,7 @@
 #include <string.h>
 
 static void attention_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op attention_op = {"attention", attention_backward, 0};
+static const ag_op attention_op = {"attention", attention_backward, AG_OP_FIRST_WRITE};
 
 /* Backward works through the batch in chunks of about this many rows (B T
  * positions): enough for the weight-gradient products to run at full speed,
@@ -424,6 +424,11 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     size_t H = (size_t)e->iarg, dh = d / H, tpad = sv->tpad;
     ag_real scale = (ag_real)(1.0 / sqrt((double)dh));
     const ag_real *dout = e->out->grad;
+    /* The weights' gradients are added into as usual (zeroed first if an op
+     * output's is still unset); x's first product stores (AG_OP_FIRST_WRITE). */
+    ag_grad_settle(wo);
+    for (int i = 0; i < 3; i++)
+        ag_grad_settle(w[i]);
     /* out = O wo: dwo += O^T dout (dO is made chunk by chunk below) */
     if (wo->grad)
         ag_gemm(1, 0, d, d, B * T, 1, sv->o, d, dout, d, 1, wo->grad, d);
@@ -476,6 +481,8 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS); /* at most that many items */
     if (!lanes)
         return;
+    /* dx's first product of each chunk stores (beta 0) when dx is unset */
+    ag_real x_beta = x->grad && ag_grad_first(x) ? 0 : 1;
     for (size_t b0 = 0; b0 < B; b0 += chunk) {
         size_t nb = min_size(B - b0, chunk), rows = nb * T, heads = nb * H;
         ag_gemm(0, 1, rows, d, d, 1, dout + b0 * T * d, d, wo->data, d, 0, d_o, d);
@@ -506,7 +513,7 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
             if (w[i]->grad)
                 ag_gemm(1, 0, d, d, rows, alpha[i], xc, d, dqkv[i], d, 1, w[i]->grad, d);
             if (x->grad)
-                ag_gemm(0, 1, rows, d, d, alpha[i], dqkv[i], d, w[i]->data, d, 1,
+                ag_gemm(0, 1, rows, d, d, alpha[i], dqkv[i], d, w[i]->data, d, i ? 1 : x_beta,
                         x->grad + b0 * T * d, d);
         }
     }

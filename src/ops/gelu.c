@@ -82,6 +82,7 @@ static const ag_op gelu_op = {"gelu", gelu_backward, AG_OP_FIRST_WRITE};
                          _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)))
 #define LT(a, b, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ))
 #define UNORD(a, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, a, _CMP_UNORD_Q))
+#define ALL_LT(a, b) (_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff)
 #include "gelu_kernel.h"
 #undef NAME
 #undef TARGET
@@ -103,6 +104,7 @@ static const ag_op gelu_op = {"gelu", gelu_backward, AG_OP_FIRST_WRITE};
 #undef SCALE2
 #undef LT
 #undef UNORD
+#undef ALL_LT
 
 /* ---- AVX-512F: 16 lanes ---- */
 #define NAME(f) f##_avx512
@@ -125,6 +127,7 @@ static const ag_op gelu_op = {"gelu", gelu_backward, AG_OP_FIRST_WRITE};
 #define SCALE2 _mm512_scalef_ps /* p 2^n in one instruction, the same bits */
 #define LT(a, b, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x)
 #define UNORD(a, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), y, x)
+#define ALL_LT(a, b) (_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) == 0xffff)
 #include "gelu_kernel.h"
 #endif /* AG_GELU_SIMD */
 

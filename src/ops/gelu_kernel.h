@@ -11,6 +11,7 @@
  *   ROUND(x)      to the nearest integer
  *   SCALE2(p, n)  p 2^n for integral n in [-126, 0]
  *   LT(a,b,x,y)   per lane: a < b ? x : y;   UNORD(a,x,y): a is NaN ? x : y
+ *   ALL_LT(a,b)   1 when a < b in every lane, else 0
  *
  * Every lane goes through the same operations whatever the set, so both
  * kernels give the same bits; the polynomials are documented in gelu.c.
@@ -30,12 +31,12 @@ TARGET static inline V NAME(exp_neg)(V x)
 }
 
 /* The pieces of erf(z), given t + t_lo = z^2 (t_lo the rounding error of
- * t): *small = erf(z) for |z| < 1, *tail = erfc(|z|) for |z| >= 1, *e =
- * exp(-z^2) (0 once below float's normal range). Lanes outside a piece's
- * range hold finite junk. exp takes -t and is corrected by (1 - t_lo):
+ * t). erf_small: erf(z) for |z| < 1. erf_exp: exp(-z^2) (0 once below
+ * float's normal range); exp takes -t and is corrected by (1 - t_lo):
  * otherwise t's rounding, relative 2^-24 times z^2, would cost erfc most
- * of its digits where z^2 is large. */
-TARGET static inline void NAME(erf_parts)(V z, V t, V t_lo, V *small, V *tail, V *e)
+ * of its digits where z^2 is large. erf_tail: erfc(|z|) for |z| >= 1,
+ * given e = exp(-z^2). Lanes outside a piece's range hold finite junk. */
+TARGET static inline V NAME(erf_small)(V z, V t)
 {
     V q = SET1(ERF_S6);
     q = FMA(q, t, SET1(ERF_S5));
@@ -44,7 +45,17 @@ TARGET static inline void NAME(erf_parts)(V z, V t, V t_lo, V *small, V *tail, V
     q = FMA(q, t, SET1(ERF_S2));
     q = FMA(q, t, SET1(ERF_S1));
     q = FMA(q, t, SET1(ERF_C0));
-    *small = FMA(z, q, z);
+    return FMA(z, q, z);
+}
+
+TARGET static inline V NAME(erf_exp)(V t, V t_lo)
+{
+    V ex = NAME(exp_neg)(MUL(MIN(t, SET1(EXP_MAX)), SET1(-1.0f)));
+    return LT(t, SET1(EXP_MAX), FNMA(ex, t_lo, ex), SET1(0.0f));
+}
+
+TARGET static inline V NAME(erf_tail)(V z, V e)
+{
     V a = MIN(MAX(ABS(z), SET1(1.0f)), SET1(ERF_A_MAX));
     V p = SET1(ERF_P3);
     p = FMA(p, a, SET1(ERF_P2));
@@ -55,36 +66,46 @@ TARGET static inline void NAME(erf_parts)(V z, V t, V t_lo, V *small, V *tail, V
     d = FMA(d, a, SET1(ERF_Q2));
     d = FMA(d, a, SET1(ERF_Q1));
     d = FMA(d, a, SET1(1.0f));
-    V ex = NAME(exp_neg)(MUL(MIN(t, SET1(EXP_MAX)), SET1(-1.0f)));
-    *e = LT(t, SET1(EXP_MAX), FNMA(ex, t_lo, ex), SET1(0.0f));
-    *tail = MUL(*e, DIV(p, d));
+    return MUL(e, DIV(p, d));
 }
 
 TARGET static inline V NAME(erf_vec)(V z)
 {
-    V t = MUL(z, z), small, tail, e;
-    NAME(erf_parts)(z, t, FMS(z, z, t), &small, &tail, &e);
+    V t = MUL(z, z), small = NAME(erf_small)(z, t);
+    V tail = NAME(erf_tail)(z, NAME(erf_exp)(t, FMS(z, z, t)));
     V big = LT(z, SET1(0.0f), ADD(tail, SET1(-1.0f)), FNMA(SET1(1.0f), tail, SET1(1.0f)));
     return UNORD(z, z, LT(ABS(z), SET1(1.0f), small, big));
 }
 
-/* Phi(x) = (1 + erf(x / sqrt 2)) / 2, and *e = exp(-x^2 / 2). Below
- * -sqrt 2 it is erfc / 2 directly, so the far left tail keeps its digits
- * instead of being 1 + erf(z) with erf(z) near -1. z^2 = x^2 / 2 is taken
- * from x itself (halving is exact), not from the rounded z. */
+/* Phi(x) = (1 + erf(x / sqrt 2)) / 2, and with e, *e = exp(-x^2 / 2).
+ * Below -sqrt 2 it is erfc / 2 directly, so the far left tail keeps its
+ * digits instead of being 1 + erf(z) with erf(z) near -1. z^2 = x^2 / 2 is
+ * taken from x itself (halving is exact), not from the rounded z. When
+ * every lane has |z| < 1 (as a GPT's pre-activations mostly do) erfc's
+ * rational and its division are skipped, and without e exp too: the lanes
+ * take the same values either way. */
 TARGET static inline V NAME(cdf)(V x, V *e)
 {
-    V xx = MUL(x, x), small, tail;
+    V xx = MUL(x, x);
     V z = MUL(x, SET1(0.707106781186547524f));
-    NAME(erf_parts)(z, MUL(xx, SET1(0.5f)), MUL(FMS(x, x, xx), SET1(0.5f)), &small, &tail, e);
+    V t = MUL(xx, SET1(0.5f)), t_lo = MUL(FMS(x, x, xx), SET1(0.5f));
+    V mid = FMA(NAME(erf_small)(z, t), SET1(0.5f), SET1(0.5f));
+    int all_mid = ALL_LT(ABS(z), SET1(1.0f));
+    if (all_mid && !e)
+        return mid;
+    V ex = NAME(erf_exp)(t, t_lo);
+    if (e)
+        *e = ex;
+    if (all_mid)
+        return mid;
+    V tail = NAME(erf_tail)(z, ex);
     V big = LT(z, SET1(0.0f), MUL(tail, SET1(0.5f)), FNMA(SET1(0.5f), tail, SET1(1.0f)));
-    return LT(ABS(z), SET1(1.0f), FMA(small, SET1(0.5f), SET1(0.5f)), big);
+    return LT(ABS(z), SET1(1.0f), mid, big);
 }
 
 TARGET static inline V NAME(gelu_vec)(V x)
 {
-    V e;
-    return MUL(x, NAME(cdf)(x, &e));
+    return MUL(x, NAME(cdf)(x, NULL));
 }
 
 /* dx + dy (Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi)) */
