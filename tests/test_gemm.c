@@ -12,6 +12,7 @@
 #include "core/threads.h"
 
 #include <float.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -294,6 +295,39 @@ static void nesting_task(void *ctx, size_t i)
     c->out[i] = i + inner[3];
 }
 
+static void count_task(void *ctx, size_t i)
+{
+    _Atomic size_t *runs = ctx;
+    atomic_fetch_add(&runs[i], 1);
+}
+
+START_TEST(test_parallel_for_each_task_once)
+{
+    /* each thread first claims its own share of the tasks, then helps with
+     * the others': every task must still run exactly once, whether there
+     * are fewer tasks than threads, as many, or a number that does not
+     * divide evenly */
+    static const size_t counts[] = {1, 2, 3, 4, 5, 7, 37, 1000};
+    _Atomic size_t runs[1000];
+    for (int threads = 1; threads <= 4; threads++) {
+        ag_set_threads(threads);
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+            size_t n = counts[c];
+            for (size_t i = 0; i < n; i++)
+                atomic_init(&runs[i], 0);
+            ag_parallel_for(n, count_task, runs);
+            size_t bad = n;
+            for (size_t i = 0; i < n && bad == n; i++)
+                if (atomic_load(&runs[i]) != 1)
+                    bad = i;
+            ck_assert_msg(bad == n, "threads %d, %zu tasks: task %zu ran %zu times", threads, n,
+                          bad, bad < n ? (size_t)atomic_load(&runs[bad]) : (size_t)0);
+        }
+    }
+    ag_set_threads(1);
+}
+END_TEST
+
 START_TEST(test_parallel_for)
 {
     size_t out[37];
@@ -489,6 +523,7 @@ Suite *suite_gemm(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_threads_setting);
     tcase_add_test(tc, test_parallel_for);
+    tcase_add_test(tc, test_parallel_for_each_task_once);
     tcase_add_test(tc, test_fork_child);
     tcase_add_loop_test(tc, test_threads_identical, 0, N_KERNELS);
     tcase_add_test(tc, test_batched_threads_identical);

@@ -14,7 +14,11 @@
  * joins it by counting itself into the job word (a CAS that fails once the
  * job is closed or replaced), so a worker the machine has not scheduled in
  * time is never waited for: the caller closes the job, and waits only for
- * the workers that joined. Tasks are claimed with one atomic add each.
+ * the workers that joined. Tasks are claimed with one atomic add each, each
+ * thread first from its own share (a run of consecutive tasks: the caller
+ * the first, worker k the k+1-th), then from the others'. Which thread runs
+ * a task never changes what the task computes; the shares only make a
+ * thread tend to get the same rows in op after op, which stay in its cache.
  * pool_mu guards the sleeping and waking and the worker list; run_mu lets
  * one thread at a time run a job or resize the pool. The pool is stopped and
  * joined by ag_set_threads(1) and at exit; a child of fork() starts with an
@@ -51,6 +55,7 @@
 
 typedef struct worker {
     pthread_t tid;
+    int slot;   /* its share of each job's tasks (the caller's is 0) */
     void *pack; /* its packing buffer, made by the starting thread */
 } worker;
 
@@ -67,8 +72,15 @@ typedef struct worker {
 static _Atomic uint64_t job_word;
 static ag_task_fn job_fn;
 static void *job_ctx;
-static size_t job_n;            /* tasks in the job */
-static _Atomic size_t job_next; /* the next task to claim */
+static size_t job_n; /* tasks in the job */
+/* Each thread's share of a job: a run of consecutive tasks that it claims
+ * first, before it helps with the others' (one cache line each). */
+typedef struct job_share {
+    _Alignas(64) _Atomic size_t next; /* the share's next task to claim */
+    size_t end;
+} job_share;
+static job_share job_shares[AG_MAX_THREADS];
+static int job_n_shares;
 static _Atomic size_t job_done; /* tasks finished */
 static _Atomic size_t job_left; /* joined workers that are done with the job */
 static _Atomic int stopping;
@@ -117,20 +129,27 @@ static int spin_until(int (*done)(const void *), const void *arg)
     }
 }
 
-/* Claim and run the job's tasks until none are left. */
-static void run_tasks(void)
+/* Run task i of the job, and wake the caller if it was the last to finish
+ * and the caller went to sleep. */
+static void run_task(size_t i)
 {
-    for (;;) {
-        size_t i = atomic_fetch_add_explicit(&job_next, 1, memory_order_relaxed);
-        if (i >= job_n)
-            return;
-        job_fn(job_ctx, i);
-        if (atomic_fetch_add_explicit(&job_done, 1, memory_order_acq_rel) + 1 == job_n) {
-            /* the last task: wake the caller if it went to sleep */
-            pthread_mutex_lock(&pool_mu);
-            pthread_cond_signal(&done_cv);
-            pthread_mutex_unlock(&pool_mu);
-        }
+    job_fn(job_ctx, i);
+    if (atomic_fetch_add_explicit(&job_done, 1, memory_order_acq_rel) + 1 == job_n) {
+        pthread_mutex_lock(&pool_mu);
+        pthread_cond_signal(&done_cv);
+        pthread_mutex_unlock(&pool_mu);
+    }
+}
+
+/* Claim and run the job's tasks until none are left: first those of this
+ * thread's own share, then the others'. */
+static void run_tasks(int slot)
+{
+    for (int k = 0; k < job_n_shares; k++) {
+        job_share *sh = &job_shares[(slot + k) % job_n_shares];
+        size_t i;
+        while ((i = atomic_fetch_add_explicit(&sh->next, 1, memory_order_relaxed)) < sh->end)
+            run_task(i);
     }
 }
 
@@ -168,7 +187,7 @@ static void *worker_main(void *arg)
         if (!(word & JOB_OPEN) || JOB_ID(word) == seen)
             continue; /* too late for it: wait for the next one */
         seen = JOB_ID(word);
-        run_tasks();
+        run_tasks(w->slot);
         atomic_fetch_add_explicit(&job_left, 1, memory_order_release);
     }
     return NULL;
@@ -248,6 +267,7 @@ static void pool_resize(int want)
     pthread_mutex_lock(&pool_mu);
     workers = ws;
     for (int i = 0; i < want - 1; i++) {
+        ws[i].slot = i + 1;
         ws[i].pack = ag_gemm_pack_new();
         if (pthread_create(&ws[i].tid, NULL, worker_main, &ws[i]) != 0) {
             free(ws[i].pack);
@@ -323,7 +343,16 @@ void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
     job_fn = fn;
     job_ctx = ctx;
     job_n = n_tasks;
-    atomic_store_explicit(&job_next, 0, memory_order_relaxed);
+    /* Thread s's share is the s-th run of tasks: ops that split the same rows
+     * alike give each thread the same rows from one op to the next, so what
+     * a thread wrote is still in its core's cache when it reads it back. */
+    job_n_shares = n_workers + 1;
+    size_t each = n_tasks / (size_t)job_n_shares, rest = n_tasks % (size_t)job_n_shares, at = 0;
+    for (int s = 0; s < job_n_shares; s++) {
+        atomic_store_explicit(&job_shares[s].next, at, memory_order_relaxed);
+        at += each + ((size_t)s < rest);
+        job_shares[s].end = at;
+    }
     atomic_store_explicit(&job_done, 0, memory_order_relaxed);
     atomic_store_explicit(&job_left, 0, memory_order_relaxed);
     uint64_t id = JOB_ID(atomic_load(&job_word)) + 1;
@@ -334,7 +363,7 @@ void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
     pthread_mutex_unlock(&pool_mu);
 
     in_pool = 1;
-    run_tasks();
+    run_tasks(0);
     if (!spin_until(all_done, NULL)) {
         pthread_mutex_lock(&pool_mu);
         while (!all_done(NULL))
