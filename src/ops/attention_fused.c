@@ -96,8 +96,15 @@ static void relayout(size_t B, size_t H, size_t T, size_t d, const ag_real *rows
 
 /* ---- work shared out over the threads ----
  * ag_parallel_for runs one lane per thread; each lane has its own scratch
- * and takes the next item from a shared counter until none are left, so a
- * thread slowed by other work on the machine simply takes fewer items. */
+ * and its own run of consecutive items (so its heads, and their rows, tend
+ * to be the ones its thread handled in the ops before), takes them one at a
+ * time, and then helps with the other lanes' until none are left: a thread
+ * slowed by other work on the machine simply takes fewer items. */
+
+typedef struct lane_share {
+    _Alignas(64) atomic_size_t next; /* the run's next item to take */
+    size_t end;
+} lane_share;
 
 typedef struct head_job {
     const ag_attn_kernel *kern;
@@ -106,8 +113,8 @@ typedef struct head_job {
     int causal, wrong;
     /* forward: items are (head, query block); backward: (head, group) */
     size_t items, blocks, groups;
-    atomic_size_t next;
-    int shared;       /* more than one lane takes items */
+    lane_share *share; /* (lanes) */
+    size_t lanes;
     ag_real *scratch; /* (lanes, per_lane) */
     size_t per_lane;
     const ag_real *q, *k, *v; /* (B,H,T,dh); backward: from the chunk's first batch */
@@ -123,17 +130,22 @@ typedef struct head_job {
     ag_real *dk, *dv;   /* (rows, d) */
 } head_job;
 
-/* The next item, or SIZE_MAX when all are taken. */
-static size_t take_item(head_job *j)
+/* Lane lane's next item, or SIZE_MAX when all are taken; *from counts the
+ * runs it has emptied, its own first. */
+static size_t take_item(head_job *j, size_t lane, size_t *from)
 {
-    size_t it;
-    if (j->shared) {
-        it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-    } else { /* one lane: no locked instruction, which would wait for the tiles' stores */
-        it = atomic_load_explicit(&j->next, memory_order_relaxed);
-        atomic_store_explicit(&j->next, it + 1, memory_order_relaxed);
+    if (j->lanes == 1) { /* no locked instruction, which would wait for the tiles' stores */
+        size_t it = atomic_load_explicit(&j->share->next, memory_order_relaxed);
+        atomic_store_explicit(&j->share->next, it + 1, memory_order_relaxed);
+        return it < j->items ? it : SIZE_MAX;
     }
-    return it < j->items ? it : SIZE_MAX;
+    for (; *from < j->lanes; ++*from) {
+        lane_share *sh = &j->share[(lane + *from) % j->lanes];
+        size_t it = atomic_fetch_add_explicit(&sh->next, 1, memory_order_relaxed);
+        if (it < sh->end)
+            return it;
+    }
+    return SIZE_MAX;
 }
 
 static void fwd_lane(void *ctx, size_t lane)
@@ -141,7 +153,7 @@ static void fwd_lane(void *ctx, size_t lane)
     head_job *j = ctx;
     ag_real *scratch = j->scratch + lane * j->per_lane;
     size_t T = j->T, dh = j->dh;
-    for (size_t it; (it = take_item(j)) != SIZE_MAX;) {
+    for (size_t it, from = 0; (it = take_item(j, lane, &from)) != SIZE_MAX;) {
         /* a head's longest blocks (the last, when causal) first */
         size_t t = it / j->blocks, qb = j->blocks - 1 - it % j->blocks; /* t = b H + h */
         ag_attn_fwd f = {
@@ -169,16 +181,23 @@ static size_t lanes_alloc(ag_tape *tape, head_job *job, size_t max_items)
     if (!ag_mul_size(lanes * job->per_lane, sizeof(ag_real), &bytes))
         bytes = SIZE_MAX; /* the arena reports it */
     job->scratch = ag_arena_alloc(tape, bytes);
-    return job->scratch ? lanes : 0;
+    job->share = job->scratch ? ag_arena_alloc(tape, lanes * sizeof(lane_share)) : NULL;
+    return job->share ? lanes : 0;
 }
 
 /* lane(job, i) on lanes lanes, sharing out job->items items. */
 static void run_lanes(head_job *job, size_t lanes, ag_task_fn lane)
 {
-    atomic_init(&job->next, 0);
-    lanes = min_size(lanes, job->items);
-    job->shared = lanes > 1;
-    ag_parallel_for(lanes, lane, job);
+    job->lanes = min_size(lanes, job->items);
+    if (job->lanes == 0)
+        return;
+    size_t each = job->items / job->lanes, rest = job->items % job->lanes, at = 0;
+    for (size_t l = 0; l < job->lanes; l++) {
+        atomic_init(&job->share[l].next, at);
+        at += each + (l < rest);
+        job->share[l].end = at;
+    }
+    ag_parallel_for(job->lanes, lane, job);
 }
 
 /* ---- the weights, for showing ---- */
@@ -337,7 +356,7 @@ static void bwd_lane(void *ctx, size_t lane)
     head_job *j = ctx;
     ag_real *scratch = j->scratch + lane * j->per_lane;
     size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad;
-    for (size_t it; (it = take_item(j)) != SIZE_MAX;) {
+    for (size_t it, from = 0; (it = take_item(j, lane, &from)) != SIZE_MAX;) {
         size_t t = it / j->groups, g = it % j->groups; /* head t = b H + h of the chunk */
         size_t off = t / j->H * T * d + t % j->H * dh, hoff = t * T * dh;
         ag_attn_bwd b = {
