@@ -31,12 +31,6 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 enum { LAYERNORM, GELU, RELU, DROPOUT, N_OPS };
 static const char *const names[N_OPS] = {"layernorm", "gelu", "relu", "dropout"};
 static const int cols[N_OPS] = {128, 512, 512, 128};
@@ -87,10 +81,9 @@ static int run(int op, int reps)
         }
         ag_tape_reset(tape);
     }
-    qsort(fwd, (size_t)reps, sizeof(double), cmp_double);
-    qsort(bwd, (size_t)reps, sizeof(double), cmp_double);
     printf("bench: op=%s shape=%dx%d threads=%d forward_us=%.1f backward_us=%.1f\n", names[op],
-           rows, cols[op], ag_get_threads(), 1e6 * fwd[reps / 2], 1e6 * bwd[reps / 2]);
+           rows, cols[op], ag_get_threads(), 1e6 * ag_median(fwd, (size_t)reps),
+           1e6 * ag_median(bwd, (size_t)reps));
     ag_tape_free(tape);
     ag_param_free(x);
     ag_param_free(w);

@@ -34,12 +34,6 @@ static double clock_seconds(clockid_t id)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 1, steps = argc > 2 ? atoi(argv[2]) : 40;
@@ -79,11 +73,11 @@ int main(int argc, char **argv)
             wall[s] = clock_seconds(CLOCK_MONOTONIC) - w0;
         }
     }
-    qsort(cpu, (size_t)steps, sizeof(double), by_value);
-    qsort(wall, (size_t)steps, sizeof(double), by_value);
+    /* ag_median sorts: the least is then first */
+    double cpu_median = ag_median(cpu, (size_t)steps), wall_median = ag_median(wall, (size_t)steps);
     printf("bench: op=gpt_step threads=%d cpu_min_ms=%.2f cpu_median_ms=%.2f wall_min_ms=%.2f "
            "wall_median_ms=%.2f\n",
-           threads, cpu[0] * 1e3, cpu[steps / 2] * 1e3, wall[0] * 1e3, wall[steps / 2] * 1e3);
+           threads, cpu[0] * 1e3, cpu_median * 1e3, wall[0] * 1e3, wall_median * 1e3);
     ag_gpt_trainer_free(t);
     ag_gpt_free(g);
     ag_text_free(text);
