@@ -15,9 +15,19 @@
 #ifndef AG_CLONES_H
 #define AG_CLONES_H
 
+/* ThreadSanitizer instruments the ifunc's resolver, which the loader runs
+ * before the sanitizer has started: no clones under it. */
+#if defined(__SANITIZE_THREAD__)
+#define AG_NO_CLONES
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AG_NO_CLONES
+#endif
+#endif
+
 #if defined(__has_attribute)
 #if __has_attribute(target_clones) && defined(__x86_64__) && defined(__ELF__) &&                   \
-    !defined(AG_NO_SIMD)
+    !defined(AG_NO_SIMD) && !defined(AG_NO_CLONES)
 #define AG_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 #endif
