@@ -5,6 +5,7 @@
 #   make check           the whole test suite, in float and in double
 #   make REAL=double     build with ag_real = double
 #   make check SANITIZE=address,undefined
+#   TSAN_OPTIONS=die_after_fork=0 make check SANITIZE=thread
 #   make install PREFIX=/usr/local DESTDIR=
 #   make format          rewrite the C sources with clang-format (.clang-format)
 #   make format-check    fail when a C source is not formatted as .clang-format says
@@ -22,7 +23,9 @@ endif
 
 BUILDROOT ?= build
 # one directory per precision, sanitizer setting and compiler, so switching never mixes objects
-BUILD_TAG := $(if $(SANITIZE),-san)$(if $(filter-out cc,$(CC)),-$(notdir $(CC)))
+# (SANITIZE=address,undefined builds in build/float-san-address-undefined)
+comma := ,
+BUILD_TAG := $(if $(SANITIZE),-san-$(subst $(comma),-,$(SANITIZE)))$(if $(filter-out cc,$(CC)),-$(notdir $(CC)))
 BUILD := $(BUILDROOT)/$(REAL)$(BUILD_TAG)
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 # -fno-math-errno: nothing here reads errno after a math function, and without it
