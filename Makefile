@@ -188,7 +188,6 @@ lint:
 # (the CLI's as cli-crash-*, the paths' as paths-crash-*): replay it by
 # giving the file to the target.
 # See docs/fuzzing.md.
-comma := ,
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILDROOT)/fuzz
