@@ -15,10 +15,9 @@
  * job is closed or replaced), so a worker the machine has not scheduled in
  * time is never waited for: the caller closes the job, and waits only for
  * the workers that joined. Tasks are claimed with one atomic add each, each
- * thread first from its own share (a run of consecutive tasks: the caller
- * the first, worker k the k+1-th), then from the others'. Which thread runs
- * a task never changes what the task computes; the shares only make a
- * thread tend to get the same rows in op after op, which stay in its cache.
+ * thread first from its own run of them (ag_runs_take: the caller the first
+ * run, worker k the k+1-th), then from the others'. Which thread runs a
+ * task never changes what the task computes.
  * pool_mu guards the sleeping and waking and the worker list; run_mu lets
  * one thread at a time run a job or resize the pool. The pool is stopped and
  * joined by ag_set_threads(1) and at exit; a child of fork() starts with an
@@ -55,8 +54,8 @@
 
 typedef struct worker {
     pthread_t tid;
-    int slot;   /* its share of each job's tasks (the caller's is 0) */
-    void *pack; /* its packing buffer, made by the starting thread */
+    size_t slot; /* its run of each job's tasks (the caller's is 0) */
+    void *pack;  /* its packing buffer, made by the starting thread */
 } worker;
 
 /*
@@ -72,15 +71,9 @@ typedef struct worker {
 static _Atomic uint64_t job_word;
 static ag_task_fn job_fn;
 static void *job_ctx;
-static size_t job_n; /* tasks in the job */
-/* Each thread's share of a job: a run of consecutive tasks that it claims
- * first, before it helps with the others' (one cache line each). */
-typedef struct job_share {
-    _Alignas(64) _Atomic size_t next; /* the share's next task to claim */
-    size_t end;
-} job_share;
-static job_share job_shares[AG_MAX_THREADS];
-static int job_n_shares;
+static size_t job_n;                    /* tasks in the job */
+static ag_run job_runs[AG_MAX_THREADS]; /* thread s's run of the tasks */
+static size_t job_n_runs;
 static _Atomic size_t job_done; /* tasks finished */
 static _Atomic size_t job_left; /* joined workers that are done with the job */
 static _Atomic int stopping;
@@ -142,15 +135,12 @@ static void run_task(size_t i)
 }
 
 /* Claim and run the job's tasks until none are left: first those of this
- * thread's own share, then the others'. */
-static void run_tasks(int slot)
+ * thread's own run, then the others'. */
+static void run_tasks(size_t slot)
 {
-    for (int k = 0; k < job_n_shares; k++) {
-        job_share *sh = &job_shares[(slot + k) % job_n_shares];
-        size_t i;
-        while ((i = atomic_fetch_add_explicit(&sh->next, 1, memory_order_relaxed)) < sh->end)
-            run_task(i);
-    }
+    size_t i, from = 0;
+    while ((i = ag_runs_take(job_runs, job_n_runs, slot, &from)) != SIZE_MAX)
+        run_task(i);
 }
 
 /* A job other than number seen is open, or the pool is stopping. */
@@ -267,7 +257,7 @@ static void pool_resize(int want)
     pthread_mutex_lock(&pool_mu);
     workers = ws;
     for (int i = 0; i < want - 1; i++) {
-        ws[i].slot = i + 1;
+        ws[i].slot = (size_t)i + 1;
         ws[i].pack = ag_gemm_pack_new();
         if (pthread_create(&ws[i].tid, NULL, worker_main, &ws[i]) != 0) {
             free(ws[i].pack);
@@ -343,16 +333,9 @@ void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
     job_fn = fn;
     job_ctx = ctx;
     job_n = n_tasks;
-    /* Thread s's share is the s-th run of tasks: ops that split the same rows
-     * alike give each thread the same rows from one op to the next, so what
-     * a thread wrote is still in its core's cache when it reads it back. */
-    job_n_shares = n_workers + 1;
-    size_t each = n_tasks / (size_t)job_n_shares, rest = n_tasks % (size_t)job_n_shares, at = 0;
-    for (int s = 0; s < job_n_shares; s++) {
-        atomic_store_explicit(&job_shares[s].next, at, memory_order_relaxed);
-        at += each + ((size_t)s < rest);
-        job_shares[s].end = at;
-    }
+    /* thread s takes the s-th run first: see ag_runs_take */
+    job_n_runs = (size_t)n_workers + 1;
+    ag_runs_split(job_runs, job_n_runs, n_tasks);
     atomic_store_explicit(&job_done, 0, memory_order_relaxed);
     atomic_store_explicit(&job_left, 0, memory_order_relaxed);
     uint64_t id = JOB_ID(atomic_load(&job_word)) + 1;
@@ -378,6 +361,27 @@ void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
     job_fn = NULL;
     job_ctx = NULL;
     pthread_mutex_unlock(&run_mu);
+}
+
+void ag_runs_split(ag_run *runs, size_t n_runs, size_t n)
+{
+    size_t each = n / n_runs, rest = n % n_runs, at = 0;
+    for (size_t r = 0; r < n_runs; r++) {
+        atomic_store_explicit(&runs[r].next, at, memory_order_relaxed);
+        at += each + (r < rest);
+        runs[r].end = at;
+    }
+}
+
+size_t ag_runs_take(ag_run *runs, size_t n_runs, size_t own, size_t *from)
+{
+    for (; *from < n_runs; ++*from) {
+        ag_run *r = &runs[(own + *from) % n_runs];
+        size_t i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
+        if (i < r->end)
+            return i;
+    }
+    return SIZE_MAX;
 }
 
 typedef struct range_job {

@@ -49,6 +49,25 @@ typedef void (*ag_piece_fn)(void *ctx, size_t chunk, size_t p, size_t lo, size_t
  */
 size_t ag_params_range(ag_tensor *const *params, size_t n, size_t grain, ag_piece_fn fn, void *ctx);
 
+/*
+ * Items [0, n) cut into consecutive runs, one per taker (a thread, a lane),
+ * each claimed an item at a time: a taker empties its own run first, then
+ * helps with the others', so takers that split the same rows alike keep
+ * getting the same rows (still in their core's cache), while one slowed
+ * by other work on the machine simply takes fewer items.
+ */
+typedef struct ag_run {
+    _Alignas(64) _Atomic size_t next; /* the run's next item to claim */
+    size_t end;
+} ag_run;
+
+/* Cut [0, n) into n_runs runs whose lengths differ by at most one. */
+void ag_runs_split(ag_run *runs, size_t n_runs, size_t n);
+
+/* Taker own's next item, or SIZE_MAX when every run is empty. *from
+ * counts the runs it has emptied (start it at 0), its own first. */
+size_t ag_runs_take(ag_run *runs, size_t n_runs, size_t own, size_t *from);
+
 /* The number of threads ag_parallel_for would use right now (1 inside a task). */
 int ag_parallel_threads(void);
 

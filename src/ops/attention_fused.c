@@ -96,15 +96,9 @@ static void relayout(size_t B, size_t H, size_t T, size_t d, const ag_real *rows
 
 /* ---- work shared out over the threads ----
  * ag_parallel_for runs one lane per thread; each lane has its own scratch
- * and its own run of consecutive items (so its heads, and their rows, tend
- * to be the ones its thread handled in the ops before), takes them one at a
- * time, and then helps with the other lanes' until none are left: a thread
- * slowed by other work on the machine simply takes fewer items. */
-
-typedef struct lane_share {
-    _Alignas(64) atomic_size_t next; /* the run's next item to take */
-    size_t end;
-} lane_share;
+ * and takes items from its own run first (consecutive heads: the rows its
+ * thread had in the products and layouts before), then from the other
+ * lanes' (ag_runs_take). */
 
 typedef struct head_job {
     const ag_attn_kernel *kern;
@@ -113,7 +107,7 @@ typedef struct head_job {
     int causal, wrong;
     /* forward: items are (head, query block); backward: (head, group) */
     size_t items, blocks, groups;
-    lane_share *share; /* (lanes) */
+    ag_run *runs; /* (lanes): lane l's items first */
     size_t lanes;
     ag_real *scratch; /* (lanes, per_lane) */
     size_t per_lane;
@@ -130,22 +124,16 @@ typedef struct head_job {
     ag_real *dk, *dv;   /* (rows, d) */
 } head_job;
 
-/* Lane lane's next item, or SIZE_MAX when all are taken; *from counts the
- * runs it has emptied, its own first. */
+/* Lane lane's next item, or SIZE_MAX when all are taken (*from as for
+ * ag_runs_take). */
 static size_t take_item(head_job *j, size_t lane, size_t *from)
 {
     if (j->lanes == 1) { /* no locked instruction, which would wait for the tiles' stores */
-        size_t it = atomic_load_explicit(&j->share->next, memory_order_relaxed);
-        atomic_store_explicit(&j->share->next, it + 1, memory_order_relaxed);
+        size_t it = atomic_load_explicit(&j->runs->next, memory_order_relaxed);
+        atomic_store_explicit(&j->runs->next, it + 1, memory_order_relaxed);
         return it < j->items ? it : SIZE_MAX;
     }
-    for (; *from < j->lanes; ++*from) {
-        lane_share *sh = &j->share[(lane + *from) % j->lanes];
-        size_t it = atomic_fetch_add_explicit(&sh->next, 1, memory_order_relaxed);
-        if (it < sh->end)
-            return it;
-    }
-    return SIZE_MAX;
+    return ag_runs_take(j->runs, j->lanes, lane, from);
 }
 
 static void fwd_lane(void *ctx, size_t lane)
@@ -181,8 +169,8 @@ static size_t lanes_alloc(ag_tape *tape, head_job *job, size_t max_items)
     if (!ag_mul_size(lanes * job->per_lane, sizeof(ag_real), &bytes))
         bytes = SIZE_MAX; /* the arena reports it */
     job->scratch = ag_arena_alloc(tape, bytes);
-    job->share = job->scratch ? ag_arena_alloc(tape, lanes * sizeof(lane_share)) : NULL;
-    return job->share ? lanes : 0;
+    job->runs = job->scratch ? ag_arena_alloc(tape, lanes * sizeof(ag_run)) : NULL;
+    return job->runs ? lanes : 0;
 }
 
 /* lane(job, i) on lanes lanes, sharing out job->items items. */
@@ -191,12 +179,7 @@ static void run_lanes(head_job *job, size_t lanes, ag_task_fn lane)
     job->lanes = min_size(lanes, job->items);
     if (job->lanes == 0)
         return;
-    size_t each = job->items / job->lanes, rest = job->items % job->lanes, at = 0;
-    for (size_t l = 0; l < job->lanes; l++) {
-        atomic_init(&job->share[l].next, at);
-        at += each + (l < rest);
-        job->share[l].end = at;
-    }
+    ag_runs_split(job->runs, job->lanes, job->items);
     ag_parallel_for(job->lanes, lane, job);
 }
 
