@@ -23,7 +23,8 @@ const ag_command ag_cmd_bench_info = {
     .run = ag_cmd_bench,
     .usage = "attograd bench <matmul|attention|gpt> [options]",
     .summary =
-        "timings: bench matmul (the matrix-multiply kernel), bench attention (a training step)",
+        "timings: bench matmul (the matrix-multiply kernel), bench attention and bench gpt (a "
+        "training step)",
 };
 
 /* ---- bench matmul ---- */
