@@ -5,88 +5,62 @@
  * tensors read from a file checked before they are trusted.
  */
 #include "test_util.h"
+#include "run.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[64];
+static char dir[96]; /* the test's scratch directory (file_tmpdir) */
 
-static void make_dir(void)
+/* path holds exactly want */
+static void assert_contents(const char *path, const char *want)
 {
-    snprintf(dir, sizeof(dir), "/tmp/ag_files_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char *got = file_read(path, NULL);
+    ck_assert_msg(got != NULL, "%s: cannot read", path);
+    ck_assert_str_eq(got, want);
+    free(got);
 }
 
-static void remove_dir(void)
+/* dir holds exactly the files named in want (temporary files left behind would show) */
+static void assert_listing(const char *want)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
-static const char *in_dir(char *buf, size_t len, const char *name)
-{
-    snprintf(buf, len, "%s/%s", dir, name);
-    return buf;
-}
-
-/* The whole of a file as a string (at most 255 bytes). */
-static const char *contents(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-/* How many entries dir holds (temporary files left behind would show). */
-static int entries(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", dir);
-    FILE *p = popen(cmd, "r");
-    int n = -1;
-    ck_assert_ptr_nonnull(p);
-    ck_assert_int_eq(fscanf(p, "%d", &n), 1);
-    pclose(p);
-    return n;
+    char names[256];
+    ck_assert_str_eq(file_listing(dir, names, sizeof(names)), want);
 }
 
 START_TEST(test_file_write)
 {
-    char path[128], buf[256], err[256];
-    make_dir();
-    in_dir(path, sizeof(path), "out.txt");
+    char path[128], err[256];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "out.txt");
     ck_assert_int_eq(ag_file_write(path, "first", 5, err, sizeof(err)), AG_OK);
-    ck_assert_str_eq(contents(path, buf, sizeof(buf)), "first");
+    assert_contents(path, "first");
     ck_assert_int_eq(ag_file_write(path, "second", 6, err, sizeof(err)), AG_OK);
-    ck_assert_str_eq(contents(path, buf, sizeof(buf)), "second");
-    ck_assert_int_eq(entries(), 1); /* no temporary file left */
+    assert_contents(path, "second");
+    assert_listing("out.txt"); /* no temporary file left */
     ck_assert_int_eq(ag_file_write("/dev/null", "x", 1, err, sizeof(err)), AG_OK);
     /* a directory is refused, by name, and nothing is made */
     ck_assert_int_ne(ag_file_write(dir, "x", 1, err, sizeof(err)), AG_OK);
     ck_assert_msg(strstr(err, dir) != NULL && strstr(err, "directory") != NULL, "%s", err);
     ck_assert_int_ne(ag_file_check_output(dir, err, sizeof(err)), AG_OK);
     ck_assert_msg(strstr(err, dir) != NULL, "%s", err);
-    in_dir(path, sizeof(path), "no/such/dir/out.txt");
+    file_path(path, sizeof(path), dir, "no/such/dir/out.txt");
     ck_assert_int_ne(ag_file_check_output(path, err, sizeof(err)), AG_OK);
-    in_dir(path, sizeof(path), "new.txt");
+    file_path(path, sizeof(path), dir, "new.txt");
     ck_assert_int_eq(ag_file_check_output(path, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(access(path, F_OK), -1); /* checked, not made */
-    ck_assert_int_eq(entries(), 1);
-    remove_dir();
+    assert_listing("out.txt");
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_file_tmp_name)
 {
-    char path[128], tmp[512], buf[256], err[256];
-    make_dir();
-    in_dir(path, sizeof(path), "pic.png");
+    char path[128], tmp[512], err[256];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "pic.png");
     ck_assert_int_eq(ag_file_tmp_name(path, tmp, sizeof(tmp), err, sizeof(err)), AG_OK);
     ck_assert_msg(strncmp(tmp, path, strlen(path)) == 0, "%s is not beside %s", tmp, path);
     ck_assert_int_eq(access(tmp, F_OK), 0); /* made, empty, for the other program */
@@ -95,7 +69,7 @@ START_TEST(test_file_tmp_name)
     fputs("picture", f);
     fclose(f);
     ck_assert_int_eq(ag_file_tmp_commit(tmp, path, err, sizeof(err)), AG_OK);
-    ck_assert_str_eq(contents(path, buf, sizeof(buf)), "picture");
+    assert_contents(path, "picture");
     ck_assert_int_eq(access(tmp, F_OK), -1);
     /* through a device: the temporary file waits elsewhere and is removed */
     ck_assert_int_eq(ag_file_tmp_name("/dev/null", tmp, sizeof(tmp), err, sizeof(err)), AG_OK);
@@ -106,8 +80,8 @@ START_TEST(test_file_tmp_name)
     ck_assert_int_ne(ag_file_tmp_name(dir, tmp, sizeof(tmp), err, sizeof(err)), AG_OK);
     ck_assert_int_ne(ag_file_tmp_name(path, tmp, 8, err, sizeof(err)), AG_OK);
     ck_assert_msg(strstr(err, "too long") != NULL, "%s", err);
-    ck_assert_int_eq(entries(), 1);
-    remove_dir();
+    assert_listing("pic.png");
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -115,14 +89,14 @@ START_TEST(test_file_same)
 {
     char a[128], b[128], c[128], soft[128], hard[128], dotted[256], err[256];
     int device = -1;
-    make_dir();
-    in_dir(a, sizeof(a), "a");
-    in_dir(b, sizeof(b), "b");
-    in_dir(c, sizeof(c), "new");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(a, sizeof(a), dir, "a");
+    file_path(b, sizeof(b), dir, "b");
+    file_path(c, sizeof(c), dir, "new");
     ck_assert_int_eq(ag_file_write(a, "a", 1, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_file_write(b, "b", 1, err, sizeof(err)), AG_OK);
-    in_dir(soft, sizeof(soft), "soft");
-    in_dir(hard, sizeof(hard), "hard");
+    file_path(soft, sizeof(soft), dir, "soft");
+    file_path(hard, sizeof(hard), dir, "hard");
     ck_assert_int_eq(symlink(a, soft), 0);
     ck_assert_int_eq(link(a, hard), 0);
     snprintf(dotted, sizeof(dotted), "%s/../%s/./a", dir, strrchr(dir, '/') + 1);
@@ -139,16 +113,16 @@ START_TEST(test_file_same)
     ck_assert(!ag_file_same(c, a, NULL));
     ck_assert(ag_file_same("/dev/null", "/dev/null", &device));
     ck_assert_int_eq(device, 1);
-    remove_dir();
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_file_is_fd)
 {
     char a[128], b[128], err[256];
-    make_dir();
-    in_dir(a, sizeof(a), "a");
-    in_dir(b, sizeof(b), "b");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(a, sizeof(a), dir, "a");
+    file_path(b, sizeof(b), dir, "b");
     ck_assert_int_eq(ag_file_write(a, "a", 1, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_file_write(b, "b", 1, err, sizeof(err)), AG_OK);
     int fd = open(a, O_WRONLY | O_APPEND);
@@ -160,7 +134,7 @@ START_TEST(test_file_is_fd)
     fd = open("/dev/null", O_WRONLY);
     ck_assert(!ag_file_is_fd("/dev/null", fd)); /* a device is not a file to protect */
     close(fd);
-    remove_dir();
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -184,8 +158,8 @@ START_TEST(test_st_get_finite)
 {
     char path[128], err[256], want[256];
     ag_real dst[4];
-    make_dir();
-    in_dir(path, sizeof(path), "t.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "t.safetensors");
     ag_st_file *f = file_of(path, (const double[]){1, -2, 3}, 3, 0);
     ck_assert_int_eq(ag_st_get_finite(f, "t", 1, (const int[]){3}, dst, 0, err, sizeof(err)),
                      AG_OK);
@@ -205,15 +179,15 @@ START_TEST(test_st_get_finite)
     snprintf(want, sizeof(want), "%s: tensor 't' holds NaN at element 1", path);
     ck_assert_str_eq(err, want);
     ag_st_free(f);
-    remove_dir();
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_st_flushed)
 {
     char path[128], err[256];
-    make_dir();
-    in_dir(path, sizeof(path), "t.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "t.safetensors");
     /* an F64 file with values too small for float */
     ag_st_writer *w = ag_st_writer_new(AG_ST_F64);
 #ifdef AG_REAL_DOUBLE
@@ -244,7 +218,7 @@ START_TEST(test_st_flushed)
 #endif
     ck_assert_uint_eq(ag_st_flushed(f, "none", &first), 0);
     ag_st_free(f);
-    remove_dir();
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -274,8 +248,8 @@ static ag_st_file *model_file(const char *path, int d, ag_real v, const char *he
 START_TEST(test_attention_load)
 {
     char path[128], err[256], want[256];
-    make_dir();
-    in_dir(path, sizeof(path), "m.safetensors");
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "m.safetensors");
     ag_st_file *f = model_file(path, 4, 0.5f, "2", "true");
     ag_attention *a = ag_attention_load(f, path, err, sizeof(err));
     ck_assert_msg(a != NULL, "%s", err);
@@ -287,6 +261,7 @@ START_TEST(test_attention_load)
     ag_st_free(f);
     f = model_file(path, 4, 0.5f, "2", NULL); /* causal absent: false */
     a = ag_attention_load(f, path, err, sizeof(err));
+    ck_assert_msg(a != NULL, "%s", err);
     ck_assert_int_eq(ag_attention_causal(a), 0);
     ag_attention_free(a);
     ag_st_free(f);
@@ -312,7 +287,7 @@ START_TEST(test_attention_load)
     ag_st_free(f);
     ck_assert_ptr_null(ag_attention_load(NULL, path, err, sizeof(err)));
     ck_assert_str_eq(err, "ag_attention_load: the file is NULL");
-    remove_dir();
+    file_rmdir(dir);
 }
 END_TEST
 

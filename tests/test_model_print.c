@@ -34,7 +34,11 @@ static char *print_example(int heads, int *rows)
     ck_assert_ptr_nonnull(f);
     const ag_batch *b = ag_trainer_held_out(t);
     ag_model_print_attention(f, b, attn, logits);
-    ag_model_print_attention(f, NULL, attn, logits); /* nothing */
+    ck_assert_int_eq(fflush(f), 0);
+    size_t printed = len;
+    ag_model_print_attention(f, NULL, attn, logits); /* without a batch: prints nothing */
+    ck_assert_int_eq(fflush(f), 0);
+    ck_assert_uint_eq(len, printed);
     fclose(f);
     /* the first row is example 0's first token, named as the library names it */
     char label[32], want[64];

@@ -51,6 +51,12 @@ START_TEST(test_vjp_softmax)
     ag_real s[3];
     char err[128];
     ck_assert_int_eq(ag_vjp(softmax_of, NULL, &z, 1, g, s, 3, err, sizeof(err)), AG_OK);
+    /* the result is the softmax itself, not just consistent with the gradient */
+    double sum = 0;
+    for (int i = 0; i < 3; i++)
+        sum += exp((double)zv[i]);
+    for (int i = 0; i < 3; i++)
+        ck_assert_double_eq_tol(s[i], exp((double)zv[i]) / sum, AG_TEST_TOL);
     double dot = 0;
     for (int i = 0; i < 3; i++)
         dot += (double)g[i] * s[i];
