@@ -86,25 +86,8 @@ AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds,
     }
 }
 
-/* AVX-512DQ too, for vreduceps */
-#define AG_ATTN_AVX512 __attribute__((target("avx512f,avx512dq")))
-
-/* 2^x as vexp.h's exp2_avx512 computes it, bit for bit, with the fraction
- * f = x - round(x) from one vreduceps instead of vrndscaleps and a
- * subtraction: 12% faster. */
-AG_ATTN_AVX512 static inline __m512 exp2dq_avx512(__m512 x)
-{
-    __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP2_LO), _CMP_NLT_UQ);
-    __m512 f = _mm512_reduce_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 n = _mm512_sub_ps(x, f); /* exact: round(x) */
-    __m512 p = _mm512_fmadd_ps(AG_VEXP_HORNER5(_mm512_fmadd_ps, _mm512_set1_ps, f, EXP2_C6, EXP2_C5,
-                                               EXP2_C4, EXP2_C3, EXP2_C2, EXP2_C1),
-                               f, _mm512_set1_ps(EXP2_C0));
-    return _mm512_maskz_scalef_ps(live, p, n); /* p 2^n; 0 below EXP2_LO */
-}
-
 #define NAME(x) x##_avx512
-#define TARGET AG_ATTN_AVX512
+#define TARGET AG_VEXP_AVX512DQ /* DQ for exp2_avx512 */
 #define KERNEL_NAME "avx512"
 #define VEC __m512
 #define W 16
@@ -121,7 +104,7 @@ AG_ATTN_AVX512 static inline __m512 exp2dq_avx512(__m512 x)
 #define VADD _mm512_add_ps
 #define VMAX _mm512_max_ps
 #define VZERO _mm512_setzero_ps
-#define VEXP2 exp2dq_avx512
+#define VEXP2 exp2_avx512
 #define VFILL_BELOW fill_below_avx512
 #define VPOS_OR_ZERO pos_or_zero_avx512
 #define VTRANSPOSE transpose_avx512
