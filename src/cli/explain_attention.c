@@ -391,10 +391,10 @@ static int check_step(int bug)
         static const char *const titles[2] = {"backward", "finite difference"};
         print_side_by_side(w_names[m], w[m], 2, v, m == 0 ? titles : NULL);
     }
-    char where[32] = "";
+    char where[48] = "", index[32];
     if (r.worst_input >= 0)
-        snprintf(where, sizeof(where), "%s[%zu][%zu]", w_names[r.worst_input], r.worst_index / D,
-                 r.worst_index % D);
+        snprintf(where, sizeof(where), "%s%s", w_names[r.worst_input],
+                 ag_index_str(w[r.worst_input], r.worst_index, index, sizeof(index)));
     printf("max abs error %.1e, max rel error %.1e (at %s), tolerance %.0e: %s\n", r.max_abs,
            r.max_rel, where, r.tolerance, r.passed ? "PASS" : "FAIL");
     if (bug && !r.passed)
