@@ -375,6 +375,11 @@ void ag_runs_split(ag_run *runs, size_t n_runs, size_t n)
 
 size_t ag_runs_take(ag_run *runs, size_t n_runs, size_t own, size_t *from)
 {
+    if (n_runs == 1) { /* one taker: no locked instruction, which waits for earlier stores */
+        size_t i = atomic_load_explicit(&runs->next, memory_order_relaxed);
+        atomic_store_explicit(&runs->next, i + 1, memory_order_relaxed);
+        return i < runs->end ? i : SIZE_MAX;
+    }
     for (; *from < n_runs; ++*from) {
         ag_run *r = &runs[(own + *from) % n_runs];
         size_t i = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);

@@ -65,7 +65,8 @@ typedef struct ag_run {
 void ag_runs_split(ag_run *runs, size_t n_runs, size_t n);
 
 /* Taker own's next item, or SIZE_MAX when every run is empty. *from
- * counts the runs it has emptied (start it at 0), its own first. */
+ * counts the runs it has emptied (start it at 0), its own first. With one
+ * run (one taker) the claim is a plain load and store. */
 size_t ag_runs_take(ag_run *runs, size_t n_runs, size_t own, size_t *from);
 
 /* The number of threads ag_parallel_for would use right now (1 inside a task). */

@@ -30,7 +30,6 @@
 #include "../core/threads.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
 static void attention_backward(ag_tape *tape, const ag_entry *e);
@@ -114,7 +113,7 @@ typedef struct head_job {
     const ag_real *q, *k, *v; /* (B,H,T,dh); backward: from the chunk's first batch */
     ag_real *o, *lse;         /* (B,T,d), (B,H,tpad); backward: from the chunk's */
     /* backward, for a chunk of the batch, its heads = nb H heads and rows = nb T rows: */
-    size_t heads, n;    /* n = rows d */
+    size_t heads;
     ag_real *d_o;       /* (rows, d): dO, then dQ (sum_head) */
     ag_real *d_oh;      /* (heads, T, dh): dO head by head */
     ag_real *qt, *d_ot; /* (heads, dh, tpad): Q^T (scaled), dO^T in blocks (attn_tile.h) */
@@ -124,24 +123,13 @@ typedef struct head_job {
     ag_real *dk, *dv;   /* (rows, d) */
 } head_job;
 
-/* Lane lane's next item, or SIZE_MAX when all are taken (*from as for
- * ag_runs_take). */
-static size_t take_item(head_job *j, size_t lane, size_t *from)
-{
-    if (j->lanes == 1) { /* no locked instruction, which would wait for the tiles' stores */
-        size_t it = atomic_load_explicit(&j->runs->next, memory_order_relaxed);
-        atomic_store_explicit(&j->runs->next, it + 1, memory_order_relaxed);
-        return it < j->items ? it : SIZE_MAX;
-    }
-    return ag_runs_take(j->runs, j->lanes, lane, from);
-}
 
 static void fwd_lane(void *ctx, size_t lane)
 {
     head_job *j = ctx;
     ag_real *scratch = j->scratch + lane * j->per_lane;
     size_t T = j->T, dh = j->dh;
-    for (size_t it, from = 0; (it = take_item(j, lane, &from)) != SIZE_MAX;) {
+    for (size_t it, from = 0; (it = ag_runs_take(j->runs, j->lanes, lane, &from)) != SIZE_MAX;) {
         /* a head's longest blocks (the last, when causal) first */
         size_t t = it / j->blocks, qb = j->blocks - 1 - it % j->blocks; /* t = b H + h */
         ag_attn_fwd f = {
@@ -339,7 +327,7 @@ static void bwd_lane(void *ctx, size_t lane)
     head_job *j = ctx;
     ag_real *scratch = j->scratch + lane * j->per_lane;
     size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad;
-    for (size_t it, from = 0; (it = take_item(j, lane, &from)) != SIZE_MAX;) {
+    for (size_t it, from = 0; (it = ag_runs_take(j->runs, j->lanes, lane, &from)) != SIZE_MAX;) {
         size_t t = it / j->groups, g = it % j->groups; /* head t = b H + h of the chunk */
         size_t off = t / j->H * T * d + t % j->H * dh, hoff = t * T * dh;
         ag_attn_bwd b = {
@@ -493,7 +481,6 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
         job.v = sv->v + b0 * T * d;
         job.o = sv->o + b0 * T * d;
         job.lse = sv->lse + b0 * H * tpad;
-        job.n = rows * d;
         job.heads = heads;
         ag_parallel_for(heads, prep_head, &job);
         job.groups = groups_for(nb, H, blocks);
