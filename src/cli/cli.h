@@ -174,8 +174,6 @@ int ag_cli_verror(const ag_command *cmd, const char *fmt, va_list ap);
 /* A buffer for an error from the library or the command: long enough for
  * two names as ag_quote shows them and the reason after them. */
 #define AG_CLI_ERR_LEN (3 * AG_QUOTE_LEN)
-/* A value from a file (a metadata string) quoted in a message. */
-#define AG_CLI_QUOTE_LEN 200
 
 /* Whether argv[i] is -h or --help. */
 int ag_cli_is_help(const char *arg);
@@ -185,13 +183,6 @@ int ag_cli_is_help(const char *arg);
 const char *ag_cli_bug_word(int k);
 
 /* ---- the files a command names (outfile.c) ---- */
-
-/* Whether a file can be written at path later: the file layer's rule (a
- * regular file or a new name in a writable directory, whose temporary name
- * fits; or a character device; never a directory, FIFO, socket or block
- * device). Returns 0 with a message naming the path in err. For every
- * output, before any work. */
-int ag_cli_check_output(const char *path, char *err, size_t errlen);
 
 /* One file a command names. */
 typedef struct ag_cli_file {
@@ -208,8 +199,9 @@ typedef struct ag_cli_file {
  *   name by its resolved directory and last component), nor the file that
  *   standard output or standard error goes to: a usage error naming both
  *   flags (AG_EXIT_USAGE); a character device named twice is fine;
- * - every output passes ag_cli_check_output (else AG_EXIT_FAIL, "FLAG PATH:
- *   reason").
+ * - every output passes ag_file_check_output (a regular file or a new name in
+ *   a writable directory, or a character device; else AG_EXIT_FAIL, "FLAG
+ *   PATH: reason").
  * Inputs are refused by their readers when they are not regular files.
  * Prints the message; returns AG_EXIT_OK or the status. */
 int ag_cli_check_files(const ag_command *cmd, const ag_cli_file *files, size_t n);

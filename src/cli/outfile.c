@@ -13,11 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-int ag_cli_check_output(const char *path, char *err, size_t errlen)
-{
-    return ag_file_check_output(path, err, errlen) == AG_OK;
-}
-
 /* Whether output a may name the same file as b: a character device (both
  * write through it), or the pair the command allows (--save over --load). */
 static int may_share(const ag_cli_file *a, int device, const ag_cli_file *b)
@@ -84,7 +79,7 @@ int ag_cli_check_files(const ag_command *cmd, const ag_cli_file *files, size_t n
     char err[AG_CLI_ERR_LEN];
     for (size_t a = 0; a < n && status == AG_EXIT_OK; a++)
         if (files[a].path && files[a].output &&
-            !ag_cli_check_output(files[a].path, err, sizeof(err)))
+            ag_file_check_output(files[a].path, err, sizeof(err)) != AG_OK)
             status = ag_cli_error(cmd, "%s %s", files[a].flag, err);
     return status;
 }

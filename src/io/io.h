@@ -45,10 +45,6 @@ const char *ag_io_show(const char *s, char *buf, size_t len);
  * metadata value): the same rule as ag_io_show, in a shorter buffer, so a
  * long one shows its two ends and the message its reason. */
 #define AG_IO_QUOTE_LEN 128
-static inline const char *ag_io_quote(const char *s, char *buf, size_t len)
-{
-    return ag_io_show(s, buf, len);
-}
 
 /* Open path for reading, only when it is a regular file (or a symbolic
  * link to one): a directory, FIFO, socket or device (/dev/zero, /dev/stdin)

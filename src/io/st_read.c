@@ -67,7 +67,7 @@ static int vfail(parser *p, ag_status status, int syntax, const char *fmt, va_li
         snprintf(where, sizeof(where), "bad header JSON at byte %zu: ", p->pos);
     if (p->tensor)
         ag_io_err(status, p->err, p->errlen, "%s: tensor '%s': %s%s", p->f->name,
-                  ag_io_quote(p->tensor, q, sizeof(q)), where, msg);
+                  ag_io_show(p->tensor, q, sizeof(q)), where, msg);
     else
         ag_io_err(status, p->err, p->errlen, "%s: %s%s", p->f->name, where, msg);
     p->status = status;
@@ -418,7 +418,7 @@ static int parse_tensor(parser *p, char *name)
                 : strcmp(key, "data_offsets") == 0 ? 2
                                                    : -1;
         if (k < 0) {
-            fail(p, AG_ERR_FORMAT, "unknown key '%s'", ag_io_quote(key, q, sizeof(q)));
+            fail(p, AG_ERR_FORMAT, "unknown key '%s'", ag_io_show(key, q, sizeof(q)));
             goto fail;
         }
         if (seen[k]++) {
@@ -435,7 +435,7 @@ static int parse_tensor(parser *p, char *name)
                 t.dtype = f32 ? AG_ST_F32 : AG_ST_F64;
             } else {
                 fail(p, AG_ERR_FORMAT, "unsupported dtype %s (attograd reads F32 and F64)",
-                     ag_io_quote(dtype, q, sizeof(q)));
+                     ag_io_show(dtype, q, sizeof(q)));
                 goto fail;
             }
             free(dtype);
@@ -495,7 +495,7 @@ static int parse_meta(parser *p)
         skip_ws(p);
         if (p->pos >= p->len || p->s[p->pos] != '"') {
             fail(p, AG_ERR_FORMAT, "metadata '%s' is not a string",
-                 ag_io_quote(m.key, q, sizeof(q)));
+                 ag_io_show(m.key, q, sizeof(q)));
             goto fail;
         }
         if (!parse_string(p, &m.value))
@@ -581,11 +581,11 @@ static int check_file(parser *p)
     for (size_t i = 1; i < f->n_t; i++)
         if (strcmp(f->t[i - 1].name, f->t[i].name) == 0)
             return fail(p, AG_ERR_FORMAT, "duplicate tensor '%s'",
-                        ag_io_quote(f->t[i].name, q, sizeof(q)));
+                        ag_io_show(f->t[i].name, q, sizeof(q)));
     for (size_t i = 1; i < f->n_m; i++)
         if (strcmp(f->m[i - 1].key, f->m[i].key) == 0)
             return fail(p, AG_ERR_FORMAT, "duplicate metadata key '%s'",
-                        ag_io_quote(f->m[i].key, q, sizeof(q)));
+                        ag_io_show(f->m[i].key, q, sizeof(q)));
     if (f->n_t < 2)
         return 1;
     st_tensor **by_off = malloc(f->n_t * sizeof(*by_off)); /* n_t * size fits: t exists */
@@ -602,7 +602,7 @@ static int check_file(parser *p)
             continue;
         if (last && t->begin < last->end)
             ok = fail(p, AG_ERR_FORMAT, "tensors '%s' and '%s' overlap in the data section",
-                      ag_io_quote(last->name, q, sizeof(q)), ag_io_quote(t->name, q2, sizeof(q2)));
+                      ag_io_show(last->name, q, sizeof(q)), ag_io_show(t->name, q2, sizeof(q2)));
         if (!last || t->end > last->end)
             last = t;
     }
@@ -744,7 +744,7 @@ static const st_tensor *need(const ag_st_file *f, const char *name, const char *
     const st_tensor *t = find(f, name);
     if (!t)
         *st = ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: tensor '%s' not found", f->name,
-                        ag_io_quote(name, q, sizeof(q)));
+                        ag_io_show(name, q, sizeof(q)));
     return t;
 }
 
@@ -761,12 +761,12 @@ ag_status ag_st_shape(const ag_st_file *f, const char *name, int *ndim, int *sha
     if (t->ndim > AG_MAX_DIMS)
         return ag_io_err(AG_ERR_SHAPE, err, errlen,
                          "%s: tensor '%s' has %d dims; attograd tensors have at most %d", f->name,
-                         ag_io_quote(name, q, sizeof(q)), t->ndim, AG_MAX_DIMS);
+                         ag_io_show(name, q, sizeof(q)), t->ndim, AG_MAX_DIMS);
     for (int i = 0; i < t->ndim; i++)
         if (t->shape[i] > INT_MAX)
             return ag_io_err(AG_ERR_SHAPE, err, errlen,
                              "%s: tensor '%s' has shape %s: a dim is beyond %d", f->name,
-                             ag_io_quote(name, q, sizeof(q)),
+                             ag_io_show(name, q, sizeof(q)),
                              ag_io_shape_str(t->ndim, t->shape, s, sizeof(s)), INT_MAX);
     *ndim = t->ndim;
     for (int i = 0; i < t->ndim; i++)
@@ -803,12 +803,12 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
     unsigned long long w[AG_MAX_DIMS];
     if (ndim < 0 || ndim > AG_MAX_DIMS || (ndim > 0 && !shape))
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_get: '%s': bad expected shape (ndim %d)",
-                         ag_io_quote(name, q, sizeof(q)), ndim);
+                         ag_io_show(name, q, sizeof(q)), ndim);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return ag_io_err(AG_ERR_ARG, err, errlen,
                              "ag_st_get: '%s': negative dim %d in the expected shape",
-                             ag_io_quote(name, q, sizeof(q)), shape[i]);
+                             ag_io_show(name, q, sizeof(q)), shape[i]);
         w[i] = (unsigned long long)shape[i];
     }
     int same = t->ndim == ndim;
@@ -816,12 +816,12 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
         same = t->shape[i] == w[i];
     if (!same)
         return ag_io_err(AG_ERR_SHAPE, err, errlen, "%s: tensor '%s' has shape %s, expected %s",
-                         f->name, ag_io_quote(name, q, sizeof(q)),
+                         f->name, ag_io_show(name, q, sizeof(q)),
                          ag_io_shape_str(t->ndim, t->shape, have, sizeof(have)),
                          ag_io_shape_str(ndim, w, want, sizeof(want)));
     if (!dst && t->count > 0)
         return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_get: '%s': dst is NULL",
-                         ag_io_quote(name, q, sizeof(q)));
+                         ag_io_show(name, q, sizeof(q)));
     const unsigned char *src = f->data + t->begin;
     if (t->dtype == AG_ST_F32) {
         for (size_t i = 0; i < t->count; i++)
@@ -835,7 +835,7 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
         if (isfinite(v) && fabs(v) > FLT_MAX)
             return ag_io_err(AG_ERR_NUMERIC, err, errlen,
                              "%s: tensor '%s': element %zu (%g) is out of range for float", f->name,
-                             ag_io_quote(name, q, sizeof(q)), i, v);
+                             ag_io_show(name, q, sizeof(q)), i, v);
     }
 #endif
     for (size_t i = 0; i < t->count; i++)

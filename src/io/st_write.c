@@ -96,7 +96,7 @@ ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shap
         return wfail(w, AG_ERR_ARG, "ag_st_add: name is NULL");
     if (!is_utf8(name))
         return wfail(w, AG_ERR_ARG, "ag_st_add: tensor name is not valid UTF-8");
-    ag_io_quote(name, q, sizeof(q));
+    ag_io_show(name, q, sizeof(q));
     if (strcmp(name, "__metadata__") == 0)
         return wfail(w, AG_ERR_ARG, "ag_st_add: '__metadata__' cannot name a tensor");
     for (size_t i = 0; i < w->n; i++)
@@ -132,7 +132,7 @@ ag_status ag_st_add_tensor(ag_st_writer *w, const char *name, const ag_tensor *t
     if (!t) { /* wfail keeps an earlier error */
         char q[AG_IO_QUOTE_LEN];
         return wfail(w, AG_ERR_ARG, "ag_st_add_tensor: tensor '%s' is NULL",
-                     name && is_utf8(name) ? ag_io_quote(name, q, sizeof(q)) : "?");
+                     name && is_utf8(name) ? ag_io_show(name, q, sizeof(q)) : "?");
     }
     return ag_st_add(w, name, t->ndim, t->shape, t->data);
 }
@@ -151,7 +151,7 @@ ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value)
     for (size_t i = 0; i < w->n_meta; i++)
         if (strcmp(w->meta[2 * i], key) == 0)
             return wfail(w, AG_ERR_ARG, "ag_st_add_meta: duplicate key '%s'",
-                         ag_io_quote(key, q, sizeof(q)));
+                         ag_io_show(key, q, sizeof(q)));
     char *k = strdup(key), *v = strdup(value);
     /* cap_meta counts pairs: grow an array of pairs of pointers */
     if (!k || !v || !ag_io_grow((void **)&w->meta, &w->cap_meta, w->n_meta, 2 * sizeof(*w->meta))) {
@@ -409,7 +409,7 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
                 if (isfinite(v) && fabs(v) > FLT_MAX)
                     return ag_io_err(AG_ERR_NUMERIC, err, errlen,
                                      "%s: tensor '%s': element %zu (%g) is out of range for F32",
-                                     what, ag_io_quote(t->name, q, sizeof(q)), at + j, v);
+                                     what, ag_io_show(t->name, q, sizeof(q)), at + j, v);
                 put_f32(buf + 4 * j, (float)v);
             }
             if (!emit(k, buf, n * ag_st_dtype_size(w->dtype)))
