@@ -59,16 +59,18 @@ int main(int argc, char **argv)
     /* write 200 characters after a newline */
     const ag_text *text = ag_gpt_trainer_text(t);
     ag_gpt_cache *cache = ag_gpt_cache_new(ag_gpt_trainer_model(t), err, sizeof(err));
-    int start = ag_vocab_id(text->vocab, '\n');
-    if (start < 0)
-        start = 0; /* a text without newlines: start from its first character */
+    int *start = NULL; /* an empty prompt: where a text starts anew (after a newline) */
+    size_t n_start = 0;
     ag_rng rng = ag_rng_new(1);
-    if (!cache || ag_gpt_generate(cache, &start, 1, 200, 0.8, 0, &rng, print_char, text->vocab, err,
-                                  sizeof(err)) != AG_OK) {
+    if (!cache ||
+        ag_vocab_prompt(text->vocab, "", 0, &start, &n_start, err, sizeof(err)) != AG_OK ||
+        ag_gpt_generate(cache, start, n_start, 200, 0.8, 0, &rng, print_char, text->vocab, err,
+                        sizeof(err)) != AG_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
     printf("\n");
+    free(start);
     ag_gpt_cache_free(cache);
     ag_gpt_trainer_free(t); /* and the model and the text it owns */
     return 0;

@@ -1220,7 +1220,9 @@ typedef struct ag_gpt_trainer ag_gpt_trainer;
  * NULL with a message on a bad setting or out of memory. */
 ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text, const ag_gpt_train_config *cfg,
                                    char *err, size_t errlen);
-void ag_gpt_trainer_free(ag_gpt_trainer *t); /* NULL does nothing; g and text are untouched */
+/* NULL does nothing. g and text are left alone, unless the trainer came
+ * from ag_gpt_trainer_open, which made them: then they are freed too. */
+void ag_gpt_trainer_free(ag_gpt_trainer *t);
 /* One step: a random training batch, forward, backward, clip, AdamW at
  * ag_gpt_lr_at(step). *loss (may be NULL) gets the batch's loss. A NaN or
  * Inf (in the loss, a gradient or, after the update, a weight) stops it

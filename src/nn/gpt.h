@@ -37,8 +37,8 @@ struct ag_gpt {
 
 /* A trainer (gpt_train.c); gpt_file.c saves and restores its state. */
 struct ag_gpt_trainer {
-    ag_gpt *g;           /* borrowed */
-    const ag_text *text; /* borrowed */
+    ag_gpt *g;           /* borrowed, or own_g */
+    const ag_text *text; /* borrowed, or own_text */
     ag_gpt_train_config cfg;
     ag_tape *tape;
     ag_optim *opt[2];   /* AdamW on the 2-D weights, Adam on the rest; NULL when empty */

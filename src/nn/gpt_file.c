@@ -294,7 +294,7 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
         return 0;
     if (strcmp(v, FORMAT) != 0) {
         ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: not an attograd GPT checkpoint (format '%s')", p,
-                  ag_io_quote(v, q, sizeof(q)));
+                  ag_io_show(v, q, sizeof(q)));
         return 0;
     }
     if (!ag_meta_str(s, p, "version", &v, err, errlen))
@@ -303,7 +303,7 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
         ag_io_err(AG_ERR_FORMAT, err, errlen,
                   "%s: checkpoint version '%s' is not supported "
                   "(only %s)",
-                  p, ag_io_quote(v, q, sizeof(q)), VERSION);
+                  p, ag_io_show(v, q, sizeof(q)), VERSION);
         return 0;
     }
     if (!ag_meta_int(s, p, "vocab_size", 1, AG_VOCAB_MAX, &c->vocab, err, errlen) ||
@@ -320,7 +320,7 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
         return 0;
     if (strcmp(v, "learned") != 0 && strcmp(v, "none") != 0) {
         ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata posenc '%s' is not learned or none", p,
-                  ag_io_quote(v, q, sizeof(q)));
+                  ag_io_show(v, q, sizeof(q)));
         return 0;
     }
     c->no_posenc = strcmp(v, "none") == 0;
