@@ -432,8 +432,7 @@ static int read_tensor(const ag_gpt_file *f, const ag_gpt *g, const file_tensor 
                        const char *name, ag_real *tmp, ag_real *const *dst, int nonneg, char *err,
                        size_t errlen)
 {
-    if (ag_st_get(f->st, name, t->ndim, t->shape, tmp, err, errlen) != AG_OK ||
-        ag_io_check_values(f->path, name, tmp, t->size, nonneg, err, errlen) != AG_OK)
+    if (ag_st_get_finite(f->st, name, t->ndim, t->shape, tmp, nonneg, err, errlen) != AG_OK)
         return 0;
     unpack(g, t, tmp, dst);
     return 1;

@@ -213,13 +213,8 @@ ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errl
         goto fail;
     }
     pe = ag_posenc_new(AG_POSENC_LEARNED, shape[0], shape[1], NULL, err, errlen);
-    if (!pe || ag_st_get(f, "pos", 2, shape, pe->table->data, err, errlen) != AG_OK)
+    if (!pe || ag_st_get_finite(f, "pos", 2, shape, pe->table->data, 0, err, errlen) != AG_OK)
         goto fail;
-    size_t n = (size_t)shape[0] * (size_t)shape[1];
-    if (ag_first_nonfinite(pe->table->data, n) < n) {
-        ag_nn_set_err(err, errlen, "%s: tensor 'pos' holds a NaN or Inf", path);
-        goto fail;
-    }
     ag_st_free(f);
     return pe;
 fail:
