@@ -18,13 +18,17 @@ static int read_dim(const ag_st_file *f, const char *path, int *d, char *err, si
     int nd, w[AG_MAX_DIMS];
     if (ag_st_shape(f, "wq", &nd, w, err, errlen) != AG_OK)
         return 0;
-    if (nd == 2 && (w[0] != w[1] || w[0] < 1))
+    if (nd != 2) {
+        ag_nn_set_err(err, errlen, "%s: tensor 'wq' has %d dims, must be square (d, d)", path, nd);
+        return 0;
+    }
+    if (w[0] != w[1] || w[0] < 1) {
         ag_nn_set_err(err, errlen, "%s: tensor 'wq' is [%dx%d], must be square (d, d)", path, w[0],
                       w[1]);
-    else if (nd != 2)
-        ag_nn_set_err(err, errlen, "%s: tensor 'wq' has %d dims, must be square (d, d)", path, nd);
+        return 0;
+    }
     *d = w[0];
-    return nd == 2 && w[0] == w[1] && w[0] >= 1;
+    return 1;
 }
 
 /* The metadata: n_heads (a whole number dividing d) and causal (absent: false). */
@@ -32,7 +36,7 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
                        char *err, size_t errlen)
 {
     const char *h = ag_st_meta(f, "n_heads"), *c = ag_st_meta(f, "causal");
-    char q[200];
+    char q[AG_QUOTE_LEN];
     long v = 0;
     if (!h) {
         ag_nn_set_err(err, errlen, "%s: metadata 'n_heads' is missing", path);
