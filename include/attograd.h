@@ -1472,7 +1472,7 @@ void ag_csv_free(ag_csv *csv);
  * until the curve is full.
  *
  *     ag_curve loss;
- *     if (ag_curve_init(&loss, 1, cap, (steps + cap - 1) / cap) != AG_OK) ...
+ *     if (ag_curve_init_thinned(&loss, 1, steps, 10000) != AG_OK) ...
  *     for (long s = 1; s <= steps; s++) ag_curve_add(&loss, s, &l);
  *     ag_curve_write(&loss, f);   // gnuplot's '-' data: "step value" per line
  *     ag_curve_free(&loss);
@@ -1487,6 +1487,10 @@ typedef struct ag_curve {
 /* AG_ERR_ARG for width, cap or stride below 1 (or a size that overflows),
  * AG_ERR_NOMEM; either way *c is then empty (adding keeps nothing). */
 ag_status ag_curve_init(ag_curve *c, int width, size_t cap, long stride);
+/* For a run of steps steps (from 1) in at most max_points rows: cap
+ * min(steps, max_points) and stride ceil(steps / cap), the rule above.
+ * AG_ERR_ARG when steps or max_points is below 1. */
+ag_status ag_curve_init_thinned(ag_curve *c, int width, long steps, size_t max_points);
 /* Keep (step, values[0..width)) when the stride takes step and there is
  * room: returns 1, else 0. */
 int ag_curve_add(ag_curve *c, long step, const double *values);

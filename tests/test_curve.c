@@ -32,6 +32,29 @@ START_TEST(test_thinning)
 }
 END_TEST
 
+START_TEST(test_init_thinned)
+{
+    /* the same rule from the run's length: 25 steps in 10 points, stride 3;
+     * a short run keeps every step; a run of exactly max_points too */
+    static const struct {
+        long steps;
+        size_t max, cap;
+        long stride;
+    } cases[] = {{25, 10, 10, 3}, {7, 10, 7, 1}, {10, 10, 10, 1}, {11, 10, 10, 2}, {1, 1, 1, 1}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        ag_curve c;
+        ck_assert_int_eq(ag_curve_init_thinned(&c, 1, cases[i].steps, cases[i].max), AG_OK);
+        ck_assert_uint_eq(c.cap, cases[i].cap);
+        ck_assert_int_eq(c.stride, cases[i].stride);
+        ag_curve_free(&c);
+    }
+    ag_curve c;
+    ck_assert_int_eq(ag_curve_init_thinned(&c, 1, 0, 10), AG_ERR_ARG);
+    ck_assert_ptr_null(c.rows);
+    ck_assert_int_eq(ag_curve_init_thinned(&c, 1, 5, 0), AG_ERR_ARG);
+}
+END_TEST
+
 START_TEST(test_full_and_no_alloc)
 {
     ag_curve c;
@@ -74,6 +97,7 @@ Suite *suite_curve(void)
     Suite *s = suite_create("curve");
     TCase *tc = tcase_create("curve");
     tcase_add_test(tc, test_thinning);
+    tcase_add_test(tc, test_init_thinned);
     tcase_add_test(tc, test_full_and_no_alloc);
     tcase_add_test(tc, test_bad_sizes);
     suite_add_tcase(s, tc);

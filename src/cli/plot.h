@@ -43,6 +43,9 @@ int ag_cli_gnuplot_begin(ag_cli_gnuplot *g, int width, int height, char *err, si
  * *sig. Returns 1, or 0 with the reason in err (nothing written). */
 int ag_cli_gnuplot_end(ag_cli_gnuplot *g, const char *png, int *sig, char *err, size_t errlen);
 #define AG_GNUPLOT_SECONDS 60
+/* The most points of a curve a --plot keeps (ag_curve_init_thinned): a long
+ * run is thinned, not stored whole. */
+#define AG_CLI_PLOT_POINTS 10000
 /* Write s as a gnuplot single-quoted string (control bytes as spaces, so
  * that nothing can end the command). */
 void ag_cli_gnuplot_quote(FILE *g, const char *s);

@@ -284,16 +284,14 @@ static int plot_heads(const run *r, const char *png, int *sig)
     return ok;
 }
 
-/* History for --plot, allocated before training: at most PLOT_POINTS
- * points of each curve, so a long run is thinned, not stored whole. */
-#define PLOT_POINTS 10000
+/* History for --plot, allocated before training. */
 static int alloc_history(run *r)
 {
     long steps = r->o->steps, evals = steps / r->o->eval_every + 3;
-    size_t cap = steps < PLOT_POINTS ? (size_t)steps : PLOT_POINTS;
-    return ag_curve_init(&r->loss_curve, 1, cap, (steps + (long)cap - 1) / (long)cap) == AG_OK &&
-           ag_curve_init(&r->acc_curve, 1, evals < PLOT_POINTS ? (size_t)evals : PLOT_POINTS, 1) ==
-               AG_OK;
+    return ag_curve_init_thinned(&r->loss_curve, 1, steps, AG_CLI_PLOT_POINTS) == AG_OK &&
+           ag_curve_init(&r->acc_curve, 1,
+                         evals < AG_CLI_PLOT_POINTS ? (size_t)evals : AG_CLI_PLOT_POINTS,
+                         1) == AG_OK;
 }
 
 /* One step (ag_trainer_step), its loss kept for --plot. */

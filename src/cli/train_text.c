@@ -19,7 +19,6 @@
 
 #define MAX_STEPS 100000000
 #define EVAL_WINDOWS 32 /* the full validation loss runs this many windows at once */
-#define PLOT_POINTS 10000
 
 static const char *posenc_word(int k)
 {
@@ -212,7 +211,7 @@ typedef struct text_run {
     double loss;               /* the last step's batch loss */
     double train_est, val_est; /* the last estimates; NAN before the first */
     long est_step;             /* the step they were made at */
-    /* for --plot: the losses, thinned to PLOT_POINTS, and the estimates (train, val) */
+    /* for --plot: the losses, thinned to AG_CLI_PLOT_POINTS, and the estimates (train, val) */
     ag_curve loss_curve, est_curve;
     int plot_failed, plot_sig; /* the plot was not made (and the signal that stopped gnuplot) */
 } text_run;
@@ -455,8 +454,8 @@ static int alloc_history(text_run *r)
         return 1;
     if (!ag_cli_have_program("gnuplot"))
         return fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)"), 1;
-    size_t cap = (size_t)(o->steps < PLOT_POINTS ? o->steps : PLOT_POINTS);
-    if (ag_curve_init(&r->loss_curve, 1, cap, (o->steps + (long)cap - 1) / (long)cap) != AG_OK ||
+    size_t cap = (size_t)(o->steps < AG_CLI_PLOT_POINTS ? o->steps : AG_CLI_PLOT_POINTS);
+    if (ag_curve_init_thinned(&r->loss_curve, 1, o->steps, AG_CLI_PLOT_POINTS) != AG_OK ||
         ag_curve_init(&r->est_curve, 2, cap, 1) != AG_OK)
         return fail("out of memory");
     return 1;

@@ -26,6 +26,18 @@ ag_status ag_curve_init(ag_curve *c, int width, size_t cap, long stride)
     return AG_OK;
 }
 
+ag_status ag_curve_init_thinned(ag_curve *c, int width, long steps, size_t max_points)
+{
+    if (steps < 1 || max_points < 1) {
+        if (c)
+            memset(c, 0, sizeof(*c));
+        return AG_ERR_ARG;
+    }
+    size_t cap = (unsigned long)steps < max_points ? (size_t)steps : max_points;
+    long stride = (long)(((unsigned long)steps - 1) / cap + 1); /* ceil, without overflow */
+    return ag_curve_init(c, width, cap, stride);
+}
+
 int ag_curve_add(ag_curve *c, long step, const double *values)
 {
     if (!c || !c->rows || !values || (step - 1) % c->stride != 0 || c->n == c->cap)
