@@ -216,7 +216,11 @@ START_TEST(test_trainer_bad_settings)
     c = lookup_config();
     c.clip = -1;
     ck_assert_ptr_null(ag_trainer_new(&c, NULL, NULL, err, sizeof(err)));
-    ck_assert_str_eq(err, "trainer: weight_decay must be in 0..1000 and clip in 0..1e12");
+    ck_assert_str_eq(err, "trainer: clip must be in 0..1e+12");
+    c = lookup_config();
+    c.weight_decay = 2000;
+    ck_assert_ptr_null(ag_trainer_new(&c, NULL, NULL, err, sizeof(err)));
+    ck_assert_str_eq(err, "trainer: weight_decay must be in 0..1000");
     c = lookup_config();
     c.model.seq = 12;
     ck_assert_ptr_null(ag_trainer_new(&c, NULL, NULL, err, sizeof(err)));

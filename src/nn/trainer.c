@@ -31,22 +31,25 @@ struct ag_trainer {
     long step;              /* steps done, including those of a checkpoint */
 };
 
-/* The settings beyond the model's that ag_model_new does not check. */
+/* The settings beyond the model's that ag_model_new does not check; each
+ * message gives the range its limit in attograd.h sets. */
 static int check_config(const ag_train_config *c, char *err, size_t errlen)
 {
-    const char *bad = NULL;
+    const char *name = NULL;
+    double lo = 0, hi = 0;
     if (c->batch < 1 || c->batch > AG_TRAIN_MAX_BATCH)
-        bad = "batch must be in 1..65536";
+        name = "batch", lo = 1, hi = AG_TRAIN_MAX_BATCH;
     else if (!(c->lr >= AG_TRAIN_LR_MIN && c->lr <= AG_TRAIN_LR_MAX))
-        bad = "lr must be in 1e-12..1000";
+        name = "lr", lo = AG_TRAIN_LR_MIN, hi = AG_TRAIN_LR_MAX;
     else if (!(c->momentum >= 0 && c->momentum <= AG_TRAIN_MOMENTUM_MAX))
-        bad = "momentum must be in 0..0.999999";
-    else if (!(c->weight_decay >= 0 && c->weight_decay <= AG_TRAIN_WEIGHT_DECAY_MAX) ||
-             !(c->clip >= 0 && c->clip <= AG_TRAIN_CLIP_MAX))
-        bad = "weight_decay must be in 0..1000 and clip in 0..1e12";
-    if (bad)
-        ag_nn_set_err(err, errlen, "trainer: %s", bad);
-    return bad == NULL;
+        name = "momentum", hi = AG_TRAIN_MOMENTUM_MAX;
+    else if (!(c->weight_decay >= 0 && c->weight_decay <= AG_TRAIN_WEIGHT_DECAY_MAX))
+        name = "weight_decay", hi = AG_TRAIN_WEIGHT_DECAY_MAX;
+    else if (!(c->clip >= 0 && c->clip <= AG_TRAIN_CLIP_MAX))
+        name = "clip", hi = AG_TRAIN_CLIP_MAX;
+    if (name)
+        ag_nn_set_err(err, errlen, "trainer: %s must be in %g..%g", name, lo, hi);
+    return name == NULL;
 }
 
 /* Continue ck's run: its weights, optimizer state, step and data stream. */
