@@ -4,15 +4,16 @@
  * with grads the file holds its gradients as grad.wq .. grad.wo.
  */
 #include "test_util.h"
+#include "run.h"
 
 #include <stdio.h>
 #include <unistd.h>
 
 START_TEST(test_round_trip)
 {
-    char dir[] = "/tmp/ag_attadd_XXXXXX", path[64], err[256] = "";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/m.safetensors", dir);
+    char dir[256], path[320], err[256] = "";
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "m.safetensors");
     ag_rng rng = ag_rng_new(3);
     ag_attention *att = ag_attention_new(6, 3, 1, &rng, err, sizeof(err));
     ck_assert_ptr_nonnull(att);
@@ -56,8 +57,7 @@ START_TEST(test_round_trip)
     ck_assert_str_eq(ag_st_meta(f, "causal"), "true");
     ag_st_free(f);
     ag_attention_free(att);
-    unlink(path);
-    rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 

@@ -5,35 +5,29 @@
  * names the file; bad arguments are refused with a message.
  */
 #include "test_util.h"
+#include "run.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 typedef struct files {
-    char dir[32], text[64], ck[64];
+    char dir[256], text[320], ck[320];
 } files;
 
 /* A text of n letters from a small alphabet, in a fresh directory. */
 static void make_files(files *f, size_t n)
 {
-    snprintf(f->dir, sizeof(f->dir), "/tmp/ag_gptopen_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(f->dir));
-    snprintf(f->text, sizeof(f->text), "%s/text.txt", f->dir);
-    snprintf(f->ck, sizeof(f->ck), "%s/run.safetensors", f->dir);
-    FILE *fp = fopen(f->text, "w");
-    ck_assert_ptr_nonnull(fp);
+    file_tmpdir(f->dir, sizeof(f->dir));
+    file_path(f->text, sizeof(f->text), f->dir, "text.txt");
+    file_path(f->ck, sizeof(f->ck), f->dir, "run.safetensors");
+    char *letters = malloc(n);
+    ck_assert_ptr_nonnull(letters);
     ag_rng rng = ag_rng_new(5);
     for (size_t i = 0; i < n; i++)
-        fputc('a' + (int)ag_rng_below(&rng, 7), fp);
-    ck_assert_int_eq(fclose(fp), 0);
-}
-
-static void remove_files(const files *f)
-{
-    unlink(f->text);
-    unlink(f->ck);
-    rmdir(f->dir);
+        letters[i] = (char)('a' + (int)ag_rng_below(&rng, 7));
+    file_write(f->text, letters, n);
+    free(letters);
 }
 
 static ag_gpt_config model_config(void)
@@ -89,7 +83,7 @@ START_TEST(test_open_matches_the_pieces)
     ag_gpt_trainer_free(b);
     ag_gpt_free(g);
     ag_text_free(text);
-    remove_files(&f);
+    file_rmdir(f.dir);
 }
 END_TEST
 
@@ -127,7 +121,7 @@ START_TEST(test_open_resumes_bit_for_bit)
     ck_assert(vw == vr);
     ag_gpt_trainer_free(whole);
     ag_gpt_trainer_free(rest);
-    remove_files(&f);
+    file_rmdir(f.dir);
 }
 END_TEST
 
@@ -135,14 +129,14 @@ START_TEST(test_open_errors)
 {
     files f;
     make_files(&f, 40); /* 36 to train, 4 to validate: too short for windows of 6 */
-    char err[256] = "", want[128];
+    char err[512] = "", want[512];
     ag_gpt_config mc = model_config();
     ag_gpt_train_config tc = train_config();
     ck_assert_ptr_null(ag_gpt_trainer_open(f.text, &mc, &tc, NULL, err, sizeof(err)));
     snprintf(want, sizeof(want), "%s: a text of 40 characters is too short for windows of 6",
              f.text);
     ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
-    remove_files(&f);
+    file_rmdir(f.dir);
     ck_assert_ptr_null(ag_gpt_trainer_open("/nonexistent/t.txt", &mc, &tc, NULL, err, sizeof(err)));
     ck_assert_ptr_nonnull(strstr(err, "/nonexistent/t.txt"));
     ck_assert_ptr_null(ag_gpt_trainer_open(NULL, &mc, &tc, NULL, err, sizeof(err)));

@@ -75,11 +75,11 @@ static void assert_close(const char *name, const ag_real *got, const double *wan
 
 static void check_config(int B, int T, int d, int H, int causal, uint64_t seed)
 {
-    char dir[] = "/tmp/attograd-grad-XXXXXX", model[64], batch[64], outp[64], err[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(model, sizeof(model), "%s/m.safetensors", dir);
-    snprintf(batch, sizeof(batch), "%s/b.safetensors", dir);
-    snprintf(outp, sizeof(outp), "%s/g.safetensors", dir);
+    char dir[256], model[320], batch[320], outp[320], err[256];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(model, sizeof(model), dir, "m.safetensors");
+    file_path(batch, sizeof(batch), dir, "b.safetensors");
+    file_path(outp, sizeof(outp), dir, "g.safetensors");
     ag_rng rng = ag_rng_new(seed);
     size_t nx = (size_t)B * T * d, nw = (size_t)d * d;
     ag_real *wr[4], *xr = malloc(nx * sizeof(ag_real)), *yr = malloc(nx * sizeof(ag_real));
@@ -157,8 +157,7 @@ static void check_config(int B, int T, int d, int H, int causal, uint64_t seed)
     for (int m = 0; m < 4; m++)
         free(wr[m]), free(w[m]);
     free(xr), free(yr), free(x), free(y), free(out), free(attn), free(got), free(want);
-    unlink(model), unlink(batch), unlink(outp);
-    rmdir(dir);
+    file_rmdir(dir);
 }
 
 START_TEST(test_grad_matches_reference)

@@ -4,6 +4,7 @@
  * a table's rows (ag_posenc_similarity), with their errors.
  */
 #include "test_util.h"
+#include "run.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,13 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A file in a fresh directory holding `pos` (rows x cols) = 0.1 * (i + 1),
- * plus a tensor "other"; the path into buf. */
-static void write_pos(char *dir, char *buf, size_t len, int rows, int cols, double poison)
+/* A file in a fresh directory (its path into dir, dirlen bytes) holding
+ * `pos` (rows x cols) = 0.1 * (i + 1), plus a tensor "other"; the file's
+ * path into buf. */
+static void write_pos(char *dir, size_t dirlen, char *buf, size_t len, int rows, int cols,
+                      double poison)
 {
     char err[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(buf, len, "%s/pos.safetensors", dir);
+    file_tmpdir(dir, dirlen);
+    file_path(buf, len, dir, "pos.safetensors");
     ag_tensor *pos = ag_param_new(2, (int[]){rows, cols});
     ag_tensor *other = ag_param_new(1, (int[]){3});
     for (int i = 0; i < rows * cols; i++)
@@ -32,16 +35,10 @@ static void write_pos(char *dir, char *buf, size_t len, int rows, int cols, doub
     ag_param_free(other);
 }
 
-static void remove_file(char *dir, const char *path)
-{
-    unlink(path);
-    rmdir(dir);
-}
-
 START_TEST(test_load_reads_the_table)
 {
-    char dir[] = "/tmp/ag_posenc_XXXXXX", path[512], err[256] = "";
-    write_pos(dir, path, sizeof(path), 4, 3, 0);
+    char dir[256], path[512], err[256] = "";
+    write_pos(dir, sizeof(dir), path, sizeof(path), 4, 3, 0);
     ag_posenc *pe = ag_posenc_load(path, 8, err, sizeof(err));
     ck_assert_msg(pe != NULL, "%s", err);
     ck_assert_int_eq(ag_posenc_get_kind(pe), AG_POSENC_LEARNED);
@@ -54,21 +51,20 @@ START_TEST(test_load_reads_the_table)
     /* larger than max_size, in either dimension */
     ck_assert_ptr_null(ag_posenc_load(path, 3, err, sizeof(err)));
     ck_assert_ptr_nonnull(strstr(err, "tensor 'pos' must be (T, d) with T and d in 1..3"));
-    remove_file(dir, path);
+    file_rmdir(dir);
 }
 END_TEST
 
 START_TEST(test_load_errors)
 {
-    char dir[] = "/tmp/ag_posenc_XXXXXX", path[512], err[256] = "";
-    write_pos(dir, path, sizeof(path), 2, 2, NAN);
+    char dir[256], path[512], err[256] = "";
+    write_pos(dir, sizeof(dir), path, sizeof(path), 2, 2, NAN);
     ck_assert_ptr_null(ag_posenc_load(path, 8, err, sizeof(err)));
     ck_assert_msg(strstr(err, "tensor 'pos' holds NaN at element 0") != NULL, "%s", err);
-    remove_file(dir, path);
+    file_rmdir(dir);
 
-    char dir2[] = "/tmp/ag_posenc_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir2));
-    snprintf(path, sizeof(path), "%s/nopos.safetensors", dir2);
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "nopos.safetensors");
     ag_tensor *x = ag_param_new(1, (int[]){2});
     ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
     ag_st_add_tensor(w, "x", x);
@@ -77,7 +73,7 @@ START_TEST(test_load_errors)
     ag_param_free(x);
     ck_assert_ptr_null(ag_posenc_load(path, 8, err, sizeof(err)));
     ck_assert_ptr_nonnull(strstr(err, "has no tensor 'pos'"));
-    remove_file(dir2, path);
+    file_rmdir(dir);
 
     ck_assert_ptr_null(ag_posenc_load("/nonexistent/pos.safetensors", 8, err, sizeof(err)));
     ck_assert_ptr_nonnull(strstr(err, "/nonexistent/pos.safetensors"));

@@ -5,6 +5,7 @@
  * settings are refused with a message.
  */
 #include "test_util.h"
+#include "run.h"
 
 #include <unistd.h>
 
@@ -129,9 +130,9 @@ END_TEST
 
 START_TEST(test_trainer_resume_is_exact)
 {
-    char dir[] = "/tmp/ag_trainer_XXXXXX", path[64], err[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/run.safetensors", dir);
+    char dir[256], path[320], err[256];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "run.safetensors");
     for (int adam = 0; adam <= 1; adam++) {
         ag_train_config c = lookup_config();
         c.optimizer_adam = adam;
@@ -156,8 +157,7 @@ START_TEST(test_trainer_resume_is_exact)
         ag_trainer_free(a);
         ag_trainer_free(b);
     }
-    unlink(path);
-    rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
@@ -226,9 +226,9 @@ START_TEST(test_trainer_bad_settings)
     ck_assert_ptr_null(ag_trainer_new(&c, NULL, NULL, err, sizeof(err)));
     ck_assert_str_eq(err, "seq 12 is out of range for task lookup (2..9)");
     /* a checkpoint of another model does not restore into this one */
-    char dir[] = "/tmp/ag_trainer_XXXXXX", path[64];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/run.safetensors", dir);
+    char dir[256], path[320];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "run.safetensors");
     c = lookup_config();
     ag_trainer *t = new_trainer(&c);
     ck_assert_int_eq(ag_trainer_save(t, path, err, sizeof(err)), AG_OK);
@@ -242,8 +242,7 @@ START_TEST(test_trainer_bad_settings)
     ck_assert_ptr_null(ag_trainer_new(&st.config, ck, NULL, err, sizeof(err)));
     ck_assert_str_eq(err, "trainer: a checkpoint without its ag_train_state");
     ag_checkpoint_free(ck);
-    unlink(path);
-    rmdir(dir);
+    file_rmdir(dir);
 }
 END_TEST
 
