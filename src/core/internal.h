@@ -33,13 +33,16 @@ typedef void (*ag_backward_fn)(ag_tape *tape, const ag_entry *e);
  * it, so adding an op touches no central list. */
 enum {
     AG_OP_MASKS = 1 << 0, /* its output may hold -inf on purpose (the anomaly check allows it) */
-    AG_OP_SHOWS_ARG = 1 << 1,   /* its entry's arg is worth showing (ag_tape_entry) */
-    AG_OP_FIRST_WRITE = 1 << 2, /* its backward asks ag_grad_first before writing a gradient */
+    AG_OP_SHOWS_ARG = 1 << 1, /* its entry's arg is worth showing (ag_tape_entry) */
 };
+/* Input i in an ag_op's first_write. */
+#define AG_INPUT(i) (1u << (i))
 typedef struct ag_op {
     const char *name;
     ag_backward_fn backward; /* NULL for entries without inputs */
     unsigned flags;          /* AG_OP_* */
+    unsigned first_write;    /* AG_INPUT(i): backward asks ag_grad_first before writing
+                                input i's gradient; the tape zeroes the others' when unset */
 } ag_op;
 
 /* Tensors made from data (ag_tensor_from and friends): no backward. */
@@ -102,9 +105,9 @@ char *ag_dims_str(int ndim, const int *shape, char *buf, size_t len);
  * op to write it in backward stores its contribution instead of adding it
  * (saving a pass over memory per buffer, megabytes per GPT step). The tape
  * marks such a buffer grad_unset; before running a backward it zeroes the
- * marked gradients of the entry's inputs, unless the op is AG_OP_FIRST_WRITE,
- * whose backward asks ag_grad_first right before writing each input's
- * gradient: 1 means "this buffer holds garbage: store", 0 "add as usual".
+ * marked gradients of the entry's inputs, except those in the op's
+ * first_write, for which backward asks ag_grad_first right before writing
+ * the gradient: 1 means "this buffer holds garbage: store", 0 "add as usual".
  * Either way the mark is gone afterwards. */
 static inline int ag_grad_first(ag_tensor *t)
 {

@@ -259,8 +259,8 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
         if (!e->out->grad || !e->op->backward)
             continue;
         ag_grad_settle(e->out);
-        if (!(e->op->flags & AG_OP_FIRST_WRITE))
-            for (int i = 0; i < e->n_in; i++)
+        for (int i = 0; i < e->n_in; i++)
+            if (!(e->op->first_write & AG_INPUT(i)))
                 ag_grad_settle(e->in[i]);
         e->op->backward(tape, e);
     }

@@ -146,7 +146,7 @@ void ag_grad_settle(ag_tensor *t)
     t->grad_unset = 0;
 }
 
-const ag_op ag_op_leaf = {"leaf", NULL, 0};
+const ag_op ag_op_leaf = {"leaf", NULL, 0, 0};
 
 /* A leaf entry's tensor, zeroed or (when its data is about to be copied in) not. */
 static ag_tensor *leaf_new(ag_tape *tape, int ndim, const int *shape, int zero_data)

@@ -33,7 +33,8 @@ static void add_range(void *ctx, size_t lo, size_t hi)
 }
 
 static void add_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op add_op = {"add", add_backward, AG_OP_FIRST_WRITE};
+/* b broadcast is summed into, not stored: backward settles it itself */
+static const ag_op add_op = {"add", add_backward, 0, AG_INPUT(0) | AG_INPUT(1)};
 
 int ag_broadcast_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b)
 {

@@ -33,7 +33,8 @@
 #include <string.h>
 
 static void attention_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op attention_op = {"attention", attention_backward, AG_OP_FIRST_WRITE};
+/* x's gradient is stored by its first product; the weights' are added into */
+static const ag_op attention_op = {"attention", attention_backward, 0, AG_INPUT(0)};
 
 /* Backward works through the batch in chunks of about this many rows (B T
  * positions): enough for the weight-gradient products to run at full speed,
@@ -414,11 +415,8 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     size_t H = (size_t)e->iarg, dh = d / H, tpad = sv->tpad;
     ag_real scale = (ag_real)(1.0 / sqrt((double)dh));
     const ag_real *dout = e->out->grad;
-    /* The weights' gradients are added into as usual (zeroed first if an op
-     * output's is still unset); x's first product stores (AG_OP_FIRST_WRITE). */
-    ag_grad_settle(wo);
-    for (int i = 0; i < 3; i++)
-        ag_grad_settle(w[i]);
+    /* The weights' gradients are added into (the tape zeroed them if unset);
+     * x's first product stores (first_write). */
     /* out = O wo: dwo += O^T dout (dO is made chunk by chunk below) */
     if (wo->grad)
         ag_gemm(1, 0, d, d, B * T, 1, sv->o, d, dout, d, 1, wo->grad, d);

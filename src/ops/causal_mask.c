@@ -8,7 +8,7 @@
 #include <math.h>
 
 static void causal_mask_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op causal_mask_op = {"causal_mask", causal_mask_backward, AG_OP_MASKS};
+static const ag_op causal_mask_op = {"causal_mask", causal_mask_backward, AG_OP_MASKS, 0};
 
 ag_tensor *ag_causal_mask(ag_tape *tape, const ag_tensor *a)
 {

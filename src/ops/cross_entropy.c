@@ -12,7 +12,7 @@
 #include <string.h>
 
 static void cross_entropy_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op cross_entropy_op = {"cross_entropy", cross_entropy_backward, AG_OP_FIRST_WRITE};
+static const ag_op cross_entropy_op = {"cross_entropy", cross_entropy_backward, 0, AG_INPUT(0)};
 
 /* Rows per chunk shared out over the threads. */
 #define CE_GRAIN 64

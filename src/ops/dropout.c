@@ -16,7 +16,7 @@
 #include <math.h>
 
 static void dropout_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op dropout_op = {"dropout", dropout_backward, AG_OP_SHOWS_ARG};
+static const ag_op dropout_op = {"dropout", dropout_backward, AG_OP_SHOWS_ARG, 0};
 
 /* Elements per task when threads share the work; below PARALLEL_MIN
  * elements, the caller's thread does it all. */

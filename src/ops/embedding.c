@@ -9,7 +9,7 @@
 #include <string.h>
 
 static void embedding_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op embedding_op = {"embedding", embedding_backward, 0};
+static const ag_op embedding_op = {"embedding", embedding_backward, 0, 0};
 
 ag_tensor *ag_embedding(ag_tape *tape, const ag_tensor *table, const int *ids, int ndim,
                         const int *shape)

@@ -23,7 +23,7 @@
 #include <string.h>
 
 static void gelu_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op gelu_op = {"gelu", gelu_backward, AG_OP_FIRST_WRITE};
+static const ag_op gelu_op = {"gelu", gelu_backward, 0, AG_INPUT(0)};
 
 /* Values per task when threads share the work: a multiple of every vector
  * width, so that which thread takes an element changes nothing. */

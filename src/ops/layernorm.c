@@ -16,7 +16,7 @@
 #include <string.h>
 
 static void layernorm_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op layernorm_op = {"layernorm", layernorm_backward, 0};
+static const ag_op layernorm_op = {"layernorm", layernorm_backward, 0, 0};
 
 /* Which optional inputs an entry has (its iarg); in[] holds x, then the
  * weight when there is one, then the bias. */

@@ -10,8 +10,8 @@
 #include "../core/internal.h"
 
 static void matmul_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op matmul_op = {"matmul", matmul_backward, AG_OP_FIRST_WRITE};
-static const ag_op matmul_bt_op = {"matmul_bt", matmul_backward, AG_OP_FIRST_WRITE};
+static const ag_op matmul_op = {"matmul", matmul_backward, 0, AG_INPUT(0) | AG_INPUT(1)};
+static const ag_op matmul_bt_op = {"matmul_bt", matmul_backward, 0, AG_INPUT(0) | AG_INPUT(1)};
 
 /* "op: a is [..], b is [..]: why". Shapes are formatted only here, on
  * failure: the check runs on every matmul, forward and backward, and two

@@ -4,7 +4,7 @@
 #include "../core/internal.h"
 
 static void mean_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op mean_op = {"mean", mean_backward, 0};
+static const ag_op mean_op = {"mean", mean_backward, 0, 0};
 
 ag_tensor *ag_mean(ag_tape *tape, const ag_tensor *a)
 {

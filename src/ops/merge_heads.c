@@ -10,7 +10,7 @@
 #include <limits.h>
 
 static void merge_heads_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op merge_heads_op = {"merge_heads", merge_heads_backward, 0};
+static const ag_op merge_heads_op = {"merge_heads", merge_heads_backward, 0, 0};
 
 ag_tensor *ag_merge_heads(ag_tape *tape, const ag_tensor *x)
 {

@@ -5,7 +5,7 @@
 #include "../core/internal.h"
 
 static void mse_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op mse_op = {"mse", mse_backward, 0};
+static const ag_op mse_op = {"mse", mse_backward, 0, 0};
 
 /* Independent partial sums in the forward: enough to fill vector registers
  * and to hide the latency of their adds. */

@@ -4,7 +4,7 @@
 #include "../core/internal.h"
 
 static void mul_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op mul_op = {"mul", mul_backward, 0};
+static const ag_op mul_op = {"mul", mul_backward, 0, 0};
 
 ag_tensor *ag_mul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b)
 {

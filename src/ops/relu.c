@@ -6,7 +6,7 @@
 #include "../core/clones.h"
 
 static void relu_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op relu_op = {"relu", relu_backward, 0};
+static const ag_op relu_op = {"relu", relu_backward, 0, 0};
 
 /* x < 0 rather than max(x, 0): a NaN fails the comparison and stays NaN,
  * for anomaly detection to find. */

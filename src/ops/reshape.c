@@ -9,7 +9,7 @@
 #include <string.h>
 
 static void reshape_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op reshape_op = {"reshape", reshape_backward, 0};
+static const ag_op reshape_op = {"reshape", reshape_backward, 0, 0};
 
 ag_tensor *ag_reshape(ag_tape *tape, const ag_tensor *a, int ndim, const int *shape)
 {

@@ -6,7 +6,7 @@
 #include <math.h>
 
 static void scale_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op scale_op = {"scale", scale_backward, AG_OP_SHOWS_ARG};
+static const ag_op scale_op = {"scale", scale_backward, AG_OP_SHOWS_ARG, 0};
 
 ag_tensor *ag_scale(ag_tape *tape, const ag_tensor *a, double c)
 {

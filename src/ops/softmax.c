@@ -10,7 +10,7 @@
 #include <math.h>
 
 static void softmax_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op softmax_op = {"softmax", softmax_backward, 0};
+static const ag_op softmax_op = {"softmax", softmax_backward, 0, 0};
 
 /* Rows [r0, r1) of a softmax, forward or backward: each row is computed
  * the same way wherever it falls, so splitting rows over threads changes no

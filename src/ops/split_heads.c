@@ -9,7 +9,7 @@
 #include <string.h>
 
 static void split_heads_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op split_heads_op = {"split_heads", split_heads_backward, 0};
+static const ag_op split_heads_op = {"split_heads", split_heads_backward, 0, 0};
 
 ag_tensor *ag_split_heads(ag_tape *tape, const ag_tensor *x, int n_heads)
 {

@@ -4,7 +4,7 @@
 #include "../core/internal.h"
 
 static void sum_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op sum_op = {"sum", sum_backward, 0};
+static const ag_op sum_op = {"sum", sum_backward, 0, 0};
 
 ag_tensor *ag_sum(ag_tape *tape, const ag_tensor *a)
 {

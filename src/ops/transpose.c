@@ -4,7 +4,7 @@
 #include "../core/internal.h"
 
 static void transpose_backward(ag_tape *tape, const ag_entry *e);
-static const ag_op transpose_op = {"transpose", transpose_backward, 0};
+static const ag_op transpose_op = {"transpose", transpose_backward, 0, 0};
 
 ag_tensor *ag_transpose(ag_tape *tape, const ag_tensor *a)
 {
