@@ -172,6 +172,23 @@ static void run_lanes(head_job *job, size_t lanes, ag_task_fn lane)
     ag_parallel_for(job->lanes, lane, job);
 }
 
+/* What forward's and backward's jobs share: the sizes, the tiles' kernel,
+ * the scale 1/sqrt(dh) and the mask. */
+static head_job head_job_of(const fused_saved *sv, size_t H, size_t T, size_t d)
+{
+    size_t dh = d / H;
+    return (head_job){
+        .kern = sv->kern,
+        .H = H,
+        .T = T,
+        .d = d,
+        .dh = dh,
+        .tpad = sv->tpad,
+        .scale = (ag_real)(1.0 / sqrt((double)dh)),
+        .causal = sv->causal,
+    };
+}
+
 /* ---- the weights, for showing ---- */
 
 typedef struct weights_job {
@@ -271,24 +288,13 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
     for (size_t i = 0; i < n_lse / sizeof(ag_real); i++)
         sv->lse[i] = INFINITY; /* past T: no weight in backward's recomputed tiles */
     size_t blocks = (Ts + kern->br - 1) / kern->br;
-    head_job job = {
-        .kern = kern,
-        .H = H,
-        .T = Ts,
-        .d = dd,
-        .dh = dh,
-        .tpad = tpad,
-        .scale = (ag_real)(1.0 / sqrt((double)dh)),
-        .causal = sv->causal,
-        .items = B * H * blocks,
-        .blocks = blocks,
-        .per_lane = kern->fwd_scratch(dh),
-        .q = sv->q,
-        .k = sv->k,
-        .v = sv->v,
-        .o = sv->o,
-        .lse = sv->lse,
-    };
+    head_job job = head_job_of(sv, H, Ts, dd);
+    job.items = B * H * blocks;
+    job.blocks = blocks;
+    job.per_lane = kern->fwd_scratch(dh);
+    job.q = sv->q, job.k = sv->k, job.v = sv->v;
+    job.o = sv->o;
+    job.lse = sv->lse;
     size_t lanes = lanes_alloc(tape, &job, job.items);
     if (!lanes)
         return NULL;
@@ -413,7 +419,6 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     const ag_attn_kernel *kern = sv->kern;
     size_t B = (size_t)x->shape[0], T = (size_t)x->shape[1], d = (size_t)x->shape[2];
     size_t H = (size_t)e->iarg, dh = d / H, tpad = sv->tpad;
-    ag_real scale = (ag_real)(1.0 / sqrt((double)dh));
     const ag_real *dout = e->out->grad;
     /* The weights' gradients are added into (the tape zeroed them if unset);
      * x's first product stores (first_write). */
@@ -446,26 +451,14 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
         return;           /* the arena set the tape's error */
     ag_real *d_o = grads; /* dO as rows; once the tiles have run, dQ as rows */
     ag_real *rest = grads + (1 + n_heads) * n, *parts = rest + 2 * n;
-    head_job job = {
-        .kern = kern,
-        .H = H,
-        .T = T,
-        .d = d,
-        .dh = dh,
-        .tpad = tpad,
-        .scale = scale,
-        .causal = sv->causal,
-        .wrong = tape->bug == AG_BUG_SOFTMAX,
-        .blocks = blocks,
-        .per_lane = kern->bwd_scratch(dh),
-        .d_o = d_o,
-        .d_oh = grads + n_heads * n,
-        .dk = rest,
-        .dv = rest + n,
-        .qt = tiles,
-        .d_ot = tiles + n_t,
-        .dsum = tiles + 2 * n_t,
-    };
+    head_job job = head_job_of(sv, H, T, d);
+    job.wrong = tape->bug == AG_BUG_SOFTMAX;
+    job.blocks = blocks;
+    job.per_lane = kern->bwd_scratch(dh);
+    job.d_o = d_o;
+    job.d_oh = grads + n_heads * n;
+    job.dk = rest, job.dv = rest + n;
+    job.qt = tiles, job.d_ot = tiles + n_t, job.dsum = tiles + 2 * n_t;
     size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS); /* at most that many items */
     if (!lanes)
         return;
@@ -495,7 +488,7 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
         /* Q = x wq: dwq += x^T dQ and dx += dQ wq^T; the same for K and V.
          * dQ and dK still lack the scale: it goes in as alpha. */
         const ag_real *xc = x->data + b0 * T * d, *dqkv[3] = {dq, job.dk, job.dv};
-        ag_real alpha[3] = {scale, scale, 1};
+        ag_real alpha[3] = {job.scale, job.scale, 1};
         for (int i = 0; i < 3; i++) {
             if (w[i]->grad)
                 ag_gemm(1, 0, d, d, rows, alpha[i], xc, d, dqkv[i], d, 1, w[i]->grad, d);
