@@ -52,7 +52,8 @@ START_TEST(test_round_trip)
     ag_real got[36];
     ck_assert_int_eq(ag_st_get(f, "grad.wk", 2, (int[]){6, 6}, got, err, sizeof(err)), AG_OK);
     for (int i = 0; i < 36; i++)
-        ck_assert(got[i] == (ag_real)i);
+        if (got[i] != (ag_real)i)
+            ck_abort_msg("grad.wk[%d] = %g, want %d", i, (double)got[i], i);
     ck_assert_str_eq(ag_st_meta(f, "n_heads"), "3");
     ck_assert_str_eq(ag_st_meta(f, "causal"), "true");
     ag_st_free(f);
