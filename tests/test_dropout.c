@@ -136,7 +136,7 @@ static void wrong_backward(ag_tape *tape, const ag_entry *e)
     for (size_t i = 0; i < x->size; i++)
         x->grad[i] += e->out->data[i] != 0 ? e->out->grad[i] : 0;
 }
-static const ag_op wrong_op = {"dropout", wrong_backward, 0};
+static const ag_op wrong_op = {"dropout", wrong_backward, 0, 0};
 
 START_TEST(test_wrong_backward_is_caught)
 {

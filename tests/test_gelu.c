@@ -247,7 +247,7 @@ static void wrong_backward(ag_tape *tape, const ag_entry *e)
     for (size_t i = 0; i < x->size; i++)
         x->grad[i] += e->out->grad[i] * (ag_real)(0.5 * erfc(-x->data[i] / sqrt(2.0)));
 }
-static const ag_op wrong_op = {"gelu", wrong_backward, 0};
+static const ag_op wrong_op = {"gelu", wrong_backward, 0, 0};
 
 START_TEST(test_wrong_backward_is_caught)
 {

@@ -179,7 +179,7 @@ static void wrong_backward(ag_tape *tape, const ag_entry *e)
             x->grad[r * C + c] += (ag_real)((dy[c] - g_mean) / sqrt(var + AG_LAYERNORM_EPS));
     }
 }
-static const ag_op wrong_op = {"layernorm", wrong_backward, 0};
+static const ag_op wrong_op = {"layernorm", wrong_backward, 0, 0};
 
 START_TEST(test_wrong_backward_is_caught)
 {

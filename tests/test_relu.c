@@ -71,7 +71,7 @@ static void wrong_backward(ag_tape *tape, const ag_entry *e)
     for (size_t i = 0; i < e->in[0]->size; i++)
         e->in[0]->grad[i] += e->out->grad[i];
 }
-static const ag_op wrong_op = {"relu", wrong_backward, 0};
+static const ag_op wrong_op = {"relu", wrong_backward, 0, 0};
 
 START_TEST(test_wrong_backward_is_caught)
 {
