@@ -417,7 +417,7 @@ int ag_io_is_tmp_name(const char *name)
 
 /* ---- atomic replacement ---- */
 
-static void release(ag_atomic *a)
+void ag_atomic_release(ag_atomic *a)
 {
     free(a->path);
     free(a->tmp);
@@ -435,12 +435,12 @@ static ag_status open_device(ag_atomic *a, const char *path, const char *shown, 
     struct stat sb;
     if (fd < 0) {
         int e = errno;
-        release(a);
+        ag_atomic_release(a);
         return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown, strerror(e));
     }
     if (fstat(fd, &sb) != 0 || !S_ISCHR(sb.st_mode)) {
         close(fd);
-        release(a);
+        ag_atomic_release(a);
         return ag_io_err(AG_ERR_IO, err, errlen, "%s: changed while being opened", shown);
     }
     int flags = fcntl(fd, F_GETFL);
@@ -450,7 +450,7 @@ static ag_status open_device(ag_atomic *a, const char *path, const char *shown, 
     a->f = a->path ? fdopen(fd, "wb") : NULL;
     if (!a->f) {
         close(fd);
-        release(a);
+        ag_atomic_release(a);
         return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
     }
     return AG_OK;
@@ -486,7 +486,7 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
     a->tmp = a->path ? malloc(prefix + strlen(base) + suffix + 1) : NULL;
     if (!dir || !a->tmp) {
         free(dir);
-        release(a);
+        ag_atomic_release(a);
         return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
     }
     char pid[16];
@@ -513,7 +513,7 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
     }
     free(dir);
     if (fd < 0) {
-        release(a);
+        ag_atomic_release(a);
         return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot create a temporary file beside it: %s",
                          shown, strerror(e));
     }
@@ -524,7 +524,7 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
         e = errno;
         close(fd);
         unlink(a->tmp);
-        release(a);
+        ag_atomic_release(a);
         return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open a temporary file: %s", shown,
                          strerror(e));
     }
@@ -551,7 +551,7 @@ void ag_atomic_abort(ag_atomic *a)
         if (a->tmp)
             unlink(a->tmp);
     }
-    release(a);
+    ag_atomic_release(a);
 }
 
 ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen)
@@ -583,6 +583,6 @@ ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen)
         }
         free(dir);
     }
-    release(a);
+    ag_atomic_release(a);
     return st;
 }

@@ -91,6 +91,8 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
 ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen);
 /* Close and remove the temporary file; release a. Safe on a zeroed a. */
 void ag_atomic_abort(ag_atomic *a);
+/* Free a's strings and zero it, touching no file (after it is closed). */
+void ag_atomic_release(ag_atomic *a);
 /* Before any work: whether ag_atomic_open(path) would succeed now (the kind
  * is allowed, the directory takes a temporary file: one is made and
  * removed). The check for every output, so that a long run never ends in

@@ -73,9 +73,7 @@ ag_status ag_file_tmp_name(const char *path, char *tmp, size_t tmplen, char *err
         unlink(a.tmp);
         st = ag_io_err(AG_ERR_ARG, err, errlen, "%s: the file name is too long", a.shown);
     }
-    free(a.path);
-    free(a.tmp);
-    free(a.shown);
+    ag_atomic_release(&a);
     return st;
 }
 
