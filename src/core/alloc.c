@@ -4,12 +4,17 @@
  * arena), so the count costs nothing, and threads may allocate at once
  * (each worker's packing buffer).
  */
+#define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE, beyond POSIX */
+
 #include "alloc.h"
 #include "attograd.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 static atomic_size_t n_allocs;
 
@@ -51,4 +56,21 @@ void *ag_aligned_alloc(size_t align, size_t bytes)
     if (posix_memalign(&p, align, bytes ? bytes : align) != 0)
         return NULL;
     return p;
+}
+
+/* The size of a transparent huge page on x86-64 and most other Linux
+ * machines; elsewhere the hint is ignored and costs at most the alignment. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *ag_aligned_alloc_large(size_t align, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= HUGE_PAGE && align <= HUGE_PAGE) {
+        void *p = ag_aligned_alloc(HUGE_PAGE, bytes);
+        if (p)
+            (void)madvise(p, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+        return p;
+    }
+#endif
+    return ag_aligned_alloc(align, bytes);
 }

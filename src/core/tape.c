@@ -26,7 +26,7 @@ static ag_block *block_new(size_t cap)
     if (!b)
         return NULL;
     cap = (cap + AG_ALIGN - 1) / AG_ALIGN * AG_ALIGN;
-    b->mem = ag_aligned_alloc(AG_ALIGN, cap);
+    b->mem = ag_aligned_alloc_large(AG_ALIGN, cap); /* huge pages: a step walks all of it */
     if (!b->mem) {
         free(b);
         return NULL;
