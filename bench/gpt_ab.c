@@ -11,6 +11,13 @@
  *   cc -O2 -Iinclude bench/gpt_ab.c -ldl -o /tmp/gpt_ab
  *   /tmp/gpt_ab OLD/build/libattograd_ab.so NEW/build/libattograd_ab.so [THREADS [STEPS]]
  *
+ * A fifth argument gives B its own thread count: one build at two paths
+ * (two copies of the file, so two libraries with their own thread pools)
+ * then measures what a second thread gains, in the same pairs:
+ *
+ *   cp NEW/build/libattograd_ab.so /tmp/b.so
+ *   /tmp/gpt_ab NEW/build/libattograd_ab.so /tmp/b.so 1 100 2
+ *
  * Both builds must share include/attograd.h's structs (the configs are
  * made here). Float builds only.
  */
@@ -107,8 +114,9 @@ static double step(build *b)
 int main(int argc, char **argv)
 {
     int threads = argc > 3 ? atoi(argv[3]) : 1, steps = argc > 4 ? atoi(argv[4]) : 100;
-    if (argc < 3 || argc > 5 || threads < 1 || steps < 1) {
-        fprintf(stderr, "usage: gpt_ab A.so B.so [THREADS [STEPS]]\n");
+    int threads_b = argc > 5 ? atoi(argv[5]) : threads;
+    if (argc < 3 || argc > 6 || threads < 1 || steps < 1 || threads_b < 1) {
+        fprintf(stderr, "usage: gpt_ab A.so B.so [THREADS [STEPS [THREADS_B]]]\n");
         return 2;
     }
     static char chars[TEXT_CHARS];
@@ -117,7 +125,7 @@ int main(int argc, char **argv)
         chars[i] = (char)('0' + (i < VOCAB ? i : rand() % VOCAB));
     build b[2];
     for (int w = 0; w < 2; w++)
-        load(&b[w], argv[1 + w], chars, threads, steps);
+        load(&b[w], argv[1 + w], chars, w ? threads_b : threads, steps);
     double *ratio = malloc((size_t)steps * sizeof(double));
     if (!ratio)
         return 1;
@@ -138,6 +146,7 @@ int main(int argc, char **argv)
         printf("%s: least %.2f ms, median %.2f ms\n", argv[1 + w], 1e3 * b[w].wall[0],
                1e3 * median);
     }
-    printf("B/A per pair, median: %.3f (threads %d, %d pairs)\n", r, threads, steps);
+    printf("B/A per pair, median: %.3f (threads %d and %d, %d pairs)\n", r, threads, threads_b,
+           steps);
     return 0;
 }
