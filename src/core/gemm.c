@@ -227,6 +227,27 @@ static size_t round_up(size_t a, size_t b)
 #define AG_INLINE static inline
 #endif
 
+/* pack_panels for X stored transposed, X(i, p) = src[p*ld + i]: row p of
+ * the source holds run p of every panel, so it is read once, along its
+ * length, and dealt out to the panels. Going panel by panel instead reads
+ * each source line once for every panel it overlaps, down a column whose
+ * stride (a multiple of 512 bytes for the GPT's widths) sends every row to
+ * the same few cache sets, so the line is gone before the next panel. */
+AG_INLINE void pack_transposed(const ag_real *src, size_t ld, size_t i0, size_t mc, size_t p0,
+                               size_t kc, ag_real *restrict dst, const size_t r)
+{
+    size_t full = mc / r * r;
+    for (size_t p = 0; p < kc; p++) {
+        const ag_real *x = src + (p0 + p) * ld + i0;
+        ag_real *d = dst + p * r;
+        /* a constant size: a few inline vector moves, not a call */
+        for (size_t ir = 0; ir < full; ir += r, d += r * kc)
+            memcpy(d, x + ir, r * sizeof(ag_real));
+        for (size_t i = 0; full < mc && i < r; i++) /* the last panel, zero-padded */
+            d[i] = full + i < mc ? x[full + i] : 0;
+    }
+}
+
 /* Pack rows [i0, i0+mc) x columns [p0, p0+kc) of a matrix X into panels of
  * r rows: panel q holds dst[p*r + i] = X(i0 + q*r + i, p0 + p), zero rows
  * past the edge. X(i, p) is src[i*ld + p], or src[p*ld + i] when trans.
@@ -237,37 +258,27 @@ AG_INLINE void pack_panels(const ag_real *src, size_t ld, int trans, ag_transpos
                            size_t i0, size_t mc, size_t p0, size_t kc, ag_real *restrict dst,
                            const size_t r)
 {
+    if (trans) {
+        pack_transposed(src, ld, i0, mc, p0, kc, dst, r);
+        return;
+    }
     for (size_t ir = 0; ir < mc; ir += r, dst += r * kc) {
+        /* r rows of X side by side: a small transpose */
         size_t rows = min_size(r, mc - ir);
-        if (!trans) {
-            /* r rows of X side by side: a small transpose */
-            const ag_real *x = src + (i0 + ir) * ld + p0;
-            if (transpose) {
-                transpose(rows, kc, x, ld, dst, r);
-                for (size_t p = 0; rows < r && p < kc; p++)
-                    for (size_t i = rows; i < r; i++)
-                        dst[p * r + i] = 0;
-            } else if (rows == r) {
-                for (size_t p = 0; p < kc; p++)
-                    for (size_t i = 0; i < r; i++)
-                        dst[p * r + i] = x[i * ld + p];
-            } else {
-                for (size_t p = 0; p < kc; p++)
-                    for (size_t i = 0; i < r; i++)
-                        dst[p * r + i] = i < rows ? x[i * ld + p] : 0;
-            }
+        const ag_real *x = src + (i0 + ir) * ld + p0;
+        if (transpose) {
+            transpose(rows, kc, x, ld, dst, r);
+            for (size_t p = 0; rows < r && p < kc; p++)
+                for (size_t i = rows; i < r; i++)
+                    dst[p * r + i] = 0;
+        } else if (rows == r) {
+            for (size_t p = 0; p < kc; p++)
+                for (size_t i = 0; i < r; i++)
+                    dst[p * r + i] = x[i * ld + p];
         } else {
-            /* X is stored transposed: each p is a contiguous run of r values */
-            const ag_real *x = src + p0 * ld + i0 + ir;
-            if (rows == r) {
-                /* a constant size: a few inline vector moves, not a call */
-                for (size_t p = 0; p < kc; p++)
-                    memcpy(dst + p * r, x + p * ld, r * sizeof(ag_real));
-            } else {
-                for (size_t p = 0; p < kc; p++)
-                    for (size_t i = 0; i < r; i++)
-                        dst[p * r + i] = i < rows ? x[p * ld + i] : 0;
-            }
+            for (size_t p = 0; p < kc; p++)
+                for (size_t i = 0; i < r; i++)
+                    dst[p * r + i] = i < rows ? x[i * ld + p] : 0;
         }
     }
 }
