@@ -17,9 +17,9 @@ void *ag_realloc(void *p, size_t bytes);
 void *ag_aligned_alloc(size_t align, size_t bytes);
 /* The same, for a large block that a step walks through (the tape's arena):
  * from 2 MB on, on Linux, aligned to 2 MB and backed by transparent huge
- * pages where the system allows them (madvise), so that walking it misses
- * the TLB 512 times less often. A hint: if it is refused, the memory is the
- * same, in small pages. */
+ * pages where the system allows them (madvise), one address translation
+ * for what would take 512 small pages. A hint: if it is refused, the memory
+ * is the same, in small pages. */
 void *ag_aligned_alloc_large(size_t align, size_t bytes);
 
 #endif /* AG_ALLOC_H */
