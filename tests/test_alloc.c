@@ -4,10 +4,14 @@
  * shape make the same number of heap allocations, zero. Both the attention
  * layer's step (forward, mse, backward, Adam), on a sequence of one tile
  * and on one of several, and the toy model's step that `attograd train`
- * runs, on one thread and on two.
+ * runs, on one thread and on two. And the arena's large blocks are what
+ * ag_aligned_alloc_large promises.
  */
 #include "test_util.h"
 
+#include "core/alloc.h"
+
+#include <stdint.h>
 #include <stdlib.h>
 
 /* ---- the attention layer's step ---- */
@@ -146,12 +150,38 @@ START_TEST(test_alloc_counts_params)
 }
 END_TEST
 
+START_TEST(test_large_blocks)
+{
+    /* the arena's blocks: from 2 MB on, aligned to 2 MB (on Linux, for
+     * huge pages), below that to what was asked; one allocation each, all
+     * of it writable, released with free */
+    static const size_t sizes[] = {100, (size_t)2 << 20, ((size_t)3 << 20) + 5};
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t before = ag_alloc_count();
+        unsigned char *p = ag_aligned_alloc_large(64, sizes[k]);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_uint_eq(ag_alloc_count() - before, 1);
+        size_t align = 64;
+#ifdef __linux__
+        if (sizes[k] >= ((size_t)2 << 20))
+            align = (size_t)2 << 20;
+#endif
+        ck_assert_msg((uintptr_t)p % align == 0, "%zu bytes at %p: not aligned to %zu", sizes[k],
+                      (void *)p, align);
+        memset(p, 0xab, sizes[k]);
+        ck_assert_uint_eq(p[sizes[k] - 1], 0xab);
+        free(p);
+    }
+}
+END_TEST
+
 Suite *suite_alloc(void)
 {
     Suite *s = suite_create("alloc");
     TCase *tc = tcase_create("steady");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_alloc_counts_params);
+    tcase_add_test(tc, test_large_blocks);
     tcase_add_test(tc, test_attention_step_allocates_nothing);
     tcase_add_test(tc, test_attention_step_allocates_nothing_threads);
     tcase_add_test(tc, test_model_step_allocates_nothing);
