@@ -3,9 +3,10 @@
  * on the GPT's training step (ag_gpt_trainer_step at the text task's
  * defaults, random characters, as bench/gpt_step.c runs it): one step from
  * each build in turn, so that both see the same swings of a shared
- * machine. Prints, per build, the least and the median wall time of a step,
- * and the median over pairs of B's step over A's taken right after it: the
- * least disturbed before/after on a busy host. Not part of the build:
+ * machine (which build goes first alternates). Prints, per build, the least
+ * and the median wall time of a step, and the median over pairs of B's step
+ * over A's in the same pair: the least disturbed before/after on a busy
+ * host. Not part of the build:
  *
  *   bench/step_ab.sh OLD NEW     # OLD/build/libattograd_ab.so, NEW/build/...
  *   cc -O2 -Iinclude bench/gpt_ab.c -ldl -o /tmp/gpt_ab

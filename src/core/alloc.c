@@ -58,17 +58,20 @@ void *ag_aligned_alloc(size_t align, size_t bytes)
     return p;
 }
 
-/* The size of a transparent huge page on x86-64 and most other Linux
- * machines; elsewhere the hint is ignored and costs at most the alignment. */
+/* A transparent huge page on x86-64 and most other Linux machines. Where
+ * they are another size the hint does nothing, and the alignment costs
+ * address space, not memory. */
 #define HUGE_PAGE ((size_t)2 << 20)
 
 void *ag_aligned_alloc_large(size_t align, size_t bytes)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (bytes >= HUGE_PAGE && align <= HUGE_PAGE) {
+        /* ag_aligned_alloc rounds the size up to the alignment: whole pages */
+        bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
         void *p = ag_aligned_alloc(HUGE_PAGE, bytes);
         if (p)
-            (void)madvise(p, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+            (void)madvise(p, bytes, MADV_HUGEPAGE);
         return p;
     }
 #endif

@@ -243,8 +243,9 @@ AG_INLINE void pack_transposed(const ag_real *src, size_t ld, size_t i0, size_t 
         /* a constant size: a few inline vector moves, not a call */
         for (size_t ir = 0; ir < full; ir += r, d += r * kc)
             memcpy(d, x + ir, r * sizeof(ag_real));
-        for (size_t i = 0; full < mc && i < r; i++) /* the last panel, zero-padded */
-            d[i] = full + i < mc ? x[full + i] : 0;
+        if (full < mc) /* the last panel, zero-padded */
+            for (size_t i = 0; i < r; i++)
+                d[i] = full + i < mc ? x[full + i] : 0;
     }
 }
 

@@ -124,7 +124,6 @@ typedef struct head_job {
     ag_real *dk, *dv;   /* (rows, d) */
 } head_job;
 
-
 static void fwd_lane(void *ctx, size_t lane)
 {
     head_job *j = ctx;
