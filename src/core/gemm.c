@@ -417,9 +417,16 @@ static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size
 #ifndef AG_GEMM_DIRECT_TA_K
 #define AG_GEMM_DIRECT_TA_K ((size_t)512)
 #endif
-/* Stripes of a product split over threads are at least this many rows (or
- * columns) when that leaves each thread one. */
+/* Stripes of a product split over threads that each pack the whole of the
+ * other operand are at least this many rows (or columns) when that leaves
+ * each thread one... */
 #define GEMM_STRIPE_MIN ((size_t)128)
+/* ...and stripes that share it (packed once, or A read in place) are up to
+ * this many per thread, at least this many micro-tiles wide. On the GPT's
+ * products with two threads, 8 and 2 measured 2-4% faster steps than 2
+ * stripes per thread; 16 and 1 no faster than 8 and 2. */
+#define GEMM_STRIPES_SHARED ((size_t)8)
+#define GEMM_STRIPE_TILES_SHARED ((size_t)2)
 /* A batch of small products is shared out above this many multiply-adds. */
 #define AG_GEMM_BATCH_PARALLEL_MIN ((size_t)1 << 18)
 
@@ -495,6 +502,63 @@ static int gemm_direct(const gemm_args *g, size_t work)
     return 1;
 }
 
+/* Pack op(B) once, into the B part of this thread's buffer, for row
+ * stripes that would each pack all of it (this thread's own stripes pack
+ * only A there, if anything). Returns whether it did: B fits that part. */
+static int share_b(gemm_args *g, size_t N, size_t K)
+{
+    const ag_gemm_kernel *k = g->k;
+    size_t npad = round_up(N, (size_t)k->nr), kc = min_size(k->kc, K);
+    if (npad > k->nc || K > k->nc * k->kc / npad) /* K npad > the B part */
+        return 0;
+    ag_real *buf = pack_buffer(pack_full());
+    if (!buf)
+        return 0;
+    ag_real *bp = buf + k->mc * k->kc;
+    for (size_t pc = 0; pc < K; pc += kc)
+        pack_b(g, pc, min_size(kc, K - pc), 0, N, bp + pc * npad);
+    g->bpack = bp;
+    g->npad = npad;
+    return 1;
+}
+
+/* The same for op(A) when column stripes of cols columns would each pack
+ * all of it (A^T): once, at the far end of this thread's buffer, past what
+ * its own stripes use. Returns whether it did. */
+static int share_a(gemm_args *g, size_t M, size_t K, size_t cols)
+{
+    const ag_gemm_kernel *k = g->k;
+    size_t mpad = round_up(M, (size_t)k->mr), kc = min_size(k->kc, K), full = pack_full();
+    size_t used = (k->mc + cols) * k->kc;
+    if (used >= full || K > (full - used) / mpad)
+        return 0;
+    ag_real *buf = pack_buffer(full);
+    if (!buf)
+        return 0;
+    ag_real *ap = buf + full - K * mpad;
+    for (size_t pc = 0; pc < K; pc += kc)
+        pack_a(g, 0, M, pc, min_size(kc, K - pc), ap + pc * mpad);
+    g->apack = ap;
+    g->mpad = mpad;
+    return 1;
+}
+
+/* Stripes (a multiple of threads) of at least least wide across width,
+ * per each times threads at most; never fewer than threads. */
+static size_t stripes_for(size_t width, size_t threads, size_t each, size_t least)
+{
+    size_t tasks = each * threads;
+    while (tasks > threads && width / tasks < least)
+        tasks -= threads;
+    return tasks;
+}
+
+/* Width of each of tasks stripes across width, a multiple of tile. */
+static size_t stripe_width(size_t width, size_t tasks, size_t tile)
+{
+    return round_up((width + tasks - 1) / tasks, tile);
+}
+
 /* g's product, whose M N K multiply-adds are work. The sizes come in as
  * arguments too: reading them back from g, just stored field by field,
  * stalled on store forwarding when GCC loaded two at once. */
@@ -511,49 +575,28 @@ static void gemm_run(gemm_args *g, size_t M, size_t N, size_t K, size_t work)
         gemm_blocked(g, 0, M, 0, N);
         return;
     }
-    /* Split the longer side into stripes aligned to the micro-tile, two per
-     * thread so a thread slowed by the machine's other work holds no one up. */
+    /* Split the longer side into stripes aligned to the micro-tile. When the
+     * other operand is packed once for all of them (or A is read in place),
+     * a stripe costs little but its own products: many thin ones let a
+     * thread the machine slowed hand its last ones over instead of holding
+     * the other up at the end. Otherwise every stripe packs the whole of the
+     * other operand, and two per thread, at least GEMM_STRIPE_MIN wide, are
+     * what is worth paying for. */
     size_t mr = (size_t)g->k->mr, nr = (size_t)g->k->nr;
-    size_t tasks = 2 * threads;
-    /* every stripe packs the whole of the other operand: a stripe narrower
-     * than this would spend a large part of its time packing */
-    if ((M >= N ? M : N) / tasks < GEMM_STRIPE_MIN)
-        tasks = threads;
     gemm_split s = {g, M, N, 1};
+    size_t fine = stripes_for(M >= N ? M : N, threads, GEMM_STRIPES_SHARED,
+                              GEMM_STRIPE_TILES_SHARED * (M >= N ? mr : nr));
+    size_t tasks = stripes_for(M >= N ? M : N, threads, 2, GEMM_STRIPE_MIN);
     if (M >= N) {
-        s.rows = round_up((M + tasks - 1) / tasks, mr);
-        /* every stripe would pack all of op(B): pack it once, into the
-         * B part of this thread's buffer, which this thread's own stripes
-         * leave alone (they pack only A there, if anything) */
-        const ag_gemm_kernel *k = g->k;
-        size_t npad = round_up(N, nr), kc = min_size(k->kc, K);
-        int fits = npad <= k->nc && K <= k->nc * k->kc / npad; /* K npad <= the B part */
-        ag_real *buf = fits ? pack_buffer(pack_full()) : NULL;
-        if (buf) {
-            ag_real *bp = buf + k->mc * k->kc;
-            for (size_t pc = 0; pc < K; pc += kc)
-                pack_b(g, pc, min_size(kc, K - pc), 0, N, bp + pc * npad);
-            g->bpack = bp;
-            g->npad = npad;
-        }
+        if (share_b(g, N, K))
+            tasks = fine;
+        s.rows = stripe_width(M, tasks, mr);
     } else {
-        s.cols = round_up((N + tasks - 1) / tasks, nr);
-        /* the same for op(A) when it is packed (A^T): every column stripe
-         * would pack all of it; once, at the far end of this thread's
-         * buffer, past what its own stripes use */
-        const ag_gemm_kernel *k = g->k;
-        size_t mpad = round_up(M, mr), kc = min_size(k->kc, K), full = pack_full();
-        size_t used = (k->mc + s.cols) * k->kc;
-        int packs_a = g->ta || !k->micro_rows;
-        int fits = packs_a && used < full && K <= (full - used) / mpad;
-        ag_real *buf = fits ? pack_buffer(full) : NULL;
-        if (buf) {
-            ag_real *ap = buf + full - K * mpad;
-            for (size_t pc = 0; pc < K; pc += kc)
-                pack_a(g, 0, M, pc, min_size(kc, K - pc), ap + pc * mpad);
-            g->apack = ap;
-            g->mpad = mpad;
-        }
+        int packs_a = g->ta || !g->k->micro_rows;
+        size_t fine_cols = stripe_width(N, fine, nr);
+        if (!packs_a || share_a(g, M, K, fine_cols))
+            tasks = fine;
+        s.cols = stripe_width(N, tasks, nr);
     }
     size_t n_rows = (M + s.rows - 1) / s.rows;
     s.n_cols = (N + s.cols - 1) / s.cols;
