@@ -17,8 +17,10 @@
  * Threads split C into stripes of rows (or columns) whose edges fall on tile
  * boundaries; every C element then sees the same kc blocks and the same
  * kernel whatever the split, so results do not depend on the number of
- * threads. Each thread packs into its own buffer, made once at the blocked
- * path's full size (the pool makes its workers' when it starts them), grown
+ * threads. An operand that every stripe would pack whole (op(B) for row
+ * stripes, A^T for column stripes) is packed by each thread once, at its
+ * first stripe, and read from its own cache after that. Each thread packs
+ * into its own buffer, made once at the blocked path's full size (the pool makes its workers' when it starts them), grown
  * only for a direct product with a very long K, freed when the thread exits.
  */
 #include "alloc.h"
@@ -26,6 +28,7 @@
 #include "threads.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -421,12 +424,12 @@ static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size
  * other operand are at least this many rows (or columns) when that leaves
  * each thread one... */
 #define GEMM_STRIPE_MIN ((size_t)128)
-/* ...and stripes that share it (packed once, or A read in place) are up to
- * this many per thread, at least this many micro-tiles wide. On the GPT's
- * products with two threads, 8 and 2 measured 2-4% faster steps than 2
- * stripes per thread; 16 and 1 no faster than 8 and 2. */
+/* ...and stripes that need not (a thread packs it once, or A is read in
+ * place) are up to this many per thread, at least this many micro-tiles
+ * wide. On the GPT's step with two threads, 8 per thread measured 2-4%
+ * faster than 2, 16 no faster than 8; one tile rather than two 1% faster. */
 #define GEMM_STRIPES_SHARED ((size_t)8)
-#define GEMM_STRIPE_TILES_SHARED ((size_t)2)
+#define GEMM_STRIPE_TILES_SHARED ((size_t)1)
 /* A batch of small products is shared out above this many multiply-adds. */
 #define AG_GEMM_BATCH_PARALLEL_MIN ((size_t)1 << 18)
 
@@ -440,17 +443,86 @@ static size_t work_of(size_t M, size_t N, size_t K)
     return M * N * K;
 }
 
+/* Row stripes would each pack all of op(B): a thread packs it once, at its
+ * first stripe, into the B part of its buffer (its stripes then pack only
+ * A there, if anything). Whether op(B) fits that part: */
+static int b_shareable(const gemm_args *g, size_t N, size_t K)
+{
+    const ag_gemm_kernel *k = g->k;
+    size_t npad = round_up(N, (size_t)k->nr);
+    return npad <= k->nc && K <= k->nc * k->kc / npad; /* K npad <= the B part */
+}
+
+/* Point g at op(B) packed in buf, packing it there first if pack. */
+static void pack_shared_b(gemm_args *g, ag_real *buf, int pack)
+{
+    const ag_gemm_kernel *k = g->k;
+    size_t npad = round_up(g->N, (size_t)k->nr), kc = min_size(k->kc, g->K);
+    ag_real *bp = buf + k->mc * k->kc;
+    for (size_t pc = 0; pack && pc < g->K; pc += kc)
+        pack_b(g, pc, min_size(kc, g->K - pc), 0, g->N, bp + pc * npad);
+    g->bpack = bp;
+    g->npad = npad;
+}
+
+/* The same for op(A) when column stripes of cols columns would each pack
+ * all of it (A^T): at the far end of the buffer, past what a stripe uses. */
+static int a_shareable(const gemm_args *g, size_t M, size_t K, size_t cols)
+{
+    const ag_gemm_kernel *k = g->k;
+    size_t mpad = round_up(M, (size_t)k->mr), full = pack_full();
+    size_t used = (k->mc + cols) * k->kc;
+    return used < full && K <= (full - used) / mpad;
+}
+
+static void pack_shared_a(gemm_args *g, ag_real *buf, int pack)
+{
+    const ag_gemm_kernel *k = g->k;
+    size_t mpad = round_up(g->M, (size_t)k->mr), kc = min_size(k->kc, g->K);
+    ag_real *ap = buf + pack_full() - g->K * mpad;
+    for (size_t pc = 0; pack && pc < g->K; pc += kc)
+        pack_a(g, 0, g->M, pc, min_size(kc, g->K - pc), ap + pc * mpad);
+    g->apack = ap;
+    g->mpad = mpad;
+}
+
+/* Which operand the stripes of a split product share, each thread packing
+ * it once into its own buffer (see gemm_run). */
+typedef enum { SHARE_NONE, SHARE_B, SHARE_A } gemm_share;
+
+/* A product split into n stripes of whole micro-tiles, across its rows
+ * (by_rows) or its columns: stripe t has tiles [t tiles / n, (t+1) tiles /
+ * n) of the tiles there are across, so stripes differ by one tile at most. */
 typedef struct gemm_split {
     const gemm_args *g;
-    size_t rows, cols; /* per task: multiples of mr and nr */
-    size_t n_cols;     /* tasks across */
+    int by_rows;
+    size_t tile, tiles, n; /* mr or nr; tiles across; stripes */
+    gemm_share share;
+    unsigned long id; /* this product's number, for packed_for below */
 } gemm_split;
+
+/* The product whose shared operand this thread's buffer holds. */
+static _Thread_local unsigned long packed_for;
+static atomic_ulong products; /* numbers the split products */
 
 static void gemm_task(void *ctx, size_t t)
 {
     const gemm_split *s = ctx;
-    size_t i0 = t / s->n_cols * s->rows, j0 = t % s->n_cols * s->cols;
-    gemm_blocked(s->g, i0, min_size(i0 + s->rows, s->g->M), j0, min_size(j0 + s->cols, s->g->N));
+    gemm_args g = *s->g;
+    ag_real *buf = s->share != SHARE_NONE ? pack_buffer(pack_full()) : NULL;
+    if (buf) { /* else each stripe packs for itself, as gemm_blocked would */
+        int pack = packed_for != s->id;
+        if (s->share == SHARE_B)
+            pack_shared_b(&g, buf, pack);
+        else
+            pack_shared_a(&g, buf, pack);
+        packed_for = s->id;
+    }
+    size_t lo = t * s->tiles / s->n * s->tile, hi = (t + 1) * s->tiles / s->n * s->tile;
+    if (s->by_rows)
+        gemm_blocked(&g, lo, min_size(hi, g.M), 0, g.N);
+    else
+        gemm_blocked(&g, 0, g.M, lo, min_size(hi, g.N));
 }
 
 typedef struct direct_split {
@@ -502,47 +574,6 @@ static int gemm_direct(const gemm_args *g, size_t work)
     return 1;
 }
 
-/* Pack op(B) once, into the B part of this thread's buffer, for row
- * stripes that would each pack all of it (this thread's own stripes pack
- * only A there, if anything). Returns whether it did: B fits that part. */
-static int share_b(gemm_args *g, size_t N, size_t K)
-{
-    const ag_gemm_kernel *k = g->k;
-    size_t npad = round_up(N, (size_t)k->nr), kc = min_size(k->kc, K);
-    if (npad > k->nc || K > k->nc * k->kc / npad) /* K npad > the B part */
-        return 0;
-    ag_real *buf = pack_buffer(pack_full());
-    if (!buf)
-        return 0;
-    ag_real *bp = buf + k->mc * k->kc;
-    for (size_t pc = 0; pc < K; pc += kc)
-        pack_b(g, pc, min_size(kc, K - pc), 0, N, bp + pc * npad);
-    g->bpack = bp;
-    g->npad = npad;
-    return 1;
-}
-
-/* The same for op(A) when column stripes of cols columns would each pack
- * all of it (A^T): once, at the far end of this thread's buffer, past what
- * its own stripes use. Returns whether it did. */
-static int share_a(gemm_args *g, size_t M, size_t K, size_t cols)
-{
-    const ag_gemm_kernel *k = g->k;
-    size_t mpad = round_up(M, (size_t)k->mr), kc = min_size(k->kc, K), full = pack_full();
-    size_t used = (k->mc + cols) * k->kc;
-    if (used >= full || K > (full - used) / mpad)
-        return 0;
-    ag_real *buf = pack_buffer(full);
-    if (!buf)
-        return 0;
-    ag_real *ap = buf + full - K * mpad;
-    for (size_t pc = 0; pc < K; pc += kc)
-        pack_a(g, 0, M, pc, min_size(kc, K - pc), ap + pc * mpad);
-    g->apack = ap;
-    g->mpad = mpad;
-    return 1;
-}
-
 /* Stripes (a multiple of threads) of at least least wide across width,
  * per each times threads at most; never fewer than threads. */
 static size_t stripes_for(size_t width, size_t threads, size_t each, size_t least)
@@ -551,12 +582,6 @@ static size_t stripes_for(size_t width, size_t threads, size_t each, size_t leas
     while (tasks > threads && width / tasks < least)
         tasks -= threads;
     return tasks;
-}
-
-/* Width of each of tasks stripes across width, a multiple of tile. */
-static size_t stripe_width(size_t width, size_t tasks, size_t tile)
-{
-    return round_up((width + tasks - 1) / tasks, tile);
 }
 
 /* g's product, whose M N K multiply-adds are work. The sizes come in as
@@ -575,32 +600,28 @@ static void gemm_run(gemm_args *g, size_t M, size_t N, size_t K, size_t work)
         gemm_blocked(g, 0, M, 0, N);
         return;
     }
-    /* Split the longer side into stripes aligned to the micro-tile. When the
-     * other operand is packed once for all of them (or A is read in place),
-     * a stripe costs little but its own products: many thin ones let a
-     * thread the machine slowed hand its last ones over instead of holding
-     * the other up at the end. Otherwise every stripe packs the whole of the
-     * other operand, and two per thread, at least GEMM_STRIPE_MIN wide, are
-     * what is worth paying for. */
-    size_t mr = (size_t)g->k->mr, nr = (size_t)g->k->nr;
-    gemm_split s = {g, M, N, 1};
-    size_t fine = stripes_for(M >= N ? M : N, threads, GEMM_STRIPES_SHARED,
-                              GEMM_STRIPE_TILES_SHARED * (M >= N ? mr : nr));
-    size_t tasks = stripes_for(M >= N ? M : N, threads, 2, GEMM_STRIPE_MIN);
-    if (M >= N) {
-        if (share_b(g, N, K))
-            tasks = fine;
-        s.rows = stripe_width(M, tasks, mr);
-    } else {
-        int packs_a = g->ta || !g->k->micro_rows;
-        size_t fine_cols = stripe_width(N, fine, nr);
-        if (!packs_a || share_a(g, M, K, fine_cols))
-            tasks = fine;
-        s.cols = stripe_width(N, tasks, nr);
-    }
-    size_t n_rows = (M + s.rows - 1) / s.rows;
-    s.n_cols = (N + s.cols - 1) / s.cols;
-    ag_parallel_for(n_rows * s.n_cols, gemm_task, &s);
+    /* Split the longer side into stripes of whole micro-tiles. When a thread
+     * packs the other operand once for all its stripes (or A is read in
+     * place), a stripe costs little but its own products: many thin ones
+     * let a thread the machine slowed hand its last ones over instead of
+     * holding the other up at the end. Otherwise every stripe packs the
+     * whole of the other operand, and two per thread, at least
+     * GEMM_STRIPE_MIN wide, are what is worth paying for. */
+    int by_rows = M >= N;
+    size_t tile = (size_t)(by_rows ? g->k->mr : g->k->nr), width = by_rows ? M : N;
+    gemm_split s = {g, by_rows, tile, (width + tile - 1) / tile, 0, SHARE_NONE, 0};
+    size_t fine = stripes_for(s.tiles, threads, GEMM_STRIPES_SHARED, GEMM_STRIPE_TILES_SHARED);
+    s.n = stripes_for(width, threads, 2, GEMM_STRIPE_MIN);
+    if (by_rows && b_shareable(g, N, K))
+        s.share = SHARE_B;
+    int packs_a = g->ta || !g->k->micro_rows;
+    if (!by_rows && packs_a && a_shareable(g, M, K, (s.tiles + fine - 1) / fine * tile))
+        s.share = SHARE_A;
+    if (s.share != SHARE_NONE || (!by_rows && !packs_a))
+        s.n = fine;
+    s.n = min_size(s.n, s.tiles);
+    s.id = atomic_fetch_add_explicit(&products, 1, memory_order_relaxed) + 1;
+    ag_parallel_for(s.n, gemm_task, &s);
 }
 
 /* ---- entry points ---- */
