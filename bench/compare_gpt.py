@@ -27,11 +27,19 @@ steps, so start-up cancels). On a busy shared machine that leaves out the
 time other work held the core. --also BIN runs a second attograd binary
 (say, the build before a change) in the same rounds, one thread and two.
 
+--paired STEPS runs all three in one process instead: PyTorch's step, and
+attograd's on one thread and on two (bench/gpt_pair.c through ctypes, built
+here against bench/step_ab.sh's library), in turn, step after step, so all
+three see the same moment of a shared machine. A round's ratios are medians
+over its steps of the ratios within a step's turn. On this project's noisy
+VM they vary far less from round to round than separate processes' do.
+
 Usage (from the repository root, after `make`):
     bench/compare_gpt.py                  # 3 rounds
     bench/compare_gpt.py --rounds 5
     bench/compare_gpt.py --torch-only     # PyTorch's step alone
     bench/compare_gpt.py --cpu --also OLD/build/float/attograd
+    bench/compare_gpt.py --paired 100 --rounds 5
 Only the standard library is needed here; torch runs under --python (default
 /usr/bin/python3, Debian's python3-torch). Not part of the build or of make check.
 """
@@ -50,7 +58,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEEDUP_TARGET = 1.5
 THREADS_TARGET = 1.7
 
-TORCH_CODE = LOADED_BLAS_CODE + r"""
+TORCH_MODEL = LOADED_BLAS_CODE + r"""
 import math, statistics, sys, time
 import torch
 import torch.nn.functional as F
@@ -96,7 +104,9 @@ def step():
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     opt.step()
+"""
 
+TORCH_CODE = TORCH_MODEL + r"""
 t0 = time.perf_counter()
 for _ in range(3):
     step()
@@ -110,6 +120,31 @@ for _ in range(steps):
     cpu.append(time.process_time() - c0)
 print("us_per_step=%.2f cpu_us_per_step=%.2f steps=%d blas=%s" % (
     statistics.median(times) * 1e6, statistics.median(cpu) * 1e6, steps, loaded_blas()))
+"""
+
+# --paired: PyTorch's step and attograd's (through bench/gpt_pair.c, on one
+# thread and on two) in turn, in one process, pairs[k] = seconds of each.
+PAIRED_CODE = TORCH_MODEL + r"""
+import ctypes
+lib = ctypes.CDLL(sys.argv[7])
+lib.gpt_pair_step.restype = ctypes.c_double
+if lib.gpt_pair_open() != 0:
+    sys.exit(1)
+n = int(sys.argv[8])
+for k in range(-3, n):                 # three to warm up
+    t = {}
+    for side in ("torch", "ag1", "ag2") if k % 2 == 0 else ("ag2", "ag1", "torch"):
+        if side == "torch":
+            t0 = time.perf_counter()
+            step()
+            t[side] = time.perf_counter() - t0
+        else:
+            t[side] = lib.gpt_pair_step(1 if side == "ag1" else 2)
+            if t[side] < 0:
+                sys.exit(1)
+    if k >= 0:
+        print("pair torch=%.6f ag1=%.6f ag2=%.6f" % (t["torch"], t["ag1"], t["ag2"]))
+print("blas=%s" % loaded_blas())
 """
 
 SHAPE = (4, 128, 4, 64, 12, 65)   # layers, dim, heads, seq, batch, vocabulary
@@ -163,6 +198,57 @@ def run_attograd(binary, threads, cpu=False):
     return float(fields["us_per_step"]), (used[1] - used[0]) / (long_ - short) * 1e6, fields
 
 
+def build_pair_lib():
+    """bench/gpt_pair.c linked against a position-independent build of the
+    library (bench/step_ab.sh): build/gpt_pair.so."""
+    build = os.path.join(ROOT, "build")
+    subprocess.run([os.path.join(ROOT, "bench", "step_ab.sh"), ROOT], check=True)
+    out = os.path.join(build, "gpt_pair.so")
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC",
+                    "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench", "gpt_pair.c"),
+                    os.path.join(build, "libattograd_ab.so"), "-Wl,-rpath," + build, "-o", out],
+                   check=True)
+    return out
+
+
+def run_paired(python, env, lib, steps):
+    """One process of PAIRED_CODE: per step, the seconds of each side."""
+    out = subprocess.run([python, "-c", PAIRED_CODE] + [str(v) for v in SHAPE] + [lib, str(steps)],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+                         text=True)
+    if out.returncode != 0:
+        sys.exit("paired run failed:\n%s" % out.stderr)
+    lines = out.stdout.splitlines()
+    pairs = [{k: float(v) for k, v in (kv.split("=") for kv in l.split()[1:])}
+             for l in lines if l.startswith("pair ")]
+    blas = [l.split("=", 1)[1] for l in lines if l.startswith("blas=")][0]
+    return pairs, blas
+
+
+def paired(args, env):
+    """--paired: rounds of processes that alternate the three steps."""
+    lib = build_pair_lib()
+    runs = {"ratio": [], "threads": []}
+    for r in range(args.rounds):
+        pairs, blas = run_paired(args.python, env, lib, args.paired)
+        ratio = statistics.median(p["torch"] / p["ag1"] for p in pairs)
+        threads = statistics.median(p["ag1"] / p["ag2"] for p in pairs)
+        runs["ratio"].append(ratio)
+        runs["threads"].append(threads)
+        med = {k: statistics.median(p[k] for p in pairs) * 1e6 for k in ("torch", "ag1", "ag2")}
+        least = {k: min(p[k] for p in pairs) * 1e6 for k in ("torch", "ag1", "ag2")}
+        blas = ",".join(os.path.basename(b) for b in blas.split(","))
+        print("round %d (load %s, %d steps each, torch on %s): median (least) torch %.0f (%.0f) us, "
+              "attograd %.0f (%.0f) us, 2 threads %.0f (%.0f) us; per step: x%.2f faster than "
+              "torch, threads x%.2f" %
+              (r + 1, open("/proc/loadavg").read().split()[0], len(pairs), blas, med["torch"],
+               least["torch"], med["ag1"], least["ag1"], med["ag2"], least["ag2"], ratio, threads),
+              flush=True)
+    print("median of rounds: x%.2f faster than torch (target %.1f), 2 threads x%.2f (target %.1f)"
+          % (statistics.median(runs["ratio"]), SPEEDUP_TARGET, statistics.median(runs["threads"]),
+             THREADS_TARGET))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -172,6 +258,8 @@ def main():
     ap.add_argument("--torch-only", action="store_true")
     ap.add_argument("--cpu", action="store_true", help="compare CPU time per step too")
     ap.add_argument("--also", help="a second attograd binary, run in the same rounds")
+    ap.add_argument("--paired", type=int, metavar="STEPS",
+                    help="alternate the steps in one process, STEPS of each per round")
     args = ap.parse_args()
     openblas = find_openblas(args.openblas_dir)
     env = torch_env(openblas)
@@ -181,6 +269,9 @@ def main():
     print("# %s, load average %s, shape layers,dim,heads,seq,batch,vocab = %s" %
           (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), load,
            ",".join(map(str, SHAPE))))
+    if args.paired:
+        paired(args, env)
+        return
     keys = ["ratio", "threads", "cpu_ratio", "also_ratio", "also_threads", "also_cpu_ratio"]
     got_all = {k: [] for k in keys}
     for r in range(args.rounds):
