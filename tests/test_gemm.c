@@ -385,8 +385,8 @@ static void check_threads_identical(const char *name)
     /* packed (split by rows, each thread packing B once; by columns, A^T
      * likewise), direct (narrow, split by rows), K in several kc blocks, and
      * a B too long to keep packed, which every stripe packs for itself */
-    static const shape big[] = {{301, 203, 300},  {97, 410, 530},   {2001, 13, 90},
-                                {1500, 40, 100},  {300, 120, 1100}, {40, 12, 40000}};
+    static const shape big[] = {{301, 203, 300}, {97, 410, 530},   {2001, 13, 90},
+                                {1500, 40, 100}, {300, 120, 1100}, {40, 12, 40000}};
     for (size_t s = 0; s < sizeof(big) / sizeof(big[0]); s++) {
         size_t m = big[s].m, n = big[s].n, k = big[s].k;
         for (int t = 0; t < 4; t++) {

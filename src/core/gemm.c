@@ -20,8 +20,9 @@
  * threads. An operand that every stripe would pack whole (op(B) for row
  * stripes, A^T for column stripes) is packed by each thread once, at its
  * first stripe, and read from its own cache after that. Each thread packs
- * into its own buffer, made once at the blocked path's full size (the pool makes its workers' when it starts them), grown
- * only for a direct product with a very long K, freed when the thread exits.
+ * into its own buffer, made once at the blocked path's full size (the pool
+ * makes its workers' when it starts them), grown only for a direct product
+ * with a very long K, freed when the thread exits.
  */
 #include "alloc.h"
 #include "gemm.h"
