@@ -28,11 +28,13 @@ time other work held the core. --also BIN runs a second attograd binary
 (say, the build before a change) in the same rounds, one thread and two.
 
 --paired STEPS runs all three in one process instead: PyTorch's step, and
-attograd's on one thread and on two (bench/gpt_pair.c through ctypes, built
-here against bench/step_ab.sh's library), in turn, step after step, so all
-three see the same moment of a shared machine. A round's ratios are medians
-over its steps of the ratios within a step's turn. On this project's noisy
-VM they vary far less from round to round than separate processes' do.
+attograd's on one thread and on two (two copies of bench/gpt_pair.c through
+ctypes, built here with bench/step_ab.sh's library), in turn, step after
+step, so all three see the same moment of a shared machine. A round's ratios
+are medians over its turns of the ratios within a turn. On this project's
+noisy VM they vary far less from round to round than separate processes' do.
+attograd then runs under the allocator settings given to PyTorch (it
+allocates nothing during a step) and always from this tree.
 
 Usage (from the repository root, after `make`):
     bench/compare_gpt.py                  # 3 rounds
@@ -47,6 +49,7 @@ import argparse
 import datetime
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -122,15 +125,17 @@ print("us_per_step=%.2f cpu_us_per_step=%.2f steps=%d blas=%s" % (
     statistics.median(times) * 1e6, statistics.median(cpu) * 1e6, steps, loaded_blas()))
 """
 
-# --paired: PyTorch's step and attograd's (through bench/gpt_pair.c, on one
-# thread and on two) in turn, in one process, pairs[k] = seconds of each.
+# --paired: PyTorch's step and attograd's (through two copies of
+# bench/gpt_pair.c, one on one thread, one on two) in turn, in one process;
+# prints the seconds of each per turn.
 PAIRED_CODE = TORCH_MODEL + r"""
 import ctypes
-lib = ctypes.CDLL(sys.argv[7])
-lib.gpt_pair_step.restype = ctypes.c_double
-if lib.gpt_pair_open() != 0:
-    sys.exit(1)
-n = int(sys.argv[8])
+libs = {"ag1": ctypes.CDLL(sys.argv[7]), "ag2": ctypes.CDLL(sys.argv[8])}
+for side, lib in libs.items():
+    lib.gpt_pair_step.restype = ctypes.c_double
+    if lib.gpt_pair_open(V, L, C, H, T, B, 1 if side == "ag1" else 2) != 0:
+        sys.exit(1)
+n = int(sys.argv[9])
 for k in range(-3, n):                 # three to warm up
     t = {}
     for side in ("torch", "ag1", "ag2") if k % 2 == 0 else ("ag2", "ag1", "torch"):
@@ -139,7 +144,7 @@ for k in range(-3, n):                 # three to warm up
             step()
             t[side] = time.perf_counter() - t0
         else:
-            t[side] = lib.gpt_pair_step(1 if side == "ag1" else 2)
+            t[side] = libs[side].gpt_pair_step()
             if t[side] < 0:
                 sys.exit(1)
     if k >= 0:
@@ -198,23 +203,24 @@ def run_attograd(binary, threads, cpu=False):
     return float(fields["us_per_step"]), (used[1] - used[0]) / (long_ - short) * 1e6, fields
 
 
-def build_pair_lib():
-    """bench/gpt_pair.c linked against a position-independent build of the
-    library (bench/step_ab.sh): build/gpt_pair.so."""
+def build_pair_libs():
+    """bench/gpt_pair.c linked with a position-independent build of the
+    library (bench/step_ab.sh), twice: two copies, two thread pools."""
     build = os.path.join(ROOT, "build")
     subprocess.run([os.path.join(ROOT, "bench", "step_ab.sh"), ROOT], check=True)
-    out = os.path.join(build, "gpt_pair.so")
+    libs = [os.path.join(build, "gpt_pair%d.so" % i) for i in (1, 2)]
     subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC",
                     "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench", "gpt_pair.c"),
-                    os.path.join(build, "libattograd_ab.so"), "-Wl,-rpath," + build, "-o", out],
-                   check=True)
-    return out
+                    os.path.join(build, "ab", "float", "libattograd.a"), "-lm", "-lpthread",
+                    "-o", libs[0]], check=True)
+    shutil.copyfile(libs[0], libs[1])
+    return libs
 
 
-def run_paired(python, env, lib, steps):
-    """One process of PAIRED_CODE: per step, the seconds of each side."""
-    out = subprocess.run([python, "-c", PAIRED_CODE] + [str(v) for v in SHAPE] + [lib, str(steps)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+def run_paired(python, env, libs, steps):
+    """One process of PAIRED_CODE: per turn, the seconds of each side."""
+    argv = [python, "-c", PAIRED_CODE] + [str(v) for v in SHAPE] + libs + [str(steps)]
+    out = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
                          text=True)
     if out.returncode != 0:
         sys.exit("paired run failed:\n%s" % out.stderr)
@@ -227,10 +233,10 @@ def run_paired(python, env, lib, steps):
 
 def paired(args, env):
     """--paired: rounds of processes that alternate the three steps."""
-    lib = build_pair_lib()
+    libs = build_pair_libs()
     runs = {"ratio": [], "threads": []}
     for r in range(args.rounds):
-        pairs, blas = run_paired(args.python, env, lib, args.paired)
+        pairs, blas = run_paired(args.python, env, libs, args.paired)
         ratio = statistics.median(p["torch"] / p["ag1"] for p in pairs)
         threads = statistics.median(p["ag1"] / p["ag2"] for p in pairs)
         runs["ratio"].append(ratio)
@@ -238,9 +244,9 @@ def paired(args, env):
         med = {k: statistics.median(p[k] for p in pairs) * 1e6 for k in ("torch", "ag1", "ag2")}
         least = {k: min(p[k] for p in pairs) * 1e6 for k in ("torch", "ag1", "ag2")}
         blas = ",".join(os.path.basename(b) for b in blas.split(","))
-        print("round %d (load %s, %d steps each, torch on %s): median (least) torch %.0f (%.0f) us, "
-              "attograd %.0f (%.0f) us, 2 threads %.0f (%.0f) us; per step: x%.2f faster than "
-              "torch, threads x%.2f" %
+        print("round %d (load %s, %d steps each, torch on %s): median (least) torch %.0f (%.0f) "
+              "us, attograd %.0f (%.0f) us, 2 threads %.0f (%.0f) us; per step: x%.2f faster "
+              "than torch, threads x%.2f" %
               (r + 1, open("/proc/loadavg").read().split()[0], len(pairs), blas, med["torch"],
                least["torch"], med["ag1"], least["ag1"], med["ag2"], least["ag2"], ratio, threads),
               flush=True)
@@ -261,6 +267,12 @@ def main():
     ap.add_argument("--paired", type=int, metavar="STEPS",
                     help="alternate the steps in one process, STEPS of each per round")
     args = ap.parse_args()
+    if args.paired is not None:
+        if args.paired < 1:
+            ap.error("--paired: STEPS must be 1 or more")
+        if args.also or args.cpu or args.torch_only or args.bin != ap.get_default("bin"):
+            ap.error("--paired times this tree's library: not with --also, --cpu, --torch-only "
+                     "or --bin")
     openblas = find_openblas(args.openblas_dir)
     env = torch_env(openblas)
     with open("/proc/loadavg") as f:
@@ -269,7 +281,7 @@ def main():
     print("# %s, load average %s, shape layers,dim,heads,seq,batch,vocab = %s" %
           (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), load,
            ",".join(map(str, SHAPE))))
-    if args.paired:
+    if args.paired is not None:
         paired(args, env)
         return
     keys = ["ratio", "threads", "cpu_ratio", "also_ratio", "also_threads", "also_cpu_ratio"]

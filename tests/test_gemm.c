@@ -376,7 +376,9 @@ START_TEST(test_fork_child)
 END_TEST
 
 /* A product big enough to be split, computed with 1, 2 and 3 threads (and
- * every kernel): the bytes must match exactly. */
+ * every kernel): the bytes must match exactly. Each is computed right after
+ * another product of the same shape on the same pool, so a thread that kept
+ * the other's packed operand would be caught. */
 static void check_threads_identical(const char *name)
 {
     if (!ag_gemm_use(name))
@@ -393,12 +395,15 @@ static void check_threads_identical(const char *name)
             int ta = t & 1, tb = t >> 1;
             ag_real *A = random_matrix(&rng, m, k), *B = random_matrix(&rng, k, n);
             ag_real *C0 = random_matrix(&rng, m, n);
+            ag_real *A2 = random_matrix(&rng, m, k), *B2 = random_matrix(&rng, k, n);
+            ag_real *D = random_matrix(&rng, m, n);
             ag_real *C[3];
             for (int th = 0; th < 3; th++) {
                 C[th] = malloc(m * n * sizeof(ag_real));
                 ck_assert_ptr_nonnull(C[th]);
                 memcpy(C[th], C0, m * n * sizeof(ag_real));
                 ag_set_threads(th + 1);
+                ag_gemm(ta, tb, m, n, k, 1, A2, ta ? m : k, B2, tb ? k : n, 0, D, n);
                 ag_gemm(ta, tb, m, n, k, 0.75, A, ta ? m : k, B, tb ? k : n, 0.5, C[th], n);
             }
             ag_set_threads(1);
@@ -411,6 +416,9 @@ static void check_threads_identical(const char *name)
             free(A);
             free(B);
             free(C0);
+            free(A2);
+            free(B2);
+            free(D);
         }
     }
     ck_assert(ag_gemm_use("auto"));

@@ -18,9 +18,9 @@
  * boundaries; every C element then sees the same kc blocks and the same
  * kernel whatever the split, so results do not depend on the number of
  * threads. An operand that every stripe would pack whole (op(B) for row
- * stripes, A^T for column stripes) is packed by each thread once, at its
- * first stripe, and read from its own cache after that. Each thread packs
- * into its own buffer, made once at the blocked path's full size (the pool
+ * stripes, A^T for column stripes), when it fits, is packed by each thread
+ * once, at its first stripe, into its own buffer, and read from there after
+ * that. Each thread packs into its own buffer, made once at the blocked path's full size (the pool
  * makes its workers' when it starts them), grown only for a direct product
  * with a very long K, freed when the thread exits.
  */
@@ -30,6 +30,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,12 +137,17 @@ static void pack_key_init(void)
     pack_key_ok = pthread_key_create(&pack_key, free) == 0;
 }
 
-/* The most the blocked path asks for: an (mc x kc) block of A and a
- * (kc x nc) block of B. */
+/* The most the blocked path asks for with kernel k: an (mc x kc) block of
+ * A and a (kc x nc) block of B. */
+static size_t pack_full_for(const ag_gemm_kernel *k)
+{
+    return (k->mc + k->nc) * k->kc;
+}
+
+/* The same for the kernel in use. */
 static size_t pack_full(void)
 {
-    const ag_gemm_kernel *k = kernel();
-    return (k->mc + k->nc) * k->kc;
+    return pack_full_for(kernel());
 }
 
 /* Make this thread's buffer hold n reals (buf: one already allocated, or
@@ -204,9 +210,9 @@ typedef struct gemm_args {
     ag_real *C;
     size_t lda, ldb, ldc;
     const ag_gemm_kernel *k;
-    /* op(B) packed once for every thread (see gemm_run), or NULL: each kc
-     * block of rows in panels as pack_b makes them, block pc (its first
-     * row) at bpack + pc * npad; N fits one nc block */
+    /* op(B) packed by this thread for all its stripes (see gemm_task), or
+     * NULL: each kc block of rows in panels as pack_b makes them, block pc
+     * (its first row) at bpack + pc * npad; N fits one nc block */
     const ag_real *bpack;
     size_t npad; /* N rounded up to nr */
     /* the same for op(A): each kc block of columns, all M rows in panels as
@@ -427,7 +433,7 @@ static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size
 #define GEMM_STRIPE_MIN ((size_t)128)
 /* ...and stripes that need not (a thread packs it once, or A is read in
  * place) are up to this many per thread, at least this many micro-tiles
- * wide. On the GPT's step with two threads, 8 per thread measured 2-4%
+ * wide. On the GPT's step with two threads, 8 per thread measured 4-7%
  * faster than 2, 16 no faster than 8; one tile rather than two 1% faster. */
 #define GEMM_STRIPES_SHARED ((size_t)8)
 #define GEMM_STRIPE_TILES_SHARED ((size_t)1)
@@ -467,11 +473,12 @@ static void pack_shared_b(gemm_args *g, ag_real *buf, int pack)
 }
 
 /* The same for op(A) when column stripes of cols columns would each pack
- * all of it (A^T): at the far end of the buffer, past what a stripe uses. */
+ * all of it (A^T, or any A for a kernel without micro_rows): at the far
+ * end of the buffer, past what a stripe uses. */
 static int a_shareable(const gemm_args *g, size_t M, size_t K, size_t cols)
 {
     const ag_gemm_kernel *k = g->k;
-    size_t mpad = round_up(M, (size_t)k->mr), full = pack_full();
+    size_t mpad = round_up(M, (size_t)k->mr), full = pack_full_for(k);
     size_t used = (k->mc + cols) * k->kc;
     return used < full && K <= (full - used) / mpad;
 }
@@ -480,7 +487,7 @@ static void pack_shared_a(gemm_args *g, ag_real *buf, int pack)
 {
     const ag_gemm_kernel *k = g->k;
     size_t mpad = round_up(g->M, (size_t)k->mr), kc = min_size(k->kc, g->K);
-    ag_real *ap = buf + pack_full() - g->K * mpad;
+    ag_real *ap = buf + pack_full_for(k) - g->K * mpad;
     for (size_t pc = 0; pack && pc < g->K; pc += kc)
         pack_a(g, 0, g->M, pc, min_size(kc, g->K - pc), ap + pc * mpad);
     g->apack = ap;
@@ -499,19 +506,22 @@ typedef struct gemm_split {
     int by_rows;
     size_t tile, tiles, n; /* mr or nr; tiles across; stripes */
     gemm_share share;
-    unsigned long id; /* this product's number, for packed_for below */
+    uint64_t id; /* this product's number (from 1), for packed_for below */
 } gemm_split;
 
-/* The product whose shared operand this thread's buffer holds. */
-static _Thread_local unsigned long packed_for;
-static atomic_ulong products; /* numbers the split products */
+/* The product whose shared operand this thread's buffer holds (0: none).
+ * While a thread runs a product's stripes it runs nothing else that uses
+ * its buffer (the pool runs one job at a time, and a nested call runs on
+ * the calling thread), so the operand is still there at its next stripe. */
+static _Thread_local uint64_t packed_for;
+static _Atomic uint64_t products; /* numbers the split products */
 
 static void gemm_task(void *ctx, size_t t)
 {
     const gemm_split *s = ctx;
     gemm_args g = *s->g;
-    ag_real *buf = s->share != SHARE_NONE ? pack_buffer(pack_full()) : NULL;
-    if (buf) { /* else each stripe packs for itself, as gemm_blocked would */
+    ag_real *buf = s->share != SHARE_NONE ? pack_buffer(pack_full_for(g.k)) : NULL;
+    if (buf) { /* else out of memory: gemm_blocked falls back as it can */
         int pack = packed_for != s->id;
         if (s->share == SHARE_B)
             pack_shared_b(&g, buf, pack);
@@ -575,8 +585,9 @@ static int gemm_direct(const gemm_args *g, size_t work)
     return 1;
 }
 
-/* Stripes (a multiple of threads) of at least least wide across width,
- * per each times threads at most; never fewer than threads. */
+/* How many stripes to cut width into: the largest multiple of threads, at
+ * most each * threads, whose stripes are at least least wide; threads when
+ * none is. */
 static size_t stripes_for(size_t width, size_t threads, size_t each, size_t least)
 {
     size_t tasks = each * threads;
@@ -588,7 +599,7 @@ static size_t stripes_for(size_t width, size_t threads, size_t each, size_t leas
 /* g's product, whose M N K multiply-adds are work. The sizes come in as
  * arguments too: reading them back from g, just stored field by field,
  * stalled on store forwarding when GCC loaded two at once. */
-static void gemm_run(gemm_args *g, size_t M, size_t N, size_t K, size_t work)
+static void gemm_run(const gemm_args *g, size_t M, size_t N, size_t K, size_t work)
 {
     /* Narrow products skip packing while B stays in cache (or is read only a
      * few times), and while A^T (read down its columns) stays in L1 across a
@@ -611,15 +622,15 @@ static void gemm_run(gemm_args *g, size_t M, size_t N, size_t K, size_t work)
     int by_rows = M >= N;
     size_t tile = (size_t)(by_rows ? g->k->mr : g->k->nr), width = by_rows ? M : N;
     gemm_split s = {g, by_rows, tile, (width + tile - 1) / tile, 0, SHARE_NONE, 0};
-    size_t fine = stripes_for(s.tiles, threads, GEMM_STRIPES_SHARED, GEMM_STRIPE_TILES_SHARED);
+    size_t thin = stripes_for(s.tiles, threads, GEMM_STRIPES_SHARED, GEMM_STRIPE_TILES_SHARED);
     s.n = stripes_for(width, threads, 2, GEMM_STRIPE_MIN);
     if (by_rows && b_shareable(g, N, K))
         s.share = SHARE_B;
     int packs_a = g->ta || !g->k->micro_rows;
-    if (!by_rows && packs_a && a_shareable(g, M, K, (s.tiles + fine - 1) / fine * tile))
+    if (!by_rows && packs_a && a_shareable(g, M, K, (s.tiles + thin - 1) / thin * tile))
         s.share = SHARE_A;
     if (s.share != SHARE_NONE || (!by_rows && !packs_a))
-        s.n = fine;
+        s.n = thin;
     s.n = min_size(s.n, s.tiles);
     s.id = atomic_fetch_add_explicit(&products, 1, memory_order_relaxed) + 1;
     ag_parallel_for(s.n, gemm_task, &s);
