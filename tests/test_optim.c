@@ -5,6 +5,7 @@
  */
 #include "test_util.h"
 
+#include <float.h>
 #include <string.h>
 
 #ifdef AG_REAL_DOUBLE
@@ -119,6 +120,55 @@ START_TEST(test_adamw_decay)
     ag_optim_step(opt);
     ag_optim_step(opt);
     ck_assert_double_eq_tol(p->data[0], 3 * 0.9 * 0.9, STEP_TOL);
+    ag_optim_free(opt);
+    ag_param_free(p);
+}
+END_TEST
+
+/* AdamW says whether its step left every parameter finite, which lets a
+ * trainer skip its scan for NaN and Inf: a step that overflows one element
+ * (at the start, in the middle and in the tail of the vector loop) or meets
+ * a NaN gradient says no, and SGD never says yes. */
+START_TEST(test_adam_left_finite)
+{
+#ifdef AG_REAL_DOUBLE
+    const ag_real big = DBL_MAX / 2;
+#else
+    const ag_real big = FLT_MAX / 2;
+#endif
+    enum { N = 203 };
+    ag_tensor *p = ag_param_new(1, (int[]){N});
+    ck_assert_ptr_nonnull(p);
+    for (int i = 0; i < N; i++)
+        p->data[i] = 1, p->grad[i] = (ag_real)0.5;
+    ag_optim *opt = ag_adam_new(&p, 1, 1e-3, 0.9, 0.999, 1e-8, 0.1);
+    ck_assert_ptr_nonnull(opt);
+    ck_assert(!ag_optim_left_finite(opt)); /* no step yet */
+    ag_optim_step(opt);
+    ck_assert(ag_optim_left_finite(opt));
+    static const int at[] = {0, 100, N - 1};
+    for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+        for (int i = 0; i < N; i++)
+            p->data[i] = 1;
+        p->data[at[k]] = big;
+        ck_assert_int_eq(ag_optim_set_lr(opt, 1000), AG_OK); /* p (1 - lr wd) = -99 p */
+        ag_optim_step(opt);
+        ck_assert_msg(!isfinite(p->data[at[k]]), "element %d stayed finite", at[k]);
+        ck_assert_msg(!ag_optim_left_finite(opt), "overflow at %d not seen", at[k]);
+        for (int i = 0; i < N; i++)
+            p->data[i] = 1;
+        ck_assert_int_eq(ag_optim_set_lr(opt, 1e-3), AG_OK);
+        ag_optim_step(opt);
+        ck_assert(ag_optim_left_finite(opt));
+    }
+    p->grad[7] = (ag_real)NAN;
+    ag_optim_step(opt);
+    ck_assert(!ag_optim_left_finite(opt));
+    ag_optim_free(opt);
+    p->grad[7] = 0;
+    opt = ag_sgd_new(&p, 1, 0.1, 0);
+    ag_optim_step(opt);
+    ck_assert(!ag_optim_left_finite(opt)); /* not known: the trainer scans */
     ag_optim_free(opt);
     ag_param_free(p);
 }
@@ -411,6 +461,7 @@ Suite *suite_optim(void)
     tcase_add_test(tc, test_sgd_momentum);
     tcase_add_test(tc, test_adam_steps);
     tcase_add_test(tc, test_adamw_decay);
+    tcase_add_test(tc, test_adam_left_finite);
     tcase_add_test(tc, test_adam_reference);
     tcase_add_test(tc, test_sgd_reference);
     tcase_add_test(tc, test_set_lr);

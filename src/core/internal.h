@@ -85,6 +85,12 @@ struct ag_tape {
  * the next reset. NULL (and AG_ERR_NOMEM on the tape) on failure. */
 void *ag_arena_alloc(ag_tape *tape, size_t bytes);
 
+/* ---- optimizers ---- */
+/* Whether opt's last step is known to have left every parameter finite
+ * (AdamW checks as it writes them), so that a trainer can skip scanning
+ * them with ag_first_nonfinite_param; 0 when not known. */
+int ag_optim_left_finite(const ag_optim *opt);
+
 /* ---- anomaly detection ---- */
 /* Check entry k's output for NaN/Inf; returns 0 with AG_ERR_NUMERIC set. */
 int ag_anomaly_check_entry(ag_tape *tape, size_t k);

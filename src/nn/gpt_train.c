@@ -203,11 +203,14 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
     if (loss)
         *loss = l->data[0];
     ag_tape_reset(t->tape);
+    int finite = 1;
     for (int k = 0; k < 2; k++)
-        if (t->opt[k])
+        if (t->opt[k]) {
             ag_optim_step(t->opt[k]);
+            finite &= ag_optim_left_finite(t->opt[k]);
+        }
     size_t elem;
-    long bad = ag_first_nonfinite_param(g->params, g->n_params, &elem);
+    long bad = finite ? -1 : ag_first_nonfinite_param(g->params, g->n_params, &elem);
     if (bad >= 0) {
         ag_real v = g->params[bad]->data[elem];
         ag_nn_set_err(err, errlen,

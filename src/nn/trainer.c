@@ -152,7 +152,8 @@ ag_status ag_trainer_step(ag_trainer *t, double *loss, char *err, size_t errlen)
     ag_tape_reset(t->tape);
     ag_optim_step(t->opt);
     size_t elem;
-    long bad = ag_first_nonfinite_param(t->params, t->n_params, &elem);
+    long bad =
+        ag_optim_left_finite(t->opt) ? -1 : ag_first_nonfinite_param(t->params, t->n_params, &elem);
     if (bad >= 0) {
         double v = t->params[bad]->data[elem];
         ag_nn_set_err(err, errlen,

@@ -45,15 +45,18 @@ ag_optim *ag_adam_new(ag_tensor *const *params, size_t n, double lr, double beta
  * folded in: m_hat / (sqrt(v_hat) + eps) = (1/c1) m / (sqrt(v) / sqrt(c2) + eps)
  * with c1 = 1 - beta1^t, c2 = 1 - beta2^t, so step = lr / c1 and rc2 =
  * 1 / sqrt(c2), and a1 = 1 - beta1, a2 = 1 - beta2, all computed in double
- * by the caller (1 - (float)0.999 is 1.3e-5 off 0.001). The loop runs in
+ * by the caller (1 - (float)0.999 is 1.3e-5 off 0.001). Returns 1 when a
+ * new parameter is NaN or Inf (x - x is 0 only for a finite x), which
+ * saves the caller a second pass over them to check. The loop runs in
  * ag_real with no branch and no call, so the compiler turns it into vector
  * code.
  */
-static inline void adam_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
-                               ag_real *restrict m, ag_real *restrict v, ag_real b1, ag_real a1,
-                               ag_real b2, ag_real a2, ag_real step, ag_real rc2, ag_real eps,
-                               ag_real decay)
+static inline int adam_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
+                              ag_real *restrict m, ag_real *restrict v, ag_real b1, ag_real a1,
+                              ag_real b2, ag_real a2, ag_real step, ag_real rc2, ag_real eps,
+                              ag_real decay)
 {
+    int bad = 0;
     for (size_t j = 0; j < n; j++) {
         ag_real gj = g[j];
         ag_real mj = b1 * m[j] + a1 * gj;
@@ -61,8 +64,11 @@ static inline void adam_update(size_t n, ag_real *restrict p, const ag_real *res
         m[j] = mj;
         v[j] = vj;
         ag_real pj = p[j];
-        p[j] = pj - decay * pj - step * mj / (REAL_SQRT(vj) * rc2 + eps);
+        ag_real pn = pj - decay * pj - step * mj / (REAL_SQRT(vj) * rc2 + eps);
+        p[j] = pn;
+        bad |= !(pn - pn == 0);
     }
+    return bad;
 }
 
 /* adam_update compiled once per instruction set (AG_CLONES), for parameters
@@ -70,18 +76,20 @@ static inline void adam_update(size_t n, ag_real *restrict p, const ag_real *res
  * choice costs more than wider vectors save. Every version computes the
  * same values: the operations are the same and each is correctly rounded. */
 #define ADAM_WIDE 64
-AG_CLONES static void adam_update_wide(size_t n, ag_real *restrict p, const ag_real *restrict g,
-                                       ag_real *restrict m, ag_real *restrict v, ag_real b1,
-                                       ag_real a1, ag_real b2, ag_real a2, ag_real step,
-                                       ag_real rc2, ag_real eps, ag_real decay)
+AG_CLONES static int adam_update_wide(size_t n, ag_real *restrict p, const ag_real *restrict g,
+                                      ag_real *restrict m, ag_real *restrict v, ag_real b1,
+                                      ag_real a1, ag_real b2, ag_real a2, ag_real step, ag_real rc2,
+                                      ag_real eps, ag_real decay)
 {
-    adam_update(n, p, g, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
+    return adam_update(n, p, g, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
 }
 
-/* The step's constants, for the pieces of the parameters. */
+/* The step's constants, for the pieces of the parameters, and per chunk
+ * whether a piece of it made a parameter non-finite. */
 typedef struct adam_job {
     const ag_optim *opt;
     ag_real b1, a1, b2, a2, step, rc2, eps, decay;
+    unsigned char bad[AG_PARAMS_CHUNKS];
 } adam_job;
 
 /* Elements per chunk of the update shared out over the threads. */
@@ -89,16 +97,17 @@ typedef struct adam_job {
 
 static void adam_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
 {
-    (void)chunk;
-    const adam_job *j = ctx;
+    adam_job *j = ctx;
     ag_tensor *p = j->opt->params[i];
     ag_real *m = j->opt->state[2 * i] + lo, *v = j->opt->state[2 * i + 1] + lo;
+    int bad;
     if (p->size >= ADAM_WIDE)
-        adam_update_wide(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2, j->a2,
-                         j->step, j->rc2, j->eps, j->decay);
+        bad = adam_update_wide(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2,
+                               j->a2, j->step, j->rc2, j->eps, j->decay);
     else
-        adam_update(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2, j->a2, j->step,
-                    j->rc2, j->eps, j->decay);
+        bad = adam_update(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2, j->a2,
+                          j->step, j->rc2, j->eps, j->decay);
+    j->bad[chunk] |= (unsigned char)bad;
 }
 
 void ag_adam_step(ag_optim *opt)
@@ -118,5 +127,9 @@ void ag_adam_step(ag_optim *opt)
         .a2 = (ag_real)(1 - opt->beta2),
     };
     /* each element's update is independent: any split gives the same values */
-    ag_params_range(opt->params, opt->n, ADAM_GRAIN, adam_piece, &j);
+    size_t chunks = ag_params_range(opt->params, opt->n, ADAM_GRAIN, adam_piece, &j);
+    opt->left_finite = 1;
+    for (size_t c = 0; c < chunks; c++)
+        if (j.bad[c])
+            opt->left_finite = 0;
 }

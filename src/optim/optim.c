@@ -65,10 +65,16 @@ void ag_optim_step(ag_optim *opt)
 {
     if (!opt)
         return;
+    opt->left_finite = 0;
     if (opt->kind == AG_OPTIM_SGD)
         ag_sgd_step(opt);
     else
         ag_adam_step(opt);
+}
+
+int ag_optim_left_finite(const ag_optim *opt)
+{
+    return opt && opt->left_finite;
 }
 
 ag_status ag_optim_set_lr(ag_optim *opt, double lr)

@@ -24,6 +24,8 @@ struct ag_optim {
     int slots;           /* state buffers per parameter: 0, 1 (velocity) or 2 (m, v) */
     ag_real **state;     /* (n * slots): state[i * slots + s] is (params[i]->size) */
     ag_real *buf;        /* one allocation behind every state buffer, zeroed */
+    int left_finite;     /* 1: the last step checked, as it wrote them, that every
+                          * parameter is finite (Adam); 0: not known (SGD, or one was not) */
 };
 
 /* Allocate the handle, copy the parameter pointers and make `slots` zeroed
