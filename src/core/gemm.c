@@ -17,12 +17,12 @@
  * Threads split C into stripes of rows (or columns) whose edges fall on tile
  * boundaries; every C element then sees the same kc blocks and the same
  * kernel whatever the split, so results do not depend on the number of
- * threads. An operand that every stripe would pack whole (op(B) for row
- * stripes, A^T for column stripes), when it fits, is packed by each thread
- * once, at its first stripe, into its own buffer, and read from there after
- * that. Each thread packs into its own buffer, made once at the blocked path's full size (the pool
- * makes its workers' when it starts them), grown only for a direct product
- * with a very long K, freed when the thread exits.
+ * threads. Each thread packs into its own buffer, made once at the blocked
+ * path's full size (the pool makes its workers' when it starts them), grown
+ * only for a direct product with a very long K, freed when the thread
+ * exits. An operand that every stripe would pack whole (op(B) for row
+ * stripes, A^T for column stripes) is packed there by each thread once, at
+ * its first stripe, when it fits.
  */
 #include "alloc.h"
 #include "gemm.h"
