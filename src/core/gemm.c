@@ -21,8 +21,8 @@
  * path's full size (the pool makes its workers' when it starts them), grown
  * only for a direct product with a very long K, freed when the thread
  * exits. An operand that every stripe would pack whole (op(B) for row
- * stripes, A^T for column stripes) is packed there by each thread once, at
- * its first stripe, when it fits.
+ * stripes, A^T for column stripes, a direct product's B^T) is packed there
+ * by each thread once, at its first stripe, when it fits.
  */
 #include "alloc.h"
 #include "gemm.h"
@@ -506,7 +506,7 @@ typedef struct gemm_split {
     int by_rows;
     size_t tile, tiles, n; /* mr or nr; tiles across; stripes */
     gemm_share share;
-    uint64_t id; /* this product's number (from 1), for packed_for below */
+    uint64_t id; /* this product's number, for packed_for below */
 } gemm_split;
 
 /* The product whose shared operand this thread's buffer holds (0: none).
@@ -514,7 +514,13 @@ typedef struct gemm_split {
  * its buffer (the pool runs one job at a time, and a nested call runs on
  * the calling thread), so the operand is still there at its next stripe. */
 static _Thread_local uint64_t packed_for;
-static _Atomic uint64_t products; /* numbers the split products */
+static _Atomic uint64_t products; /* the products numbered so far */
+
+/* A new product's number, from 1. */
+static uint64_t product_number(void)
+{
+    return atomic_fetch_add_explicit(&products, 1, memory_order_relaxed) + 1;
+}
 
 static void gemm_task(void *ctx, size_t t)
 {
@@ -538,32 +544,23 @@ static void gemm_task(void *ctx, size_t t)
 
 typedef struct direct_split {
     const gemm_args *g;
-    const ag_real *B;     /* op(B) as (K x N) with row stride ldb */
-    size_t ldb, rsa, csa; /* op(A)(i, p) = A[i*rsa + p*csa] */
-    size_t rows;          /* per task */
+    size_t rsa, csa; /* op(A)(i, p) = A[i*rsa + p*csa] */
+    size_t rows;     /* per task */
+    uint64_t id;     /* this product's number, for packed_for */
 } direct_split;
 
-static void direct_task(void *ctx, size_t t)
+/* op(B) of a direct product as a (K x N) matrix with row stride *ldb: B
+ * itself, or B stored (N x K) transposed into this thread's buffer, once
+ * per product on each thread that runs a part of it. NULL when out of
+ * memory. */
+static const ag_real *direct_b(const gemm_args *g, uint64_t id, size_t *ldb)
 {
-    const direct_split *d = ctx;
-    const gemm_args *g = d->g;
-    size_t i0 = t * d->rows, m = min_size(d->rows, g->M - i0);
-    g->k->direct(m, g->N, g->K, g->alpha, g->A + i0 * d->rsa, d->rsa, d->csa, d->B, d->ldb, g->beta,
-                 g->C + i0 * g->ldc, g->ldc);
-}
-
-/* The direct kernel for a narrow product, B transposed into this thread's
- * buffer first when it is stored (N x K). Rows of C are independent and each
- * is computed the same way wherever it falls, so a large one is split into
- * row stripes over the threads. Returns 0 when it could not run. */
-static int gemm_direct(const gemm_args *g, size_t work)
-{
-    size_t M = g->M, N = g->N, K = g->K;
-    direct_split d = {g, g->B, g->ldb, g->ta ? 1 : g->lda, g->ta ? g->lda : 1, M};
-    if (g->tb) {
-        ag_real *bt = pack_buffer(K * N);
-        if (!bt)
-            return 0;
+    size_t N = g->N, K = g->K;
+    *ldb = g->tb ? N : g->ldb;
+    if (!g->tb)
+        return g->B;
+    ag_real *bt = pack_buffer(K * N);
+    if (bt && packed_for != id) {
         if (g->k->transpose) {
             g->k->transpose(N, K, g->B, g->ldb, bt, N);
         } else {
@@ -571,12 +568,38 @@ static int gemm_direct(const gemm_args *g, size_t work)
                 for (size_t p = 0; p < K; p++)
                     bt[p * N + j] = g->B[j * g->ldb + p];
         }
-        d.B = bt;
-        d.ldb = N;
+        packed_for = id;
     }
+    return bt;
+}
+
+static void direct_task(void *ctx, size_t t)
+{
+    const direct_split *d = ctx;
+    const gemm_args *g = d->g;
+    size_t i0 = t * d->rows, i1 = min_size(i0 + d->rows, g->M), ldb;
+    const ag_real *B = direct_b(g, d->id, &ldb);
+    if (!B) { /* out of memory on this thread: the unpacked loop needs none */
+        gemm_small(g, i0, i1, 0, g->N);
+        return;
+    }
+    g->k->direct(i1 - i0, g->N, g->K, g->alpha, g->A + i0 * d->rsa, d->rsa, d->csa, B, ldb, g->beta,
+                 g->C + i0 * g->ldc, g->ldc);
+}
+
+/* The direct kernel for a narrow product. Rows of C are independent and
+ * each is computed the same way wherever it falls, so a large one is split
+ * into row stripes over the threads. Returns 0 when it could not run (no
+ * memory for B^T). */
+static int gemm_direct(const gemm_args *g, size_t work)
+{
+    size_t M = g->M;
+    direct_split d = {g, g->ta ? 1 : g->lda, g->ta ? g->lda : 1, M, product_number()};
+    if (g->tb && !pack_buffer(g->K * g->N))
+        return 0;
     size_t threads = work < AG_GEMM_PARALLEL_MIN ? 1 : (size_t)ag_parallel_threads();
     if (threads <= 1) { /* the usual case for a narrow product: no task to go through */
-        g->k->direct(M, N, K, g->alpha, g->A, d.rsa, d.csa, d.B, d.ldb, g->beta, g->C, g->ldc);
+        direct_task(&d, 0);
         return 1;
     }
     size_t tasks = 2 * threads;
@@ -632,7 +655,7 @@ static void gemm_run(const gemm_args *g, size_t M, size_t N, size_t K, size_t wo
     if (s.share != SHARE_NONE || (!by_rows && !packs_a))
         s.n = thin;
     s.n = min_size(s.n, s.tiles);
-    s.id = atomic_fetch_add_explicit(&products, 1, memory_order_relaxed) + 1;
+    s.id = product_number();
     ag_parallel_for(s.n, gemm_task, &s);
 }
 
