@@ -28,9 +28,9 @@ time other work held the core. --also BIN runs a second attograd binary
 (say, the build before a change) in the same rounds, one thread and two.
 
 --paired STEPS runs all three in one process instead: PyTorch's step, and
-attograd's on one thread and on two (two copies of bench/gpt_pair.c through
-ctypes, built here with bench/step_ab.sh's library), in turn, step after
-step, so all three see the same moment of a shared machine. A round's ratios
+attograd's on one thread and on two (two copies of the build/gpt_pair.so that
+bench/step_ab.sh makes, through ctypes), in turn, step after step, so all
+three see the same moment of a shared machine. A round's ratios
 are medians over its turns of the ratios within a turn. On this project's
 noisy VM they vary far less from round to round than separate processes' do.
 attograd then runs under the allocator settings given to PyTorch (it
@@ -126,7 +126,7 @@ print("us_per_step=%.2f cpu_us_per_step=%.2f steps=%d blas=%s" % (
 """
 
 # --paired: PyTorch's step and attograd's (through two copies of
-# bench/gpt_pair.c, one on one thread, one on two) in turn, in one process;
+# build/gpt_pair.so, one on one thread, one on two) in turn, in one process;
 # prints the seconds of each per turn.
 PAIRED_CODE = TORCH_MODEL + r"""
 import ctypes
@@ -204,15 +204,11 @@ def run_attograd(binary, threads, cpu=False):
 
 
 def build_pair_libs():
-    """bench/gpt_pair.c linked with a position-independent build of the
-    library (bench/step_ab.sh), twice: two copies, two thread pools."""
-    build = os.path.join(ROOT, "build")
+    """build/gpt_pair.so (bench/gpt_pair.c with a position-independent build
+    of the library in it, made by bench/step_ab.sh) and a copy: two
+    libraries, two thread pools."""
     subprocess.run([os.path.join(ROOT, "bench", "step_ab.sh"), ROOT], check=True)
-    libs = [os.path.join(build, "gpt_pair%d.so" % i) for i in (1, 2)]
-    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC",
-                    "-I" + os.path.join(ROOT, "include"), os.path.join(ROOT, "bench", "gpt_pair.c"),
-                    os.path.join(build, "ab", "float", "libattograd.a"), "-lm", "-lpthread",
-                    "-o", libs[0]], check=True)
+    libs = [os.path.join(ROOT, "build", name) for name in ("gpt_pair.so", "gpt_pair2.so")]
     shutil.copyfile(libs[0], libs[1])
     return libs
 

@@ -1,51 +1,38 @@
 /*
  * gpt_ab.c - two builds of the library against each other in one process,
- * on the GPT's training step (ag_gpt_trainer_step at the text task's
- * defaults, random characters, as bench/gpt_step.c runs it): one step from
- * each build in turn, so that both see the same swings of a shared
- * machine (which build goes first alternates). Prints, per build, the least
- * and the median wall time of a step, and the median over pairs of B's step
- * over A's in the same pair: the least disturbed before/after on a busy
- * host. Not part of the build:
+ * on the GPT's training step at the text task's defaults (gpt_pair.h): one
+ * step from each build in turn, so that both see the same swings of a
+ * shared machine (which build goes first alternates). Prints, per build,
+ * the least and the median wall time of a step, and the median over pairs
+ * of B's step over A's in the same pair: the least disturbed before/after
+ * on a busy host. Not part of the build:
  *
- *   bench/step_ab.sh OLD NEW     # OLD/build/libattograd_ab.so, NEW/build/...
+ *   bench/step_ab.sh OLD NEW     # OLD/build/gpt_pair.so, NEW/build/gpt_pair.so
  *   cc -O2 -Iinclude bench/gpt_ab.c -ldl -o /tmp/gpt_ab
- *   /tmp/gpt_ab OLD/build/libattograd_ab.so NEW/build/libattograd_ab.so [THREADS [STEPS]]
+ *   /tmp/gpt_ab OLD/build/gpt_pair.so NEW/build/gpt_pair.so [THREADS [STEPS]]
  *
  * A fifth argument gives B its own thread count: one build at two paths
  * (two copies of the file, so two libraries with their own thread pools)
  * then measures what a second thread gains, in the same pairs:
  *
- *   cp NEW/build/libattograd_ab.so /tmp/b.so
- *   /tmp/gpt_ab NEW/build/libattograd_ab.so /tmp/b.so 1 100 2
+ *   cp NEW/build/gpt_pair.so /tmp/b.so
+ *   /tmp/gpt_ab NEW/build/gpt_pair.so /tmp/b.so 1 100 2
  *
- * Both builds must share include/attograd.h's structs (the configs are
- * made here). Float builds only.
+ * Float builds only.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "attograd.h"
+#include "gpt_pair.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-#define VOCAB 65
-#define TEXT_CHARS 100000
 
 typedef struct build {
-    ag_status (*trainer_step)(ag_gpt_trainer *, double *, char *, size_t);
+    double (*step)(void);
     double (*median)(double *, size_t);
-    ag_gpt_trainer *trainer;
     double *wall;
 } build;
-
-static double wall_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* *fn = the symbol name of so, or exit */
 static void need(void *so, const char *name, void *fn)
@@ -58,58 +45,28 @@ static void need(void *so, const char *name, void *fn)
     *(void **)fn = p;
 }
 
-static void load(build *b, const char *path, const char *chars, int threads, int steps)
+static void load(build *b, const char *path, int threads, int steps)
 {
     void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!so) {
         fprintf(stderr, "gpt_ab: %s\n", dlerror());
         exit(1);
     }
-    ag_rng (*rng_new)(uint64_t);
-    ag_status (*text_parse)(const char *, size_t, const char *, const ag_vocab *, ag_text **,
-                            char *, size_t);
-    ag_gpt_config (*gpt_defaults)(int);
-    ag_gpt_train_config (*train_defaults)(void);
-    ag_gpt *(*gpt_new)(const ag_gpt_config *, ag_rng *, char *, size_t);
-    ag_gpt_trainer *(*trainer_new)(ag_gpt *, const ag_text *, const ag_gpt_train_config *, char *,
-                                   size_t);
-    void (*set_threads)(int);
-    need(so, "ag_rng_new", &rng_new);
-    need(so, "ag_text_parse", &text_parse);
-    need(so, "ag_gpt_defaults", &gpt_defaults);
-    need(so, "ag_gpt_train_defaults", &train_defaults);
-    need(so, "ag_gpt_new", &gpt_new);
-    need(so, "ag_gpt_trainer_new", &trainer_new);
-    need(so, "ag_gpt_trainer_step", &b->trainer_step);
+    int (*open_gpt)(int, int, int, int, int, int, int);
+    need(so, "gpt_pair_open", &open_gpt);
+    need(so, "gpt_pair_step", &b->step);
     need(so, "ag_median", &b->median);
-    need(so, "ag_set_threads", &set_threads);
-    char err[256];
-    ag_text *text = NULL;
-    ag_gpt *g = NULL;
-    ag_gpt_config mc = gpt_defaults(VOCAB);
-    ag_gpt_train_config tc = train_defaults();
-    ag_rng init = rng_new(1);
-    if (text_parse(chars, TEXT_CHARS, "random text", NULL, &text, err, sizeof(err)) != AG_OK ||
-        !(g = gpt_new(&mc, &init, err, sizeof(err))) ||
-        !(b->trainer = trainer_new(g, text, &tc, err, sizeof(err)))) {
-        fprintf(stderr, "gpt_ab: %s: %s\n", path, err);
-        exit(1);
-    }
-    set_threads(threads);
     b->wall = malloc((size_t)steps * sizeof(double));
-    if (!b->wall)
+    if (!b->wall || open_gpt(GPT_PAIR_DEFAULTS, threads) != 0)
         exit(1);
 }
 
 static double step(build *b)
 {
-    char err[256];
-    double t0 = wall_now();
-    if (b->trainer_step(b->trainer, NULL, err, sizeof(err)) != AG_OK) {
-        fprintf(stderr, "gpt_ab: %s\n", err);
+    double t = b->step();
+    if (t < 0)
         exit(1);
-    }
-    return wall_now() - t0;
+    return t;
 }
 
 int main(int argc, char **argv)
@@ -120,13 +77,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: gpt_ab A.so B.so [THREADS [STEPS [THREADS_B]]]\n");
         return 2;
     }
-    static char chars[TEXT_CHARS];
-    srand(7);
-    for (int i = 0; i < TEXT_CHARS; i++) /* every letter present: the alphabet leads */
-        chars[i] = (char)('0' + (i < VOCAB ? i : rand() % VOCAB));
     build b[2];
     for (int w = 0; w < 2; w++)
-        load(&b[w], argv[1 + w], chars, w ? threads_b : threads, steps);
+        load(&b[w], argv[1 + w], w ? threads_b : threads, steps);
     double *ratio = malloc((size_t)steps * sizeof(double));
     if (!ratio)
         return 1;

@@ -1,21 +1,15 @@
 /*
  * gpt_pair.c - the GPT's training step (ag_gpt_trainer_step on random
- * characters, as bench/gpt_step.c runs it) behind two functions, for
- * compare_gpt.py --paired to call through ctypes from the process that runs
- * PyTorch's step: the programs' steps then alternate on the same core, step
- * by step, and see the same swings of a shared machine. Linked with the
- * library itself, so two copies of the file are two libraries, each with
- * its own thread pool (one on one thread, one on two: switching one pool
- * between them would restart its worker every turn). Not part of the build;
- * compare_gpt.py builds it against the position-independent archive that
- * bench/step_ab.sh makes:
- *
- *   bench/step_ab.sh .
- *   cc -O2 -shared -fPIC -Iinclude bench/gpt_pair.c build/ab/float/libattograd.a \
- *      -lm -lpthread -o build/gpt_pair.so
+ * characters) behind the two functions of gpt_pair.h. Linked into a shared
+ * object with the library (bench/step_ab.sh), two copies of it are two
+ * libraries, each with its own thread pool: compare_gpt.py --paired runs
+ * one on one thread and one on two from the process that runs PyTorch's
+ * step, and bench/gpt_ab.c runs two builds' against each other. Linked
+ * into bench/gpt_step.c it times one build's step. Not part of the build.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "attograd.h"
+#include "gpt_pair.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -24,9 +18,6 @@
 
 static ag_gpt_trainer *trainer;
 
-/* Make the trainer for a GPT of this shape (vocabulary, layers, dim,
- * heads, seq, batch; the rest at the text task's defaults) on threads
- * threads: 0 on success, else -1 with the reason on stderr. */
 int gpt_pair_open(int vocab, int layers, int dim, int heads, int seq, int batch, int threads)
 {
     static char chars[TEXT_CHARS];
@@ -58,8 +49,6 @@ int gpt_pair_open(int vocab, int layers, int dim, int heads, int seq, int batch,
     return 0;
 }
 
-/* One training step: its wall time in seconds, or -1 with the reason on
- * stderr. */
 double gpt_pair_step(void)
 {
     char err[256];
