@@ -47,12 +47,12 @@ ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 # The attention tiles' fully unrolled kernels, instrumented, take about two
 # minutes to compile at -O3 and 20 s at -O1, most of a sanitized build's time
 # (CI builds one): -O1 for that file alone, still every access checked.
-SANITIZED_SLOW := $(BUILD)/src/core/attn_tile_simd.o
+SANITIZED_SLOW := $(BUILD)/src/kernels/attn_tile_simd.o
 $(SANITIZED_SLOW): ALL_CFLAGS += -O1
 endif
 LIBS := -lm -lpthread
 
-LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/nn/*.c src/optim/*.c src/io/*.c src/check/*.c))
+LIB_SRC := $(sort $(wildcard src/core/*.c src/kernels/*.c src/ops/*.c src/nn/*.c src/optim/*.c src/io/*.c src/check/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))

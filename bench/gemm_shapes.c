@@ -13,7 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, whatever -std says */
 
-#include "core/gemm.h"
+#include "kernels/gemm.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,8 +10,8 @@
  */
 #include "test_util.h"
 
-#include "core/attn_tile.h"
-#include "core/gemm.h"
+#include "kernels/attn_tile.h"
+#include "kernels/gemm.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,8 +8,8 @@
  */
 #include "test_util.h"
 
-#include "core/gemm.h"
-#include "core/threads.h"
+#include "kernels/gemm.h"
+#include "kernels/threads.h"
 
 #include <float.h>
 #include <stdatomic.h>

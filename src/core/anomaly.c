@@ -6,7 +6,7 @@
  * nothing until a loss turns non-finite.
  */
 #include "internal.h"
-#include "threads.h"
+#include "../kernels/threads.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * and numpy-style printing.
  */
 #include "internal.h"
-#include "threads.h"
+#include "../kernels/threads.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * (broadcast over the leading ones: positions (T,d) added to every batch).
  */
 #include "../core/internal.h"
-#include "../core/threads.h"
+#include "../kernels/threads.h"
 
 /* Elements per chunk shared out over the threads (64 KB of floats): the
  * residual stream's adds, 98304 elements at the GPT's defaults, are worth

@@ -8,7 +8,7 @@
  *   O = [P_1 V_1 | ... | P_H V_H],  out = O wo           (B,T,d)
  *
  * What fusing changes is the bookkeeping, not the math. The heads are
- * computed tile by tile (src/core/attn_tile.h): a block of queries against
+ * computed tile by tile (src/kernels/attn_tile.h): a block of queries against
  * a block of keys with an online softmax, so no (T,T) matrix is ever made,
  * and a causal layer never computes the tiles the mask hides. Forward keeps
  * Q, K, V and O and, per query, L = the log-sum-exp of its scores; backward
@@ -24,10 +24,10 @@
  * on the shapes, never on the thread count. So results are bit-identical
  * for any number of threads.
  */
-#include "../core/attn_tile.h"
-#include "../core/gemm.h"
+#include "../kernels/attn_tile.h"
+#include "../kernels/gemm.h"
 #include "../core/internal.h"
-#include "../core/threads.h"
+#include "../kernels/threads.h"
 
 #include <math.h>
 #include <string.h>

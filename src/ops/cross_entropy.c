@@ -6,7 +6,7 @@
  * one line: dz = (softmax(z) - onehot(target)) / rows.
  */
 #include "../core/internal.h"
-#include "../core/threads.h"
+#include "../kernels/threads.h"
 
 #include <math.h>
 #include <string.h>

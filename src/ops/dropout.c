@@ -9,9 +9,9 @@
  * split over threads gives the same mask, the caller's generator moves by
  * one draw whatever the size, and the hash vectorises.
  */
-#include "../core/clones.h"
+#include "../kernels/clones.h"
 #include "../core/internal.h"
-#include "../core/threads.h"
+#include "../kernels/threads.h"
 
 #include <math.h>
 

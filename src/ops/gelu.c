@@ -17,7 +17,7 @@
  * libm's erfc.
  */
 #include "../core/internal.h"
-#include "../core/threads.h"
+#include "../kernels/threads.h"
 
 #include <math.h>
 #include <string.h>
@@ -34,7 +34,7 @@ static const ag_op gelu_op = {"gelu", gelu_backward, 0, AG_INPUT(0)};
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) &&     \
     !defined(AG_NO_SIMD) && !defined(AG_REAL_DOUBLE)
 #define AG_GELU_SIMD 1
-#include "../core/vexp.h" /* exp's constants, shared with softmax and the attention tiles */
+#include "../kernels/vexp.h" /* exp's constants, shared with softmax and the attention tiles */
 
 /* erf's polynomials (fitted in 40-digit arithmetic, minimax in relative
  * error): |z| < 1, c0 and Q; |z| >= 1, erfc(a) exp(a^2) = P(a) / D(a). */

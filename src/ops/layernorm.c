@@ -8,9 +8,9 @@
  * normalised row xhat is recomputed rather than kept (one (rows, C) buffer
  * less per layer norm).
  */
-#include "../core/clones.h"
+#include "../kernels/clones.h"
 #include "../core/internal.h"
-#include "../core/threads.h"
+#include "../kernels/threads.h"
 
 #include <math.h>
 #include <string.h>

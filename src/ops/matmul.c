@@ -6,7 +6,7 @@
  * One implementation; the two entry points differ only in a flag, kept in
  * the entry's iarg and in which descriptor the entry points at.
  */
-#include "../core/gemm.h"
+#include "../kernels/gemm.h"
 #include "../core/internal.h"
 
 static void matmul_backward(ag_tape *tape, const ag_entry *e);

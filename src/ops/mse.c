@@ -1,7 +1,7 @@
 /*
  * mse.c - mean squared error: L = mean over every element of (pred - target)^2.
  */
-#include "../core/clones.h"
+#include "../kernels/clones.h"
 #include "../core/internal.h"
 
 static void mse_backward(ag_tape *tape, const ag_entry *e);

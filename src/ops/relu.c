@@ -3,7 +3,7 @@
  * nonlinearity between two linear maps. (A GPT's MLP uses GELU, gelu.c.)
  */
 #include "../core/internal.h"
-#include "../core/clones.h"
+#include "../kernels/clones.h"
 
 static void relu_backward(ag_tape *tape, const ag_entry *e);
 static const ag_op relu_op = {"relu", relu_backward, 0, 0};

@@ -5,7 +5,7 @@
  * +inf entries share all the weight (the limit), never NaN.
  */
 #include "../core/internal.h"
-#include "../core/threads.h"
+#include "../kernels/threads.h"
 
 #include <math.h>
 
@@ -23,13 +23,13 @@ typedef struct softmax_job {
 } softmax_job;
 
 /* ---- vector kernels for the usual row (float build, x86 with AVX2+FMA or AVX-512F) ----
- * exp is src/core/vexp.h's, within 2 ulp of expf: masked keys (-inf, and
+ * exp is src/kernels/vexp.h's, within 2 ulp of expf: masked keys (-inf, and
  * anything below expf's underflow) give exactly 0; a NaN stays NaN. Rows
  * whose max is +-inf or NaN take the scalar path below. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) &&     \
     !defined(AG_NO_SIMD) && !defined(AG_REAL_DOUBLE)
 #define AG_SOFTMAX_AVX2 1
-#include "../core/vexp.h"
+#include "../kernels/vexp.h"
 
 #define AVX2 __attribute__((target("avx2,fma")))
 

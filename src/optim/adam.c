@@ -9,8 +9,8 @@
  * the gradient's scale. The decay term uses p before the update and is not
  * scaled by v_hat: that is what "decoupled" means (wd = 0 is plain Adam).
  */
-#include "../core/clones.h"
-#include "../core/threads.h"
+#include "../kernels/clones.h"
+#include "../kernels/threads.h"
 #include "optim.h"
 
 #include <math.h>

@@ -4,7 +4,7 @@
  * every gradient is scaled by max_norm / norm. The direction is kept; only
  * an occasional huge step (a spike in the loss) is tamed.
  */
-#include "../core/threads.h"
+#include "../kernels/threads.h"
 #include "optim.h"
 
 #include <math.h>

@@ -9,7 +9,7 @@
  */
 #include "attn_tile.h"
 #include "gemm.h"
-#include "internal.h"
+#include "../core/internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -23,7 +23,7 @@
  * joined by ag_set_threads(1) and at exit; a child of fork() starts with an
  * empty pool (its parent's workers are not in it). Tasks must not fork.
  */
-#include "alloc.h"
+#include "../core/alloc.h"
 #include "gemm.h"
 #include "threads.h"
 #include "attograd.h"

@@ -24,7 +24,7 @@
  * stripes, A^T for column stripes, a direct product's B^T) is packed there
  * by each thread once, at its first stripe, when it fits.
  */
-#include "alloc.h"
+#include "../core/alloc.h"
 #include "gemm.h"
 #include "threads.h"
 

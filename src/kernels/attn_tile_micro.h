@@ -9,7 +9,7 @@
  *   VLOAD VSTORE VSET1 VFMA(a, b, c) = a*b + c, VMUL, VSUB, VADD, VMAX, VZERO
  *   VLOAD_M(p, m), VSTORE_M(p, m, v)   masked load (zeros elsewhere) / store
  *   VMASK(n)       a mask of the first n lanes (0 < n <= W)
- *   VEXP2(x)       2^x, lane by lane (src/core/vexp.h)
+ *   VEXP2(x)       2^x, lane by lane (src/kernels/vexp.h)
  *   VFILL_BELOW(x, k, fill)   x with its lanes below k (k may be <= 0 or
  *                  >= W) replaced by fill
  *   VPOS_OR_ZERO(x)   x where x > -inf, 0 elsewhere
