@@ -62,6 +62,8 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 LIB := $(BUILD)/libattograd.a
+# the command's code but main(), for the tests of its parts (curves, plots, option tables)
+CLI_LIB := $(BUILD)/libattograd_cli.a
 BIN := $(BUILD)/attograd
 TEST_BIN := $(BUILD)/tests/run_tests
 
@@ -73,6 +75,11 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 all: $(LIB) $(BIN) $(EXAMPLES)
 
 $(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(CLI_LIB): $(filter-out %/main.o,$(CLI_OBJ))
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^
@@ -100,8 +107,8 @@ $(BUILD)/tests/suites.h: $(TEST_SRC)
 
 $(BUILD)/tests/run_tests.o: $(BUILD)/tests/suites.h
 
-$(TEST_BIN): $(TEST_OBJ) $(LIB)
-	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(ALL_LDFLAGS) $(CHECK_LIBS) $(LIBS)
+$(TEST_BIN): $(TEST_OBJ) $(CLI_LIB) $(LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(CLI_LIB) $(LIB) $(ALL_LDFLAGS) $(CHECK_LIBS) $(LIBS)
 
 examples: $(EXAMPLES)
 
@@ -147,15 +154,17 @@ $(BUILD)/attograd.pc: Makefile include/attograd.h
 	  '$(PREFIX)' "$$(sed -n 's/^#define AG_VERSION "\(.*\)"/\1/p' include/attograd.h)" '$(PC_CFLAGS)' > $@
 
 install: $(LIB) $(BIN) $(BUILD)/attograd.pc
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/attograd
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/attograd
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libattograd.a
 	install -m 644 include/attograd.h $(DESTDIR)$(PREFIX)/include/attograd.h
+	install -m 644 include/attograd/core.h include/attograd/io.h include/attograd/nn.h $(DESTDIR)$(PREFIX)/include/attograd
 	install -m 644 $(BUILD)/attograd.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/attograd.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/attograd $(DESTDIR)$(PREFIX)/lib/libattograd.a \
 	  $(DESTDIR)$(PREFIX)/include/attograd.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/attograd.pc
+	rm -rf $(DESTDIR)$(PREFIX)/include/attograd
 
 clean:
 	rm -rf $(BUILDROOT)
@@ -164,7 +173,7 @@ clean:
 CLANG_FORMAT ?= clang-format
 CPPCHECK ?= cppcheck
 SCAN_BUILD ?= scan-build
-FORMAT_SRC = $(sort $(wildcard include/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h tests/*/*.c examples/*.c bench/*.c))
+FORMAT_SRC = $(sort $(wildcard include/*.h include/attograd/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h tests/*/*.c examples/*.c bench/*.c))
 
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_SRC)

@@ -34,7 +34,7 @@ $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_OBJ_CFLAGS) -c -o $@ $<
 
-FUZZ_HDR := include/attograd.h $(wildcard src/*/*.h)
+FUZZ_HDR := include/attograd.h $(wildcard include/attograd/*.h src/*/*.h)
 
 $(FUZZ_BIN): tests/fuzz/fuzz_safetensors.c $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c %.o,$^) -lm

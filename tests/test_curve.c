@@ -4,6 +4,7 @@
  * text it writes, and bad sizes refused.
  */
 #include "test_util.h"
+#include "cli/curve.h"
 
 #include <stdio.h>
 #include <stdlib.h>

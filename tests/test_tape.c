@@ -282,20 +282,20 @@ START_TEST(test_arena_reuse)
     ag_tape *tape = ag_tape_new();
     ag_tensor *w = ag_param_new(2, (int[]){32, 32});
     arena_step(tape, w);
-    ck_assert_uint_gt(tape->n_blocks, 1);
+    ck_assert_uint_gt(tape->arena.n_blocks, 1);
     ag_tape_reset(tape);
     /* reset merges the blocks into one big enough for the whole step */
-    ck_assert_uint_eq(tape->n_blocks, 1);
-    size_t cap = tape->first->cap;
-    ag_block *first = tape->first;
+    ck_assert_uint_eq(tape->arena.n_blocks, 1);
+    size_t cap = tape->arena.first->cap;
+    ag_block *first = tape->arena.first;
     for (int step = 0; step < 3; step++) {
         arena_step(tape, w);
-        ck_assert_uint_eq(tape->n_blocks, 1);
-        ck_assert_ptr_eq(tape->first, first);
-        ck_assert_uint_eq(tape->first->cap, cap);
-        ck_assert_uint_le(tape->first->used, cap);
+        ck_assert_uint_eq(tape->arena.n_blocks, 1);
+        ck_assert_ptr_eq(tape->arena.first, first);
+        ck_assert_uint_eq(tape->arena.first->cap, cap);
+        ck_assert_uint_le(tape->arena.first->used, cap);
         ag_tape_reset(tape);
-        ck_assert_uint_eq(tape->first->used, 0);
+        ck_assert_uint_eq(tape->arena.first->used, 0);
     }
     ag_param_free(w);
     ag_tape_free(tape);

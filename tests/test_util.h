@@ -8,6 +8,7 @@
 
 #include "attograd.h"
 #include "core/internal.h"
+#include "io/io.h"
 
 #include <check.h>
 #include <math.h>

@@ -11,6 +11,7 @@
 #define AG_CLI_H
 
 #include "attograd.h"
+#include "../io/io.h" /* the library's strict numbers, quoting and file rules */
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -6,6 +6,7 @@
 #define AG_CLI_DOT_H
 
 #include "attograd.h"
+#include "../io/io.h"
 
 /* The tape's drawing (ag_tape_dot) rendered to a PNG at png by Graphviz's
  * dot, when it is installed (written beside png and renamed into place once

@@ -5,6 +5,8 @@
 #define AG_CLI_PLOT_H
 
 #include "attograd.h"
+#include "curve.h"
+#include "../io/io.h"
 
 #include <stddef.h>
 #include <stdio.h>

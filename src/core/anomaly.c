@@ -6,7 +6,6 @@
  * nothing until a loss turns non-finite.
  */
 #include "internal.h"
-#include "../kernels/threads.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -43,37 +42,17 @@ size_t ag_first_nonfinite(const ag_real *v, size_t n)
     return n;
 }
 
-/* Elements per chunk of the scan shared out over threads. */
-#define SCAN_GRAIN 32768
-
-typedef struct scan_job {
-    ag_tensor *const *params;
-    size_t p[AG_PARAMS_CHUNKS], elem[AG_PARAMS_CHUNKS]; /* each chunk's first bad one */
-} scan_job;
-
-static void scan_piece(void *ctx, size_t chunk, size_t p, size_t lo, size_t hi)
-{
-    scan_job *j = ctx;
-    if (j->p[chunk] != SIZE_MAX || !j->params[p]->data)
-        return; /* an earlier piece of this chunk had one, or nothing to scan */
-    size_t i = lo + ag_first_nonfinite(j->params[p]->data + lo, hi - lo);
-    if (i < hi) {
-        j->p[chunk] = p;
-        j->elem[chunk] = i;
-    }
-}
-
 long ag_first_nonfinite_param(ag_tensor *const *params, size_t n, size_t *elem)
 {
-    scan_job j = {.params = params};
-    for (size_t c = 0; c < AG_PARAMS_CHUNKS; c++)
-        j.p[c] = SIZE_MAX;
-    size_t chunks = ag_params_range(params, n, SCAN_GRAIN, scan_piece, &j);
-    for (size_t c = 0; c < chunks; c++)
-        if (j.p[c] != SIZE_MAX) {
-            *elem = j.elem[c];
-            return (long)j.p[c];
+    for (size_t p = 0; params && p < n; p++) {
+        if (!params[p] || !params[p]->data)
+            continue;
+        size_t i = ag_first_nonfinite(params[p]->data, params[p]->size);
+        if (i < params[p]->size) {
+            *elem = i;
+            return (long)p;
         }
+    }
     return -1;
 }
 
@@ -125,7 +104,7 @@ ag_status ag_tape_find_anomaly(ag_tape *tape)
     /* gradients, in the order the backward pass made them */
     for (size_t k = tape->n_entries; k-- > 0;) {
         const ag_entry *e = &tape->entries[k];
-        if (e->out->grad_unset)
+        if (ag_grad_is_unset(tape, e->out))
             continue; /* not written yet: zero */
         long i = first_bad(e->out->grad, e->out->size, 0);
         if (i >= 0)

@@ -169,7 +169,7 @@ ag_status ag_tape_dot(const ag_tape *tape, FILE *f, const ag_tensor_name *names,
         put_values(f, t, t->data);
         if (t->grad) {
             fputs("|grad\\l", f);
-            put_values(f, t, t->grad_unset ? NULL : t->grad);
+            put_values(f, t, ag_grad_is_unset(tape, t) ? NULL : t->grad);
         } else {
             fputs("|no gradient\\l", f);
         }

@@ -66,13 +66,19 @@ typedef struct ag_block {
     unsigned char *mem; /* (cap) bytes, AG_ALIGN-aligned */
 } ag_block;
 
+/* The memory of a step (arena.c): a chain of blocks handed out by bumping
+ * a pointer, rewound at once by a reset. */
+typedef struct ag_arena {
+    ag_block *first, *cur; /* cur is where allocation happens */
+    size_t n_blocks;
+    size_t used; /* bytes handed out since the last rewind */
+    size_t peak; /* the most bytes one step has used */
+} ag_arena;
+
 struct ag_tape {
     ag_entry *entries; /* (cap_entries) */
     size_t n_entries, cap_entries;
-    ag_block *first, *cur; /* arena blocks; cur is where allocation happens */
-    size_t n_blocks;
-    size_t used;      /* bytes handed out since the last reset */
-    size_t peak;      /* the most bytes one step has used */
+    ag_arena arena;   /* every tape tensor and saved buffer of the step */
     int backward_ran; /* ag_backward has run since the last reset */
     ag_status status;
     char error[256];
@@ -80,10 +86,39 @@ struct ag_tape {
     int detect_anomaly; /* check every op's output for NaN/Inf */
 };
 
-/* ---- arena ---- */
+/* A tensor the tape made (ag_tensor_make: op outputs, ag_tensor_new,
+ * ag_tensor_from): the public struct, then what only the tape keeps about
+ * it. Nodes live in the tape's arena; parameters are not nodes. */
+typedef struct ag_node {
+    ag_tensor t;    /* first: a node's address is its tensor's */
+    int grad_unset; /* t.grad not written yet in this backward, so it means 0 */
+} ag_node;
+
+/* t's node when this tape made t (t lies in its arena), else NULL. */
+ag_node *ag_tape_node(const ag_tape *tape, const ag_tensor *t);
+
+/* ---- errors (error.c) ---- */
+/* Format a one-line message into err (when err is not NULL and errlen > 0)
+ * and return status, so that a function reports a failure with
+ * `return ag_err(AG_ERR_ARG, err, errlen, "...", ...)`. The library's one
+ * formatter of messages into a caller's buffer. */
+ag_status ag_err(ag_status status, char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* ---- arena (arena.c) ---- */
 /* Uninitialised memory from the tape's arena, AG_ALIGN-aligned, valid until
  * the next reset. NULL (and AG_ERR_NOMEM on the tape) on failure. */
 void *ag_arena_alloc(ag_tape *tape, size_t bytes);
+/* Rewind: every block is free again. A step that needed several blocks
+ * gets one the size of the peak, so that the next step of the same shape
+ * calls malloc zero times. */
+void ag_arena_rewind(ag_arena *a);
+void ag_arena_free(ag_arena *a);
+/* Whether p points into one of a's blocks. */
+int ag_arena_owns(const ag_arena *a, const void *p);
 
 /* ---- optimizers ---- */
 /* Whether opt's last step is known to have left every parameter finite
@@ -110,20 +145,16 @@ char *ag_dims_str(int ndim, const int *shape, char *buf, size_t len);
  * An op output's gradient is not zeroed when the output is made: the first
  * op to write it in backward stores its contribution instead of adding it
  * (saving a pass over memory per buffer, megabytes per GPT step). The tape
- * marks such a buffer grad_unset; before running a backward it zeroes the
- * marked gradients of the entry's inputs, except those in the op's
- * first_write, for which backward asks ag_grad_first right before writing
- * the gradient: 1 means "this buffer holds garbage: store", 0 "add as usual".
- * Either way the mark is gone afterwards. */
-static inline int ag_grad_first(ag_tensor *t)
-{
-    int first = t->grad_unset;
-    t->grad_unset = 0;
-    return first;
-}
-
-/* Zero t's gradient if it is still marked unset (nothing wrote it). */
-void ag_grad_settle(ag_tensor *t);
+ * marks such a buffer unset (its node's grad_unset); before running a
+ * backward it zeroes the unset gradients of the entry's inputs, except
+ * those in the op's first_write, for which backward asks ag_grad_first
+ * right before writing the gradient: 1 means "this buffer holds garbage:
+ * store", 0 "add as usual". Either way the mark is gone afterwards. */
+int ag_grad_first(ag_tape *tape, ag_tensor *t);
+/* Whether t's gradient is still unset (nothing wrote it yet): it means 0. */
+int ag_grad_is_unset(const ag_tape *tape, const ag_tensor *t);
+/* Zero t's gradient if it is still unset (nothing wrote it). */
+void ag_grad_settle(ag_tape *tape, ag_tensor *t);
 
 /* ---- making op outputs ---- */
 /* A tape tensor of the given shape; zeroed data when zero_data. Gets a

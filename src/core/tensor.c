@@ -3,7 +3,6 @@
  * and numpy-style printing.
  */
 #include "internal.h"
-#include "../kernels/threads.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -105,16 +104,6 @@ size_t ag_rows(const ag_tensor *t)
     return t->size / (size_t)t->shape[t->ndim - 1];
 }
 
-/* Values per chunk of a zeroing shared out over the threads (128 KB of
- * floats): gradients zeroed by ag_grad_settle and ag_zero_grad run to
- * megabytes per step. */
-#define ZERO_GRAIN 32768
-
-static void zero_range(void *ctx, size_t lo, size_t hi)
-{
-    memset((ag_real *)ctx + lo, 0, (hi - lo) * sizeof(ag_real));
-}
-
 ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_data, int needs_grad)
 {
     size_t size;
@@ -125,76 +114,49 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
                      ag_dims_str(ndim, shape, s, sizeof(s)), AG_MAX_DIMS);
         return NULL;
     }
-    ag_tensor *t = ag_arena_alloc(tape, sizeof(*t));
+    ag_node *n = ag_arena_alloc(tape, sizeof(*n));
     ag_real *data = ag_arena_alloc(tape, size * sizeof(ag_real));
     ag_real *grad = needs_grad ? ag_arena_alloc(tape, size * sizeof(ag_real)) : NULL;
-    if (!t || !data || (needs_grad && !grad))
+    if (!n || !data || (needs_grad && !grad))
         return NULL;
+    ag_tensor *t = &n->t;
     set_shape(t, ndim, shape, size);
     t->data = data;
     t->grad = grad;
-    t->grad_unset = grad != NULL; /* zeroed, or written, in backward */
+    n->grad_unset = grad != NULL; /* zeroed, or written, in backward */
     if (zero_data)
-        ag_parallel_range(size, ZERO_GRAIN, zero_range, data);
+        memset(data, 0, size * sizeof(ag_real));
     return t;
 }
 
-void ag_grad_settle(ag_tensor *t)
+ag_node *ag_tape_node(const ag_tape *tape, const ag_tensor *t)
 {
-    if (t->grad && t->grad_unset)
-        ag_parallel_range(t->size, ZERO_GRAIN, zero_range, t->grad);
-    t->grad_unset = 0;
+    return ag_arena_owns(&tape->arena, t) ? (ag_node *)t : NULL;
+}
+
+int ag_grad_first(ag_tape *tape, ag_tensor *t)
+{
+    ag_node *n = ag_tape_node(tape, t);
+    if (!n)
+        return 0;
+    int first = n->grad_unset;
+    n->grad_unset = 0;
+    return first;
+}
+
+int ag_grad_is_unset(const ag_tape *tape, const ag_tensor *t)
+{
+    const ag_node *n = ag_tape_node(tape, t);
+    return n && n->grad_unset;
+}
+
+void ag_grad_settle(ag_tape *tape, ag_tensor *t)
+{
+    if (t->grad && ag_grad_first(tape, t))
+        memset(t->grad, 0, t->size * sizeof(ag_real));
 }
 
 const ag_op ag_op_leaf = {"leaf", NULL, 0, 0};
-
-/* A leaf entry's tensor, zeroed or (when its data is about to be copied in) not. */
-static ag_tensor *leaf_new(ag_tape *tape, int ndim, const int *shape, int zero_data)
-{
-    if (!tape || tape->status != AG_OK)
-        return NULL;
-    ag_tensor *t = ag_tensor_make(tape, ndim, shape, zero_data, 0);
-    if (t)
-        ag_tape_push(tape, &ag_op_leaf, t, 0, NULL);
-    return tape->status == AG_OK ? t : NULL;
-}
-
-ag_tensor *ag_tensor_new(ag_tape *tape, int ndim, const int *shape)
-{
-    return leaf_new(tape, ndim, shape, 1);
-}
-
-ag_tensor *ag_tensor_from(ag_tape *tape, int ndim, const int *shape, const ag_real *data)
-{
-    if (!tape || tape->status != AG_OK)
-        return NULL;
-    if (!data) {
-        ag_tape_fail(tape, AG_ERR_ARG, "tensor_from: data is NULL");
-        return NULL;
-    }
-    ag_tensor *t = leaf_new(tape, ndim, shape, 0);
-    if (t)
-        memcpy(t->data, data, t->size * sizeof(ag_real));
-    return t;
-}
-
-ag_tensor *ag_requires_grad(ag_tape *tape, ag_tensor *t)
-{
-    if (!tape || tape->status != AG_OK)
-        return NULL;
-    if (!t) {
-        ag_tape_fail(tape, AG_ERR_ARG, "requires_grad: tensor is NULL");
-        return NULL;
-    }
-    if (!t->grad) {
-        t->grad = ag_arena_alloc(tape, t->size * sizeof(ag_real));
-        if (!t->grad)
-            return NULL;
-        memset(t->grad, 0, t->size * sizeof(ag_real));
-        t->grad_unset = 0;
-    }
-    return t;
-}
 
 ag_tensor *ag_param_new(int ndim, const int *shape)
 {
@@ -222,18 +184,11 @@ void ag_param_free(ag_tensor *param)
     free(param);
 }
 
-static void zero_grad_piece(void *ctx, size_t chunk, size_t p, size_t lo, size_t hi)
-{
-    (void)chunk;
-    ag_real *g = ((ag_tensor *const *)ctx)[p]->grad;
-    if (g)
-        memset(g + lo, 0, (hi - lo) * sizeof(ag_real));
-}
-
 void ag_zero_grad(ag_tensor *const *params, size_t n)
 {
-    if (params)
-        ag_params_range(params, n, ZERO_GRAIN, zero_grad_piece, (void *)params);
+    for (size_t i = 0; params && i < n; i++)
+        if (params[i] && params[i]->grad)
+            memset(params[i]->grad, 0, params[i]->size * sizeof(ag_real));
 }
 
 /* ---- printing ---- */

@@ -41,7 +41,7 @@ static int bad_word(const ag_checkpoint *ck, const char *fmt, const char *word, 
 {
     char q[AG_QUOTE_LEN], msg[160];
     snprintf(msg, sizeof(msg), fmt, ag_quote(word, q, sizeof(q)));
-    ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: %s", ck->path, msg);
+    ag_err(AG_ERR_FORMAT, err, errlen, "%s: %s", ck->path, msg);
     return 0;
 }
 
@@ -102,7 +102,7 @@ static int read_numbers(ag_checkpoint *ck, ag_train_state *st, char *err, size_t
     ck->optim_steps = st->optim_steps;
     char why[160];
     if (ag_model_config_check(&c->model, why, sizeof(why)) != AG_MODEL_OK) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata %s", ck->path, why);
+        ag_err(AG_ERR_FORMAT, err, errlen, "%s: metadata %s", ck->path, why);
         return 0;
     }
     return 1;
@@ -117,7 +117,7 @@ ag_status ag_checkpoint_load(const char *path, ag_checkpoint **out, ag_train_sta
     char *copy = ck ? malloc(strlen(path) + 1) : NULL;
     if (!copy) {
         free(ck);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
     }
     ck->path = strcpy(copy, path);
     ag_status status = ag_st_load(path, &ck->file, err, errlen);
@@ -167,8 +167,8 @@ ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_opt
         }
     }
     if (st == AG_OK && ag_optim_set_steps(opt, ck->optim_steps) != AG_OK)
-        st = ag_io_err(AG_ERR_ARG, err, errlen, "checkpoint: bad optimizer step count %ld",
-                       ck->optim_steps);
+        st = ag_err(AG_ERR_ARG, err, errlen, "checkpoint: bad optimizer step count %ld",
+                    ck->optim_steps);
     return st;
 }
 
@@ -218,13 +218,13 @@ ag_status ag_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
     long steps[2] = {st->step, ag_optim_steps(opt)};
     for (int k = 0; k < 2; k++)
         if (steps[k] < 0 || steps[k] > AG_TRAIN_MAX_STEP)
-            return ag_io_err(AG_ERR_ARG, err, errlen,
-                             "%s: not saved: the %s count %ld is beyond "
-                             "%ld, the most a checkpoint holds",
-                             path, k ? "optimizer step" : "step", steps[k], AG_TRAIN_MAX_STEP);
+            return ag_err(AG_ERR_ARG, err, errlen,
+                          "%s: not saved: the %s count %ld is beyond "
+                          "%ld, the most a checkpoint holds",
+                          path, k ? "optimizer step" : "step", steps[k], AG_TRAIN_MAX_STEP);
     ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
     if (!w)
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
     add_settings(w, st, ag_optim_steps(opt));
     ag_tensor *params[MAX_PARAMS];
     const char *names[MAX_PARAMS];

@@ -22,19 +22,18 @@ struct ag_csv {
 ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *err, size_t errlen)
 {
     if (!out)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_csv_open: out is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_csv_open: out is NULL");
     *out = NULL;
     if (!path || !header)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_csv_open: %s is NULL",
-                         path ? "header" : "path");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_csv_open: %s is NULL", path ? "header" : "path");
     char shown[AG_IO_SHOW_LEN];
     ag_io_show(path, shown, sizeof(shown));
     if (!*header || strpbrk(header, "\r\n"))
-        return ag_io_err(AG_ERR_ARG, err, errlen, "%s: the CSV header must be one non-empty line",
-                         shown);
+        return ag_err(AG_ERR_ARG, err, errlen, "%s: the CSV header must be one non-empty line",
+                      shown);
     ag_csv *csv = calloc(1, sizeof(*csv));
     if (!csv)
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
     csv->cols = 1;
     for (const char *c = header; *c; c++)
         csv->cols += *c == ',';
@@ -44,7 +43,7 @@ ag_status ag_csv_open(const char *path, const char *header, ag_csv **out, char *
         return st;
     }
     if (fprintf(csv->file.f, "%s\n", header) < 0) {
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown, strerror(errno));
+        st = ag_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown, strerror(errno));
         ag_csv_free(csv);
         return st;
     }
@@ -84,10 +83,10 @@ ag_status ag_csv_row(ag_csv *csv, const double *values, size_t n)
 ag_status ag_csv_close(ag_csv *csv, char *err, size_t errlen)
 {
     if (!csv)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_csv_close: csv is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_csv_close: csv is NULL");
     ag_status st;
     if (csv->status != AG_OK) {
-        st = ag_io_err(csv->status, err, errlen, "%s", csv->error);
+        st = ag_err(csv->status, err, errlen, "%s", csv->error);
         ag_atomic_abort(&csv->file);
     } else {
         st = ag_atomic_commit(&csv->file, err, errlen);

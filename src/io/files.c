@@ -170,7 +170,7 @@ ag_status ag_io_open_input(const char *path, FILE **out, size_t *size, char *err
     *out = NULL;
     *size = 0;
     if (!path || !*path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "the file name is empty");
+        return ag_err(AG_ERR_ARG, err, errlen, "the file name is empty");
     ag_io_show(path, shown, sizeof(shown));
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is
      * refused below, like every file that is not a regular one */
@@ -178,25 +178,25 @@ ag_status ag_io_open_input(const char *path, FILE **out, size_t *size, char *err
     if (fd < 0) {
         int e = errno;
         if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) /* a socket cannot be opened */
-            return ag_io_err(AG_ERR_IO, err, errlen, "%s: is %s, not a regular file", shown,
-                             kind_name(sb.st_mode));
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open: %s", shown, strerror(e));
+            return ag_err(AG_ERR_IO, err, errlen, "%s: is %s, not a regular file", shown,
+                          kind_name(sb.st_mode));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot open: %s", shown, strerror(e));
     }
     if (fstat(fd, &sb) != 0) {
         int e = errno;
         close(fd);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
         if (S_ISDIR(sb.st_mode))
-            return ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", shown);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: is %s, not a regular file", shown,
-                         kind_name(sb.st_mode));
+            return ag_err(AG_ERR_IO, err, errlen, "%s: is a directory", shown);
+        return ag_err(AG_ERR_IO, err, errlen, "%s: is %s, not a regular file", shown,
+                      kind_name(sb.st_mode));
     }
     if (sb.st_size < 0 || (uintmax_t)sb.st_size >= SIZE_MAX) {
         close(fd);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: too large to read", shown);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: too large to read", shown);
     }
     int flags = fcntl(fd, F_GETFL);
     if (flags >= 0)
@@ -205,7 +205,7 @@ ag_status ag_io_open_input(const char *path, FILE **out, size_t *size, char *err
     if (!*out) {
         int e = errno;
         close(fd);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
     }
     *size = (size_t)sb.st_size;
     return AG_OK;
@@ -225,14 +225,13 @@ ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, siz
     ag_io_show(path, shown, sizeof(shown));
     if (size > max) {
         fclose(f);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: is %zu bytes, more than the %zu it may be",
-                         shown, size, max);
+        return ag_err(AG_ERR_IO, err, errlen, "%s: is %zu bytes, more than the %zu it may be",
+                      shown, size, max);
     }
     unsigned char *b = malloc(size + 1);
     if (!b) {
         fclose(f);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", shown,
-                         size + 1);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", shown, size + 1);
     }
     /* the size when opened bounds the read: a file that grows meanwhile
      * (a log being written) is read as it was */
@@ -242,9 +241,8 @@ ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, siz
     if (got != size) {
         free(b);
         if (bad)
-            return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot read: it shrank while being read",
-                         shown);
+            return ag_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot read: it shrank while being read", shown);
     }
     b[size] = '\0';
     *buf = b;
@@ -261,14 +259,14 @@ static ag_status check_dir(const char *shown, const char *dir, char *err, size_t
     struct stat sb;
     ag_io_show(dir, sd, sizeof(sd));
     if (stat(dir, &sb) != 0)
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write there: directory '%s': %s",
-                         shown, sd, strerror(errno));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot write there: directory '%s': %s", shown,
+                      sd, strerror(errno));
     if (!S_ISDIR(sb.st_mode))
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write there: '%s' is not a directory",
-                         shown, sd);
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot write there: '%s' is not a directory",
+                      shown, sd);
     if (access(dir, W_OK | X_OK) != 0)
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write in directory '%s': %s", shown,
-                         sd, strerror(errno));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot write in directory '%s': %s", shown, sd,
+                      strerror(errno));
     return AG_OK;
 }
 
@@ -278,7 +276,7 @@ ag_status ag_io_output_kind(const char *path, ag_out_kind *kind, char *err, size
     struct stat sb;
     *kind = AG_OUT_NEW;
     if (!path || !*path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "the file name is empty");
+        return ag_err(AG_ERR_ARG, err, errlen, "the file name is empty");
     ag_io_show(path, shown, sizeof(shown));
     size_t n = strlen(path);
     if (stat(path, &sb) == 0) {
@@ -287,8 +285,8 @@ ag_status ag_io_output_kind(const char *path, ag_out_kind *kind, char *err, size
             char *real = realpath(path, NULL); /* a link: the file it leads to is replaced */
             char *dir = real ? dir_of(real) : NULL;
             ag_status st = dir ? check_dir(shown, dir, err, errlen)
-                               : ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot resolve: %s", shown,
-                                           strerror(errno));
+                               : ag_err(AG_ERR_IO, err, errlen, "%s: cannot resolve: %s", shown,
+                                        strerror(errno));
             free(dir);
             free(real);
             return st;
@@ -296,29 +294,29 @@ ag_status ag_io_output_kind(const char *path, ag_out_kind *kind, char *err, size
         if (S_ISCHR(sb.st_mode)) {
             *kind = AG_OUT_DEVICE;
             if (access(path, W_OK) != 0)
-                return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown,
-                                 strerror(errno));
+                return ag_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown,
+                              strerror(errno));
             return AG_OK;
         }
         if (S_ISDIR(sb.st_mode))
-            return ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", shown);
-        return ag_io_err(AG_ERR_IO, err, errlen,
-                         "%s: is %s: an output is a regular file (replaced whole) or a "
-                         "character device such as /dev/null (written through)",
-                         shown, kind_name(sb.st_mode));
+            return ag_err(AG_ERR_IO, err, errlen, "%s: is a directory", shown);
+        return ag_err(AG_ERR_IO, err, errlen,
+                      "%s: is %s: an output is a regular file (replaced whole) or a "
+                      "character device such as /dev/null (written through)",
+                      shown, kind_name(sb.st_mode));
     }
     int e = errno;
     if (e != ENOENT)
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write there: %s", shown, strerror(e));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot write there: %s", shown, strerror(e));
     if (lstat(path, &sb) == 0)
-        return ag_io_err(AG_ERR_IO, err, errlen,
-                         "%s: is a symbolic link to a file that does not exist", shown);
+        return ag_err(AG_ERR_IO, err, errlen,
+                      "%s: is a symbolic link to a file that does not exist", shown);
     if (path[n - 1] == '/')
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: is a directory", shown);
+        return ag_err(AG_ERR_IO, err, errlen, "%s: is a directory", shown);
     *kind = AG_OUT_NEW;
     char *dir = dir_of(path);
     if (!dir)
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
     ag_status st = check_dir(shown, dir, err, errlen);
     free(dir);
     return st;
@@ -436,12 +434,12 @@ static ag_status open_device(ag_atomic *a, const char *path, const char *shown, 
     if (fd < 0) {
         int e = errno;
         ag_atomic_release(a);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown, strerror(e));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", shown, strerror(e));
     }
     if (fstat(fd, &sb) != 0 || !S_ISCHR(sb.st_mode)) {
         close(fd);
         ag_atomic_release(a);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: changed while being opened", shown);
+        return ag_err(AG_ERR_IO, err, errlen, "%s: changed while being opened", shown);
     }
     int flags = fcntl(fd, F_GETFL);
     if (flags >= 0)
@@ -451,7 +449,7 @@ static ag_status open_device(ag_atomic *a, const char *path, const char *shown, 
     if (!a->f) {
         close(fd);
         ag_atomic_release(a);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
     }
     return AG_OK;
 }
@@ -462,14 +460,14 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
     ag_out_kind kind = AG_OUT_NEW;
     memset(a, 0, sizeof(*a));
     if (!path || !*path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "save: empty file name");
+        return ag_err(AG_ERR_ARG, err, errlen, "save: empty file name");
     ag_status st = ag_io_output_kind(path, &kind, err, errlen);
     if (st != AG_OK)
         return st;
     ag_io_show(path, shown, sizeof(shown));
     a->shown = strdup(shown);
     if (!a->shown)
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
     if (kind == AG_OUT_DEVICE)
         return open_device(a, path, shown, err, errlen);
 
@@ -487,7 +485,7 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
     if (!dir || !a->tmp) {
         free(dir);
         ag_atomic_release(a);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", shown);
     }
     char pid[16];
     snprintf(pid, sizeof(pid), "%ld", (long)getpid());
@@ -514,8 +512,8 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
     free(dir);
     if (fd < 0) {
         ag_atomic_release(a);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot create a temporary file beside it: %s",
-                         shown, strerror(e));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot create a temporary file beside it: %s",
+                      shown, strerror(e));
     }
     if (replacing)
         fchmod(fd, old.st_mode & 07777);
@@ -525,8 +523,8 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
         close(fd);
         unlink(a->tmp);
         ag_atomic_release(a);
-        return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot open a temporary file: %s", shown,
-                         strerror(e));
+        return ag_err(AG_ERR_IO, err, errlen, "%s: cannot open a temporary file: %s", shown,
+                      strerror(e));
     }
     return AG_OK;
 }
@@ -572,7 +570,7 @@ ag_status ag_atomic_commit(ag_atomic *a, char *err, size_t errlen)
     if (what) {
         if (a->tmp)
             unlink(a->tmp);
-        st = ag_io_err(AG_ERR_IO, err, errlen, "%s: %s: %s", a->shown, what, strerror(e));
+        st = ag_err(AG_ERR_IO, err, errlen, "%s: %s: %s", a->shown, what, strerror(e));
     } else if (a->tmp) {
         /* make the rename itself durable; a failure here loses nothing */
         char *dir = dir_of(a->path);

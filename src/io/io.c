@@ -1,5 +1,5 @@
 /*
- * io.c - helpers shared by the file formats: messages, UTF-8 checks, quoting
+ * io.c - helpers shared by the file formats: UTF-8 checks, quoting
  * names from untrusted files. Files themselves (what may be read, how an
  * output is replaced) are files.c's.
  */
@@ -9,17 +9,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-ag_status ag_io_err(ag_status status, char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 int ag_utf8_valid(const unsigned char *s, size_t len)
 {

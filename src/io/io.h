@@ -1,24 +1,16 @@
 /*
- * io.h - private helpers of the file layer: error messages into a caller's
- * buffer, UTF-8 checks, safe quoting of names taken from files, the rules
- * for files a caller names (what may be read, how an output is written,
- * how a name is shown) and an in-memory safetensors encoder for the fuzz
- * target and the tests. Not installed; the command (src/cli) uses it too.
+ * io.h - private helpers of the file layer: UTF-8 checks, safe quoting of
+ * names taken from files, the rules for files a caller names (what may be
+ * read, how an output is written, how a name is shown), strict numbers, and
+ * an in-memory safetensors encoder for the fuzz target and the tests. Not
+ * installed; the command (src/cli) uses it too.
  */
 #ifndef AG_IO_H
 #define AG_IO_H
 
-#include "attograd.h"
+#include "../core/internal.h" /* ag_err, the one formatter of messages */
 
 #include <stdio.h>
-
-/* Format a one-line message into err (when err is not NULL and errlen > 0);
- * returns status so callers can write `return ag_io_err(...)`. */
-ag_status ag_io_err(ag_status status, char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
 
 /* Whether the len bytes at s are valid UTF-8 (no overlong forms, no
  * surrogates, nothing beyond U+10FFFF). */
@@ -146,5 +138,73 @@ static inline const char *ag_st_dtype_name(ag_st_type dtype)
  * and the tests. */
 ag_status ag_st_encode(const ag_st_writer *w, unsigned char **buf, size_t *len, char *err,
                        size_t errlen);
+
+/* ------------------------------------------------------------------------
+ * Files a program names (for the command, which names files for the user). Every output of the library follows one rule: a
+ * regular file (or a symbolic link to one) or a new name is replaced whole
+ * (a temporary file "NAME.tmp-PID-XXXXXXXX" beside it, fsync, rename), a
+ * character device (/dev/null, a terminal) is written through, and a
+ * directory, FIFO, socket, block device or a link to nothing is refused.
+ * These give a program's own files the same rule, and the checks that
+ * belong before any work.
+ * ------------------------------------------------------------------------ */
+/* Whether path can be written later by the rule (a temporary file is made
+ * in its directory and removed). AG_OK, or the error with a message naming
+ * path. Check every output before a long run, so it never ends in "cannot
+ * create". */
+ag_status ag_file_check_output(const char *path, char *err, size_t errlen);
+/* Write len bytes of data to path by the rule; on failure path is as it
+ * was. */
+ag_status ag_file_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* For a file another program writes by name (Graphviz's `dot -o`):
+ * ag_file_tmp_name makes an empty temporary file where the rule would
+ * (beside the file a link leads to; in $TMPDIR or /tmp when path is a
+ * device) and writes its name to tmp (tmplen bytes); once the program has
+ * written it, ag_file_tmp_commit puts it in place (renamed over the file,
+ * copied into a device) and removes it, also on failure. Both refuse what
+ * the rule refuses. */
+ag_status ag_file_tmp_name(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen);
+ag_status ag_file_tmp_commit(const char *tmp, const char *path, char *err, size_t errlen);
+/* Whether names a and b lead to one file: an existing file by device and
+ * inode (./x, dir/../x, a symbolic or a second hard link all match), a new
+ * name by its directory resolved and its last component. *device (may be
+ * NULL) is set to 1 when they do and it is a character device, which two
+ * writers share harmlessly. So a program can refuse an output that would
+ * replace one of its inputs under another name. */
+int ag_file_same(const char *a, const char *b, int *device);
+/* Whether path is an existing regular file open on file descriptor fd
+ * (`--out g.st > g.st`: the output would replace the messages' file). */
+int ag_file_is_fd(const char *path, int fd);
+
+
+/* ------------------------------------------------------------------------
+ * Text from outside: strict numbers and safe quoting, for a file's metadata
+ * (the checkpoint reader uses them) and a program's arguments (the attograd
+ * command does). A number is the whole string or it is an error: no leading
+ * white space, a sign only where it makes sense, no NaN or Inf, never a
+ * silent 0 or a prefix.
+ * ------------------------------------------------------------------------ */
+enum {
+    AG_PARSE_OK = 0,    /* *out is set */
+    AG_PARSE_BAD = 1,   /* not a number at all */
+    AG_PARSE_RANGE = 2, /* a number, but beyond the type (or infinite) */
+    AG_PARSE_TINY = 3   /* a number so small that it underflowed to 0 (doubles only) */
+};
+/* Each returns AG_PARSE_*; *out is untouched unless AG_PARSE_OK. */
+int ag_parse_long(const char *s, long *out);     /* decimal, optional sign */
+int ag_parse_u64(const char *s, uint64_t *out);  /* decimal digits only */
+int ag_parse_double(const char *s, double *out); /* finite */
+
+/* s made fit to show in a one-line message: C0 controls, DEL, C1 controls
+ * (U+0080..U+009F, e.g. CSI) and bytes that are not UTF-8 escaped (\n, \t,
+ * \x1b, \xc2\x9b); when the result does not fit len bytes, the middle is
+ * cut ("[...N bytes...]") so that both ends show. Writes buf and returns
+ * it; AG_QUOTE_LEN is enough for any name a message shows. */
+#define AG_QUOTE_LEN 512
+const char *ag_quote(const char *s, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* AG_IO_H */

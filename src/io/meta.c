@@ -16,7 +16,7 @@ int ag_meta_str(const ag_st_file *f, const char *path, const char *key, const ch
 {
     *out = ag_st_meta(f, key);
     if (!*out)
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata '%s' is missing", path, key);
+        ag_err(AG_ERR_FORMAT, err, errlen, "%s: metadata '%s' is missing", path, key);
     return *out != NULL;
 }
 
@@ -24,8 +24,8 @@ static int bad_value(const char *path, const char *key, const char *s, const cha
                      size_t errlen)
 {
     char q[AG_QUOTE_LEN];
-    ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata %s '%s' is not %s", path, key,
-              ag_quote(s, q, sizeof(q)), what);
+    ag_err(AG_ERR_FORMAT, err, errlen, "%s: metadata %s '%s' is not %s", path, key,
+           ag_quote(s, q, sizeof(q)), what);
     return 0;
 }
 
@@ -112,6 +112,6 @@ ag_status ag_io_check_values(const char *path, const char *name, const ag_real *
         return AG_OK;
     const char *what = isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value";
     char shown[AG_IO_SHOW_LEN];
-    return ag_io_err(AG_ERR_NUMERIC, err, errlen, "%s: tensor '%s' holds %s at element %zu",
-                     ag_io_show(path, shown, sizeof(shown)), name, what, i);
+    return ag_err(AG_ERR_NUMERIC, err, errlen, "%s: tensor '%s' holds %s at element %zu",
+                  ag_io_show(path, shown, sizeof(shown)), name, what, i);
 }

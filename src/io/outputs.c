@@ -29,7 +29,7 @@ ag_status ag_file_write(const char *path, const void *data, size_t len, char *er
     if (st != AG_OK)
         return st;
     if (fwrite(data, 1, len, a.f) != len) {
-        ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", a.shown, strerror(errno));
+        ag_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", a.shown, strerror(errno));
         ag_atomic_abort(&a);
         return AG_ERR_IO;
     }
@@ -45,8 +45,7 @@ static ag_status tmp_for_device(char *tmp, size_t tmplen, char *err, size_t errl
     int n = snprintf(tmp, tmplen, "%s/attograd-XXXXXX", dir && *dir ? dir : "/tmp");
     int fd = n > 0 && (size_t)n < tmplen ? mkstemp(tmp) : -1;
     if (fd < 0)
-        return ag_io_err(AG_ERR_IO, err, errlen, "cannot make a temporary file: %s",
-                         strerror(errno));
+        return ag_err(AG_ERR_IO, err, errlen, "cannot make a temporary file: %s", strerror(errno));
     close(fd);
     return AG_OK;
 }
@@ -71,7 +70,7 @@ ag_status ag_file_tmp_name(const char *path, char *tmp, size_t tmplen, char *err
     fclose(a.f);
     if (!fits) {
         unlink(a.tmp);
-        st = ag_io_err(AG_ERR_ARG, err, errlen, "%s: the file name is too long", a.shown);
+        st = ag_err(AG_ERR_ARG, err, errlen, "%s: the file name is too long", a.shown);
     }
     ag_atomic_release(&a);
     return st;
@@ -93,8 +92,8 @@ ag_status ag_file_tmp_commit(const char *tmp, const char *path, char *err, size_
         char *target = kind == AG_OUT_FILE ? realpath(path, NULL) : strdup(path);
         char shown[AG_IO_SHOW_LEN];
         if (!target || rename(tmp, target) != 0)
-            st = ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot replace it: %s",
-                           ag_io_show(path, shown, sizeof(shown)), strerror(errno));
+            st = ag_err(AG_ERR_IO, err, errlen, "%s: cannot replace it: %s",
+                        ag_io_show(path, shown, sizeof(shown)), strerror(errno));
         free(target);
     }
     if (st != AG_OK || kind == AG_OUT_DEVICE)

@@ -66,10 +66,10 @@ static int vfail(parser *p, ag_status status, int syntax, const char *fmt, va_li
     if (syntax)
         snprintf(where, sizeof(where), "bad header JSON at byte %zu: ", p->pos);
     if (p->tensor)
-        ag_io_err(status, p->err, p->errlen, "%s: tensor '%s': %s%s", p->f->name,
-                  ag_io_show(p->tensor, q, sizeof(q)), where, msg);
+        ag_err(status, p->err, p->errlen, "%s: tensor '%s': %s%s", p->f->name,
+               ag_io_show(p->tensor, q, sizeof(q)), where, msg);
     else
-        ag_io_err(status, p->err, p->errlen, "%s: %s%s", p->f->name, where, msg);
+        ag_err(status, p->err, p->errlen, "%s: %s%s", p->f->name, where, msg);
     p->status = status;
     return 0;
 }
@@ -619,7 +619,7 @@ static ag_status parse_owned(unsigned char *buf, size_t len, const char *name, a
     if (!f || !(f->name = strdup(name ? name : "<buffer>"))) {
         free(f);
         free(buf);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name ? name : "<buffer>");
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name ? name : "<buffer>");
     }
     f->buf = buf;
     parser p = {.f = f, .status = AG_OK, .err = err, .errlen = errlen};
@@ -660,14 +660,14 @@ ag_status ag_st_parse(const void *buf, size_t len, const char *name, ag_st_file 
                       size_t errlen)
 {
     if (!out)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_parse: out is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_parse: out is NULL");
     *out = NULL;
     if (!buf && len > 0)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_parse: buf is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_parse: buf is NULL");
     unsigned char *copy = malloc(len ? len : 1);
     if (!copy)
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)",
-                         name ? name : "<buffer>", len);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)",
+                      name ? name : "<buffer>", len);
     if (len)
         memcpy(copy, buf, len);
     return parse_owned(copy, len, name, out, err, errlen);
@@ -676,10 +676,10 @@ ag_status ag_st_parse(const void *buf, size_t len, const char *name, ag_st_file 
 ag_status ag_st_load(const char *path, ag_st_file **out, char *err, size_t errlen)
 {
     if (!out)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_load: out is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_load: out is NULL");
     *out = NULL;
     if (!path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_load: path is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_load: path is NULL");
     /* a regular file only, read no further than its size: /dev/zero or a
      * FIFO is refused before a byte is read */
     unsigned char *buf;
@@ -738,13 +738,13 @@ static const st_tensor *need(const ag_st_file *f, const char *name, const char *
 {
     char q[AG_IO_QUOTE_LEN];
     if (!f || !name) {
-        *st = ag_io_err(AG_ERR_ARG, err, errlen, "%s: %s is NULL", fn, f ? "name" : "file");
+        *st = ag_err(AG_ERR_ARG, err, errlen, "%s: %s is NULL", fn, f ? "name" : "file");
         return NULL;
     }
     const st_tensor *t = find(f, name);
     if (!t)
-        *st = ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: tensor '%s' not found", f->name,
-                        ag_io_show(name, q, sizeof(q)));
+        *st = ag_err(AG_ERR_FORMAT, err, errlen, "%s: tensor '%s' not found", f->name,
+                     ag_io_show(name, q, sizeof(q)));
     return t;
 }
 
@@ -757,17 +757,17 @@ ag_status ag_st_shape(const ag_st_file *f, const char *name, int *ndim, int *sha
     if (!t)
         return st;
     if (!ndim || !shape)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_shape: ndim or shape is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_shape: ndim or shape is NULL");
     if (t->ndim > AG_MAX_DIMS)
-        return ag_io_err(AG_ERR_SHAPE, err, errlen,
-                         "%s: tensor '%s' has %d dims; attograd tensors have at most %d", f->name,
-                         ag_io_show(name, q, sizeof(q)), t->ndim, AG_MAX_DIMS);
+        return ag_err(AG_ERR_SHAPE, err, errlen,
+                      "%s: tensor '%s' has %d dims; attograd tensors have at most %d", f->name,
+                      ag_io_show(name, q, sizeof(q)), t->ndim, AG_MAX_DIMS);
     for (int i = 0; i < t->ndim; i++)
         if (t->shape[i] > INT_MAX)
-            return ag_io_err(AG_ERR_SHAPE, err, errlen,
-                             "%s: tensor '%s' has shape %s: a dim is beyond %d", f->name,
-                             ag_io_show(name, q, sizeof(q)),
-                             ag_io_shape_str(t->ndim, t->shape, s, sizeof(s)), INT_MAX);
+            return ag_err(AG_ERR_SHAPE, err, errlen,
+                          "%s: tensor '%s' has shape %s: a dim is beyond %d", f->name,
+                          ag_io_show(name, q, sizeof(q)),
+                          ag_io_shape_str(t->ndim, t->shape, s, sizeof(s)), INT_MAX);
     *ndim = t->ndim;
     for (int i = 0; i < t->ndim; i++)
         shape[i] = (int)t->shape[i];
@@ -802,26 +802,26 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
         return st;
     unsigned long long w[AG_MAX_DIMS];
     if (ndim < 0 || ndim > AG_MAX_DIMS || (ndim > 0 && !shape))
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_get: '%s': bad expected shape (ndim %d)",
-                         ag_io_show(name, q, sizeof(q)), ndim);
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_get: '%s': bad expected shape (ndim %d)",
+                      ag_io_show(name, q, sizeof(q)), ndim);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
-            return ag_io_err(AG_ERR_ARG, err, errlen,
-                             "ag_st_get: '%s': negative dim %d in the expected shape",
-                             ag_io_show(name, q, sizeof(q)), shape[i]);
+            return ag_err(AG_ERR_ARG, err, errlen,
+                          "ag_st_get: '%s': negative dim %d in the expected shape",
+                          ag_io_show(name, q, sizeof(q)), shape[i]);
         w[i] = (unsigned long long)shape[i];
     }
     int same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++)
         same = t->shape[i] == w[i];
     if (!same)
-        return ag_io_err(AG_ERR_SHAPE, err, errlen, "%s: tensor '%s' has shape %s, expected %s",
-                         f->name, ag_io_show(name, q, sizeof(q)),
-                         ag_io_shape_str(t->ndim, t->shape, have, sizeof(have)),
-                         ag_io_shape_str(ndim, w, want, sizeof(want)));
+        return ag_err(AG_ERR_SHAPE, err, errlen, "%s: tensor '%s' has shape %s, expected %s",
+                      f->name, ag_io_show(name, q, sizeof(q)),
+                      ag_io_shape_str(t->ndim, t->shape, have, sizeof(have)),
+                      ag_io_shape_str(ndim, w, want, sizeof(want)));
     if (!dst && t->count > 0)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_get: '%s': dst is NULL",
-                         ag_io_show(name, q, sizeof(q)));
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_get: '%s': dst is NULL",
+                      ag_io_show(name, q, sizeof(q)));
     const unsigned char *src = f->data + t->begin;
     if (t->dtype == AG_ST_F32) {
         for (size_t i = 0; i < t->count; i++)
@@ -833,9 +833,9 @@ ag_status ag_st_get(const ag_st_file *f, const char *name, int ndim, const int *
     for (size_t i = 0; i < t->count; i++) {
         double v = get_f64(src + 8 * i);
         if (isfinite(v) && fabs(v) > FLT_MAX)
-            return ag_io_err(AG_ERR_NUMERIC, err, errlen,
-                             "%s: tensor '%s': element %zu (%g) is out of range for float", f->name,
-                             ag_io_show(name, q, sizeof(q)), i, v);
+            return ag_err(AG_ERR_NUMERIC, err, errlen,
+                          "%s: tensor '%s': element %zu (%g) is out of range for float", f->name,
+                          ag_io_show(name, q, sizeof(q)), i, v);
     }
 #endif
     for (size_t i = 0; i < t->count; i++)

@@ -289,7 +289,7 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
             memcpy(meta, w->meta, w->n_meta * 2 * sizeof(*meta));
     }
     if (!pl->order || (w->n_meta && !meta)) {
-        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", what);
+        st = ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", what);
         goto done;
     }
     for (size_t i = 0; i < w->n; i++)
@@ -319,7 +319,7 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
         const st_entry *e = pl->order[i];
         size_t bytes = e->count * esize; /* checked when added */
         if (bytes > SIZE_MAX - off) {
-            st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: the tensors are too large", what);
+            st = ag_err(AG_ERR_NOMEM, err, errlen, "%s: the tensors are too large", what);
             goto done;
         }
         if (!first)
@@ -345,20 +345,20 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
     while (!b->oom && b->n % 8 != 0)
         put(b, " ", 1);
     if (b->oom) {
-        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory building the header", what);
+        st = ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory building the header", what);
         goto done;
     }
     size_t hlen = b->n - 8;
     if (hlen > AG_ST_MAX_HEADER) {
-        st = ag_io_err(AG_ERR_FORMAT, err, errlen,
-                       "%s: the header would take %zu bytes, over the limit of %u", what, hlen,
-                       (unsigned)AG_ST_MAX_HEADER);
+        st = ag_err(AG_ERR_FORMAT, err, errlen,
+                    "%s: the header would take %zu bytes, over the limit of %u", what, hlen,
+                    (unsigned)AG_ST_MAX_HEADER);
         goto done;
     }
     for (int i = 0; i < 8; i++)
         b->s[i] = (char)((unsigned long long)hlen >> (8 * i) & 0xFF);
     if (off > SIZE_MAX - b->n) {
-        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: the tensors are too large", what);
+        st = ag_err(AG_ERR_NOMEM, err, errlen, "%s: the tensors are too large", what);
         goto done;
     }
     pl->total = b->n + off;
@@ -407,9 +407,9 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
                 }
                 /* narrowing a finite double beyond FLT_MAX is undefined */
                 if (isfinite(v) && fabs(v) > FLT_MAX)
-                    return ag_io_err(AG_ERR_NUMERIC, err, errlen,
-                                     "%s: tensor '%s': element %zu (%g) is out of range for F32",
-                                     what, ag_io_show(t->name, q, sizeof(q)), at + j, v);
+                    return ag_err(AG_ERR_NUMERIC, err, errlen,
+                                  "%s: tensor '%s': element %zu (%g) is out of range for F32", what,
+                                  ag_io_show(t->name, q, sizeof(q)), at + j, v);
                 put_f32(buf + 4 * j, (float)v);
             }
             if (!emit(k, buf, n * ag_st_dtype_size(w->dtype)))
@@ -419,28 +419,27 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
     return AG_OK;
 write_error:
     e = errno;
-    return ag_io_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", what, strerror(e));
+    return ag_err(AG_ERR_IO, err, errlen, "%s: cannot write: %s", what, strerror(e));
 }
 
 ag_status ag_st_encode(const ag_st_writer *w, unsigned char **buf, size_t *len, char *err,
                        size_t errlen)
 {
     if (!buf || !len)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_encode: buf or len is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_encode: buf or len is NULL");
     *buf = NULL;
     *len = 0;
     if (!w)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_encode: writer is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_encode: writer is NULL");
     if (w->status != AG_OK)
-        return ag_io_err(w->status, err, errlen, "%s", w->error);
+        return ag_err(w->status, err, errlen, "%s", w->error);
     plan pl;
     ag_status st = plan_make(w, &pl, "safetensors", err, errlen);
     if (st != AG_OK)
         return st;
     sink k = {.mem = malloc(pl.total)};
     if (!k.mem) {
-        st = ag_io_err(AG_ERR_NOMEM, err, errlen, "safetensors: out of memory (%zu bytes)",
-                       pl.total);
+        st = ag_err(AG_ERR_NOMEM, err, errlen, "safetensors: out of memory (%zu bytes)", pl.total);
     } else {
         st = write_all(w, &pl, &k, "safetensors", err, errlen);
     }
@@ -457,11 +456,11 @@ ag_status ag_st_encode(const ag_st_writer *w, unsigned char **buf, size_t *len, 
 ag_status ag_st_save(ag_st_writer *w, const char *path, char *err, size_t errlen)
 {
     if (!w || !path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "ag_st_save: %s is NULL", w ? "path" : "writer");
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_st_save: %s is NULL", w ? "path" : "writer");
     char shown[AG_IO_SHOW_LEN];
     ag_io_show(path, shown, sizeof(shown));
     if (w->status != AG_OK)
-        return ag_io_err(w->status, err, errlen, "%s: not saved: %s", shown, w->error);
+        return ag_err(w->status, err, errlen, "%s: not saved: %s", shown, w->error);
     plan pl;
     ag_status st = plan_make(w, &pl, shown, err, errlen);
     if (st != AG_OK)

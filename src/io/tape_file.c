@@ -15,8 +15,8 @@ ag_status ag_tape_dot_save(const ag_tape *tape, const char *path, const ag_tenso
     st = ag_tape_dot(tape, file.f, names, n_names, title);
     if (st != AG_OK) {
         ag_atomic_abort(&file);
-        return ag_io_err(st, err, errlen, "%s: %s", path,
-                         st == AG_ERR_NOMEM ? "out of memory" : "cannot write the graph");
+        return ag_err(st, err, errlen, "%s: %s", path,
+                      st == AG_ERR_NOMEM ? "out of memory" : "cannot write the graph");
     }
     return ag_atomic_commit(&file, err, errlen);
 }

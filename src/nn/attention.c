@@ -27,11 +27,11 @@ static const char *const weight_names[N_WEIGHTS] = {"wq", "wk", "wv", "wo"};
 int ag_nn_check_heads(int dim, int heads, char *err, size_t errlen)
 {
     if (dim < 1)
-        ag_nn_set_err(err, errlen, "dim %d must be at least 1", dim);
+        ag_err(AG_ERR_ARG, err, errlen, "dim %d must be at least 1", dim);
     else if (heads < 1)
-        ag_nn_set_err(err, errlen, "heads %d must be at least 1", heads);
+        ag_err(AG_ERR_ARG, err, errlen, "heads %d must be at least 1", heads);
     else if (dim % heads != 0)
-        ag_nn_set_err(err, errlen, "heads %d does not divide dim %d", heads, dim);
+        ag_err(AG_ERR_ARG, err, errlen, "heads %d does not divide dim %d", heads, dim);
     else
         return 1;
     return 0;
@@ -46,7 +46,7 @@ ag_attention *ag_attention_new(int d_model, int n_heads, int causal, ag_rng *rng
         return NULL;
     ag_attention *layer = ag_calloc(1, sizeof(*layer));
     if (!layer) {
-        ag_nn_set_err(err, errlen, "out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "out of memory");
         return NULL;
     }
     layer->d_model = d_model;
@@ -56,7 +56,7 @@ ag_attention *ag_attention_new(int d_model, int n_heads, int causal, ag_rng *rng
     for (int i = 0; i < N_WEIGHTS; i++) {
         layer->w[i] = ag_param_new(2, (int[]){d_model, d_model});
         if (!layer->w[i]) {
-            ag_nn_set_err(err, errlen, "out of memory for weights of dim %d", d_model);
+            ag_err(AG_ERR_NOMEM, err, errlen, "out of memory for weights of dim %d", d_model);
             ag_attention_free(layer);
             return NULL;
         }

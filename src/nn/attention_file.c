@@ -6,6 +6,7 @@
  * input: every setting and every weight is checked before it is used.
  */
 #include "nn.h"
+#include "../io/io.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -19,12 +20,13 @@ static int read_dim(const ag_st_file *f, const char *path, int *d, char *err, si
     if (ag_st_shape(f, "wq", &nd, w, err, errlen) != AG_OK)
         return 0;
     if (nd != 2) {
-        ag_nn_set_err(err, errlen, "%s: tensor 'wq' has %d dims, must be square (d, d)", path, nd);
+        ag_err(AG_ERR_ARG, err, errlen, "%s: tensor 'wq' has %d dims, must be square (d, d)", path,
+               nd);
         return 0;
     }
     if (w[0] != w[1] || w[0] < 1) {
-        ag_nn_set_err(err, errlen, "%s: tensor 'wq' is [%dx%d], must be square (d, d)", path, w[0],
-                      w[1]);
+        ag_err(AG_ERR_ARG, err, errlen, "%s: tensor 'wq' is [%dx%d], must be square (d, d)", path,
+               w[0], w[1]);
         return 0;
     }
     *d = w[0];
@@ -39,21 +41,21 @@ static int read_config(const ag_st_file *f, const char *path, int d, int *heads,
     char q[AG_QUOTE_LEN];
     long v = 0;
     if (!h) {
-        ag_nn_set_err(err, errlen, "%s: metadata 'n_heads' is missing", path);
+        ag_err(AG_ERR_ARG, err, errlen, "%s: metadata 'n_heads' is missing", path);
         return 0;
     }
     if (ag_parse_long(h, &v) != AG_PARSE_OK || v < 1 || v > d || d % v != 0) {
-        ag_nn_set_err(err, errlen,
-                      "%s: metadata n_heads '%s' must be a whole number dividing "
-                      "d = %d",
-                      path, ag_quote(h, q, sizeof(q)), d);
+        ag_err(AG_ERR_ARG, err, errlen,
+               "%s: metadata n_heads '%s' must be a whole number dividing "
+               "d = %d",
+               path, ag_quote(h, q, sizeof(q)), d);
         return 0;
     }
     *heads = (int)v;
     *causal = c && strcmp(c, "true") == 0;
     if (c && !*causal && strcmp(c, "false") != 0) {
-        ag_nn_set_err(err, errlen, "%s: metadata causal '%s' must be \"true\" or \"false\"", path,
-                      ag_quote(c, q, sizeof(q)));
+        ag_err(AG_ERR_ARG, err, errlen, "%s: metadata causal '%s' must be \"true\" or \"false\"",
+               path, ag_quote(c, q, sizeof(q)));
         return 0;
     }
     return 1;
@@ -63,7 +65,7 @@ ag_attention *ag_attention_load(const ag_st_file *f, const char *path, char *err
 {
     int d, heads, causal;
     if (!f || !path) {
-        ag_nn_set_err(err, errlen, "ag_attention_load: %s is NULL", f ? "path" : "the file");
+        ag_err(AG_ERR_ARG, err, errlen, "ag_attention_load: %s is NULL", f ? "path" : "the file");
         return NULL;
     }
     if (!read_dim(f, path, &d, err, errlen) ||

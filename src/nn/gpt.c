@@ -39,7 +39,7 @@ ag_gpt_config ag_gpt_defaults(int vocab)
 static int check_config(const ag_gpt_config *c, char *err, size_t errlen)
 {
     if (!c) {
-        ag_nn_set_err(err, errlen, "gpt: the configuration is NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "gpt: the configuration is NULL");
         return 0;
     }
     const char *bad = NULL;
@@ -55,15 +55,15 @@ static int check_config(const ag_gpt_config *c, char *err, size_t errlen)
     else if (c->heads < 1 || c->heads > c->dim)
         bad = "heads", v = c->heads, hi = c->dim;
     if (bad) {
-        ag_nn_set_err(err, errlen, "gpt: %s %ld is out of range (%ld..%ld)", bad, v, lo, hi);
+        ag_err(AG_ERR_ARG, err, errlen, "gpt: %s %ld is out of range (%ld..%ld)", bad, v, lo, hi);
         return 0;
     }
     if (c->dim % c->heads != 0) {
-        ag_nn_set_err(err, errlen, "gpt: heads %d does not divide dim %d", c->heads, c->dim);
+        ag_err(AG_ERR_ARG, err, errlen, "gpt: heads %d does not divide dim %d", c->heads, c->dim);
         return 0;
     }
     if (!(c->dropout >= 0 && c->dropout < 1)) {
-        ag_nn_set_err(err, errlen, "gpt: dropout %g is not in [0, 1)", c->dropout);
+        ag_err(AG_ERR_ARG, err, errlen, "gpt: dropout %g is not in [0, 1)", c->dropout);
         return 0;
     }
     return 1;
@@ -176,7 +176,7 @@ ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errl
         return NULL;
     ag_gpt *g = ag_calloc(1, sizeof(*g));
     if (!g) {
-        ag_nn_set_err(err, errlen, "gpt: out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "gpt: out of memory");
         return NULL;
     }
     g->cfg = *cfg;
@@ -199,9 +199,9 @@ ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errl
         char lerr[128] = "";
         if (!make_layer(g, i, lerr, sizeof(lerr))) {
             if (lerr[0])
-                ag_nn_set_err(err, errlen, "gpt: %s", lerr);
+                ag_err(AG_ERR_ARG, err, errlen, "gpt: %s", lerr);
             else
-                ag_nn_set_err(err, errlen, "gpt: out of memory");
+                ag_err(AG_ERR_NOMEM, err, errlen, "gpt: out of memory");
             ag_gpt_free(g);
             return NULL;
         }
@@ -212,8 +212,8 @@ ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errl
         init_weights(g, rng);
     return g;
 nomem:
-    ag_nn_set_err(err, errlen, "gpt: out of memory for a model of dim %d, %d layers, vocab %d", C,
-                  L, V);
+    ag_err(AG_ERR_NOMEM, err, errlen,
+           "gpt: out of memory for a model of dim %d, %d layers, vocab %d", C, L, V);
     ag_gpt_free(g);
     return NULL;
 }
@@ -406,7 +406,7 @@ ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y
     ag_tensor *logits = ag_gpt_forward(tape, g, x, batch, seq, NULL);
     ag_status st = ag_tape_status(tape);
     if (st != AG_OK) {
-        ag_nn_set_err(err, errlen, "%s", ag_tape_error(tape));
+        ag_err(AG_ERR_ARG, err, errlen, "%s", ag_tape_error(tape));
         ag_tape_reset(tape);
         return st;
     }
@@ -425,7 +425,7 @@ ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y
     }
     ag_tape_reset(tape);
     if (!isfinite(acc)) {
-        ag_nn_set_err(err, errlen, "gpt: the loss is %s", isnan(acc) ? "NaN" : "infinite");
+        ag_err(AG_ERR_ARG, err, errlen, "gpt: the loss is %s", isnan(acc) ? "NaN" : "infinite");
         return AG_ERR_NUMERIC;
     }
     *sum += acc;
@@ -436,21 +436,21 @@ ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *
                           size_t errlen)
 {
     if (!g || !text || !loss) {
-        ag_nn_set_err(err, errlen, "validation loss: a NULL argument");
+        ag_err(AG_ERR_ARG, err, errlen, "validation loss: a NULL argument");
         return AG_ERR_ARG;
     }
     int T = g->cfg.seq;
     if (ag_vocab_size(text->vocab) != g->cfg.vocab) {
-        ag_nn_set_err(err, errlen, "validation loss: the text has %d characters, the model %d",
-                      ag_vocab_size(text->vocab), g->cfg.vocab);
+        ag_err(AG_ERR_ARG, err, errlen, "validation loss: the text has %d characters, the model %d",
+               ag_vocab_size(text->vocab), g->cfg.vocab);
         return AG_ERR_ARG;
     }
     size_t W = ag_text_windows(text, T);
     if (W == 0) {
-        ag_nn_set_err(err, errlen,
-                      "validation loss: the validation part has %zu characters; a "
-                      "window of %d needs %d",
-                      text->len - text->n_train, T, T + 1);
+        ag_err(AG_ERR_ARG, err, errlen,
+               "validation loss: the validation part has %zu characters; a "
+               "window of %d needs %d",
+               text->len - text->n_train, T, T + 1);
         return AG_ERR_ARG;
     }
     size_t nb = W < GPT_EVAL_WINDOWS ? W : GPT_EVAL_WINDOWS;
@@ -459,7 +459,7 @@ ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *
     if (!x || !tape) {
         free(x);
         ag_tape_free(tape);
-        ag_nn_set_err(err, errlen, "validation loss: out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "validation loss: out of memory");
         return AG_ERR_NOMEM;
     }
     int *y = x + nb * (size_t)T;

@@ -34,14 +34,14 @@ struct ag_gpt_cache {
 ag_gpt_cache *ag_gpt_cache_new(ag_gpt *g, char *err, size_t errlen)
 {
     if (!g) {
-        ag_nn_set_err(err, errlen, "cache: the model is NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "cache: the model is NULL");
         return NULL;
     }
     const ag_gpt_config *c = &g->cfg;
     size_t T = (size_t)c->seq, C = (size_t)c->dim, L = (size_t)c->layers, V = (size_t)c->vocab;
     ag_gpt_cache *k = ag_calloc(1, sizeof(*k));
     if (!k) {
-        ag_nn_set_err(err, errlen, "cache: out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "cache: out of memory");
         return NULL;
     }
     k->g = g;
@@ -53,7 +53,8 @@ ag_gpt_cache *ag_gpt_cache_new(ag_gpt *g, char *err, size_t errlen)
     k->sorted = ag_malloc(V * sizeof(double));
     if (!k->ids || !k->k || !k->v || !k->x || !k->sorted) {
         ag_gpt_cache_free(k);
-        ag_nn_set_err(err, errlen, "cache: out of memory for %zu positions of %zu layers", T, L);
+        ag_err(AG_ERR_NOMEM, err, errlen, "cache: out of memory for %zu positions of %zu layers", T,
+               L);
         return NULL;
     }
     k->h = k->x + C;
@@ -226,16 +227,17 @@ ag_status ag_gpt_cache_push(ag_gpt_cache *c, int id, const ag_real **logits, cha
                             size_t errlen)
 {
     if (!c) {
-        ag_nn_set_err(err, errlen, "cache: NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "cache: NULL");
         return AG_ERR_ARG;
     }
     const ag_gpt_config *cfg = &c->g->cfg;
     if (c->len >= cfg->seq) {
-        ag_nn_set_err(err, errlen, "cache: full (%d positions)", cfg->seq);
+        ag_err(AG_ERR_ARG, err, errlen, "cache: full (%d positions)", cfg->seq);
         return AG_ERR_ARG;
     }
     if (id < 0 || id >= cfg->vocab) {
-        ag_nn_set_err(err, errlen, "cache: token id %d is out of range [0, %d)", id, cfg->vocab);
+        ag_err(AG_ERR_ARG, err, errlen, "cache: token id %d is out of range [0, %d)", id,
+               cfg->vocab);
         return AG_ERR_ARG;
     }
     run_position(c, id);
@@ -309,15 +311,15 @@ ag_status ag_gpt_generate(ag_gpt_cache *c, const int *prompt, size_t n_prompt, s
                           void *ctx, char *err, size_t errlen)
 {
     if (!c || !prompt || n_prompt == 0 || !rng) {
-        ag_nn_set_err(err, errlen, "generate: %s",
-                      !c     ? "the cache is NULL"
-                      : !rng ? "rng is NULL"
-                             : "the prompt is empty");
+        ag_err(AG_ERR_ARG, err, errlen, "generate: %s",
+               !c     ? "the cache is NULL"
+               : !rng ? "rng is NULL"
+                      : "the prompt is empty");
         return AG_ERR_ARG;
     }
     if (!(temperature >= 0 && isfinite(temperature))) {
-        ag_nn_set_err(err, errlen, "generate: temperature %g is not a finite number >= 0",
-                      temperature);
+        ag_err(AG_ERR_ARG, err, errlen, "generate: temperature %g is not a finite number >= 0",
+               temperature);
         return AG_ERR_ARG;
     }
     ag_gpt_cache_reset(c);

@@ -211,15 +211,15 @@ static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const
                       char *err, size_t errlen)
 {
     if (!g || !vocab || !path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "save: %s is NULL",
-                         !g       ? "the model"
-                         : !vocab ? "the vocabulary"
-                                  : "path");
+        return ag_err(AG_ERR_ARG, err, errlen, "save: %s is NULL",
+                      !g       ? "the model"
+                      : !vocab ? "the vocabulary"
+                               : "path");
     if (ag_vocab_size(vocab) != g->cfg.vocab)
-        return ag_io_err(AG_ERR_ARG, err, errlen,
-                         "%s: the vocabulary has %d characters, the "
-                         "model %d",
-                         path, ag_vocab_size(vocab), g->cfg.vocab);
+        return ag_err(AG_ERR_ARG, err, errlen,
+                      "%s: the vocabulary has %d characters, the "
+                      "model %d",
+                      path, ag_vocab_size(vocab), g->cfg.vocab);
     file_map m;
     int slots = t ? 2 : 0;
     ag_real **src = malloc(g->n_params * sizeof(*src));
@@ -228,7 +228,7 @@ static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const
     if (!map_make(&m, g) || !src || !w ||
         !(data = malloc(m.size * (size_t)(1 + slots) * sizeof(ag_real)))) {
         free(m.t), free(src), free(data), ag_st_writer_free(w);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
     }
     add_model_meta(w, g, vocab);
     if (t)
@@ -266,7 +266,7 @@ ag_status ag_gpt_save(ag_gpt *g, const ag_vocab *vocab, const char *path, char *
 ag_status ag_gpt_trainer_save(ag_gpt_trainer *t, const char *path, char *err, size_t errlen)
 {
     if (!t)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "save: the trainer is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "save: the trainer is NULL");
     return save(t->g, t->text->vocab, t, path, err, errlen);
 }
 
@@ -293,17 +293,17 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
     if (!ag_meta_str(s, p, "format", &v, err, errlen))
         return 0;
     if (strcmp(v, FORMAT) != 0) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: not an attograd GPT checkpoint (format '%s')", p,
-                  ag_io_show(v, q, sizeof(q)));
+        ag_err(AG_ERR_FORMAT, err, errlen, "%s: not an attograd GPT checkpoint (format '%s')", p,
+               ag_io_show(v, q, sizeof(q)));
         return 0;
     }
     if (!ag_meta_str(s, p, "version", &v, err, errlen))
         return 0;
     if (strcmp(v, VERSION) != 0) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen,
-                  "%s: checkpoint version '%s' is not supported "
-                  "(only %s)",
-                  p, ag_io_show(v, q, sizeof(q)), VERSION);
+        ag_err(AG_ERR_FORMAT, err, errlen,
+               "%s: checkpoint version '%s' is not supported "
+               "(only %s)",
+               p, ag_io_show(v, q, sizeof(q)), VERSION);
         return 0;
     }
     if (!ag_meta_int(s, p, "vocab_size", 1, AG_VOCAB_MAX, &c->vocab, err, errlen) ||
@@ -319,29 +319,29 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
         !ag_meta_str(s, p, "posenc", &v, err, errlen))
         return 0;
     if (strcmp(v, "learned") != 0 && strcmp(v, "none") != 0) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata posenc '%s' is not learned or none", p,
-                  ag_io_show(v, q, sizeof(q)));
+        ag_err(AG_ERR_FORMAT, err, errlen, "%s: metadata posenc '%s' is not learned or none", p,
+               ag_io_show(v, q, sizeof(q)));
         return 0;
     }
     c->no_posenc = strcmp(v, "none") == 0;
     c->no_residual = !residual, c->no_layernorm = !layernorm, c->no_mlp = !mlp;
     if (c->dim % c->heads != 0) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata n_head %d does not divide n_embd %d", p,
-                  c->heads, c->dim);
+        ag_err(AG_ERR_FORMAT, err, errlen, "%s: metadata n_head %d does not divide n_embd %d", p,
+               c->heads, c->dim);
         return 0;
     }
     char verr[192];
     if (!ag_meta_str(s, p, "vocab", &v, err, errlen))
         return 0;
     if (!(f->vocab = ag_vocab_from_chars(v, verr, sizeof(verr)))) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: metadata %s", p, verr);
+        ag_err(AG_ERR_FORMAT, err, errlen, "%s: metadata %s", p, verr);
         return 0;
     }
     if (ag_vocab_size(f->vocab) != c->vocab) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen,
-                  "%s: metadata vocab has %d characters, vocab_size "
-                  "says %d",
-                  p, ag_vocab_size(f->vocab), c->vocab);
+        ag_err(AG_ERR_FORMAT, err, errlen,
+               "%s: metadata vocab has %d characters, vocab_size "
+               "says %d",
+               p, ag_vocab_size(f->vocab), c->vocab);
         return 0;
     }
     return 1;
@@ -376,12 +376,12 @@ static int read_train_meta(ag_gpt_file *f, char *err, size_t errlen)
 ag_status ag_gpt_file_load(const char *path, ag_gpt_file **out, char *err, size_t errlen)
 {
     if (!out || !path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "load: %s is NULL", out ? "path" : "out");
+        return ag_err(AG_ERR_ARG, err, errlen, "load: %s is NULL", out ? "path" : "out");
     *out = NULL;
     ag_gpt_file *f = calloc(1, sizeof(*f));
     if (!f || !(f->path = malloc(strlen(path) + 1))) {
         free(f);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
     }
     strcpy(f->path, path);
     ag_status st = ag_st_load(path, &f->st, err, errlen);
@@ -447,7 +447,7 @@ static ag_status load_slot(const ag_gpt_file *f, ag_gpt *g, ag_gpt_trainer *t, i
     ag_real *tmp = NULL;
     if (!dst || !map_make(&m, g) || !(tmp = malloc((m.size ? m.size : 1) * sizeof(ag_real)))) {
         free(dst), free(tmp);
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", f->path);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", f->path);
     }
     buffers(g, t, slot, dst);
     int ok = 1;
@@ -464,10 +464,10 @@ static ag_status load_slot(const ag_gpt_file *f, ag_gpt *g, ag_gpt_trainer *t, i
         const file_tensor *e = &m.t[m.wte];
         ok = ag_st_get(f->st, "lm_head.weight", e->ndim, e->shape, tmp, err, errlen) == AG_OK;
         if (ok && memcmp(tmp, g->wte->data, e->size * sizeof(ag_real)) != 0) {
-            ag_io_err(AG_ERR_FORMAT, err, errlen,
-                      "%s: lm_head.weight differs from "
-                      "transformer.wte.weight (the output head is tied to the embedding)",
-                      f->path);
+            ag_err(AG_ERR_FORMAT, err, errlen,
+                   "%s: lm_head.weight differs from "
+                   "transformer.wte.weight (the output head is tied to the embedding)",
+                   f->path);
             ok = 0;
         }
     }
@@ -480,13 +480,13 @@ static ag_status load_slot(const ag_gpt_file *f, ag_gpt *g, ag_gpt_trainer *t, i
 ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen)
 {
     if (!f) {
-        ag_io_err(AG_ERR_ARG, err, errlen, "load: the file is NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "load: the file is NULL");
         return NULL;
     }
     char gerr[192];
     ag_gpt *g = ag_gpt_new(&f->cfg, NULL, gerr, sizeof(gerr));
     if (!g) {
-        ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: %s", f->path, gerr);
+        ag_err(AG_ERR_FORMAT, err, errlen, "%s: %s", f->path, gerr);
         return NULL;
     }
     if (load_slot(f, g, NULL, -1, err, errlen) != AG_OK) {
@@ -499,13 +499,13 @@ ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen)
 ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *err, size_t errlen)
 {
     if (!t || !f)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "restore: %s is NULL",
-                         t ? "the file" : "the trainer");
+        return ag_err(AG_ERR_ARG, err, errlen, "restore: %s is NULL",
+                      t ? "the file" : "the trainer");
     if (!f->has_train)
-        return ag_io_err(AG_ERR_FORMAT, err, errlen,
-                         "%s: holds a model but no training state "
-                         "(saved without a trainer)",
-                         f->path);
+        return ag_err(AG_ERR_FORMAT, err, errlen,
+                      "%s: holds a model but no training state "
+                      "(saved without a trainer)",
+                      f->path);
     for (int slot = 0; slot < 2; slot++) {
         ag_status st = load_slot(f, t->g, t, slot, err, errlen);
         if (st != AG_OK)

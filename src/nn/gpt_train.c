@@ -60,7 +60,7 @@ static int check_train_config(const ag_gpt_train_config *c, char *err, size_t er
              !(c->clip >= 0 && isfinite(c->clip)))
         bad = "weight_decay and clip must be finite and >= 0";
     if (bad)
-        ag_nn_set_err(err, errlen, "trainer: %s", bad);
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: %s", bad);
     return bad == NULL;
 }
 
@@ -95,32 +95,32 @@ ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text, const ag_gpt_
                                    char *err, size_t errlen)
 {
     if (!g || !text || !cfg) {
-        ag_nn_set_err(err, errlen, "trainer: %s is NULL",
-                      !g      ? "the model"
-                      : !text ? "the text"
-                              : "the configuration");
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: %s is NULL",
+               !g      ? "the model"
+               : !text ? "the text"
+                       : "the configuration");
         return NULL;
     }
     if (!check_train_config(cfg, err, errlen))
         return NULL;
     if (ag_vocab_size(text->vocab) != g->cfg.vocab) {
-        ag_nn_set_err(err, errlen,
-                      "trainer: the text has %d distinct characters, the model a "
-                      "vocabulary of %d",
-                      ag_vocab_size(text->vocab), g->cfg.vocab);
+        ag_err(AG_ERR_ARG, err, errlen,
+               "trainer: the text has %d distinct characters, the model a "
+               "vocabulary of %d",
+               ag_vocab_size(text->vocab), g->cfg.vocab);
         return NULL;
     }
     if (ag_text_check_seq(text, g->cfg.seq, err, errlen) != AG_OK)
         return NULL;
     size_t cells;
     if (!ag_mul_size((size_t)cfg->batch, (size_t)g->cfg.seq, &cells) || cells > INT32_MAX) {
-        ag_nn_set_err(err, errlen, "trainer: batch %d of %d positions is too large", cfg->batch,
-                      g->cfg.seq);
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: batch %d of %d positions is too large",
+               cfg->batch, g->cfg.seq);
         return NULL;
     }
     ag_gpt_trainer *t = ag_calloc(1, sizeof(*t));
     if (!t) {
-        ag_nn_set_err(err, errlen, "trainer: out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "trainer: out of memory");
         return NULL;
     }
     t->g = g;
@@ -134,7 +134,7 @@ ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text, const ag_gpt_
     t->x = ag_malloc(2 * cells * sizeof(int));
     if (!t->tape || !t->group || !t->index || !t->x || !make_optimizers(t)) {
         ag_gpt_trainer_free(t);
-        ag_nn_set_err(err, errlen, "trainer: out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "trainer: out of memory");
         return NULL;
     }
     t->y = t->x + cells;
@@ -174,7 +174,7 @@ const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t)
 ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen)
 {
     if (!t) {
-        ag_nn_set_err(err, errlen, "trainer: NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: NULL");
         return AG_ERR_ARG;
     }
     ag_gpt *g = t->g;
@@ -196,7 +196,7 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
             st = ag_tape_fail(t->tape, AG_ERR_NUMERIC, "the gradient norm is %g", norm);
     }
     if (st != AG_OK) {
-        ag_nn_set_err(err, errlen, "step %ld: %s", t->step + 1, ag_tape_error(t->tape));
+        ag_err(AG_ERR_ARG, err, errlen, "step %ld: %s", t->step + 1, ag_tape_error(t->tape));
         ag_tape_reset(t->tape);
         return st;
     }
@@ -213,10 +213,10 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
     long bad = finite ? -1 : ag_first_nonfinite_param(g->params, g->n_params, &elem);
     if (bad >= 0) {
         ag_real v = g->params[bad]->data[elem];
-        ag_nn_set_err(err, errlen,
-                      "step %ld: the AdamW update (lr %g) made parameter '%s' %s at "
-                      "element %zu (the gradient norm was %g)",
-                      t->step + 1, lr, g->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
+        ag_err(AG_ERR_ARG, err, errlen,
+               "step %ld: the AdamW update (lr %g) made parameter '%s' %s at "
+               "element %zu (the gradient norm was %g)",
+               t->step + 1, lr, g->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
         return AG_ERR_NUMERIC;
     }
     t->step++;
@@ -227,7 +227,7 @@ ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, doubl
                                   size_t errlen)
 {
     if (!t || !loss || iters < 1 || (split != AG_SPLIT_TRAIN && split != AG_SPLIT_VAL)) {
-        ag_nn_set_err(err, errlen, "estimate: bad arguments");
+        ag_err(AG_ERR_ARG, err, errlen, "estimate: bad arguments");
         return AG_ERR_ARG;
     }
     int B = t->cfg.batch, T = t->g->cfg.seq;

@@ -10,10 +10,10 @@ ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *
                                     char *err, size_t errlen)
 {
     if (!text_path || !train || (!model && !resume)) {
-        ag_nn_set_err(err, errlen, "trainer: %s is NULL",
-                      !text_path ? "the text's path"
-                      : !train   ? "the configuration"
-                                 : "the model's configuration");
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: %s is NULL",
+               !text_path ? "the text's path"
+               : !train   ? "the configuration"
+                          : "the model's configuration");
         return NULL;
     }
     ag_text *text = NULL;
@@ -26,13 +26,13 @@ ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *
     const ag_gpt_config *shape = resume ? ag_gpt_file_config(resume) : model;
     /* cppcheck-suppress nullPointerRedundantCheck ; model is NULL only with resume (checked above) */
     if (ag_text_check_seq(text, shape->seq, why, sizeof(why)) != AG_OK) {
-        ag_nn_set_err(err, errlen, "%s: %s", text_path, why);
+        ag_err(AG_ERR_ARG, err, errlen, "%s: %s", text_path, why);
         goto fail;
     }
     if (resume) {
         g = ag_gpt_file_model(resume, err, errlen);
         if (g && model && ag_gpt_set_dropout(g, model->dropout) != AG_OK) {
-            ag_nn_set_err(err, errlen, "trainer: dropout %g is not in [0, 1)", model->dropout);
+            ag_err(AG_ERR_ARG, err, errlen, "trainer: dropout %g is not in [0, 1)", model->dropout);
             goto fail;
         }
     } else {
@@ -70,7 +70,7 @@ ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windo
                                   size_t errlen)
 {
     if (!t) {
-        ag_nn_set_err(err, errlen, "val_loss: the trainer is NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "val_loss: the trainer is NULL");
         return AG_ERR_ARG;
     }
     return ag_gpt_val_loss(t->g, t->text, loss, windows, err, errlen);

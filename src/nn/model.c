@@ -33,19 +33,19 @@ ag_model_field ag_model_config_check(const ag_model_config *cfg, char *err, size
     if (err && errlen)
         err[0] = '\0';
     if (!cfg || (unsigned)cfg->task >= AG_TASK_COUNT) {
-        ag_nn_set_err(err, errlen, "unknown task");
+        ag_err(AG_ERR_ARG, err, errlen, "unknown task");
         return AG_MODEL_TASK;
     }
     int lo = ag_task_min_seq(cfg->task), hi = ag_task_max_seq(cfg->task);
     if (cfg->seq < lo || cfg->seq > hi) {
-        ag_nn_set_err(err, errlen, "seq %d is out of range for task %s (%d..%d)", cfg->seq,
-                      ag_task_name(cfg->task), lo, hi);
+        ag_err(AG_ERR_ARG, err, errlen, "seq %d is out of range for task %s (%d..%d)", cfg->seq,
+               ag_task_name(cfg->task), lo, hi);
         return AG_MODEL_SEQ;
     }
     if (!ag_nn_check_heads(cfg->dim, cfg->heads, err, errlen))
         return cfg->dim < 1 ? AG_MODEL_DIM : AG_MODEL_HEADS;
     if ((unsigned)cfg->posenc > AG_POSENC_LEARNED) {
-        ag_nn_set_err(err, errlen, "unknown positional encoding %d", (int)cfg->posenc);
+        ag_err(AG_ERR_ARG, err, errlen, "unknown positional encoding %d", (int)cfg->posenc);
         return AG_MODEL_POSENC;
     }
     return AG_MODEL_OK;
@@ -57,7 +57,7 @@ ag_model *ag_model_new(const ag_model_config *cfg, ag_rng *rng, char *err, size_
         return NULL;
     ag_model *m = ag_calloc(1, sizeof(*m));
     if (!m) {
-        ag_nn_set_err(err, errlen, "out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "out of memory");
         return NULL;
     }
     m->cfg = *cfg;
@@ -73,7 +73,7 @@ ag_model *ag_model_new(const ag_model_config *cfg, ag_rng *rng, char *err, size_
     m->emb1 = ag_param_new(2, (int[]){vocab, cfg->dim});
     m->readout = ag_param_new(2, (int[]){cfg->dim, outputs});
     if (!m->emb0 || !m->emb1 || !m->readout) {
-        ag_nn_set_err(err, errlen, "out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "out of memory");
         goto fail;
     }
     if (rng) {

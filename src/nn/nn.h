@@ -6,24 +6,7 @@
 
 #include "../core/internal.h"
 
-#include <stdarg.h>
 #include <stdio.h>
-
-/* Write a constructor's one-line error into the caller's buffer (which may
- * be NULL; the message is truncated to errlen). */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static inline void
-ag_nn_set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* The attention layer's shape rule (attention.c): dim and heads at least 1,
  * heads dividing dim. Returns 1, or 0 with a one-line message in err, e.g.

@@ -68,15 +68,15 @@ ag_posenc *ag_posenc_new(ag_posenc_kind kind, int max_len, int d, ag_rng *rng, c
     if (err && errlen)
         err[0] = '\0';
     if ((unsigned)kind >= N_KINDS) {
-        ag_nn_set_err(err, errlen, "unknown positional encoding %d", (int)kind);
+        ag_err(AG_ERR_ARG, err, errlen, "unknown positional encoding %d", (int)kind);
         return NULL;
     }
     if (max_len < 1) {
-        ag_nn_set_err(err, errlen, "max length %d must be at least 1", max_len);
+        ag_err(AG_ERR_ARG, err, errlen, "max length %d must be at least 1", max_len);
         return NULL;
     }
     if (d < 1) {
-        ag_nn_set_err(err, errlen, "dim %d must be at least 1", d);
+        ag_err(AG_ERR_ARG, err, errlen, "dim %d must be at least 1", d);
         return NULL;
     }
     size_t size;
@@ -103,7 +103,7 @@ ag_posenc *ag_posenc_new(ag_posenc_kind kind, int max_len, int d, ag_rng *rng, c
     }
     return pe;
 nomem:
-    ag_nn_set_err(err, errlen, "out of memory for positions (%d, %d)", max_len, d);
+    ag_err(AG_ERR_NOMEM, err, errlen, "out of memory for positions (%d, %d)", max_len, d);
     ag_posenc_free(pe);
     return NULL;
 }
@@ -192,24 +192,24 @@ ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errl
     ag_posenc *pe = NULL;
     int nd, shape[AG_MAX_DIMS];
     if (!path || max_size < 1) {
-        ag_nn_set_err(err, errlen, "posenc: %s",
-                      path ? "max_size must be at least 1" : "path is NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "posenc: %s",
+               path ? "max_size must be at least 1" : "path is NULL");
         return NULL;
     }
     if (ag_st_load(path, &f, err, errlen) != AG_OK)
         return NULL;
     if (!ag_st_dtype(f, "pos")) {
-        ag_nn_set_err(err, errlen,
-                      "%s has no tensor 'pos' (a learned positional encoding: "
-                      "attograd train --posenc learned --save FILE)",
-                      path);
+        ag_err(AG_ERR_ARG, err, errlen,
+               "%s has no tensor 'pos' (a learned positional encoding: "
+               "attograd train --posenc learned --save FILE)",
+               path);
         goto fail;
     }
     if (ag_st_shape(f, "pos", &nd, shape, err, errlen) != AG_OK)
         goto fail;
     if (nd != 2 || shape[0] > max_size || shape[1] > max_size || shape[0] < 1 || shape[1] < 1) {
-        ag_nn_set_err(err, errlen, "%s: tensor 'pos' must be (T, d) with T and d in 1..%d", path,
-                      max_size);
+        ag_err(AG_ERR_ARG, err, errlen, "%s: tensor 'pos' must be (T, d) with T and d in 1..%d",
+               path, max_size);
         goto fail;
     }
     pe = ag_posenc_new(AG_POSENC_LEARNED, shape[0], shape[1], NULL, err, errlen);

@@ -112,19 +112,21 @@ static int check_utf8(const char *s, size_t len, const char *name, char *err, si
 {
     const unsigned char *u = (const unsigned char *)s;
     if (len == 0) {
-        ag_nn_set_err(err, errlen, "%s: the text is empty", name);
+        ag_err(AG_ERR_ARG, err, errlen, "%s: the text is empty", name);
         return 0;
     }
     if (!ag_utf8_valid(u, len)) {
         size_t line, off;
         find_invalid(u, len, &line, &off);
-        ag_nn_set_err(err, errlen, "%s: not UTF-8 text: invalid byte 0x%02x on line %zu (byte %zu)",
-                      name, u[off], line, off);
+        ag_err(AG_ERR_ARG, err, errlen,
+               "%s: not UTF-8 text: invalid byte 0x%02x on line %zu (byte %zu)", name, u[off], line,
+               off);
         return 0;
     }
     const char *nul = memchr(s, '\0', len);
     if (nul) {
-        ag_nn_set_err(err, errlen, "%s: a NUL byte at byte %zu: not text", name, (size_t)(nul - s));
+        ag_err(AG_ERR_ARG, err, errlen, "%s: a NUL byte at byte %zu: not text", name,
+               (size_t)(nul - s));
         return 0;
     }
     return 1;
@@ -149,8 +151,8 @@ static ag_vocab *vocab_of(const char *s, size_t len, const char *name, char *err
     for (c = 0; c <= MAX_CODE_POINT; c++)
         n += seen[c / 64] >> (c % 64) & 1;
     if (n > AG_VOCAB_MAX) {
-        ag_nn_set_err(err, errlen, "%s: %zu distinct characters; a vocabulary holds at most %d",
-                      name, n, AG_VOCAB_MAX);
+        ag_err(AG_ERR_ARG, err, errlen,
+               "%s: %zu distinct characters; a vocabulary holds at most %d", name, n, AG_VOCAB_MAX);
         free(seen);
         return NULL;
     }
@@ -165,18 +167,18 @@ static ag_vocab *vocab_of(const char *s, size_t len, const char *name, char *err
     free(seen);
     free(cp);
     if (!v)
-        ag_nn_set_err(err, errlen, "%s: out of memory", name);
+        ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name);
     return v;
 nomem:
     free(seen);
-    ag_nn_set_err(err, errlen, "%s: out of memory", name);
+    ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name);
     return NULL;
 }
 
 ag_vocab *ag_vocab_from_utf8(const char *s, size_t len, char *err, size_t errlen)
 {
     if (!s) {
-        ag_nn_set_err(err, errlen, "vocabulary: the text is NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "vocabulary: the text is NULL");
         return NULL;
     }
     return vocab_of(s, len, "text", err, errlen);
@@ -185,7 +187,7 @@ ag_vocab *ag_vocab_from_utf8(const char *s, size_t len, char *err, size_t errlen
 ag_vocab *ag_vocab_from_chars(const char *chars, char *err, size_t errlen)
 {
     if (!chars) {
-        ag_nn_set_err(err, errlen, "vocabulary: the characters are NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "vocabulary: the characters are NULL");
         return NULL;
     }
     size_t len = strlen(chars);
@@ -193,7 +195,7 @@ ag_vocab *ag_vocab_from_chars(const char *chars, char *err, size_t errlen)
         return NULL;
     uint32_t *cp = ag_malloc(len * sizeof(uint32_t));
     if (!cp) {
-        ag_nn_set_err(err, errlen, "vocabulary: out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "vocabulary: out of memory");
         return NULL;
     }
     const unsigned char *u = (const unsigned char *)chars;
@@ -201,10 +203,10 @@ ag_vocab *ag_vocab_from_chars(const char *chars, char *err, size_t errlen)
     while (i < len && utf8_next(u, len, &i, &cp[n])) {
         if (n > 0 && cp[n] <= cp[n - 1]) {
             char a[32], b[32];
-            ag_nn_set_err(err, errlen,
-                          "vocabulary: %s follows %s: the characters must be distinct "
-                          "and in increasing order",
-                          char_label(cp[n], a, sizeof(a)), char_label(cp[n - 1], b, sizeof(b)));
+            ag_err(AG_ERR_ARG, err, errlen,
+                   "vocabulary: %s follows %s: the characters must be distinct "
+                   "and in increasing order",
+                   char_label(cp[n], a, sizeof(a)), char_label(cp[n - 1], b, sizeof(b)));
             free(cp);
             return NULL;
         }
@@ -212,9 +214,9 @@ ag_vocab *ag_vocab_from_chars(const char *chars, char *err, size_t errlen)
     }
     ag_vocab *v = NULL;
     if (n > AG_VOCAB_MAX)
-        ag_nn_set_err(err, errlen, "vocabulary: %zu characters; at most %d", n, AG_VOCAB_MAX);
+        ag_err(AG_ERR_ARG, err, errlen, "vocabulary: %zu characters; at most %d", n, AG_VOCAB_MAX);
     else if (!(v = vocab_make(cp, (int)n)))
-        ag_nn_set_err(err, errlen, "vocabulary: out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "vocabulary: out of memory");
     free(cp);
     return v;
 }
@@ -279,9 +281,9 @@ static ag_status encode(const ag_vocab *v, const char *s, size_t len, int *ids, 
     if (!ag_utf8_valid(u, len)) {
         size_t line, off;
         find_invalid(u, len, &line, &off);
-        return ag_io_err(AG_ERR_FORMAT, err, errlen,
-                         "%s%snot UTF-8 text: invalid byte 0x%02x on line %zu (byte %zu)", name,
-                         sep, u[off], line, off);
+        return ag_err(AG_ERR_FORMAT, err, errlen,
+                      "%s%snot UTF-8 text: invalid byte 0x%02x on line %zu (byte %zu)", name, sep,
+                      u[off], line, off);
     }
     size_t i = 0, k = 0, line = 1;
     uint32_t c;
@@ -289,9 +291,9 @@ static ag_status encode(const ag_vocab *v, const char *s, size_t len, int *ids, 
         int id = ag_vocab_id(v, c);
         if (id < 0) {
             char label[32];
-            return ag_io_err(AG_ERR_ARG, err, errlen,
-                             "%s%scharacter %s on line %zu is not in the vocabulary", name, sep,
-                             char_label(c, label, sizeof(label)), line);
+            return ag_err(AG_ERR_ARG, err, errlen,
+                          "%s%scharacter %s on line %zu is not in the vocabulary", name, sep,
+                          char_label(c, label, sizeof(label)), line);
         }
         line += c == '\n';
         ids[k++] = id;
@@ -304,7 +306,7 @@ ag_status ag_vocab_encode(const ag_vocab *v, const char *s, size_t len, int *ids
                           char *err, size_t errlen)
 {
     if (!v || (!s && len) || !ids || !n)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "vocabulary: encode: a NULL argument");
+        return ag_err(AG_ERR_ARG, err, errlen, "vocabulary: encode: a NULL argument");
     return encode(v, s, len, ids, n, NULL, err, errlen);
 }
 
@@ -312,12 +314,12 @@ ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **id
                           char *err, size_t errlen)
 {
     if (!v || (!s && len) || !ids || !n)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "vocabulary: prompt: a NULL argument");
+        return ag_err(AG_ERR_ARG, err, errlen, "vocabulary: prompt: a NULL argument");
     *ids = NULL;
     *n = 0;
     int *out = ag_malloc((len ? len : 1) * sizeof(int));
     if (!out)
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "vocabulary: prompt: out of memory");
+        return ag_err(AG_ERR_NOMEM, err, errlen, "vocabulary: prompt: out of memory");
     ag_status st = AG_OK;
     if (len == 0) { /* start where a text starts anew, after a newline */
         int nl = ag_vocab_id(v, '\n');
@@ -341,19 +343,19 @@ ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vo
                         ag_text **out, char *err, size_t errlen)
 {
     if (!out)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "text: out is NULL");
+        return ag_err(AG_ERR_ARG, err, errlen, "text: out is NULL");
     *out = NULL;
     name = name ? name : "<text>";
     if (!s && len)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "%s: the text is NULL", name);
+        return ag_err(AG_ERR_ARG, err, errlen, "%s: the text is NULL", name);
     if (len > AG_TEXT_MAX_BYTES)
-        return ag_io_err(AG_ERR_FORMAT, err, errlen, "%s: larger than %u bytes", name,
-                         AG_TEXT_MAX_BYTES);
+        return ag_err(AG_ERR_FORMAT, err, errlen, "%s: larger than %u bytes", name,
+                      AG_TEXT_MAX_BYTES);
     if (!check_utf8(s, len, name, err, errlen))
         return AG_ERR_FORMAT;
     ag_text *t = ag_calloc(1, sizeof(*t));
     if (!t)
-        return ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name);
     ag_status st = AG_ERR_NOMEM;
     if (vocab) {
         t->vocab = vocab_make(vocab->cp, vocab->n);
@@ -373,7 +375,7 @@ ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vo
     *out = t;
     return AG_OK;
 nomem:
-    ag_io_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name);
+    ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name);
 fail:
     ag_text_free(t);
     return st;
@@ -383,7 +385,7 @@ ag_status ag_text_load(const char *path, const ag_vocab *vocab, ag_text **out, c
                        size_t errlen)
 {
     if (!out || !path)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "text: %s is NULL", out ? "path" : "out");
+        return ag_err(AG_ERR_ARG, err, errlen, "text: %s is NULL", out ? "path" : "out");
     *out = NULL;
     unsigned char *buf;
     size_t len;
@@ -407,13 +409,13 @@ void ag_text_free(ag_text *t)
 ag_status ag_text_check_seq(const ag_text *t, int seq, char *err, size_t errlen)
 {
     if (!t || seq < 1)
-        return ag_io_err(AG_ERR_ARG, err, errlen, "text: a window of %d characters", seq);
+        return ag_err(AG_ERR_ARG, err, errlen, "text: a window of %d characters", seq);
     size_t need = (size_t)seq + 1, val = t->len - t->n_train;
     if (t->n_train < need || val < need)
-        return ag_io_err(AG_ERR_ARG, err, errlen,
-                         "a text of %zu characters is too short for windows of %d: its training "
-                         "part (90%%) has %zu and its validation part (10%%) %zu, each needs %zu",
-                         t->len, seq, t->n_train, val, need);
+        return ag_err(AG_ERR_ARG, err, errlen,
+                      "a text of %zu characters is too short for windows of %d: its training "
+                      "part (90%%) has %zu and its validation part (10%%) %zu, each needs %zu",
+                      t->len, seq, t->n_train, val, need);
     return AG_OK;
 }
 

@@ -48,7 +48,7 @@ static int check_config(const ag_train_config *c, char *err, size_t errlen)
     else if (!(c->clip >= 0 && c->clip <= AG_TRAIN_CLIP_MAX))
         name = "clip", hi = AG_TRAIN_CLIP_MAX;
     if (name)
-        ag_nn_set_err(err, errlen, "trainer: %s must be in %g..%g", name, lo, hi);
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: %s must be in %g..%g", name, lo, hi);
     return name == NULL;
 }
 
@@ -57,11 +57,11 @@ static int resume(ag_trainer *t, const ag_checkpoint *ck, const ag_train_state *
                   size_t errlen)
 {
     if (!st) {
-        ag_nn_set_err(err, errlen, "trainer: a checkpoint without its ag_train_state");
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: a checkpoint without its ag_train_state");
         return 0;
     }
     if (st->step < 0 || st->step > AG_TRAIN_MAX_STEP) {
-        ag_nn_set_err(err, errlen, "trainer: step %ld is out of range", st->step);
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: step %ld is out of range", st->step);
         return 0;
     }
     if (ag_checkpoint_restore(ck, t->model, t->opt, err, errlen) != AG_OK)
@@ -75,14 +75,14 @@ ag_trainer *ag_trainer_new(const ag_train_config *cfg, const ag_checkpoint *ck,
                            const ag_train_state *st, char *err, size_t errlen)
 {
     if (!cfg) {
-        ag_nn_set_err(err, errlen, "trainer: the configuration is NULL");
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: the configuration is NULL");
         return NULL;
     }
     if (!check_config(cfg, err, errlen))
         return NULL;
     ag_trainer *t = ag_calloc(1, sizeof(*t));
     if (!t) {
-        ag_nn_set_err(err, errlen, "out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "out of memory");
         return NULL;
     }
     t->cfg = *cfg;
@@ -100,7 +100,7 @@ ag_trainer *ag_trainer_new(const ag_train_config *cfg, const ag_checkpoint *ck,
     t->train = ag_batch_new(cfg->model.task, cfg->batch, cfg->model.seq);
     t->eval = ag_batch_new(cfg->model.task, AG_TRAINER_HELD_OUT, cfg->model.seq);
     if (!t->opt || !t->tape || !t->train || !t->eval) {
-        ag_nn_set_err(err, errlen, "out of memory");
+        ag_err(AG_ERR_NOMEM, err, errlen, "out of memory");
         ag_trainer_free(t);
         return NULL;
     }
@@ -129,7 +129,7 @@ void ag_trainer_free(ag_trainer *t)
 static ag_status tape_failure(ag_trainer *t, ag_status st, long step, const char *where, char *err,
                               size_t errlen)
 {
-    ag_nn_set_err(err, errlen, "step %ld%s: %s", step, where, ag_tape_error(t->tape));
+    ag_err(AG_ERR_ARG, err, errlen, "step %ld%s: %s", step, where, ag_tape_error(t->tape));
     ag_tape_reset(t->tape);
     return st;
 }
@@ -156,11 +156,11 @@ ag_status ag_trainer_step(ag_trainer *t, double *loss, char *err, size_t errlen)
         ag_optim_left_finite(t->opt) ? -1 : ag_first_nonfinite_param(t->params, t->n_params, &elem);
     if (bad >= 0) {
         double v = t->params[bad]->data[elem];
-        ag_nn_set_err(err, errlen,
-                      "step %ld: the %s update (lr %g) made parameter '%s' %s at element %zu "
-                      "(the gradient norm was %g)",
-                      t->step + 1, ag_optim_name(t->opt), t->cfg.lr, t->names[bad],
-                      isnan(v) ? "NaN" : "Inf", elem, norm);
+        ag_err(AG_ERR_ARG, err, errlen,
+               "step %ld: the %s update (lr %g) made parameter '%s' %s at element %zu "
+               "(the gradient norm was %g)",
+               t->step + 1, ag_optim_name(t->opt), t->cfg.lr, t->names[bad],
+               isnan(v) ? "NaN" : "Inf", elem, norm);
         return AG_ERR_NUMERIC;
     }
     t->step++;

@@ -102,14 +102,16 @@ static void add_backward(ag_tape *tape, const ag_entry *e)
                  .n = b->size,
                  .repeats = a->size / b->size};
     if (a->grad)
-        ag_parallel_range(a->size, ADD_GRAIN, ag_grad_first(a) ? set_dx_range : add_dx_range, &j);
+        ag_parallel_range(a->size, ADD_GRAIN, ag_grad_first(tape, a) ? set_dx_range : add_dx_range,
+                          &j);
     /* b the same shape as a: the same loops; else columns to a chunk,
      * ADD_GRAIN elements of dy in all */
     if (b->grad && j.repeats == 1) {
         j.dx = b->grad;
-        ag_parallel_range(b->size, ADD_GRAIN, ag_grad_first(b) ? set_dx_range : add_dx_range, &j);
+        ag_parallel_range(b->size, ADD_GRAIN, ag_grad_first(tape, b) ? set_dx_range : add_dx_range,
+                          &j);
     } else if (b->grad) {
-        ag_grad_settle(b);
+        ag_grad_settle(tape, b);
         ag_parallel_range(b->size, (ADD_GRAIN + j.repeats - 1) / j.repeats, add_db_range, &j);
     }
 }

@@ -462,7 +462,7 @@ static void attention_backward(ag_tape *tape, const ag_entry *e)
     if (!lanes)
         return;
     /* dx's first product of each chunk stores (beta 0) when dx is unset */
-    ag_real x_beta = x->grad && ag_grad_first(x) ? 0 : 1;
+    ag_real x_beta = x->grad && ag_grad_first(tape, x) ? 0 : 1;
     for (size_t b0 = 0; b0 < B; b0 += chunk) {
         size_t nb = min_size(B - b0, chunk), rows = nb * T, heads = nb * H;
         ag_gemm(0, 1, rows, d, d, 1, dout + b0 * T * d, d, wo->data, d, 0, d_o, d);

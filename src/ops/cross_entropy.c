@@ -146,7 +146,7 @@ static void cross_entropy_backward(ag_tape *tape, const ag_entry *e)
     size_t C = (size_t)z->shape[z->ndim - 1], rows = ag_rows(z);
     ag_real g = (ag_real)(e->out->grad[0] / (double)sv->counted);
     /* an unset dz (ag_grad_first) is stored into: 0 + ..., as adding to zeros */
-    int set = ag_grad_first(z);
+    int set = ag_grad_first(tape, z);
     for (size_t r = 0; r < rows; r++) {
         int t = sv->targets[r];
         ag_real *dz = z->grad + r * C;

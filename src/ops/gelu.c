@@ -246,7 +246,7 @@ static void gelu_backward(ag_tape *tape, const ag_entry *e)
     ag_tensor *x = e->in[0];
     if (!x->grad)
         return;
-    gelu_job job = {x->data,          e->out->grad,     NULL, x->grad, x->size,
-                    ag_grad_first(x), ag_softmax_simd()};
+    gelu_job job = {x->data,          e->out->grad, NULL, x->grad, x->size, ag_grad_first(tape, x),
+                    ag_softmax_simd()};
     run_chunks(&job, backward_task);
 }

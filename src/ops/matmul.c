@@ -107,11 +107,11 @@ static void matmul_backward(ag_tape *tape, const ag_entry *e)
      * (beta 0, a store, when dA is unset: ag_grad_first) */
     if (a->grad)
         ag_gemm_batched(0, !bt, p.batch, p.m, p.k, p.n, 1, c->grad, p.n, mn, b->data, ldb, kn,
-                        ag_grad_first(a) ? 0 : 1, a->grad, p.k, mk);
+                        ag_grad_first(tape, a) ? 0 : 1, a->grad, p.k, mk);
     if (!b->grad)
         return;
     /* C = A B: dB += A^T dC (k x n);  C = A B^T: dB += dC^T A (n x k) */
-    ag_real beta = ag_grad_first(b) ? 0 : 1;
+    ag_real beta = ag_grad_first(tape, b) ? 0 : 1;
     if (bt)
         ag_gemm_batched(1, 0, p.batch, p.n, p.k, p.m, 1, c->grad, p.n, mn, a->data, p.k, mk, beta,
                         b->grad, p.k, kn);

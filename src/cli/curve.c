@@ -3,7 +3,7 @@
  * (step, values), allocated once so that adding one never allocates, and
  * thinned to every stride-th step so that a long run keeps its shape.
  */
-#include "io.h"
+#include "curve.h"
 #include "../core/alloc.h"
 
 #include <stdint.h>
