@@ -97,21 +97,3 @@ int ag_meta_bool(const ag_st_file *f, const char *path, const char *key, int *ou
     *out = strcmp(s, "true") == 0;
     return 1;
 }
-
-ag_status ag_io_check_values(const char *path, const char *name, const ag_real *v, size_t n,
-                             int nonneg, char *err, size_t errlen)
-{
-    size_t i = ag_first_nonfinite(v, n);
-    for (size_t j = 0; nonneg && j < i; j++) {
-        if (v[j] < 0) {
-            i = j;
-            break;
-        }
-    }
-    if (i == n)
-        return AG_OK;
-    const char *what = isnan(v[i]) ? "NaN" : isinf(v[i]) ? "Inf" : "a negative value";
-    char shown[AG_IO_SHOW_LEN];
-    return ag_err(AG_ERR_NUMERIC, err, errlen, "%s: tensor '%s' holds %s at element %zu",
-                  ag_io_show(path, shown, sizeof(shown)), name, what, i);
-}

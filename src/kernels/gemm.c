@@ -186,19 +186,29 @@ static ag_real *pack_buffer(size_t n)
     return pack_install(n > full ? n : full, NULL);
 }
 
-void *ag_gemm_pack_new(void)
+static void *pack_new(void)
 {
     size_t n = pack_full();
     return n > SIZE_MAX / sizeof(ag_real) ? NULL : ag_aligned_alloc(64, n * sizeof(ag_real));
 }
 
-void ag_gemm_pack_adopt(void *buf)
+static void pack_adopt(void *buf)
 {
     if (buf && pack_cap == 0)
         pack_install(pack_full(), buf);
     else
         free(buf);
 }
+
+/* Every worker of the pool gets its buffer as it starts (threads.h): set as
+ * the program loads, before any thread can start. Without the attribute a
+ * worker makes its buffer at its first product instead. */
+#if defined(__GNUC__)
+__attribute__((constructor)) static void pack_hook(void)
+{
+    ag_pool_set_worker_init((ag_worker_init){pack_new, pack_adopt});
+}
+#endif
 
 /* ---- the blocked path ---- */
 

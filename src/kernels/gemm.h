@@ -36,17 +36,6 @@ void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N,
  */
 int ag_gemm_use(const char *name);
 
-/*
- * Each thread packs into its own buffer. The pool makes its workers' buffers
- * when it starts them, on the thread that asks for threads: ag_gemm_pack_new
- * allocates one (NULL when out of memory), and the worker, first thing,
- * hands it to ag_gemm_pack_adopt, which installs it as that thread's buffer
- * (or frees it). So the pool allocates when it starts and never later,
- * whichever worker runs which product.
- */
-void *ag_gemm_pack_new(void);
-void ag_gemm_pack_adopt(void *buf);
-
 /* ---- between gemm.c and the SIMD kernels in gemm_simd.c ---- */
 
 /*

@@ -24,7 +24,6 @@
  * empty pool (its parent's workers are not in it). Tasks must not fork.
  */
 #include "../core/alloc.h"
-#include "gemm.h"
 #include "threads.h"
 #include "attograd.h"
 
@@ -55,7 +54,7 @@
 typedef struct worker {
     pthread_t tid;
     size_t slot; /* its run of each job's tasks (the caller's is 0) */
-    void *pack;  /* its packing buffer, made by the starting thread */
+    void *state; /* its per-thread state (ag_pool_set_worker_init), made by the starting thread */
 } worker;
 
 /*
@@ -86,7 +85,8 @@ static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER; /* a job was posted, or stop */
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* the last task finished */
 static int want_threads = 1;
-static worker *workers; /* (n_workers) */
+static worker *workers;            /* (n_workers) */
+static ag_worker_init worker_init; /* what each new worker gets first */
 static int n_workers;
 static int sleepers; /* workers waiting on work_cv */
 
@@ -155,7 +155,8 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     in_pool = 1;
-    ag_gemm_pack_adopt(w->pack);
+    if (worker_init.adopt)
+        worker_init.adopt(w->state);
     uint64_t seen = JOB_ID(atomic_load(&job_word));
     for (;;) {
         if (!spin_until(new_job, &seen)) {
@@ -258,14 +259,21 @@ static void pool_resize(int want)
     workers = ws;
     for (int i = 0; i < want - 1; i++) {
         ws[i].slot = (size_t)i + 1;
-        ws[i].pack = ag_gemm_pack_new();
+        ws[i].state = worker_init.make ? worker_init.make() : NULL;
         if (pthread_create(&ws[i].tid, NULL, worker_main, &ws[i]) != 0) {
-            free(ws[i].pack);
+            free(ws[i].state);
             break;
         }
         n_workers++;
     }
     pthread_mutex_unlock(&pool_mu);
+}
+
+void ag_pool_set_worker_init(ag_worker_init init)
+{
+    pthread_mutex_lock(&run_mu);
+    worker_init = init;
+    pthread_mutex_unlock(&run_mu);
 }
 
 void ag_set_threads(int n)

@@ -69,6 +69,21 @@ void ag_runs_split(ag_run *runs, size_t n_runs, size_t n);
  * run (one taker) the claim is a plain load and store. */
 size_t ag_runs_take(ag_run *runs, size_t n_runs, size_t own, size_t *from);
 
+/*
+ * Per-thread state every worker gets as the pool starts it: make() runs on
+ * the thread that grows the pool (where allocating is expected), and the
+ * new worker hands what it made to adopt() before its first task; the
+ * state is released with free() if the worker cannot start. The packed
+ * gemm gives each worker its packing buffer this way (gemm.c), so the pool
+ * allocates when it starts and never later, without knowing what it holds.
+ * One hook for the process; workers started before it is set get nothing.
+ */
+typedef struct ag_worker_init {
+    void *(*make)(void);
+    void (*adopt)(void *state);
+} ag_worker_init;
+void ag_pool_set_worker_init(ag_worker_init init);
+
 /* The number of threads ag_parallel_for would use right now (1 inside a task). */
 int ag_parallel_threads(void);
 

@@ -15,13 +15,16 @@
 
 #include <math.h>
 
+static void adam_step(ag_optim *opt);
+static const ag_optim_desc adam_desc = {"adam", {"m", "v"}, adam_step};
+
 ag_optim *ag_adam_new(ag_tensor *const *params, size_t n, double lr, double beta1, double beta2,
                       double eps, double weight_decay)
 {
     if (!ag_optim_valid_lr(lr) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) ||
         !(eps > 0 && isfinite(eps)) || !(weight_decay >= 0 && isfinite(weight_decay)))
         return NULL;
-    ag_optim *opt = ag_optim_alloc(AG_OPTIM_ADAM, params, n, 2);
+    ag_optim *opt = ag_optim_alloc(&adam_desc, params, n, 2);
     if (opt) {
         opt->lr = lr;
         opt->beta1 = beta1;
@@ -110,7 +113,7 @@ static void adam_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
     j->bad[chunk] |= (unsigned char)bad;
 }
 
-void ag_adam_step(ag_optim *opt)
+static void adam_step(ag_optim *opt)
 {
     long t = ++opt->steps;
     /* in double: 1 - beta2^t is tiny for small t and float would lose it */

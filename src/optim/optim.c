@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-ag_optim *ag_optim_alloc(ag_optim_kind kind, ag_tensor *const *params, size_t n, int slots)
+ag_optim *ag_optim_alloc(const ag_optim_desc *desc, ag_tensor *const *params, size_t n, int slots)
 {
     if (!params || n == 0)
         return NULL;
@@ -29,7 +29,7 @@ ag_optim *ag_optim_alloc(ag_optim_kind kind, ag_tensor *const *params, size_t n,
     ag_optim *opt = ag_calloc(1, sizeof(*opt));
     if (!opt)
         return NULL;
-    opt->kind = kind;
+    opt->desc = desc;
     opt->n = n;
     opt->slots = slots;
     opt->params = ag_malloc(ptr_bytes);
@@ -66,10 +66,7 @@ void ag_optim_step(ag_optim *opt)
     if (!opt)
         return;
     opt->left_finite = 0;
-    if (opt->kind == AG_OPTIM_SGD)
-        ag_sgd_step(opt);
-    else
-        ag_adam_step(opt);
+    opt->desc->step(opt);
 }
 
 int ag_optim_left_finite(const ag_optim *opt)
@@ -94,7 +91,7 @@ const char *ag_optim_name(const ag_optim *opt)
 {
     if (!opt)
         return "none";
-    return opt->kind == AG_OPTIM_SGD ? "sgd" : "adam";
+    return opt->desc->name;
 }
 
 size_t ag_optim_n_params(const ag_optim *opt)
@@ -124,9 +121,7 @@ const char *ag_optim_slot_name(const ag_optim *opt, int slot)
 {
     if (!opt || slot < 0 || slot >= opt->slots)
         return NULL;
-    if (opt->kind == AG_OPTIM_SGD)
-        return "velocity";
-    return slot == 0 ? "m" : "v";
+    return opt->desc->slot_names[slot];
 }
 
 ag_real *ag_optim_state(ag_optim *opt, size_t param_index, int slot)

@@ -9,10 +9,17 @@
 
 #include <math.h>
 
-typedef enum { AG_OPTIM_SGD, AG_OPTIM_ADAM } ag_optim_kind;
+/* What an optimizer is, as an op's descriptor is for an op: each optimizer
+ * file defines its own (static const, beside its step) and its handles
+ * point at it, so adding one touches no central list. */
+typedef struct ag_optim_desc {
+    const char *name;            /* "sgd", "adam" */
+    const char *slot_names[2];   /* its state buffers per parameter, by slot */
+    void (*step)(ag_optim *opt); /* one update of every parameter */
+} ag_optim_desc;
 
 struct ag_optim {
-    ag_optim_kind kind;
+    const ag_optim_desc *desc;
     ag_tensor **params; /* (n) borrowed parameters; the array itself is a copy */
     size_t n;
     double lr;
@@ -30,15 +37,12 @@ struct ag_optim {
 
 /* Allocate the handle, copy the parameter pointers and make `slots` zeroed
  * buffers per parameter. NULL when an argument is bad or memory runs out. */
-ag_optim *ag_optim_alloc(ag_optim_kind kind, ag_tensor *const *params, size_t n, int slots);
+ag_optim *ag_optim_alloc(const ag_optim_desc *desc, ag_tensor *const *params, size_t n, int slots);
 
 /* A learning rate every optimizer accepts: finite and >= 0. */
 static inline int ag_optim_valid_lr(double lr)
 {
     return isfinite(lr) && lr >= 0;
 }
-
-void ag_sgd_step(ag_optim *opt);
-void ag_adam_step(ag_optim *opt);
 
 #endif /* AG_OPTIM_H */

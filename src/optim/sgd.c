@@ -8,11 +8,14 @@
 
 #include <math.h>
 
+static void sgd_step(ag_optim *opt);
+static const ag_optim_desc sgd_desc = {"sgd", {"velocity", NULL}, sgd_step};
+
 ag_optim *ag_sgd_new(ag_tensor *const *params, size_t n, double lr, double momentum)
 {
     if (!ag_optim_valid_lr(lr) || !(momentum >= 0 && momentum < 1))
         return NULL;
-    ag_optim *opt = ag_optim_alloc(AG_OPTIM_SGD, params, n, momentum > 0 ? 1 : 0);
+    ag_optim *opt = ag_optim_alloc(&sgd_desc, params, n, momentum > 0 ? 1 : 0);
     if (opt) {
         opt->lr = lr;
         opt->momentum = momentum;
@@ -37,7 +40,7 @@ static void sgd_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
     }
 }
 
-void ag_sgd_step(ag_optim *opt)
+static void sgd_step(ag_optim *opt)
 {
     ag_real lr = (ag_real)opt->lr, mu = (ag_real)opt->momentum;
     for (size_t i = 0; i < opt->n; i++) {

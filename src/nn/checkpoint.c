@@ -3,11 +3,12 @@
  * the model's parameters under their own names, the optimizer's state as
  * "optim.<param>.<slot>", and everything else a run needs to continue
  * exactly (configuration, step, the data stream's position) as metadata.
- * The one file of the file layer that knows the model and the optimizer; it
- * uses only their public API. Metadata is read as hostile input through
- * meta.c: every value parsed strictly, within the range the settings allow.
+ * It sits with the models it saves, above the file layer it writes
+ * through. Metadata is read as hostile input through src/io/meta.c: every
+ * value parsed strictly, within the range the settings allow.
  */
-#include "io.h"
+#include "../io/io.h"
+#include "nn.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
