@@ -4,6 +4,7 @@
 #   make run             train the default task (the main job)
 #   make check           the whole test suite, in float and in double
 #   make REAL=double     build with ag_real = double
+#   make PORTABLE=1      plain C kernels only, no x86 SIMD (build/float-portable)
 #   make check SANITIZE=address,undefined
 #   TSAN_OPTIONS=die_after_fork=0 make check SANITIZE=thread
 #   make install PREFIX=/usr/local DESTDIR=
@@ -16,6 +17,8 @@ CFLAGS ?= -O3 -g
 PREFIX ?= /usr/local
 REAL ?= float
 SANITIZE ?=
+# PORTABLE=1: plain C only, no x86 kernels (for other machines, WebAssembly)
+PORTABLE ?= 0
 
 ifeq ($(filter $(REAL),float double),)
 $(error REAL must be float or double, not '$(REAL)')
@@ -25,7 +28,7 @@ BUILDROOT ?= build
 # one directory per precision, sanitizer setting and compiler, so switching never mixes objects
 # (SANITIZE=address,undefined builds in build/float-san-address-undefined)
 comma := ,
-BUILD_TAG := $(if $(SANITIZE),-san-$(subst $(comma),-,$(SANITIZE)))$(if $(filter-out cc,$(CC)),-$(notdir $(CC)))
+BUILD_TAG := $(if $(filter 1,$(PORTABLE)),-portable)$(if $(SANITIZE),-san-$(subst $(comma),-,$(SANITIZE)))$(if $(filter-out cc,$(CC)),-$(notdir $(CC)))
 BUILD := $(BUILDROOT)/$(REAL)$(BUILD_TAG)
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
 # -fno-math-errno: nothing here reads errno after a math function, and without it
@@ -36,6 +39,9 @@ ALL_LDFLAGS := $(LDFLAGS)
 # `make check` runs the command under valgrind, so DWARF 4 when -g asks for it
 ifneq ($(findstring clang,$(notdir $(CC))),)
 ALL_CFLAGS += -fdebug-default-version=4
+endif
+ifeq ($(PORTABLE),1)
+ALL_CFLAGS += -DAG_NO_SIMD
 endif
 ifeq ($(REAL),double)
 ALL_CFLAGS += -DAG_REAL_DOUBLE
