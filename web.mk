@@ -61,17 +61,13 @@ serve: web
 	@echo "serving $(WEB_DIR) on http://127.0.0.1:$(WEB_PORT)/ (Ctrl-C stops)"
 	$(PYTHON) -m http.server --bind 127.0.0.1 --directory $(WEB_DIR) $(WEB_PORT)
 
-# The native command on the same kernels (plain C), to compare with byte for byte.
+# The native command on the same kernels (plain C, make PORTABLE=1), which
+# the tests compare with byte for byte.
 WEB_NATIVE := $(BUILDROOT)/float-portable/attograd
 
-$(WEB_NATIVE): FORCE_NATIVE
-	@$(MAKE) --no-print-directory PORTABLE=1 REAL=float SANITIZE= CC=cc $@
-
-.PHONY: FORCE_NATIVE
-FORCE_NATIVE:
-
 # playwright-core drives Debian's chromium; npm ci installs it from package-lock.json
-check-web: web $(WEB_NATIVE)
+check-web: web
+	@$(MAKE) --no-print-directory PORTABLE=1 REAL=float SANITIZE= CC=cc $(WEB_NATIVE)
 	@test -d node_modules/playwright-core || npm ci --no-audit --no-fund
 	AG_WEB_DIR=$(WEB_DIR) AG_NATIVE=$(WEB_NATIVE) AG_WEB_OUT=$(BUILDROOT)/web-test \
 	  node --test --test-reporter=spec tests/web/

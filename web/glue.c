@@ -200,6 +200,10 @@ double agw_train_accuracy(const agw_train *r)
 {
     return r->acc;
 }
+int agw_train_eval_every(const agw_train *r)
+{
+    return r->o.eval_every;
+}
 int agw_train_heads(const agw_train *r)
 {
     return r->o.config.model.heads;
