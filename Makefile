@@ -180,7 +180,7 @@ clean:
 CLANG_FORMAT ?= clang-format
 CPPCHECK ?= cppcheck
 SCAN_BUILD ?= scan-build
-FORMAT_SRC = $(sort $(wildcard include/*.h include/attograd/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h tests/*/*.c examples/*.c bench/*.c))
+FORMAT_SRC = $(sort $(wildcard include/*.h include/attograd/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h tests/*/*.c examples/*.c bench/*.c web/*.c))
 
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_SRC)

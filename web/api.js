@@ -189,9 +189,13 @@
 
     const api = {run, runSync, library, ready: null};
     api.ready = (async function () {
-        const response = await fetch(wasmUrl);
+        const response = await fetch(wasmUrl, {credentials: 'same-origin'});
         if (!response.ok) throw new Error(`attograd.wasm: ${response.status} ${response.statusText}`);
-        compiled = await WebAssembly.compile(await response.arrayBuffer());
+        /* compiled while it downloads, when the server says application/wasm */
+        const streams = response.headers.get('content-type') === 'application/wasm' && WebAssembly.compileStreaming;
+        compiled = streams
+            ? await WebAssembly.compileStreaming(response)
+            : await WebAssembly.compile(await response.arrayBuffer());
         return api;
     })();
     global.attograd = api;

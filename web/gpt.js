@@ -162,7 +162,13 @@ const Gpt = (function () {
             $('gpt-bar').style.width = '100%';
             showCheckpoint();
         } catch (e) {
-            Page.say('gpt-msg', Page.firstLine(e.message));
+            const msg = Page.firstLine(e.message);
+            Page.say(
+                'gpt-msg',
+                /out of memory/.test(msg)
+                    ? `${msg} (the browser gives WebAssembly at most 2 GB: try a smaller model, or the attograd command)`
+                    : msg
+            );
             Page.say('gpt-stats', '');
         } finally {
             setBusy(false);

@@ -21,6 +21,7 @@
         const ms = performance.now() - t0;
         status.textContent = `ready: attograd.wasm loaded and started in ${ms.toFixed(0)} ms`;
         status.classList.add('ready');
+        document.body.dataset.readyMs = performance.now().toFixed(0); /* since navigation began */
         document.body.dataset.ready = 'true';
     } catch (e) {
         status.textContent = `attograd could not start: ${e.message}`;

@@ -19,49 +19,22 @@
  */
 import {test, before, after} from 'node:test';
 import assert from 'node:assert/strict';
-import {spawn, execFileSync, spawnSync} from 'node:child_process';
+import {spawnSync} from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import {chromium} from 'playwright-core';
+import {open} from './browser.mjs';
 
 const WEB = path.resolve(process.env.AG_WEB_DIR || 'build/web');
 const NATIVE = path.resolve(process.env.AG_NATIVE || 'build/float-portable/attograd');
 const OUT = path.resolve(process.env.AG_WEB_OUT || 'build/web-test');
-const CHROMIUM = process.env.AG_CHROMIUM || '/usr/bin/chromium';
 const MILL = path.resolve('examples/mill.txt');
 const LONG = {timeout: 300000};
 
-let server, context, page, base, profile, scratch;
-const consoleErrors = [], outside = [];
+let browser, page, scratch;
+const consoleErrors = [], consoleWarnings = [];
 
 /* ---- helpers ---- */
-
-function freePort() {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.unref();
-        s.on('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const {port} = s.address();
-            s.close(() => resolve(port));
-        });
-    });
-}
-
-async function waitForServer(url) {
-    for (let i = 0; i < 100; i++) {
-        try {
-            const r = await fetch(url);
-            if (r.ok) return;
-        } catch (e) {
-            /* not up yet */
-        }
-        await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`the server at ${url} did not answer`);
-}
 
 /* The native command: {code, stdout, stderr}. */
 function native(argv, cwd) {
@@ -101,52 +74,26 @@ before(async () => {
     assert.ok(fs.existsSync(path.join(WEB, 'index.html')), `${WEB}/index.html: run make web first`);
     assert.ok(fs.existsSync(NATIVE), `${NATIVE}: run make PORTABLE=1 first`);
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ag-web-'));
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    server = spawn('python3', ['-m', 'http.server', '--bind', '127.0.0.1', '--directory', WEB, String(port)], {
-        stdio: 'ignore',
+    browser = await open(WEB);
+    page = browser.page;
+    page.on('console', (m) => {
+        if (m.type() === 'error') consoleErrors.push(m.text());
+        if (m.type() === 'warning') consoleWarnings.push(m.text());
     });
-    await waitForServer(base + '/index.html');
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'ag-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: [
-            '--headless',
-            '--no-sandbox',
-            '--disable-gpu',
-            '--disable-quic',
-            '--no-first-run',
-            '--disable-background-networking',
-            '--disable-component-update',
-            '--disable-sync',
-        ],
-        viewport: {width: 1200, height: 900},
-        acceptDownloads: true,
-    });
-    /* the page may fetch its own files and nothing else */
-    await context.route('**/*', (route) => {
-        const u = route.request().url();
-        if (u.startsWith(base + '/') || u.startsWith('blob:') || u.startsWith('data:')) return route.continue();
-        outside.push(u);
-        return route.abort();
-    });
-    page = context.pages()[0] || (await context.newPage());
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
     page.on('pageerror', (e) => consoleErrors.push(String(e.stack || e)));
     page.on('worker', (w) => w.on('console', (m) => m.type() === 'error' && consoleErrors.push('worker: ' + m.text())));
     const t0 = Date.now();
-    await page.goto(base + '/index.html');
+    await page.goto(browser.base + '/index.html');
     await page.waitForSelector('body[data-ready]');
     const ms = Date.now() - t0;
     assert.equal(await page.getAttribute('body', 'data-ready'), 'true', await text('#status'));
-    console.log(`# the page was ready ${ms} ms after it was asked for (${await text('#status')})`);
+    const nav = await page.getAttribute('body', 'data-ready-ms');
+    console.log(`# the page was usable ${nav} ms after its navigation began (${ms} ms after goto; ${await text('#status')})`);
 });
 
 after(async () => {
-    if (context) await context.close();
-    if (server) server.kill();
-    for (const d of [profile, scratch]) if (d) fs.rmSync(d, {recursive: true, force: true});
+    if (browser) await browser.close();
+    if (scratch) fs.rmSync(scratch, {recursive: true, force: true});
 });
 
 /* ---- the module and the run() contract ---- */
@@ -499,6 +446,15 @@ test('section 4: bad input gets a clear message', LONG, async () => {
     await page.waitForFunction(() => /--lr/.test(document.getElementById('gpt-msg').textContent));
     assert.match(await text('#gpt-msg'), /^attograd train: --lr: 'fast' is not a number/);
     await page.fill('#gpt-lr', '0.003');
+    /* a model beyond the browser's memory: the library's message, and what to do */
+    await setGpt(['--layers', '64', '--dim', '1024', '--seq', '8']);
+    await page.click('#gpt-train');
+    await page.waitForFunction(() => /out of memory/.test(document.getElementById('gpt-msg').textContent), null, {timeout: 120000});
+    assert.equal(
+        await text('#gpt-msg'),
+        'attograd train: gpt: out of memory for weights of dim 1024 (the browser gives WebAssembly at most 2 GB: try a smaller model, or the attograd command)'
+    );
+    await setGpt(GPT_FLAGS);
     /* a text too short for the windows: the command's message */
     await page.fill('#gpt-text', 'too short');
     await page.click('#gpt-train');
@@ -528,6 +484,7 @@ test('the whole page: a screenshot, no console error, no request outside the loc
     await page.screenshot({path: path.join(OUT, 'page.png'), fullPage: true});
     await page.locator('body').evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({path: path.join(OUT, 'top.png')});
+    for (const w of consoleWarnings) console.log(`# console warning: ${w}`);
     assert.deepEqual(consoleErrors, []);
-    assert.deepEqual(outside, []);
+    assert.deepEqual(browser.outside, []);
 });
