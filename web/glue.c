@@ -1,14 +1,17 @@
 /*
  * glue.c - what the page calls in the library directly, beside the
- * command's main(): the seed example on any vectors, and a toy training run
- * taken a few steps at a time, so that the page can draw the loss and the
- * attention while it learns. Compiled only into the WebAssembly module (make
- * web); every function is exported to JavaScript as _agw_... (web.mk).
+ * command's main(): the seed example on any vectors, and training runs
+ * taken a few steps at a time (a toy task's, drawn on the page while it
+ * learns; a GPT's, in the page's Worker), so that the page can show the
+ * loss and the attention as they change and stop between any two steps.
+ * Compiled only into the WebAssembly module (make web); every agw_
+ * function is exported to JavaScript as _agw_... (web.mk).
  *
- * A training run is set up by the command's own parser from the command's
- * own flags (ag_cli_train_parse), and steps, evaluates and reports as
- * `attograd train` does: the same flags and seed give the same numbers,
- * and the result line is the command's, without its seconds.
+ * A run is set up by the command's own parser from the command's own flags
+ * (ag_cli_train_parse, ag_cli_text_parse), and steps, evaluates and reports
+ * as `attograd train` does: the same flags and seed give the same numbers,
+ * and the result line is the command's, without its seconds. Messages go
+ * to stderr as the command words them.
  */
 #include "../src/cli/opts.h"
 
@@ -19,13 +22,21 @@
 
 #define AGW_MAX_ARGS 64
 
+/* The page reads and writes ag_real through Float32Array views. */
+_Static_assert(sizeof(ag_real) == 4, "the web build is the float build");
+
 /* Split args (one flag or value per line) into argv after "train"; args
- * is modified. Returns argc. */
+ * is modified. Returns argc, or -1 after saying so when there are more
+ * than AGW_MAX_ARGS - 1. */
 static int split_args(char *args, char **argv)
 {
     int argc = 1;
     argv[0] = "train";
-    for (char *s = args; *s && argc < AGW_MAX_ARGS;) {
+    for (char *s = args; *s;) {
+        if (argc == AGW_MAX_ARGS) {
+            ag_cli_usage_error(&ag_cmd_train_info, "more than %d arguments", AGW_MAX_ARGS - 1);
+            return -1;
+        }
         argv[argc++] = s;
         s += strcspn(s, "\n");
         if (*s)
@@ -97,7 +108,7 @@ agw_train *agw_train_new(const char *args)
     }
     strcpy(r->args, args);
     int argc = split_args(r->args, argv);
-    int status = ag_cli_train_parse(argc, argv, &r->o);
+    int status = argc < 0 ? AG_EXIT_USAGE : ag_cli_train_parse(argc, argv, &r->o);
     if (status == AG_CLI_GO && (r->o.load_path || ag_cli_is_text_task(argc, argv)))
         status =
             ag_cli_usage_error(&ag_cmd_train_info, "the page trains toy tasks from fresh weights");
@@ -319,7 +330,7 @@ agw_gpt *agw_gpt_new(const char *args)
     strcpy(r->args, args);
     int argc = split_args(r->args, argv);
     r->est_step = -1;
-    if (ag_cli_text_parse(argc, argv, &r->o) != AG_CLI_GO) {
+    if (argc < 0 || ag_cli_text_parse(argc, argv, &r->o) != AG_CLI_GO) {
         agw_gpt_free(r);
         return NULL;
     }
