@@ -146,6 +146,7 @@ const Gpt = (function () {
         if (resume) files[CK] = ckpt.bytes;
         if (!resume || !chart) chart = {losses: [], train: [], val: [], to: 1};
         setBusy(true);
+        $('gpt-bar').style.width = '0';
         Page.say('gpt-result', '');
         Page.say('gpt-stats', 'starting...');
         try {

@@ -68,6 +68,7 @@ const Tasks = (function () {
         const evalEvery = lib._agw_train_eval_every(h);
         run = {h, flags: f, losses: [], accs: [[0, lib._agw_train_accuracy(h)]], ms: 0, total, evalEvery};
         Page.say('tk-result', '');
+        Page.say('tk-accuracy', '');
         draw();
         return run;
     }
