@@ -346,6 +346,23 @@ test('section 4: a GPT trains in the Worker while the page answers, and its chec
     }
 });
 
+test('section 4: Stop ends the GPT\'s run and saves it; Continue goes on as one run would', LONG, async () => {
+    const flags = GPT_FLAGS.map((v, i) => (GPT_FLAGS[i - 1] === '--steps' ? '200' : v));
+    await setGpt(flags);
+    await page.click('#gpt-train');
+    await page.waitForFunction(() => /^step \d+ \(/.test(document.getElementById('gpt-stats').textContent));
+    await page.click('#gpt-stop');
+    await page.waitForFunction(() => /\(stopped\)$/.test(document.getElementById('gpt-result').textContent), null, {timeout: 120000});
+    const k = Number(/step (\d+)$/.exec(await text('#gpt-ckinfo'))[1]);
+    assert.ok(k > 0 && k < 200, `stopped at step ${k}`);
+    assert.match(await text('#gpt-result'), new RegExp(`^result: task=text steps=${k} `));
+    await page.fill('#gpt-steps', String(200 - k));
+    await page.click('#gpt-continue');
+    await page.waitForFunction(() => /^result: task=text steps=200 /.test(document.getElementById('gpt-result').textContent), null, {timeout: 240000});
+    const n = native(['train', '--task', 'text', '--text', MILL].concat(flags, GPT_RUN, ['--quiet']));
+    assert.equal(noSeconds(await text('#gpt-result')), noSeconds(n.stdout.trim()));
+});
+
 test('section 4: a checkpoint the command made loads, samples and trains on', LONG, async () => {
     const ck = path.join(scratch, 'cmd.safetensors');
     const made = ['train', '--task', 'text', '--text', MILL, '--layers', '1', '--heads', '2', '--dim', '16', '--seq', '16', '--steps', '30', '--save', ck, '--quiet'];
