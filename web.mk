@@ -36,6 +36,21 @@ WEB_FILES := $(WEB_ASSETS:web/%=$(WEB_DIR)/%) $(WEB_DIR)/mill.txt
 
 .PHONY: web serve check-web
 
+# What each goal needs, said before anything starts
+ifneq ($(filter web serve check-web,$(MAKECMDGOALS)),)
+ifeq ($(shell command -v $(EMCC) 2>/dev/null),)
+$(error make web needs emscripten's emcc (apt-get install emscripten))
+endif
+endif
+ifneq ($(filter check-web,$(MAKECMDGOALS)),)
+ifeq ($(shell command -v node 2>/dev/null),)
+$(error make check-web needs Node.js and npm (apt-get install nodejs npm))
+endif
+ifeq ($(wildcard $(or $(AG_CHROMIUM),/usr/bin/chromium)),)
+$(error make check-web needs Debian's chromium (apt-get install chromium))
+endif
+endif
+
 web: $(WEB_DIR)/attograd.js $(WEB_FILES)
 
 $(WEB_OBJ_DIR)/%.o: %.c
