@@ -322,6 +322,54 @@ void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alp
  * variable AG_GEMM (read at the first ag_gemm) names another. */
 const char *ag_gemm_kernel_name(void);
 
+/* ------------------------------------------------------------------------
+ * Kernels: which code computes the ops. "fast" (the default) is the fast
+ * path of src/kernels: blocked, packed products, vector rows, attention
+ * tiles, threads. "reference" is the plain loops of src/core/ref_*.c and
+ * of the op files, on one thread: short, written to be read, and the oracle
+ * the tests hold the fast path to; the two agree to rounding. The choice is
+ * the whole process's: the environment variable AG_KERNELS (fast or
+ * reference) sets it when first asked; ag_set_kernels changes it between
+ * steps (an op's backward runs the kernels its forward ran).
+ * ------------------------------------------------------------------------ */
+/* "fast" or "reference"; AG_ERR_ARG (nothing changed) for another name. */
+ag_status ag_set_kernels(const char *name);
+const char *ag_kernels_name(void); /* "fast" or "reference" */
+
+/* The reference kernels themselves, for reading and for checking others. */
+/* ag_gemm's contract, three loops, each element summed in double. */
+void ag_ref_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
+                 const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
+                 ag_real *C, size_t ldc);
+/* s = softmax(z) over one row of n, stable, as ag_softmax; s may be z. */
+void ag_ref_softmax(const ag_real *z, ag_real *s, size_t n);
+/* dz += s (ds - <ds, s>): softmax's backward for one row, s its output. */
+void ag_ref_softmax_backward(const ag_real *s, const ag_real *ds, ag_real *dz, size_t n);
+/* y = x Phi(x), and dx += dy (Phi(x) + x phi(x)), for n values. */
+void ag_ref_gelu(const ag_real *x, ag_real *y, size_t n);
+void ag_ref_gelu_backward(const ag_real *x, const ag_real *dy, ag_real *dx, size_t n);
+/* One row of C: y = (x - mean) rstd w + b (w, b may be NULL: 1, 0), and
+ * stats[0] = mean, stats[1] = rstd = 1 / sqrt(var + AG_LAYERNORM_EPS). */
+void ag_ref_layernorm(const ag_real *x, const ag_real *w, const ag_real *b, ag_real *y,
+                      ag_real *stats, size_t C);
+/* Its backward from the row's stats: dx += (may be NULL), dw += and db +=
+ * (each may be NULL). */
+void ag_ref_layernorm_backward(const ag_real *x, const ag_real *w, const ag_real *stats,
+                               const ag_real *dy, ag_real *dx, ag_real *dw, ag_real *db, size_t C);
+/* One head of attention: for each query i, s_j = <q_i, k_j> / sqrt(dh) (j >
+ * i masked when causal), P_i = softmax(s), o_i = sum_j P_ij v_j. q, k, v
+ * and o are (T, dh) with rows ld apart (a head's columns of (T, d) rows:
+ * ld = d); p (T, T) receives the weights, or is NULL; scratch holds T
+ * reals. */
+void ag_ref_attention_head(const ag_real *q, const ag_real *k, const ag_real *v, size_t ld,
+                           size_t T, size_t dh, int causal, ag_real *o, ag_real *p,
+                           ag_real *scratch);
+/* Its backward from d_o (laid out as o): dq, dk, dv += the gradients (P
+ * recomputed); scratch holds 3 T reals. */
+void ag_ref_attention_head_backward(const ag_real *q, const ag_real *k, const ag_real *v,
+                                    const ag_real *d_o, size_t ld, size_t T, size_t dh, int causal,
+                                    ag_real *dq, ag_real *dk, ag_real *dv, ag_real *scratch);
+
 /* How many heap allocations the library has made since the program started
  * (tape and arena blocks, parameters, optimizer state, layers, positional
  * encodings, models, batches, the gradient checker's weights, the thread
