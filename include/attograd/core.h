@@ -412,7 +412,8 @@ typedef ag_tensor *(*ag_build_fn)(ag_tape *tape, ag_tensor *const *inputs, void 
  * check can fail. Only ag_gradcheck's private tape ever uses one. */
 typedef enum ag_bug {
     AG_BUG_NONE = 0,
-    AG_BUG_SOFTMAX = 1 /* softmax's backward drops the - <g, s> term: dz = s * g */
+    AG_BUG_SOFTMAX = 1, /* softmax's backward drops the - <g, s> term: dz = s * g */
+    AG_BUG_SCALE = 2    /* the backward of op bug_op adds every gradient 1.25 times over */
 } ag_bug;
 
 typedef struct ag_gradcheck_opts {
@@ -423,6 +424,7 @@ typedef struct ag_gradcheck_opts {
     size_t max_samples; /* per input, check at most this many random elements; 0 = all */
     uint64_t seed;      /* projection weights and sampling */
     ag_bug bug;         /* AG_BUG_NONE, or a wrong backward to check instead of the right one */
+    const char *bug_op; /* AG_BUG_SCALE: the op it breaks (its entries' name, "matmul") */
     ag_real *const *numeric; /* NULL, or per input a buffer of its size (or NULL) that
                                 * receives the finite-difference gradient of each element
                                 * checked, to show beside the analytic one */

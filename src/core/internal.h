@@ -85,6 +85,7 @@ struct ag_tape {
     ag_status status;
     char error[256];
     ag_bug bug;         /* AG_BUG_NONE but on ag_gradcheck's tape (opts.bug) */
+    const char *bug_op; /* AG_BUG_SCALE: the op whose backward is made wrong */
     int detect_anomaly; /* check every op's output for NaN/Inf */
 };
 
