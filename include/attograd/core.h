@@ -104,7 +104,6 @@ void ag_tensor_print(FILE *f, const ag_tensor *t, int decimals);
 /* The same for the gradient (prints "None" when there is none). */
 void ag_tensor_print_grad(FILE *f, const ag_tensor *t, int decimals);
 
-
 /* ------------------------------------------------------------------------
  * Random numbers: a small seeded generator (splitmix64). The same seed gives
  * the same numbers on every machine.
@@ -120,7 +119,6 @@ double ag_rng_normal(ag_rng *rng);              /* mean 0, standard deviation 1 
 uint32_t ag_rng_below(ag_rng *rng, uint32_t n); /* in [0, n), unbiased; 0 when n == 0 */
 void ag_fill_normal(ag_tensor *t, ag_rng *rng, double mean, double std);
 void ag_fill_uniform(ag_tensor *t, ag_rng *rng, double lo, double hi);
-
 
 /* ------------------------------------------------------------------------
  * Ops. Each records one tape entry and returns a new tape tensor, or NULL
@@ -239,7 +237,6 @@ size_t ag_first_nonfinite(const ag_real *v, size_t n);
  * holds a NaN or Inf, with *elem its element, or -1 when all are finite. For
  * checking the weights after an update. */
 long ag_first_nonfinite_param(ag_tensor *const *params, size_t n, size_t *elem);
-
 
 /* ------------------------------------------------------------------------
  * Reading the tape, to print or draw a step (read-only). Entry 0 is the
@@ -396,7 +393,6 @@ typedef struct ag_step_timing {
 ag_status ag_time_steps(ag_step_fn step, void *ctx, int steps, ag_step_timing *out);
 /* The median of v[0..n) (sorts v); 0 when n is 0. */
 double ag_median(double *v, size_t n);
-
 
 /* ------------------------------------------------------------------------
  * Finite-difference gradient check.
