@@ -1,7 +1,7 @@
 /*
  * softmax.c - the fast softmax rows: AVX2 and AVX-512 kernels for the
  * usual row (the float build on x86), and rows shared out over the threads.
- * The plain row is ag_ref_softmax (src/core/ref_rows.c), which the vector
+ * The plain row is ag_ref_softmax (src/core/ref_softmax.c), which the vector
  * kernels fall back to for rows they do not take and are tested against.
  */
 #include "cpu.h"

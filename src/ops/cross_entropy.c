@@ -4,7 +4,7 @@
  * Fusing the softmax with the log keeps it stable (logsumexp subtracts the
  * row max, so nothing overflows and no log(0) appears) and makes the backward
  * one line: dz = (softmax(z) - onehot(target)) / rows. Each row is
- * ag_cross_entropy_row (src/core/ref_rows.c); the fast kernel shares the
+ * ag_cross_entropy_row (src/core/ref_softmax.c); the fast kernel shares the
  * rows out over the threads.
  */
 #include "../kernels/kernels.h"

@@ -3,7 +3,7 @@
  * Subtracting the row max keeps exp from overflowing; -inf entries (masked
  * keys) get weight exactly 0; a row with no finite entry gives all zeros;
  * +inf entries share all the weight (the limit), never NaN. The row itself
- * is ag_ref_softmax (src/core/ref_rows.c); the fast kernel does the same
+ * is ag_ref_softmax (src/core/ref_softmax.c); the fast kernel does the same
  * with vector registers and threads (src/kernels/softmax.c).
  */
 #include "../kernels/kernels.h"
