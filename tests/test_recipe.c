@@ -111,24 +111,63 @@ START_TEST(test_every_op_is_in_every_place)
 }
 END_TEST
 
+/* What belongs to the fast path only: vector code, threads, CPU checks. */
+static void assert_plain(const char *path)
+{
+    static const char *const fast_only[] = {
+        "immintrin",    "__m256",        "__m512",    "_mm",        "pthread",
+        "ag_parallel_", "__builtin_cpu", "AG_CLONES", "__x86_64__", "AG_NO_SIMD"};
+    char *src = slurp(path);
+    for (size_t j = 0; j < sizeof(fast_only) / sizeof(fast_only[0]); j++)
+        ck_assert_msg(!strstr(src, fast_only[j]), "%s has %s in it: that belongs in src/kernels",
+                      path, fast_only[j]);
+    free(src);
+}
+
 START_TEST(test_every_op_file_opens_with_its_op)
 {
-    /* an op file is its op: no vector code, no threads, no CPU checks in
-     * it (they are the fast kernels', called by name) */
+    /* an op file is its op: the fast kernels are called by name */
     op_def ops[64];
     size_t n = ops_defined(ops, 64);
-    static const char *const fast_only[] = {
-        "immintrin",     "__m256",    "__m512",
-        "_mm",           "pthread",   "ag_parallel_",
-        "__builtin_cpu", "AG_CLONES", "#if defined(__x86_64__)"};
-    for (size_t k = 0; k < n; k++) {
-        char *src = slurp(ops[k].file);
-        for (size_t j = 0; j < sizeof(fast_only) / sizeof(fast_only[0]); j++)
-            ck_assert_msg(!strstr(src, fast_only[j]),
-                          "%s has %s in it: that belongs in src/kernels", ops[k].file,
-                          fast_only[j]);
-        free(src);
+    for (size_t k = 0; k < n; k++)
+        assert_plain(ops[k].file);
+}
+END_TEST
+
+/* The lines of path. */
+static size_t lines_of(const char *path)
+{
+    char *src = slurp(path);
+    size_t n = 0;
+    for (const char *c = src; *c; c++)
+        n += *c == '\n';
+    free(src);
+    return n;
+}
+
+START_TEST(test_reading_path_is_true)
+{
+    /* docs/architecture.md's reading path: each row of one file has that
+     * file's line count, and no file on it has fast-path code */
+    char *doc = slurp("docs/architecture.md");
+    const char *at = strstr(doc, "## Reading the code");
+    ck_assert_ptr_nonnull(at);
+    const char *end = strstr(at + 1, "\n## ");
+    size_t rows = 0;
+    for (const char *line = at; line && (!end || line < end); line = strchr(line + 1, '\n')) {
+        char path[128];
+        size_t want;
+        int k;
+        if (sscanf(line, "\n| %d | `%127[^`]` | %zu |", &k, path, &want) != 3)
+            continue; /* not a row, or a row of several files */
+        ck_assert_msg(lines_of(path) == want,
+                      "docs/architecture.md says %s has %zu lines; it has %zu", path, want,
+                      lines_of(path));
+        assert_plain(path);
+        rows++;
     }
+    ck_assert_uint_ge(rows, 10);
+    free(doc);
 }
 END_TEST
 
@@ -138,6 +177,7 @@ Suite *suite_recipe(void)
     TCase *tc = tcase_create("places");
     tcase_add_test(tc, test_every_op_is_in_every_place);
     tcase_add_test(tc, test_every_op_file_opens_with_its_op);
+    tcase_add_test(tc, test_reading_path_is_true);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -79,4 +79,3 @@ void ag_ref_layernorm_backward(const ag_real *x, const ag_real *w, const ag_real
         dx[c] += (ag_real)(r * (g - g_sum / (double)C - xhat * gx_sum / (double)C));
     }
 }
-
