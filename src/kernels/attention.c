@@ -356,7 +356,7 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
     /* out = O wo: dwo += O^T dout (dO is made chunk by chunk below) */
     if (g->dwo)
         ag_gemm(1, 0, d, d, B * T, 1, a->o, d, dout, d, 1, g->dwo, d);
-    if (!g->dx && !dw[0] && !dw[1] && !dw[2])
+    if ((!g->dx && !dw[0] && !dw[1] && !dw[2]) || B == 0 || T == 0)
         return AG_OK;
 
     size_t chunk = min_size(B, T >= CHUNK_ROWS ? 1 : CHUNK_ROWS / T);

@@ -188,7 +188,7 @@ void ag_fast_cross_entropy(const ag_real *z, const int *targets, ag_real *probs,
  * vectorise, the lanes pairwise, then the last n mod MSE_LANES elements in
  * order. The order depends only on n: the same inputs always give the same
  * sum. */
-AG_CLONES double ag_fast_sq_diff_sum(size_t n, const ag_real *restrict p, const ag_real *restrict t)
+AG_CLONES static double sq_diff_sum(size_t n, const ag_real *restrict p, const ag_real *restrict t)
 {
     size_t i = 0;
     double sum = 0;
@@ -212,8 +212,8 @@ AG_CLONES double ag_fast_sq_diff_sum(size_t n, const ag_real *restrict p, const 
 }
 
 /* dx_i += s (p_i - t_i) for i < n: one input's gradient, s = +-2 dL / n */
-AG_CLONES void ag_fast_mse_grad(size_t n, ag_real *restrict dx, const ag_real *restrict p,
-                                const ag_real *restrict t, ag_real s)
+AG_CLONES static void mse_grad(size_t n, ag_real *restrict dx, const ag_real *restrict p,
+                               const ag_real *restrict t, ag_real s)
 {
     for (size_t i = 0; i < n; i++)
         dx[i] += s * (p[i] - t[i]);
@@ -223,14 +223,37 @@ AG_CLONES void ag_fast_mse_grad(size_t n, ag_real *restrict dx, const ag_real *r
 
 /* x < 0 rather than max(x, 0): a NaN fails the comparison and stays NaN,
  * for anomaly detection to find. */
-AG_CLONES void ag_fast_relu(const ag_real *x, ag_real *y, size_t n)
+AG_CLONES static void relu_forward(const ag_real *x, ag_real *y, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         y[i] = x[i] < 0 ? 0 : x[i];
 }
 
-AG_CLONES void ag_fast_relu_grad(const ag_real *x, const ag_real *dy, ag_real *dx, size_t n)
+AG_CLONES static void relu_grad(const ag_real *x, const ag_real *dy, ag_real *dx, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         dx[i] += x[i] > 0 ? dy[i] : 0;
+}
+
+/* The exported names call the clones from this file (Clang resolves a
+ * target_clones function only within its own translation unit). */
+double ag_fast_sq_diff_sum(size_t n, const ag_real *restrict p, const ag_real *restrict t)
+{
+    return sq_diff_sum(n, p, t);
+}
+
+void ag_fast_mse_grad(size_t n, ag_real *restrict dx, const ag_real *restrict p,
+                      const ag_real *restrict t, ag_real s)
+{
+    mse_grad(n, dx, p, t, s);
+}
+
+void ag_fast_relu(const ag_real *x, ag_real *y, size_t n)
+{
+    relu_forward(x, y, n);
+}
+
+void ag_fast_relu_grad(const ag_real *x, const ag_real *dy, ag_real *dx, size_t n)
+{
+    relu_grad(x, dy, dx, n);
 }
