@@ -706,6 +706,33 @@ ag_tensor *ag_gpt_loss(ag_tape *tape, ag_gpt *g, const int *ids, const int *targ
 /* One block, layer 0..layers-1, on x (B,T,C): a tape tensor (B,T,C). */
 ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
                         ag_rng *dropout_rng);
+
+/* What a forward pass shows of its inside. Each array that is not NULL has
+ * a slot per block and receives tape tensors (valid until the tape is reset;
+ * every slot NULL when the pass fails):
+ *   attn[l]   block l's attention weights P (B,H,T,T), the softmax as the
+ *             forward computed it: P[b][h][i][j] is how much position i of
+ *             head h takes from position j, 0 where j > i (the causal mask).
+ *             In the fused form (the default) P is made because it was asked
+ *             for and carries no gradient; op by op it is the softmax's output.
+ *   resid[l]  the residual stream after block l (B,T,C). */
+typedef struct ag_gpt_taps {
+    ag_tensor **attn;  /* (layers) or NULL */
+    ag_tensor **resid; /* (layers) or NULL */
+} ag_gpt_taps;
+/* ag_gpt_forward with taps (NULL: ag_gpt_forward itself). */
+ag_tensor *ag_gpt_forward_taps(ag_tape *tape, ag_gpt *g, const int *ids, int batch, int seq,
+                               ag_rng *dropout_rng, const ag_gpt_taps *taps);
+/* The attention weights of one forward pass of ids (seq tokens, 1..the
+ * config's seq), without dropout and without touching gradients, into attn
+ * (layers, heads, seq, seq), row-major: attn[l][h][i][j] as taps' P. AG_OK,
+ * or an error with a one-line message (an id out of range, a bad seq). */
+ag_status ag_gpt_attention(ag_gpt *g, const int *ids, int seq, ag_real *attn, char *err,
+                           size_t errlen);
+/* Record every block's attention as one fused op (1, the default) or op by
+ * op (0: every step a tape tensor with its gradient, as
+ * ag_attention_set_fused). A model with biases is always op by op. */
+void ag_gpt_set_fused(ag_gpt *g, int fused);
 /* The full validation loss of text: the mean cross-entropy over every
  * position of every window of ag_text_windows (seq = the config's seq),
  * without dropout. Deterministic, so any implementation can be compared
@@ -866,6 +893,16 @@ const ag_text *ag_gpt_trainer_text(const ag_gpt_trainer *t); /* borrowed */
 /* ag_gpt_val_loss of the trainer's model on its text. */
 ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windows, char *err,
                                   size_t errlen);
+/* The gradient flow, measured on one fixed batch of the training part (the
+ * same windows at every call, drawn from a stream of their own; no
+ * dropout): grad_norm[l] is the L2 norm of the loss's gradient over block
+ * l's parameters, resid_rms[l] the root mean square of the residual stream
+ * after block l (each array has a slot per block). It runs on the trainer's
+ * tape and overwrites the parameters' gradients, which the next step zeroes
+ * first; the training streams are untouched, so a run that measures takes
+ * the same steps as one that does not. */
+ag_status ag_gpt_trainer_flow(ag_gpt_trainer *t, double *grad_norm, double *resid_rms, char *err,
+                              size_t errlen);
 
 
 #ifdef __cplusplus
