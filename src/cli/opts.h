@@ -75,6 +75,17 @@ typedef struct ag_eval_opts {
 int ag_cli_eval_parse(int argc, char **argv, ag_eval_opts *o);
 int ag_cli_eval_run(const ag_eval_opts *o);
 
+/* ---- attograd attend ---- */
+#define AG_ATTEND_MAX 1000000 /* --layer and --head: checked against the model when it is read */
+typedef struct ag_attend_opts {
+    const char *load_path, *prompt;
+    int layer, head;       /* -1: every one */
+    const char *png, *out; /* NULL: not given */
+} ag_attend_opts;
+
+int ag_cli_attend_parse(int argc, char **argv, ag_attend_opts *o);
+int ag_cli_attend_run(const ag_attend_opts *o);
+
 /* ---- attograd grad ---- */
 typedef struct ag_grad_opts {
     const char *model_path, *batch_path, *out_path;

@@ -57,6 +57,13 @@ void ag_cli_gnuplot_quote(FILE *g, const char *s);
  * Returns 1, or 0 with the reason in err (and *sig, ag_cli_gnuplot_end's). */
 int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, const double *attn,
                       const char *const *labels, int *sig, char *err, size_t errlen);
+/* A GPT's attention for one text: a grid of heatmaps, its layers blocks as
+ * rows and its heads as columns, with one colour bar. attn is (layers,
+ * heads, T, T), labels the T characters as shown. Returns 1, or 0 with the
+ * reason in err (and *sig, ag_cli_gnuplot_end's). */
+int ag_cli_plot_gpt_heads(const char *png, const char *title, int layers, int heads, int T,
+                          const double *attn, const char *const *labels, int *sig, char *err,
+                          size_t errlen);
 /* A positional encoding pe (T, d) beside the cosine similarity sim (T, T)
  * of its rows. Returns 1, or 0 with the reason in err (and *sig). */
 int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const double *pe,
