@@ -38,6 +38,7 @@ typedef struct ag_text_opts {
     ag_gpt_train_config train; /* decay_steps 0 until known: --steps by default */
     int steps, eval_every, eval_iters, quiet, threads;
     const char *text_path, *log_path, *plot_path, *save_path, *load_path; /* NULL: not given */
+    const char *heads_path;                                               /* --plot-heads */
     const char *task;                                                     /* --task: "text" */
     /* which flags were given, by ag_cli_given: with --load, a model flag must
      * agree with the checkpoint and a training flag replaces its setting */
