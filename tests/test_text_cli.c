@@ -230,8 +230,8 @@ START_TEST(test_resume_equals_uninterrupted)
             line = strtok_r(NULL, "\n", &save);
             char *want = lines[part * 6 + k];
             ck_assert_ptr_nonnull(line);
-            ck_assert_msg(same_fields(line, want), "part %d row %d: %s vs %s", part + 1, k,
-                          line, want);
+            ck_assert_msg(same_fields(line, want), "part %d row %d: %s vs %s", part + 1, k, line,
+                          want);
         }
     }
     free(w), free(first), free(second);

@@ -233,29 +233,38 @@ double ag_clip_grad_norm(ag_tensor *const *params, size_t n, double max_norm);
 /* ------------------------------------------------------------------------
  * The gradient-check table: every op's rows, the losses' and the layers'.
  * ------------------------------------------------------------------------ */
-/* The library's own checks (src/check/cases.c): one row per check of an
- * op's backward, a loss or the attention layer, as `attograd gradcheck`
- * prints them. Rows are numbered 0 .. ag_gradcheck_case_count() - 1. */
+/* The library's own checks (src/check/cases.c, src/nn/cases.c): one row
+ * per check of an op's backward, a loss, the attention layer, a transformer
+ * block or a whole GPT, as `attograd gradcheck` prints them. Rows are
+ * numbered 0 .. ag_gradcheck_case_count() - 1. */
 size_t ag_gradcheck_case_count(void);
 /* Row i's op (the name its tape entries carry, what `gradcheck --op`
- * selects) and its label; NULL when i is out of range. */
+ * selects; "block" and "gpt" for the rows that check those whole) and its
+ * label; NULL when i is out of range. */
 const char *ag_gradcheck_case_op(size_t i);
 const char *ag_gradcheck_case_name(size_t i);
 
-#define AG_CASE_MAX_INPUTS 6
+#define AG_CASE_MAX_INPUTS 24 /* a 2-layer GPT's weights, with room */
+#define AG_CASE_MAX_IDS 16    /* a GPT row's (B,T) tokens */
 /* A row made ready to check: call build(tape, inputs, ctx) and hand
  * inputs to ag_gradcheck. The setup owns its inputs (and, for layer rows,
- * the layer); ctx points at the setup itself, so do not copy or move it. */
+ * the layer or the GPT); ctx points at the setup itself, so do not copy or
+ * move it. */
 typedef struct ag_case_setup {
     int n_inputs;
-    ag_tensor *inputs[AG_CASE_MAX_INPUTS]; /* parameters, drawn from N(0, 1) */
-    const char *names[AG_CASE_MAX_INPUTS]; /* "a", "b", "x", "wq", ... (static) */
+    ag_tensor *inputs[AG_CASE_MAX_INPUTS]; /* parameters, drawn from N(0, 1) (a GPT's at
+                                            * scales of their own) */
+    const char *names[AG_CASE_MAX_INPUTS]; /* "a", "b", "x", "wq", ... (static, or the GPT's) */
     ag_build_fn build;
     void *ctx;
+    int ids[AG_CASE_MAX_IDS], targets[AG_CASE_MAX_IDS]; /* GPT rows: tokens and next tokens */
+    double rtol; /* 0, or the least tolerance the row needs (ag_gradcheck_case_run uses the
+                  * larger of it and the options'): a whole block in float rounds more */
     /* owned, released by ag_gradcheck_case_free */
     struct ag_attention *att; /* layer rows, else NULL */
     struct ag_posenc *pe;     /* layer rows, else NULL */
-    ag_tensor *own[3];        /* inputs made here (the rest are att's) */
+    struct ag_gpt *gpt;       /* block and GPT rows, else NULL */
+    ag_tensor *own[3];        /* inputs made here (the rest are att's or gpt's) */
 } ag_case_setup;
 /* Make row i's inputs from seed (the same seed gives the same inputs).
  * Returns AG_OK, or an error with a one-line message in err and s zeroed. */
@@ -264,8 +273,11 @@ ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, cha
 /* Release what the setup owns; s is zeroed. NULL does nothing. */
 void ag_gradcheck_case_free(ag_case_setup *s);
 /* The setup's inputs as a table row shows them, "a[3x4] b[4x5]"; inputs
- * of one shape share it: "a,b[2x3]", "wq..wo[4x4]". Writes buf (cut at len
- * bytes) and returns it. */
+ * of one shape share it: "a,b[2x3]", "wq..wo[4x4]"; a list longer than
+ * AG_CASE_INPUTS_WIDTH characters ends with how many are not shown,
+ * "wte[5x4] wpe[3x4] +17 more". Writes buf (cut at len bytes) and returns
+ * it. */
+#define AG_CASE_INPUTS_WIDTH 30
 const char *ag_gradcheck_case_inputs(const ag_case_setup *s, char *buf, size_t len);
 /* Set row i up from seed into *s and check it (ag_gradcheck with opts).
  * AG_OK: *result filled, *s kept (free it with ag_gradcheck_case_free) to

@@ -1,14 +1,33 @@
 /*
  * cases.c - the gradient-check rows of the layers, beside the layers: the
  * attention layer in its fused and op-by-op forms, with and without a
- * causal mask and positions. And the whole table, the ops' rows
- * (src/check/cases.c) then these, as ag_gradcheck_case_* number them.
+ * causal mask and positions; one pre-norm transformer block; a whole
+ * 2-layer GPT with its tied head, through the cross-entropy loss. And the
+ * whole table, the ops' rows (src/check/cases.c) then these, as
+ * ag_gradcheck_case_* number them.
  */
 #include "../check/cases.h"
 #include "nn.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* The layer rows' sizes: B sequences of T tokens of width D; the GPT row's
+ * vocabulary, 2 layers and its tokens (GPT_B, GPT_T). */
+enum { LAYER_B = 2, LAYER_T = 3, LAYER_D = 4, GPT_D = 8, GPT_V = 5, GPT_B = 2, GPT_T = 3 };
+
+/* The block and GPT rows' tolerance. In float, a block's result carries
+ * rounding noise of about 1e-6, which the difference quotient divides by
+ * 2 eps = 0.04: measured over seeds 1 to 100, the largest relative error
+ * is 2.3e-2 for the block and 1e-2 for the GPT (a wrong backward gives
+ * 1). Double checks them at its usual 1e-6 (largest measured: 1.3e-7). */
+#ifdef AG_REAL_DOUBLE
+#define GPT_RTOL 0
+#else
+#define GPT_RTOL 5e-2
+#endif
+
+typedef enum { ROW_ATTENTION, ROW_BLOCK, ROW_GPT } row_kind;
 
 typedef struct layer_row {
     const char *op;    /* the op its tape records (what --op selects) */
@@ -17,6 +36,7 @@ typedef struct layer_row {
     int heads, causal;
     ag_posenc_kind posenc;
     int op_by_op; /* the layer's op-by-op form instead of the fused op */
+    row_kind kind;
 } layer_row;
 
 /* in: x (B,T,d), then the layer's wq, wk, wv, wo, then pos when learned */
@@ -26,13 +46,28 @@ static ag_tensor *b_layer(ag_tape *t, ag_tensor *const *in, void *setup)
     return ag_attention_forward(t, s->att, ag_posenc_apply(t, s->pe, in[0]), NULL);
 }
 
+/* in: x (B,T,C), then block 0's weights: ln_1, wq, wk, wv, wo, ln_2, w_fc, w_proj */
+static ag_tensor *b_block(ag_tape *t, ag_tensor *const *in, void *setup)
+{
+    ag_case_setup *s = setup;
+    return ag_gpt_block(t, s->gpt, 0, in[0], NULL);
+}
+
+/* in: every weight of the GPT; the loss of its fixed tokens */
+static ag_tensor *b_gpt(ag_tape *t, ag_tensor *const *in, void *setup)
+{
+    (void)in;
+    ag_case_setup *s = setup;
+    return ag_gpt_loss(t, s->gpt, s->ids, s->targets, GPT_B, GPT_T, NULL, NULL);
+}
+
 #define LAYER(name, h, causal, pe)                                                                 \
     {                                                                                              \
-        "attention", name, b_layer, h, causal, pe, 0                                               \
+        "attention", name, b_layer, h, causal, pe, 0, ROW_ATTENTION                                \
     }
 #define LAYER_OPS(name, h, causal)                                                                 \
     {                                                                                              \
-        "attention", name, b_layer, h, causal, AG_POSENC_NONE, 1                                   \
+        "attention", name, b_layer, h, causal, AG_POSENC_NONE, 1, ROW_ATTENTION                    \
     }
 
 static const layer_row layer_rows[] = {
@@ -50,11 +85,11 @@ static const layer_row layer_rows[] = {
     LAYER("attention H=2 causal learned", 2, 1, AG_POSENC_LEARNED),
     LAYER_OPS("attention H=2 op by op", 2, 0),
     LAYER_OPS("attention H=2 causal op by op", 2, 1),
+    {"block", "block pre-norm, H=2", b_block, 2, 1, AG_POSENC_NONE, 0, ROW_BLOCK},
+    {"gpt", "gpt 2 layers, cross-entropy", b_gpt, 2, 1, AG_POSENC_LEARNED, 0, ROW_GPT},
 };
 #define N_LAYER_ROWS (sizeof(layer_rows) / sizeof(layer_rows[0]))
 
-/* The layer rows' sizes: B sequences of T tokens of width D. */
-enum { LAYER_B = 2, LAYER_T = 3, LAYER_D = 4 };
 
 size_t ag_gradcheck_case_count(void)
 {
@@ -87,6 +122,7 @@ void ag_gradcheck_case_free(ag_case_setup *s)
         ag_param_free(s->own[k]);
     ag_attention_free(s->att);
     ag_posenc_free(s->pe);
+    ag_gpt_free(s->gpt);
     memset(s, 0, sizeof(*s));
 }
 
@@ -118,6 +154,58 @@ static ag_status setup_layer(const layer_row *r, ag_rng *rng, ag_case_setup *s, 
     return AG_OK;
 }
 
+/* The block and GPT rows: a small GPT (1 layer for the block, 2 for the
+ * whole model) whose weights are large enough to bend every function:
+ * GPT-2's initial 0.02 would make the check nearly linear, unable to tell a
+ * wrong formula from a right one. The block's inputs are x and block 0's
+ * weights; the GPT's are all its weights (the token table is also the
+ * head), checked through the cross-entropy of fixed tokens. */
+static ag_status setup_gpt(const layer_row *r, ag_rng *rng, ag_case_setup *s, char *err,
+                           size_t errlen)
+{
+    ag_gpt_config c = ag_gpt_defaults(GPT_V);
+    c.layers = r->kind == ROW_GPT ? 2 : 1;
+    c.heads = r->heads, c.dim = GPT_D, c.seq = LAYER_T;
+    s->gpt = ag_gpt_new(&c, rng, err, errlen);
+    s->build = r->build;
+    s->ctx = s;
+    s->rtol = GPT_RTOL;
+    if (!s->gpt) {
+        ag_gradcheck_case_free(s);
+        return AG_ERR_NOMEM;
+    }
+    ag_tensor *p[AG_CASE_MAX_INPUTS];
+    const char *names[AG_CASE_MAX_INPUTS];
+    size_t n = ag_gpt_params(s->gpt, p, names, AG_CASE_MAX_INPUTS);
+    /* layer norms about 1, the rest about 0; the embeddings (the stream the
+     * first layer norm reads) at 1, so that a step of eps is small beside it */
+    for (size_t k = 0; k < n; k++)
+        ag_fill_normal(p[k], rng, p[k]->ndim == 1 ? 1 : 0, p[k]->ndim == 1 ? 0.3 : k < 2 ? 1 : 0.4);
+    if (r->kind == ROW_GPT) {
+        for (int t = 0; t < GPT_B * GPT_T; t++) {
+            s->ids[t] = (int)ag_rng_below(rng, GPT_V);
+            s->targets[t] = (int)ag_rng_below(rng, GPT_V);
+        }
+        for (size_t k = 0; k < n; k++)
+            s->inputs[k] = p[k], s->names[k] = names[k];
+        s->n_inputs = (int)n;
+        return AG_OK;
+    }
+    static const char *const block_names[8] = {"ln_1", "wq",   "wk",   "wv",
+                                               "wo",   "ln_2", "w_fc", "w_proj"};
+    s->own[0] = s->inputs[0] = ag_param_new(3, (const int[]){LAYER_B, LAYER_T, GPT_D});
+    if (!s->inputs[0]) {
+        ag_gradcheck_case_free(s);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "out of memory");
+    }
+    ag_fill_normal(s->inputs[0], rng, 0, 1);
+    s->names[0] = "x";
+    for (int k = 0; k < 8; k++) /* wte, wpe, then block 0's eight */
+        s->inputs[1 + k] = p[2 + k], s->names[1 + k] = block_names[k];
+    s->n_inputs = 9;
+    return AG_OK;
+}
+
 ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, char *err,
                                   size_t errlen)
 {
@@ -131,5 +219,6 @@ ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, cha
     if (!l)
         return ag_err(AG_ERR_ARG, err, errlen, "gradcheck case %zu: there are %zu", i,
                       ag_gradcheck_case_count());
-    return setup_layer(l, &rng, s, err, errlen);
+    return l->kind == ROW_ATTENTION ? setup_layer(l, &rng, s, err, errlen)
+                                    : setup_gpt(l, &rng, s, err, errlen);
 }
