@@ -2,8 +2,9 @@
  * explain.c - `attograd explain softmax`: backprop through softmax told step
  * by step with real numbers, for a learner to follow with a pencil; and the
  * dispatch to `attograd explain attention` (explain_attention.c),
- * `attograd explain posenc` (explain_posenc.c) and `attograd explain
- * layernorm` (explain_layernorm.c).
+ * `attograd explain posenc` (explain_posenc.c), `attograd explain
+ * layernorm` (explain_layernorm.c) and `attograd explain block`
+ * (explain_block.c).
  */
 #include "opts.h"
 
@@ -18,9 +19,9 @@
 const ag_command ag_cmd_explain_info = {
     .name = "explain",
     .run = ag_cmd_explain,
-    .usage = "attograd explain softmax|attention|posenc|layernorm [options]",
-    .summary = "backprop through softmax, the seed's attention and layer norm, and positions, "
-               "step by step",
+    .usage = "attograd explain softmax|attention|posenc|layernorm|block [options]",
+    .summary = "backprop through softmax, the seed's attention, layer norm and a GPT block, "
+               "and positions, step by step",
 };
 
 void ag_cli_explain_vec(const char *label, const double *v, int n, int dec)
@@ -285,7 +286,8 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
     memset(o, 0, sizeof(*o));
     if (argc < 2)
         return ag_cli_usage_error(cmd,
-                                  "what should I explain? (softmax, attention, posenc, layernorm)");
+                                  "what should I explain? (softmax, attention, posenc, layernorm, "
+                                  "block)");
     if (ag_cli_is_help(argv[1]))
         return AG_CLI_HELP;
     if (strcmp(argv[1], "softmax") == 0) {
@@ -298,8 +300,10 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
         return ag_cli_explain_posenc_parse(argc - 1, argv + 1, o);
     if (strcmp(argv[1], "layernorm") == 0)
         return ag_cli_explain_layernorm_parse(argc - 1, argv + 1, o);
-    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention, posenc, layernorm)",
-                              argv[1]);
+    if (strcmp(argv[1], "block") == 0)
+        return ag_cli_explain_block_parse(argc - 1, argv + 1, o);
+    return ag_cli_usage_error(
+        cmd, "unknown topic '%s' (softmax, attention, posenc, layernorm, block)", argv[1]);
 }
 
 int ag_cli_explain_run(const ag_explain_opts *o)
@@ -310,6 +314,8 @@ int ag_cli_explain_run(const ag_explain_opts *o)
         return ag_cli_explain_posenc_run(o);
     if (o->topic == AG_EXPLAIN_LAYERNORM)
         return ag_cli_explain_layernorm_run(o);
+    if (o->topic == AG_EXPLAIN_BLOCK)
+        return ag_cli_explain_block_run(o);
     return explain_softmax(o->logits.v, o->upstream.v, o->logits.n, o->decimals);
 }
 
@@ -327,13 +333,16 @@ int ag_cmd_explain(int argc, char **argv)
             ag_cli_explain_posenc_help();
         else if (argc >= 2 && strcmp(argv[1], "layernorm") == 0)
             ag_cli_explain_layernorm_help();
+        else if (argc >= 2 && strcmp(argv[1], "block") == 0)
+            ag_cli_explain_block_help();
         else
             printf("usage: %s\n\n"
                    "topics:\n"
                    "  softmax    backprop through softmax with your numbers\n"
                    "  attention  one training step of the seed's attention, entry by entry\n"
                    "  posenc     the sinusoidal positional encoding, or a learned one\n"
-                   "  layernorm  backprop through layer normalisation with your numbers\n\n"
+                   "  layernorm  backprop through layer normalisation with your numbers\n"
+                   "  block      one pre-norm GPT block, forward and backward, entry by entry\n\n"
                    "attograd explain TOPIC --help shows a topic's options.\n",
                    cmd->usage);
         return AG_EXIT_OK;

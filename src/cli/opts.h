@@ -102,7 +102,8 @@ typedef enum ag_explain_topic {
     AG_EXPLAIN_SOFTMAX,
     AG_EXPLAIN_ATTENTION,
     AG_EXPLAIN_POSENC,
-    AG_EXPLAIN_LAYERNORM
+    AG_EXPLAIN_LAYERNORM,
+    AG_EXPLAIN_BLOCK
 } ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
@@ -122,6 +123,10 @@ typedef struct ag_explain_opts {
     /* layernorm */
     ag_cli_list x;            /* the row */
     ag_cli_list weight, bias; /* as many as x, or none (1s and 0s) */
+    /* block (and dot, png, load from above) */
+    uint64_t block_seed; /* the tiny block's numbers */
+    int layer;           /* --load's block */
+    const char *prompt;  /* --load's text, or NULL */
 } ag_explain_opts;
 
 /* argv[0] is "explain", argv[1] the topic (softmax, attention, posenc or
@@ -140,6 +145,10 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o);
 int ag_cli_explain_layernorm_parse(int argc, char **argv, ag_explain_opts *o);
 void ag_cli_explain_layernorm_help(void);
 int ag_cli_explain_layernorm_run(const ag_explain_opts *o);
+/* The block topic (explain_block.c): argv[0] is "block". */
+int ag_cli_explain_block_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_block_help(void);
+int ag_cli_explain_block_run(const ag_explain_opts *o);
 /* For the topics' files: explain softmax's row printer. */
 void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals);
 

@@ -179,6 +179,14 @@ static void parse_command(int argc, char **argv)
                 CHECK(o.dim >= 1 && o.dim <= AG_EXPLAIN_MAX_SEQ);
                 check_path(o.plot);
                 check_path(o.load);
+            } else if (o.topic == AG_EXPLAIN_BLOCK) {
+                CHECK(o.layer >= 0);
+                CHECK(!o.load || (o.prompt && strlen(o.prompt) >= 2));
+                CHECK(o.load || (!o.prompt && o.layer == 0));
+                check_path(o.load);
+                check_path(o.dot);
+                check_path(o.png);
+                CHECK(!o.dot || !o.png || strcmp(o.dot, o.png) != 0);
             } else {
                 CHECK(o.topic == AG_EXPLAIN_ATTENTION);
                 CHECK(isfinite(o.lr) && o.lr >= 1e-6 && o.lr <= 100);
