@@ -153,10 +153,11 @@ const ag_real *ag_posenc_values(const ag_posenc *pe);
 /* The learned table as a parameter named "pos": as ag_attention_params;
  * returns 1 for LEARNED, 0 otherwise. */
 size_t ag_posenc_params(ag_posenc *pe, ag_tensor **params, const char **names, size_t max);
-/* The learned table "pos" of a safetensors file (a model saved with a
- * learned encoding) as a LEARNED encoding of its (T, d), T and d in
- * 1..max_size. NULL with a one-line message naming the file when it cannot
- * be read, has no "pos", has another shape or holds a NaN or Inf. */
+/* The learned table of a safetensors file as a LEARNED encoding of its
+ * (T, d), T and d in 1..max_size: "pos" (the toy model saved with a learned
+ * encoding) or, without one, "transformer.wpe.weight" (a GPT checkpoint's
+ * positions). NULL with a one-line message naming the file when it cannot
+ * be read, has neither, has another shape or holds a NaN or Inf. */
 ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errlen);
 /* sim (max_len, max_len): the cosine similarity of the table's rows,
  * sim[t][u] = <PE[t], PE[u]> / (|PE[t]| |PE[u]|), 0 where a row is zero;

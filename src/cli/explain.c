@@ -233,7 +233,7 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
 
 static const ag_option softmax_options[] = {
     AG_LIST_MASKS(ag_explain_opts, "--logits", logits, 1, MAX_LOGITS, "Z1,Z2,...",
-                  "the scores z (%L to %H numbers); -inf masks an entry"),
+                  "the scores z (%L to %H numbers); -inf masks an entry\n(default: the example)"),
     AG_LIST(ag_explain_opts, "--upstream", upstream, 1, MAX_LOGITS, "G1,G2,...",
             "dL/ds, one per logit (default: 1, then 0s,\nthat is L = s_0)"),
     AG_INT(ag_explain_opts, "--decimals", decimals, 4, 10, 4, "N",
@@ -243,7 +243,7 @@ static const ag_option softmax_options[] = {
 /* The topics' own usage lines, for their --help and their usage errors. */
 static const ag_command explain_softmax_info = {
     .name = "explain softmax",
-    .usage = "attograd explain softmax --logits Z1,Z2,... [--upstream G1,G2,...] [--decimals N]",
+    .usage = "attograd explain softmax [--logits Z1,Z2,...] [--upstream G1,G2,...] [--decimals N]",
     .summary = "backprop through softmax, step by step with real numbers",
     .options = softmax_options,
     .n_options = AG_CLI_COUNT(softmax_options),
@@ -256,7 +256,8 @@ static void print_softmax_help(const ag_command *cmd)
            "Walk through softmax's forward and backward with the numbers you give:\n"
            "subtract the max, exponentiate, normalise; the Jacobian; the input\n"
            "gradient as a vector-Jacobian product and as s * (g - <g, s>); and a\n"
-           "finite-difference check of every component.\n\n",
+           "finite-difference check of every component. Without --logits it runs an\n"
+           "example, --logits 1,2,3 --upstream 0.5,-1,0.25, and says so.\n\n",
            cmd->usage);
     ag_cli_print_options(cmd);
 }
@@ -266,17 +267,25 @@ static int parse_softmax(const ag_command *cmd, int argc, char **argv, ag_explai
     int r = ag_cli_parse(cmd, argc, argv, o, NULL);
     if (r != AG_CLI_GO)
         return r;
+    if (o->logits.n == 0) { /* none given: softmax-backprop.md's example */
+        static const double z[3] = {1, 2, 3}, g[3] = {0.5, -1, 0.25};
+        o->example = 1;
+        o->logits.n = 3;
+        memcpy(o->logits.v, z, sizeof(z));
+        if (o->upstream.n == 0) {
+            o->upstream.n = 3;
+            memcpy(o->upstream.v, g, sizeof(g));
+        }
+    }
     int n = o->logits.n;
-    if (n == 0)
-        return ag_cli_usage_error(cmd, "softmax needs --logits, e.g. --logits 1,2,3");
     if (o->upstream.n == 0) {
         o->upstream.n = n;
         for (int i = 0; i < n; i++)
             o->upstream.v[i] = i == 0;
     }
     if (o->upstream.n != n)
-        return ag_cli_usage_error(cmd, "--upstream has %d number(s) but --logits has %d",
-                                  o->upstream.n, n);
+        return ag_cli_usage_error(cmd, "--upstream has %d number(s) but --logits has %d%s",
+                                  o->upstream.n, n, o->example ? " (the example's)" : "");
     return AG_CLI_GO;
 }
 
@@ -316,6 +325,9 @@ int ag_cli_explain_run(const ag_explain_opts *o)
         return ag_cli_explain_layernorm_run(o);
     if (o->topic == AG_EXPLAIN_BLOCK)
         return ag_cli_explain_block_run(o);
+    if (o->example)
+        printf("No --logits given: the example --logits 1,2,3 --upstream 0.5,-1,0.25 (worked\n"
+               "through by hand in docs/softmax-backprop.md); give your own with --logits.\n\n");
     return explain_softmax(o->logits.v, o->upstream.v, o->logits.n, o->decimals);
 }
 

@@ -141,10 +141,22 @@ int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const d
             "set cbrange [%g:%g]\nplot '-' matrix with image\n",
             d - 0.5, T - 0.5, -peak, peak);
     put_matrix(g, pe, T, d);
+    /* the similarity's colours fitted to its values: a sinusoidal table's
+     * are all positive (0.4 .. 1 and the like), and on -1 .. 1 they would
+     * all be one colour */
+    double lo = 1, hi = -1;
+    for (size_t i = 0; i < (size_t)T * T; i++)
+        lo = fmin(lo, sim[i]), hi = fmax(hi, sim[i]);
+    if (lo >= 0 && hi > lo) {
+        fprintf(g, "set palette defined (0 '#f7f7f7', 1 '#b2182b')\nset cbrange [%g:%g]\n", lo, hi);
+    } else {
+        double m = fmax(fabs(lo), fabs(hi));
+        fprintf(g, "set cbrange [%g:%g]\n", m > 0 ? -m : -1, m > 0 ? m : 1);
+    }
     fprintf(g,
             "set title 'cosine similarity of rows t and u'\n"
             "set xlabel 'position u'\nset size ratio -1\nset xrange [-0.5:%g]\n"
-            "set cbrange [-1:1]\nplot '-' matrix with image\n",
+            "plot '-' matrix with image\n",
             T - 0.5);
     put_matrix(g, sim, T, T);
     fprintf(g, "unset multiplot\n");

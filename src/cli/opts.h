@@ -123,6 +123,7 @@ typedef struct ag_explain_opts {
     /* layernorm */
     ag_cli_list x;            /* the row */
     ag_cli_list weight, bias; /* as many as x, or none (1s and 0s) */
+    int example;              /* softmax, layernorm: none given, the example's numbers */
     /* block (and dot, png, load from above) */
     uint64_t block_seed; /* the tiny block's numbers */
     int layer;           /* --load's block */
