@@ -406,7 +406,8 @@ void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, l
 int ag_model_answer(const ag_batch *b, const ag_tensor *logits, int ex, int t, int a);
 /* Example 0 of b as text on f: for each head (attn (1,H,T,T), as
  * ag_trainer_example gives it) a heatmap, a row per position with its
- * weights over the positions (each with a shade, " .:-=+*#%@"), columns
+ * weights over the positions (each with a shade, " .:-=+*#%@", a step per
+ * tenth of the weight as printed: "0.10 ." and "0.09  "), columns
  * and rows named by ag_task_token_label, and after each asked position what
  * the model answered (logits of example 0), e.g. "-> v5 (want v5)". */
 void ag_model_print_attention(FILE *f, const ag_batch *b, const ag_tensor *attn,
