@@ -84,7 +84,8 @@ int ag_cli_plot_gpt_heads(const char *png, const char *title, int layers, int he
 {
     ag_cli_gnuplot gp;
     *sig = 0;
-    int panel = 300, cols = heads, rows = layers;
+    /* a panel of 300 pixels, or 7 per character (every one labelled) up to 560 */
+    int panel = T <= 40 ? 300 : T <= 80 ? 7 * T : 560, cols = heads, rows = layers;
     int width = 80 + cols * panel + 90, height = 80 + rows * (panel + 45);
     if (!ag_cli_gnuplot_begin(&gp, width, height, err, errlen))
         return 0;
@@ -96,7 +97,7 @@ int ag_cli_plot_gpt_heads(const char *png, const char *title, int layers, int he
     fprintf(g, "set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title ",
             rows, cols, left, right, bottom, top, 28.0 / width, 70.0 / height);
     ag_cli_gnuplot_quote(g, title);
-    int step = (T + 39) / 40, pt = T <= 24 ? 8 : T <= 40 ? 6 : 5;
+    int step = (7 * T + panel - 1) / panel, pt = T <= 24 ? 8 : 6;
     fprintf(g,
             "\nset size ratio -1\nunset key\nset cbrange [0:1]\n"
             "set palette defined (0 '#ffffff', 1 '#08519c')\n"

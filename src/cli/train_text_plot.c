@@ -15,7 +15,7 @@ int ag_cli_text_plot(const char *png, const ag_text_plot *d, int *sig, char *err
     ag_cli_gnuplot gp;
     *sig = 0;
     int flow = d->flow && d->flow->n > 0 && d->layers > 0;
-    if (!ag_cli_gnuplot_begin(&gp, flow ? 1500 : 900, flow ? 460 : 500, err, errlen))
+    if (!ag_cli_gnuplot_begin(&gp, flow ? 1500 : 900, flow ? 480 : 500, err, errlen))
         return 0;
     FILE *g = gp.f;
     if (flow)
@@ -25,7 +25,7 @@ int ag_cli_text_plot(const char *png, const ag_text_plot *d, int *sig, char *err
     ag_cli_gnuplot_quote(g, d->title);
     fprintf(g, "\nset xlabel 'step'\nset grid\nset key top right\n");
     if (flow)
-        fprintf(g, "set title 'the loss'\n");
+        fprintf(g, "set title 'the loss'\nset bmargin 6\n");
     fprintf(g, "set ylabel 'loss (nats per character)'\n"
                "plot '-' using 1:2 with lines lc rgb '#bbbbbb' title 'batch loss', "
                "'-' using 1:2 with linespoints title 'training (estimate)', "
@@ -41,7 +41,7 @@ int ag_cli_text_plot(const char *png, const ag_text_plot *d, int *sig, char *err
         static const char *const what[2][2] = {
             {"the gradient reaching each block", "norm of the gradient of its weights"},
             {"the residual stream after each block", "RMS of the stream"}};
-        fprintf(g, "set logscale y\nset format y '%%g'\nset key top right font ',8'\n");
+        fprintf(g, "set logscale y\nset format y '%%g'\nset key below horizontal font ',9'\nset bmargin 6\n");
         for (int part = 0; part < 2; part++) {
             fprintf(g, "set title '%s'\nset ylabel '%s'\nplot ", what[part][0], what[part][1]);
             for (int l = 0; l < d->layers; l++)
