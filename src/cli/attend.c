@@ -344,10 +344,11 @@ static int setup(attend_run *r)
                 n, c->seq, c->seq);
     r->T = n > (size_t)c->seq ? c->seq : (int)n;
     size_t cells = (size_t)r->L * r->H * r->T * r->T;
-    ag_real *p = malloc((cells ? cells : 1) * sizeof(*p));
-    r->attn = malloc((cells ? cells : 1) * sizeof(*r->attn));
-    r->chars = malloc((size_t)r->T * sizeof(*r->chars));
-    r->labels = malloc((size_t)r->T * sizeof(*r->labels));
+    /* zeroed: nothing is read that the pass did not write */
+    ag_real *p = calloc(cells ? cells : 1, sizeof(*p));
+    r->attn = calloc(cells ? cells : 1, sizeof(*r->attn));
+    r->chars = calloc((size_t)r->T, sizeof(*r->chars));
+    r->labels = calloc((size_t)r->T, sizeof(*r->labels));
     if (!p || !r->attn || !r->chars || !r->labels) {
         free(p);
         return ag_cli_error(cmd, "out of memory");
