@@ -164,7 +164,6 @@ ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errl
  * computed in double. AG_ERR_ARG for NONE (no table) or a NULL argument. */
 ag_status ag_posenc_similarity(const ag_posenc *pe, double *sim);
 
-
 /* ------------------------------------------------------------------------
  * Optimizers. An ag_optim updates a fixed array of parameters from their
  * gradients. It borrows the parameters (they must outlive it) and owns its
@@ -230,7 +229,6 @@ ag_real *ag_optim_state(ag_optim *opt, size_t param_index, int slot);
  * gradient are skipped. A non-finite norm is returned and nothing scaled. */
 double ag_clip_grad_norm(ag_tensor *const *params, size_t n, double max_norm);
 
-
 /* ------------------------------------------------------------------------
  * The gradient-check table: every op's rows, the losses' and the layers'.
  * ------------------------------------------------------------------------ */
@@ -246,7 +244,7 @@ const char *ag_gradcheck_case_op(size_t i);
 const char *ag_gradcheck_case_name(size_t i);
 
 #define AG_CASE_MAX_INPUTS 24 /* a 2-layer GPT's weights, with room */
-#define AG_CASE_MAX_IDS 16    /* a GPT row's (B,T) tokens */
+#define AG_CASE_MAX_IDS 256   /* a GPT row's (B,T) tokens, at its big size too */
 /* A row made ready to check: call build(tape, inputs, ctx) and hand
  * inputs to ag_gradcheck. The setup owns its inputs (and, for layer rows,
  * the layer or the GPT); ctx points at the setup itself, so do not copy or
@@ -259,6 +257,7 @@ typedef struct ag_case_setup {
     ag_build_fn build;
     void *ctx;
     int ids[AG_CASE_MAX_IDS], targets[AG_CASE_MAX_IDS]; /* GPT rows: tokens and next tokens */
+    int n_ids;                                          /* (B T) of them */
     double rtol; /* 0, or the least tolerance the row needs (ag_gradcheck_case_run uses the
                   * larger of it and the options'): a whole block in float rounds more */
     /* owned, released by ag_gradcheck_case_free */
@@ -294,7 +293,6 @@ ag_status ag_gradcheck_case_run(size_t i, uint64_t seed, const ag_gradcheck_opts
 ag_status ag_gradcheck_case_sweep(size_t i, uint64_t seed, const ag_gradcheck_opts *opts,
                                   const double *eps, int n, double *abs_err, double *rel_err,
                                   char *err, size_t errlen);
-
 
 /* ------------------------------------------------------------------------
  * Toy tasks, generated on the fly from a seeded generator. Every position
@@ -340,7 +338,6 @@ void ag_task_sample(ag_batch *b, ag_rng *rng);
  * writes buf (len bytes; 16 is plenty) and returns it. */
 const char *ag_task_token_label(const ag_batch *b, int ex, int t, char *buf, size_t len);
 const char *ag_task_class_label(ag_task_kind kind, int c, char *buf, size_t len);
-
 
 /* ------------------------------------------------------------------------
  * The toy model the tasks train: one attention layer between token
@@ -412,7 +409,6 @@ int ag_model_answer(const ag_batch *b, const ag_tensor *logits, int ex, int t, i
  * the model answered (logits of example 0), e.g. "-> v5 (want v5)". */
 void ag_model_print_attention(FILE *f, const ag_batch *b, const ag_tensor *attn,
                               const ag_tensor *logits);
-
 
 /* ------------------------------------------------------------------------
  * Training runs: their settings, and checkpoints to stop and resume them.
@@ -500,7 +496,6 @@ ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_opt
                                 size_t errlen);
 void ag_checkpoint_free(ag_checkpoint *ck); /* NULL does nothing */
 
-
 /* ------------------------------------------------------------------------
  * A training run of the toy model, whole: the model, its optimizer
  * (ag_train_optim_new), a tape, a fresh batch of cfg->batch examples per
@@ -559,7 +554,6 @@ const ag_train_config *ag_trainer_config(const ag_trainer *t);
 ag_model *ag_trainer_model(ag_trainer *t); /* borrowed */
 ag_tape *ag_trainer_tape(ag_trainer *t);   /* borrowed: e.g. ag_tape_detect_anomaly */
 const ag_batch *ag_trainer_held_out(const ag_trainer *t); /* borrowed: labels for an example */
-
 
 /* ------------------------------------------------------------------------
  * Text: characters as tokens. A vocabulary is a sorted list of distinct
@@ -646,7 +640,6 @@ void ag_text_batch(const ag_text *t, int split, int batch, int seq, ag_rng *rng,
 /* The full validation loss's windows: floor((validation length - 1) / seq),
  * window i being x = val[i*seq .. (i+1)*seq), y = the same shifted by one. */
 size_t ag_text_windows(const ag_text *t, int seq);
-
 
 /* ------------------------------------------------------------------------
  * A GPT: a character language model built from the attention layer. With
@@ -917,7 +910,6 @@ ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windo
  * the same steps as one that does not. */
 ag_status ag_gpt_trainer_flow(ag_gpt_trainer *t, double *grad_norm, double *resid_rms, char *err,
                               size_t errlen);
-
 
 #ifdef __cplusplus
 }

@@ -220,6 +220,9 @@ int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *p
 void ag_cli_note_flushed(const ag_command *cmd, const ag_st_file *f, const char *path,
                          const char *name);
 
+/* The kernels a benchmark ran, "kernels=fast gemm=avx512" (bench.c). */
+const char *ag_cli_kernels(void);
+
 /* Code point c as one visible glyph for a label (attend.c), UTF-8 into buf
  * (room for 8 bytes), returned: a newline is U+21B5, a space U+2423, a tab
  * U+21E5, another control character its picture (U+2400 + c; DEL U+2421),

@@ -41,7 +41,9 @@ int ag_cli_text_plot(const char *png, const ag_text_plot *d, int *sig, char *err
         static const char *const what[2][2] = {
             {"the gradient reaching each block", "norm of the gradient of its weights"},
             {"the residual stream after each block", "RMS of the stream"}};
-        fprintf(g, "set logscale y\nset format y '%%g'\nset key below horizontal font ',9'\nset bmargin 6\n");
+        fprintf(
+            g,
+            "set logscale y\nset format y '%%g'\nset key below horizontal font ',9'\nset bmargin 6\n");
         for (int part = 0; part < 2; part++) {
             fprintf(g, "set title '%s'\nset ylabel '%s'\nplot ", what[part][0], what[part][1]);
             for (int l = 0; l < d->layers; l++)

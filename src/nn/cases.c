@@ -9,12 +9,20 @@
 #include "../check/cases.h"
 #include "nn.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-/* The layer rows' sizes: B sequences of T tokens of width D; the GPT row's
- * vocabulary, 2 layers and its tokens (GPT_B, GPT_T). */
-enum { LAYER_B = 2, LAYER_T = 3, LAYER_D = 4, GPT_D = 8, GPT_V = 5, GPT_B = 2, GPT_T = 3 };
+/* The layer rows' sizes: B sequences of T tokens of width D; big, a size
+ * where every product and tile is shared out over the threads. The block
+ * and GPT rows are wider when small (a layer norm over 4 numbers bends too
+ * sharply for a step of eps), and the GPT's vocabulary is GPT_V. */
+typedef struct layer_size {
+    int B, T, D;
+} layer_size;
+static const layer_size small_size = {2, 3, 4}, big_size = {4, 64, 32};
+static const layer_size gpt_small = {2, 3, 8}, gpt_big = {4, 64, 32};
+enum { GPT_V = 5 };
 
 /* The block and GPT rows' tolerance. In float, a block's result carries
  * rounding noise of about 1e-6, which the difference quotient divides by
@@ -53,12 +61,14 @@ static ag_tensor *b_block(ag_tape *t, ag_tensor *const *in, void *setup)
     return ag_gpt_block(t, s->gpt, 0, in[0], NULL);
 }
 
-/* in: every weight of the GPT; the loss of its fixed tokens */
+/* in: every weight of the GPT; the loss of its fixed tokens, (B,T) = the
+ * config's seq and ids's count */
 static ag_tensor *b_gpt(ag_tape *t, ag_tensor *const *in, void *setup)
 {
     (void)in;
     ag_case_setup *s = setup;
-    return ag_gpt_loss(t, s->gpt, s->ids, s->targets, GPT_B, GPT_T, NULL, NULL);
+    int T = ag_gpt_get_config(s->gpt)->seq;
+    return ag_gpt_loss(t, s->gpt, s->ids, s->targets, s->n_ids / T, T, NULL, NULL);
 }
 
 #define LAYER(name, h, causal, pe)                                                                 \
@@ -127,15 +137,15 @@ void ag_gradcheck_case_free(ag_case_setup *s)
 }
 
 /* The layer rows: x, then the layer's weights (and learned positions). */
-static ag_status setup_layer(const layer_row *r, ag_rng *rng, ag_case_setup *s, char *err,
-                             size_t errlen)
+static ag_status setup_layer(const layer_row *r, const layer_size *z, ag_rng *rng, ag_case_setup *s,
+                             char *err, size_t errlen)
 {
-    s->att = ag_attention_new(LAYER_D, r->heads, r->causal, rng, err, errlen);
+    s->att = ag_attention_new(z->D, r->heads, r->causal, rng, err, errlen);
     ag_attention_set_fused(s->att, !r->op_by_op);
     s->build = r->build;
     s->ctx = s;
-    s->pe = s->att ? ag_posenc_new(r->posenc, LAYER_T, LAYER_D, rng, err, errlen) : NULL;
-    s->own[0] = s->inputs[0] = ag_param_new(3, (const int[]){LAYER_B, LAYER_T, LAYER_D});
+    s->pe = s->att ? ag_posenc_new(r->posenc, z->T, z->D, rng, err, errlen) : NULL;
+    s->own[0] = s->inputs[0] = ag_param_new(3, (const int[]){z->B, z->T, z->D});
     if (!s->att || !s->pe || !s->inputs[0]) {
         if (s->att && s->pe)
             snprintf(err, errlen, "out of memory");
@@ -160,12 +170,12 @@ static ag_status setup_layer(const layer_row *r, ag_rng *rng, ag_case_setup *s, 
  * wrong formula from a right one. The block's inputs are x and block 0's
  * weights; the GPT's are all its weights (the token table is also the
  * head), checked through the cross-entropy of fixed tokens. */
-static ag_status setup_gpt(const layer_row *r, ag_rng *rng, ag_case_setup *s, char *err,
-                           size_t errlen)
+static ag_status setup_gpt(const layer_row *r, const layer_size *z, ag_rng *rng, ag_case_setup *s,
+                           char *err, size_t errlen)
 {
     ag_gpt_config c = ag_gpt_defaults(GPT_V);
     c.layers = r->kind == ROW_GPT ? 2 : 1;
-    c.heads = r->heads, c.dim = GPT_D, c.seq = LAYER_T;
+    c.heads = r->heads, c.dim = z->D, c.seq = z->T;
     s->gpt = ag_gpt_new(&c, rng, err, errlen);
     s->build = r->build;
     s->ctx = s;
@@ -178,11 +188,15 @@ static ag_status setup_gpt(const layer_row *r, ag_rng *rng, ag_case_setup *s, ch
     const char *names[AG_CASE_MAX_INPUTS];
     size_t n = ag_gpt_params(s->gpt, p, names, AG_CASE_MAX_INPUTS);
     /* layer norms about 1, the rest about 0; the embeddings (the stream the
-     * first layer norm reads) at 1, so that a step of eps is small beside it */
+     * first layer norm reads) at 1, so that a step of eps is small beside it;
+     * the other weights at 0.4 for width 8, scaled as 1/sqrt(width) so that
+     * a wider row's products are no larger */
+    double w = 0.4 * sqrt(8.0 / z->D);
     for (size_t k = 0; k < n; k++)
-        ag_fill_normal(p[k], rng, p[k]->ndim == 1 ? 1 : 0, p[k]->ndim == 1 ? 0.3 : k < 2 ? 1 : 0.4);
+        ag_fill_normal(p[k], rng, p[k]->ndim == 1 ? 1 : 0, p[k]->ndim == 1 ? 0.3 : k < 2 ? 1 : w);
     if (r->kind == ROW_GPT) {
-        for (int t = 0; t < GPT_B * GPT_T; t++) {
+        s->n_ids = z->B * z->T;
+        for (int t = 0; t < s->n_ids; t++) {
             s->ids[t] = (int)ag_rng_below(rng, GPT_V);
             s->targets[t] = (int)ag_rng_below(rng, GPT_V);
         }
@@ -193,7 +207,7 @@ static ag_status setup_gpt(const layer_row *r, ag_rng *rng, ag_case_setup *s, ch
     }
     static const char *const block_names[8] = {"ln_1", "wq",   "wk",   "wv",
                                                "wo",   "ln_2", "w_fc", "w_proj"};
-    s->own[0] = s->inputs[0] = ag_param_new(3, (const int[]){LAYER_B, LAYER_T, GPT_D});
+    s->own[0] = s->inputs[0] = ag_param_new(3, (const int[]){z->B, z->T, z->D});
     if (!s->inputs[0]) {
         ag_gradcheck_case_free(s);
         return ag_err(AG_ERR_NOMEM, err, errlen, "out of memory");
@@ -206,19 +220,26 @@ static ag_status setup_gpt(const layer_row *r, ag_rng *rng, ag_case_setup *s, ch
     return AG_OK;
 }
 
-ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, char *err,
-                                  size_t errlen)
+ag_status ag_case_setup_sized(size_t i, uint64_t seed, int big, ag_case_setup *s, char *err,
+                              size_t errlen)
 {
     if (!s)
         return AG_ERR_ARG;
     memset(s, 0, sizeof(*s));
     ag_rng rng = ag_rng_new(seed);
     if (i < ag_op_rows_n)
-        return ag_op_row_setup(&ag_op_rows[i], &rng, s, err, errlen);
+        return ag_op_row_setup(&ag_op_rows[i], &rng, big, s, err, errlen);
     const layer_row *l = layer_row_of(i);
     if (!l)
         return ag_err(AG_ERR_ARG, err, errlen, "gradcheck case %zu: there are %zu", i,
                       ag_gradcheck_case_count());
-    return l->kind == ROW_ATTENTION ? setup_layer(l, &rng, s, err, errlen)
-                                    : setup_gpt(l, &rng, s, err, errlen);
+    if (l->kind != ROW_ATTENTION)
+        return setup_gpt(l, big ? &gpt_big : &gpt_small, &rng, s, err, errlen);
+    return setup_layer(l, big ? &big_size : &small_size, &rng, s, err, errlen);
+}
+
+ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, char *err,
+                                  size_t errlen)
+{
+    return ag_case_setup_sized(i, seed, 0, s, err, errlen);
 }
