@@ -140,7 +140,11 @@ START_TEST(test_input_used_twice_accumulates)
         char err[256] = "";
         ck_assert_msg(ag_gradcheck_case_setup(i, 310 + i, &s, err, sizeof(err)) == AG_OK, "%s: %s",
                       ag_gradcheck_case_name(i), err);
-        test_gradcheck(build_twice, &s, s.inputs, s.n_inputs);
+        ag_gradcheck_opts opts = ag_gradcheck_defaults();
+        opts.max_samples = 0;
+        if (s.rtol > opts.rtol) /* the row's own, as the table checks it */
+            opts.rtol = s.rtol;
+        test_gradcheck_with(build_twice, &s, s.inputs, s.n_inputs, &opts);
         ag_gradcheck_case_free(&s);
     }
 }

@@ -93,6 +93,29 @@ START_TEST(test_softmax_numbers)
 }
 END_TEST
 
+/* No --logits: the example of docs/softmax-backprop.md, said first. */
+START_TEST(test_softmax_example)
+{
+    run_proc p = run_cmd("explain", "softmax", NULL);
+    run_assert_status(&p, 0);
+    static const char note[] = "No --logits given: the example --logits 1,2,3 --upstream "
+                               "0.5,-1,0.25 (worked\nthrough by hand in docs/softmax-backprop.md); "
+                               "give your own with --logits.\n\n";
+    ck_assert_msg(strncmp(p.out, note, strlen(note)) == 0, "%s", p.out);
+    run_proc q = run_words("explain softmax --logits 1,2,3 --upstream 0.5,-1,0.25");
+    run_assert_status(&q, 0);
+    ck_assert_str_eq(p.out + strlen(note), q.out);
+    run_free(&q);
+    run_free(&p);
+    /* --upstream alone goes with the example's logits */
+    p = run_cmd("explain", "softmax", "--upstream", "1,0,0", NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "No --logits given");
+    run_assert_has(p.out, "  g            [ 1.0000  0.0000  0.0000]\n");
+    run_free(&p);
+}
+END_TEST
+
 START_TEST(test_softmax_bad_lists)
 {
     static const char *const bad[][MAX_BAD_ARGS] = {
@@ -302,7 +325,8 @@ START_TEST(test_attention_errors)
     assert_usage_errors("attention", bad, sizeof(bad) / sizeof(bad[0]));
     p = run_cmd("explain", "nothing", NULL);
     run_assert_status(&p, 2);
-    assert_has(p.err, "unknown topic 'nothing' (softmax, attention, posenc, layernorm)", "topics");
+    assert_has(p.err, "unknown topic 'nothing' (softmax, attention, posenc, layernorm, block)",
+               "topics");
     run_free(&p);
     p = run_cmd("explain", "attention", "--help", NULL);
     run_assert_status(&p, 0);
@@ -465,6 +489,7 @@ START_TEST(test_posenc_learned)
     p = run_cmd("explain", "posenc", "--load", plain, NULL);
     run_assert_status(&p, 1);
     run_assert_has(p.err, "has no tensor 'pos'");
+    run_assert_has(p.err, "nor 'transformer.wpe.weight' (a GPT's");
     ck_assert_str_eq(p.out, "");
     run_free(&p);
     file_path(plain, sizeof(plain), dir, "missing.safetensors");
@@ -478,6 +503,37 @@ END_TEST
 
 /* --plot: drawn by gnuplot when it is installed; without it, exit 1 and a
  * message, nothing written. */
+/* A GPT checkpoint: its learned positions, transformer.wpe.weight. */
+START_TEST(test_posenc_gpt)
+{
+    char dir[256], ckpt[512];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(ckpt, sizeof(ckpt), dir, "g.safetensors");
+    char err[256];
+    ag_vocab *v = ag_vocab_from_chars("abc", err, sizeof(err));
+    ag_gpt_config c = ag_gpt_defaults(3);
+    c.layers = 1, c.heads = 1, c.dim = 10, c.seq = 7;
+    ag_rng rng = ag_rng_new(2);
+    ag_gpt *g = ag_gpt_new(&c, &rng, err, sizeof(err));
+    ck_assert_ptr_nonnull(g);
+    const ag_tensor *wpe = ag_gpt_param(g, "wpe");
+    ck_assert_int_eq(ag_gpt_save(g, v, ckpt, err, sizeof(err)), AG_OK);
+    run_proc p = run_cmd("explain", "posenc", "--load", ckpt, NULL);
+    run_assert_status(&p, 0);
+    run_assert_has(p.out, "The learned positional encoding 'transformer.wpe.weight' of ");
+    run_assert_has(p.out, ": 7 positions of width 10.");
+    run_assert_has(p.out, "x[t] = wte[id_t] + wpe[t]");
+    /* row 6, its first column, to two decimals */
+    char want[64];
+    snprintf(want, sizeof(want), "\n     6 %6.2f", (double)wpe->data[6 * 10] + 0.0);
+    run_assert_has(p.out, want);
+    run_free(&p);
+    ag_gpt_free(g);
+    ag_vocab_free(v);
+    file_rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_posenc_plot)
 {
     char dir[256], bin[512], png[512], listing[1024];
@@ -527,6 +583,7 @@ Suite *suite_explain(void)
     TCase *tc = tcase_create("softmax");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_softmax_numbers);
+    tcase_add_test(tc, test_softmax_example);
     tcase_add_test(tc, test_softmax_bad_lists);
     tcase_add_test(tc, test_softmax_masked);
     suite_add_tcase(s, tc);
@@ -546,6 +603,7 @@ Suite *suite_explain(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_posenc_sinusoidal);
     tcase_add_test(tc, test_posenc_learned);
+    tcase_add_test(tc, test_posenc_gpt);
     tcase_add_test(tc, test_posenc_plot);
     tcase_add_test(tc, test_posenc_usage);
     suite_add_tcase(s, tc);

@@ -91,6 +91,17 @@ START_TEST(test_defaults_and_edges)
     run_assert_has(p.out, "here w = 1 and b = 0");
     run_assert_has(p.out, "  g            [ 1.0000  0.0000  0.0000]\n");
     run_free(&p);
+    /* nothing given: the example, said first, then the same story as when given */
+    p = run_cmd("explain", "layernorm", NULL);
+    run_assert_status(&p, 0);
+    static const char note[] = "No --x given: the example --x 1,2,3 --upstream 0.1,0.2,-0.3; give "
+                               "your own\nwith --x.\n\n";
+    ck_assert_msg(strncmp(p.out, note, strlen(note)) == 0, "%s", p.out);
+    run_proc q = run_words("explain layernorm --x 1,2,3 --upstream 0.1,0.2,-0.3");
+    run_assert_status(&q, 0);
+    ck_assert_str_eq(p.out + strlen(note), q.out);
+    run_free(&q);
+    run_free(&p);
 }
 END_TEST
 
@@ -98,7 +109,6 @@ START_TEST(test_bad_usage)
 {
     static const char usage[] = "usage: attograd explain layernorm";
     static const char *const bad[] = {
-        "",
         "--x 1,,2",
         "--x 1,2 --upstream 1",
         "--x 1,2 --weight 1,2,3",

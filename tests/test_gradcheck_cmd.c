@@ -107,6 +107,8 @@ START_TEST(test_all_rows_pass)
         "attention H=2 causal learned ",
         "attention H=2 op by op ",
         "attention H=2 causal op by op ",
+        "block pre-norm, H=2 ",
+        "gpt 2 layers, cross-entropy ",
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const char *line = text_line(out, rows[i]);
@@ -137,6 +139,9 @@ START_TEST(test_injected_bug_fails)
         {"attention H=1 ", "FAIL"},
         {"attention H=2 causal learned ", "FAIL"},
         {"attention H=2 op by op ", "FAIL"},
+        /* a block and a whole GPT: their attention is the fused op */
+        {"block pre-norm, H=2 ", "FAIL"},
+        {"gpt 2 layers, cross-entropy ", "FAIL"},
         /* a plain sum tests only g = (1, ..., 1), where dL/dz is 0: the bug's
          * s * g is not 0 there, so even this weak loss catches it */
         {"softmax through a plain sum ", "FAIL"},
@@ -169,6 +174,26 @@ START_TEST(test_one_op)
     run_assert_status(&p, 1);
     run_assert_has(p.out, "14 checks: 0 passed, 14 failed.");
     run_free(&p);
+    /* the block and the GPT, each a row of its own, at their own tolerance */
+    static const char *const whole[2][2] = {{"block", "block pre-norm, H=2 "},
+                                            {"gpt", "gpt 2 layers, cross-entropy "}};
+    for (int k = 0; k < 2; k++) {
+        p = run_cmd("gradcheck", "--op", whole[k][0], NULL);
+        run_assert_status(&p, 0);
+        const char *line = text_line(p.out, whole[k][1]);
+        ck_assert_ptr_nonnull(line);
+#ifndef AG_REAL_DOUBLE
+        ck_assert_ptr_nonnull(strstr(line, " 5.0e-02  PASS"));
+#else
+        ck_assert_ptr_nonnull(strstr(line, " 1.0e-06  PASS"));
+#endif
+        run_assert_has(p.out, "\n1 check: 1 passed, 0 failed.");
+        run_free(&p);
+        p = run_cmd("gradcheck", "--op", whole[k][0], "--inject-bug", "softmax", NULL);
+        run_assert_status(&p, 1);
+        run_assert_has(p.out, "\n1 check: 0 passed, 1 failed.");
+        run_free(&p);
+    }
 }
 END_TEST
 

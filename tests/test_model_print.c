@@ -74,12 +74,39 @@ START_TEST(test_heads_each_drawn)
 }
 END_TEST
 
+/* A weight's shade follows the weight as printed: 0.0996 prints 0.10 and
+ * gets '.', 0.0949 prints 0.09 and gets none, 0.8951 prints 0.90 and gets '@'. */
+START_TEST(test_shade_as_printed)
+{
+    ag_batch *b = ag_batch_new(AG_TASK_LOOKUP, 1, 5);
+    ck_assert_ptr_nonnull(b);
+    ag_rng rng = ag_rng_new(1);
+    ag_task_sample(b, &rng);
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *attn = ag_tensor_new(tape, 4, (int[]){1, 1, 5, 5});
+    ag_tensor *logits = ag_tensor_new(tape, 3, (int[]){1, 5, ag_task_classes(AG_TASK_LOOKUP)});
+    ck_assert(attn && logits);
+    attn->data[0] = (ag_real)0.0996, attn->data[1] = (ag_real)0.0949,
+    attn->data[2] = (ag_real)0.8951;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ag_model_print_attention(f, b, attn, logits);
+    fclose(f);
+    ck_assert_msg(strstr(text, "   0.10 .   0.09     0.90 @   0.00  ") != NULL, "%s", text);
+    free(text);
+    ag_tape_free(tape);
+    ag_batch_free(b);
+}
+END_TEST
+
 Suite *suite_model_print(void)
 {
     Suite *s = suite_create("model_print");
     TCase *tc = tcase_create("print");
     tcase_add_test(tc, test_one_head);
     tcase_add_test(tc, test_heads_each_drawn);
+    tcase_add_test(tc, test_shade_as_printed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -241,6 +241,22 @@ static void write_text(const char *path)
     file_write(path, text, strlen(text));
 }
 
+/* A small GPT checkpoint for attend, of the text's characters. */
+static void write_gpt(const char *path)
+{
+    char err[256];
+    ag_vocab *v = ag_vocab_from_chars(" .acdehklmnorst", err, sizeof(err));
+    ck_assert_msg(v != NULL, "%s", err);
+    ag_gpt_config c = ag_gpt_defaults(ag_vocab_size(v));
+    c.layers = 1, c.heads = 2, c.dim = 8, c.seq = 8;
+    ag_rng rng = ag_rng_new(1);
+    ag_gpt *g = ag_gpt_new(&c, &rng, err, sizeof(err));
+    ck_assert_msg(g != NULL, "%s", err);
+    ck_assert_int_eq(ag_gpt_save(g, v, path, err, sizeof(err)), AG_OK);
+    ag_gpt_free(g);
+    ag_vocab_free(v);
+}
+
 /* ---- 1. outputs that are not plain files ---- */
 
 /* Each command that writes a file, with its output flag last: the output
@@ -262,6 +278,11 @@ static const writer writers[] = {
     {"train --task text --log",
      {"train", "--task", "text", "--text", "@t", "--steps", "1", "--layers", "1", "--dim", "8",
       "--heads", "2", "--seq", "8", "--quiet", "--log"}},
+    {"train --task text --plot-heads",
+     {"train", "--task", "text", "--text", "@t", "--steps", "1", "--layers", "1", "--dim", "8",
+      "--heads", "2", "--seq", "8", "--quiet", "--plot-heads"}},
+    {"attend --out", {"attend", "--load", "@g", "--prompt", "the cat", "--out"}},
+    {"attend --png", {"attend", "--load", "@g", "--prompt", "the cat", "--png"}},
 };
 #define N_WRITERS ((int)(sizeof(writers) / sizeof(writers[0])))
 
@@ -287,6 +308,7 @@ static run_proc run_writer(scratch *s, const writer *w, const char *out)
         args[n++] = strcmp(w->args[k], "@m") == 0   ? at(s, "m.st")
                     : strcmp(w->args[k], "@b") == 0 ? at(s, "b.st")
                     : strcmp(w->args[k], "@t") == 0 ? at(s, "t.txt")
+                    : strcmp(w->args[k], "@g") == 0 ? at(s, "g.st")
                                                     : w->args[k];
     args[n++] = out;
     args[n] = NULL;
@@ -302,6 +324,7 @@ START_TEST(test_output_kinds)
     fake_gnuplot_ok(&s);
     grad_files(at(&s, "m.st"), at(&s, "b.st"), 1, 1, 1);
     write_text(at(&s, "t.txt"));
+    write_gpt(at(&s, "g.st"));
     const char *out = at(&s, "out");
     int want = 1;
     const char *msg = NULL;

@@ -228,6 +228,49 @@ START_TEST(test_layout)
 }
 END_TEST
 
+/* Tensors of their own type beside the writer's: float32 from any build,
+ * integer ids for other tools (which ag_st_load does not read back). */
+START_TEST(test_typed_layout)
+{
+    const ag_real r[1] = {0.5};
+    const float f[2] = {1, -2};
+    const int32_t i32[2] = {7, -1};
+    const int64_t i64[1] = {-2};
+    ag_st_writer *w = ag_st_writer_new(AG_ST_F64);
+    ag_st_add(w, "r", 1, (int[]){1}, r);
+    ck_assert_int_eq(ag_st_add_typed(w, "f", AG_ST_F32, 1, (int[]){2}, f), AG_OK);
+    ck_assert_int_eq(ag_st_add_typed(w, "i", AG_ST_I32, 2, (int[]){1, 2}, i32), AG_OK);
+    ck_assert_int_eq(ag_st_add_typed(w, "j", AG_ST_I64, 1, (int[]){1}, i64), AG_OK);
+    unsigned char *buf;
+    size_t len;
+    char err[256];
+    ck_assert_int_eq(ag_st_encode(w, &buf, &len, err, sizeof(err)), AG_OK);
+    const char *want = "{\"f\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                       "\"i\":{\"dtype\":\"I32\",\"shape\":[1,2],\"data_offsets\":[8,16]},"
+                       "\"j\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[16,24]},"
+                       "\"r\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[24,32]}}";
+    size_t n = strlen(want), padded = (n + 7) / 8 * 8;
+    ck_assert_uint_eq(len, 8 + padded + 32);
+    ck_assert(memcmp(buf + 8, want, n) == 0);
+    const unsigned char data[32] = {
+        0,    0,    0x80, 0x3f, 0,    0,    0,    0xc0,  /* 1.0f, -2.0f */
+        7,    0,    0,    0,    0xff, 0xff, 0xff, 0xff,  /* 7, -1 */
+        0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,  /* -2 */
+        0,    0,    0,    0,    0,    0,    0xe0, 0x3f}; /* 0.5 */
+    ck_assert(memcmp(buf + 8 + padded, data, 32) == 0);
+    /* attograd's reader takes floats only: the ids are for other tools */
+    ag_st_file *back;
+    ck_assert_int_eq(ag_st_parse(buf, len, "typed", &back, err, sizeof(err)), AG_ERR_FORMAT);
+    ck_assert_str_eq(err, "typed: tensor 'i': unsupported dtype I32 (attograd reads F32 and F64)");
+    free(buf);
+    /* a type that is none is the writer's sticky error */
+    ck_assert_int_eq(ag_st_add_typed(w, "k", (ag_st_type)9, 1, (int[]){1}, f), AG_ERR_ARG);
+    ck_assert_str_eq(ag_st_writer_error(w), "ag_st_add_typed: unknown type 9");
+    ck_assert_int_eq(ag_st_add_typed(NULL, "k", AG_ST_F32, 1, (int[]){1}, f), AG_ERR_ARG);
+    ag_st_writer_free(w);
+}
+END_TEST
+
 /* Files as other writers make them: whitespace, keys in another order,
  * escapes, gaps between tensors, big-endian-free little-endian data. */
 START_TEST(test_foreign_file)
@@ -824,6 +867,7 @@ Suite *suite_safetensors(void)
 
     tc = tcase_create("writing");
     tcase_add_test(tc, test_writer_errors);
+    tcase_add_test(tc, test_typed_layout);
 #ifdef AG_REAL_DOUBLE
     tcase_add_test(tc, test_writer_f32_range);
 #endif

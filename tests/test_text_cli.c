@@ -77,11 +77,22 @@ START_TEST(test_train_and_eval)
     /* the log: a header and a row per step, the estimates every 4 */
     char *csv = file_read(log, NULL);
     ck_assert_ptr_nonnull(csv);
-    ck_assert(strncmp(csv, "step,loss,train_loss,val_loss,lr\n1,", 35) == 0);
+    static const char *const header =
+        "step,loss,train_loss,val_loss,lr,grad_norm.0,resid_rms.0\n1,";
+    ck_assert_msg(strncmp(csv, header, strlen(header)) == 0, "%s", csv);
     int rows = 0;
     for (char *s = csv; *s; s++)
         rows += *s == '\n';
     ck_assert_int_eq(rows, 13);
+    /* the gradient flow at each estimate, and only there */
+    const char *row = strstr(csv, "\n4,"), *row3 = strstr(csv, "\n3,");
+    ck_assert_ptr_nonnull(row);
+    double v[7];
+    ck_assert_int_eq(sscanf(row + 1, "%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3],
+                            &v[4], &v[5], &v[6]),
+                     7);
+    ck_assert(v[5] > 0 && v[6] > 0 && isfinite(v[5]) && isfinite(v[6]));
+    ck_assert(strncmp(strchr(row3 + 1, '\n') - 2, ",,", 2) == 0);
     free(csv);
     /* eval prints the same full validation loss */
     p = run_cmd("eval", "--load", ck, "--text", text, NULL);
@@ -90,6 +101,42 @@ START_TEST(test_train_and_eval)
     ck_assert_msg(strncmp(p.out, want, strlen(want)) == 0, "%s vs %s", p.out, want);
     run_free(&p);
     ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "c.safetensors l.csv play.txt");
+    file_rmdir(dir);
+}
+END_TEST
+
+/* --plot-heads: every head on the first validation window, one grid; and
+ * --plot draws the flow beside the losses. Without gnuplot one line says
+ * so and the run succeeds. */
+START_TEST(test_plots)
+{
+    char dir[256], bin[512], text[512], heads[512], loss[512], listing[1024];
+    file_tmpdir_nobin(dir, sizeof(dir), bin, sizeof(bin));
+    file_path(text, sizeof(text), dir, "play.txt");
+    file_path(heads, sizeof(heads), dir, "heads.png");
+    file_path(loss, sizeof(loss), dir, "loss.png");
+    write_play(text, 60, 4);
+    const char *args[] = {"train", "--task",  "text",         "--text", text,     TINY, "--steps",
+                          "6",     "--quiet", "--plot-heads", heads,    "--plot", loss, NULL};
+    run_proc p = run_args(args, &(run_opts){.path = bin});
+    run_assert_status(&p, 0);
+    run_assert_has(p.err, "gnuplot is not installed, so no plot");
+    ck_assert_str_eq(file_listing(dir, listing, sizeof(listing)), "bin play.txt");
+    run_free(&p);
+    if (run_have("gnuplot")) {
+        p = run_cmd("train", "--task", "text", "--text", text, TINY, "--steps", "6", "--plot-heads",
+                    heads, NULL);
+        run_assert_picture(&p, "\nplot: ", heads, dir, "bin heads.png play.txt");
+        run_free(&p);
+        p = run_cmd("train", "--task", "text", "--text", text, TINY, "--steps", "6", "--eval-every",
+                    "2", "--plot", loss, NULL);
+        run_assert_picture(&p, "\nplot: ", loss, dir, "bin heads.png loss.png play.txt");
+        run_free(&p);
+    }
+    p = run_cmd("train", "--task", "text", "--text", text, "--plot-heads", text, NULL);
+    run_assert_status(&p, 2);
+    run_assert_has(p.err, "--text and --plot-heads both name");
+    run_free(&p);
     file_rmdir(dir);
 }
 END_TEST
@@ -118,6 +165,21 @@ START_TEST(test_deterministic)
     file_rmdir(dir);
 }
 END_TEST
+
+/* Whether two log rows agree on every field both have, and both have the
+ * step, the loss and the learning rate (fields 0, 1 and 4). */
+static int same_fields(const char *a, const char *b)
+{
+    for (int k = 0; *a || *b; k++) {
+        size_t na = strcspn(a, ","), nb = strcspn(b, ",");
+        if ((k <= 1 || k == 4) && (!na || !nb))
+            return 0;
+        if (na && nb && (na != nb || strncmp(a, b, na) != 0))
+            return 0;
+        a += na + (a[na] == ','), b += nb + (b[nb] == ',');
+    }
+    return 1;
+}
 
 /* 12 steps at once, or 6 (with the schedule of 12), saved, and 6 more:
  * the same log rows and the same checkpoint file. */
@@ -154,7 +216,8 @@ START_TEST(test_resume_equals_uninterrupted)
     free(fa), free(fb);
     /* the logs' rows: the first 6 and the last 6 of the whole (the first
      * part estimates the losses at its last step, which the whole run does
-     * not: compare the step, the loss and the learning rate) */
+     * not: compare the fields both rows have, which must include the step,
+     * the loss and the learning rate) */
     char *w = file_read(l1, NULL), *first = file_read(l2, NULL), *second = file_read(l3, NULL);
     char *wl = strtok(w, "\n"), *lines[13];
     for (int k = 0; k < 13; k++, wl = strtok(NULL, "\n"))
@@ -167,10 +230,8 @@ START_TEST(test_resume_equals_uninterrupted)
             line = strtok_r(NULL, "\n", &save);
             char *want = lines[part * 6 + k];
             ck_assert_ptr_nonnull(line);
-            size_t keep = (size_t)(strchr(strchr(want, ',') + 1, ',') - want);
-            ck_assert_msg(strncmp(line, want, keep) == 0 &&
-                              strcmp(strrchr(line, ','), strrchr(want, ',')) == 0,
-                          "part %d row %d: %s vs %s", part + 1, k, line, want);
+            ck_assert_msg(same_fields(line, want), "part %d row %d: %s vs %s", part + 1, k, line,
+                          want);
         }
     }
     free(w), free(first), free(second);
@@ -410,6 +471,7 @@ Suite *suite_text_cli(void)
     tcase_set_timeout(tc, 300); /* sanitizer builds are slow; nothing here is timed */
     tcase_add_test(tc, test_train_and_eval);
     tcase_add_test(tc, test_deterministic);
+    tcase_add_test(tc, test_plots);
     tcase_add_test(tc, test_resume_equals_uninterrupted);
     tcase_add_test(tc, test_ctrl_c_saves);
     tcase_add_test(tc, test_sample);

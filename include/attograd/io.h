@@ -102,8 +102,10 @@ const char *ag_st_meta(const ag_st_file *f, const char *key);
 size_t ag_st_meta_count(const ag_st_file *f);
 const char *ag_st_meta_key(const ag_st_file *f, size_t i);
 
-/* The element type a writer stores. AG_ST_REAL is the build's ag_real. */
-typedef enum ag_st_type { AG_ST_F32 = 1, AG_ST_F64 = 2 } ag_st_type;
+/* The element type a writer stores. AG_ST_REAL is the build's ag_real.
+ * The integer types are for ag_st_add_typed only (token ids for other
+ * tools): ag_st_load reads F32 and F64. */
+typedef enum ag_st_type { AG_ST_F32 = 1, AG_ST_F64 = 2, AG_ST_I32 = 3, AG_ST_I64 = 4 } ag_st_type;
 #ifdef AG_REAL_DOUBLE
 #define AG_ST_REAL AG_ST_F64
 #else
@@ -123,6 +125,13 @@ void ag_st_writer_free(ag_st_writer *w); /* NULL does nothing */
  * the first error is kept and returned again by ag_st_save. */
 ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shape,
                     const ag_real *data);
+/* ag_st_add for a tensor stored as type whatever the writer's dtype:
+ * data holds the product of shape values of that type as the machine
+ * keeps them (float, double, int32_t or int64_t), borrowed until the save.
+ * For files other tools read: float32 weights from a double build, token
+ * ids as integers. AG_ERR_ARG for a type that is not an ag_st_type. */
+ag_status ag_st_add_typed(ag_st_writer *w, const char *name, ag_st_type type, int ndim,
+                          const int *shape, const void *data);
 /* ag_st_add of t's shape and data (borrowed). */
 ag_status ag_st_add_tensor(ag_st_writer *w, const char *name, const ag_tensor *t);
 /* Add a metadata entry; key and value are copied UTF-8 strings. */

@@ -153,10 +153,11 @@ const ag_real *ag_posenc_values(const ag_posenc *pe);
 /* The learned table as a parameter named "pos": as ag_attention_params;
  * returns 1 for LEARNED, 0 otherwise. */
 size_t ag_posenc_params(ag_posenc *pe, ag_tensor **params, const char **names, size_t max);
-/* The learned table "pos" of a safetensors file (a model saved with a
- * learned encoding) as a LEARNED encoding of its (T, d), T and d in
- * 1..max_size. NULL with a one-line message naming the file when it cannot
- * be read, has no "pos", has another shape or holds a NaN or Inf. */
+/* The learned table of a safetensors file as a LEARNED encoding of its
+ * (T, d), T and d in 1..max_size: "pos" (the toy model saved with a learned
+ * encoding) or, without one, "transformer.wpe.weight" (a GPT checkpoint's
+ * positions). NULL with a one-line message naming the file when it cannot
+ * be read, has neither, has another shape or holds a NaN or Inf. */
 ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errlen);
 /* sim (max_len, max_len): the cosine similarity of the table's rows,
  * sim[t][u] = <PE[t], PE[u]> / (|PE[t]| |PE[u]|), 0 where a row is zero;
@@ -231,29 +232,39 @@ double ag_clip_grad_norm(ag_tensor *const *params, size_t n, double max_norm);
 /* ------------------------------------------------------------------------
  * The gradient-check table: every op's rows, the losses' and the layers'.
  * ------------------------------------------------------------------------ */
-/* The library's own checks (src/check/cases.c): one row per check of an
- * op's backward, a loss or the attention layer, as `attograd gradcheck`
- * prints them. Rows are numbered 0 .. ag_gradcheck_case_count() - 1. */
+/* The library's own checks (src/check/cases.c, src/nn/cases.c): one row
+ * per check of an op's backward, a loss, the attention layer, a transformer
+ * block or a whole GPT, as `attograd gradcheck` prints them. Rows are
+ * numbered 0 .. ag_gradcheck_case_count() - 1. */
 size_t ag_gradcheck_case_count(void);
 /* Row i's op (the name its tape entries carry, what `gradcheck --op`
- * selects) and its label; NULL when i is out of range. */
+ * selects; "block" and "gpt" for the rows that check those whole) and its
+ * label; NULL when i is out of range. */
 const char *ag_gradcheck_case_op(size_t i);
 const char *ag_gradcheck_case_name(size_t i);
 
-#define AG_CASE_MAX_INPUTS 6
+#define AG_CASE_MAX_INPUTS 24 /* a 2-layer GPT's weights, with room */
+#define AG_CASE_MAX_IDS 256   /* a GPT row's (B,T) tokens, at its big size too */
 /* A row made ready to check: call build(tape, inputs, ctx) and hand
  * inputs to ag_gradcheck. The setup owns its inputs (and, for layer rows,
- * the layer); ctx points at the setup itself, so do not copy or move it. */
+ * the layer or the GPT); ctx points at the setup itself, so do not copy or
+ * move it. */
 typedef struct ag_case_setup {
     int n_inputs;
-    ag_tensor *inputs[AG_CASE_MAX_INPUTS]; /* parameters, drawn from N(0, 1) */
-    const char *names[AG_CASE_MAX_INPUTS]; /* "a", "b", "x", "wq", ... (static) */
+    ag_tensor *inputs[AG_CASE_MAX_INPUTS]; /* parameters, drawn from N(0, 1) (a GPT's at
+                                            * scales of their own) */
+    const char *names[AG_CASE_MAX_INPUTS]; /* "a", "b", "x", "wq", ... (static, or the GPT's) */
     ag_build_fn build;
     void *ctx;
+    int ids[AG_CASE_MAX_IDS], targets[AG_CASE_MAX_IDS]; /* GPT rows: tokens and next tokens */
+    int n_ids;                                          /* (B T) of them */
+    double rtol; /* 0, or the least tolerance the row needs (ag_gradcheck_case_run uses the
+                  * larger of it and the options'): a whole block in float rounds more */
     /* owned, released by ag_gradcheck_case_free */
     struct ag_attention *att; /* layer rows, else NULL */
     struct ag_posenc *pe;     /* layer rows, else NULL */
-    ag_tensor *own[3];        /* inputs made here (the rest are att's) */
+    struct ag_gpt *gpt;       /* block and GPT rows, else NULL */
+    ag_tensor *own[3];        /* inputs made here (the rest are att's or gpt's) */
 } ag_case_setup;
 /* Make row i's inputs from seed (the same seed gives the same inputs).
  * Returns AG_OK, or an error with a one-line message in err and s zeroed. */
@@ -262,8 +273,11 @@ ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, cha
 /* Release what the setup owns; s is zeroed. NULL does nothing. */
 void ag_gradcheck_case_free(ag_case_setup *s);
 /* The setup's inputs as a table row shows them, "a[3x4] b[4x5]"; inputs
- * of one shape share it: "a,b[2x3]", "wq..wo[4x4]". Writes buf (cut at len
- * bytes) and returns it. */
+ * of one shape share it: "a,b[2x3]", "wq..wo[4x4]"; a list longer than
+ * AG_CASE_INPUTS_WIDTH characters ends with how many are not shown,
+ * "wte[5x4] wpe[3x4] +17 more". Writes buf (cut at len bytes) and returns
+ * it. */
+#define AG_CASE_INPUTS_WIDTH 30
 const char *ag_gradcheck_case_inputs(const ag_case_setup *s, char *buf, size_t len);
 /* Set row i up from seed into *s and check it (ag_gradcheck with opts).
  * AG_OK: *result filled, *s kept (free it with ag_gradcheck_case_free) to
@@ -389,7 +403,8 @@ void ag_model_score(const ag_batch *b, const ag_tensor *logits, long *correct, l
 int ag_model_answer(const ag_batch *b, const ag_tensor *logits, int ex, int t, int a);
 /* Example 0 of b as text on f: for each head (attn (1,H,T,T), as
  * ag_trainer_example gives it) a heatmap, a row per position with its
- * weights over the positions (each with a shade, " .:-=+*#%@"), columns
+ * weights over the positions (each with a shade, " .:-=+*#%@", a step per
+ * tenth of the weight as printed: "0.10 ." and "0.09  "), columns
  * and rows named by ag_task_token_label, and after each asked position what
  * the model answered (logits of example 0), e.g. "-> v5 (want v5)". */
 void ag_model_print_attention(FILE *f, const ag_batch *b, const ag_tensor *attn,
@@ -698,6 +713,33 @@ ag_tensor *ag_gpt_loss(ag_tape *tape, ag_gpt *g, const int *ids, const int *targ
 /* One block, layer 0..layers-1, on x (B,T,C): a tape tensor (B,T,C). */
 ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
                         ag_rng *dropout_rng);
+
+/* What a forward pass shows of its inside. Each array that is not NULL has
+ * a slot per block and receives tape tensors (valid until the tape is reset;
+ * every slot NULL when the pass fails):
+ *   attn[l]   block l's attention weights P (B,H,T,T), the softmax as the
+ *             forward computed it: P[b][h][i][j] is how much position i of
+ *             head h takes from position j, 0 where j > i (the causal mask).
+ *             In the fused form (the default) P is made because it was asked
+ *             for and carries no gradient; op by op it is the softmax's output.
+ *   resid[l]  the residual stream after block l (B,T,C). */
+typedef struct ag_gpt_taps {
+    ag_tensor **attn;  /* (layers) or NULL */
+    ag_tensor **resid; /* (layers) or NULL */
+} ag_gpt_taps;
+/* ag_gpt_forward with taps (NULL: ag_gpt_forward itself). */
+ag_tensor *ag_gpt_forward_taps(ag_tape *tape, ag_gpt *g, const int *ids, int batch, int seq,
+                               ag_rng *dropout_rng, const ag_gpt_taps *taps);
+/* The attention weights of one forward pass of ids (seq tokens, 1..the
+ * config's seq), without dropout and without touching gradients, into attn
+ * (layers, heads, seq, seq), row-major: attn[l][h][i][j] as taps' P. AG_OK,
+ * or an error with a one-line message (an id out of range, a bad seq). */
+ag_status ag_gpt_attention(ag_gpt *g, const int *ids, int seq, ag_real *attn, char *err,
+                           size_t errlen);
+/* Record every block's attention as one fused op (1, the default) or op by
+ * op (0: every step a tape tensor with its gradient, as
+ * ag_attention_set_fused). A model with biases is always op by op. */
+void ag_gpt_set_fused(ag_gpt *g, int fused);
 /* The full validation loss of text: the mean cross-entropy over every
  * position of every window of ag_text_windows (seq = the config's seq),
  * without dropout. Deterministic, so any implementation can be compared
@@ -858,6 +900,16 @@ const ag_text *ag_gpt_trainer_text(const ag_gpt_trainer *t); /* borrowed */
 /* ag_gpt_val_loss of the trainer's model on its text. */
 ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windows, char *err,
                                   size_t errlen);
+/* The gradient flow, measured on one fixed batch of the training part (the
+ * same windows at every call, drawn from a stream of their own; no
+ * dropout): grad_norm[l] is the L2 norm of the loss's gradient over block
+ * l's parameters, resid_rms[l] the root mean square of the residual stream
+ * after block l (each array has a slot per block). It runs on the trainer's
+ * tape and overwrites the parameters' gradients, which the next step zeroes
+ * first; the training streams are untouched, so a run that measures takes
+ * the same steps as one that does not. */
+ag_status ag_gpt_trainer_flow(ag_gpt_trainer *t, double *grad_norm, double *resid_rms, char *err,
+                              size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -134,14 +134,21 @@ const char *ag_gradcheck_case_inputs(const ag_case_setup *s, char *buf, size_t l
         int j = i; /* inputs i..j have one shape */
         while (j + 1 < s->n_inputs && ag_same_shape(s->inputs[i], s->inputs[j + 1]))
             j++;
-        char shape[64];
+        char shape[64], group[160];
         ag_shape_str(s->inputs[i], shape, sizeof(shape));
-        int n;
         if (j == i)
-            n = snprintf(buf + used, len - used, "%s%s%s", used ? " " : "", s->names[i], shape);
+            snprintf(group, sizeof(group), "%s%s", s->names[i], shape);
         else
-            n = snprintf(buf + used, len - used, "%s%s%s%s%s", used ? " " : "", s->names[i],
-                         j == i + 1 ? "," : "..", s->names[j], shape);
+            snprintf(group, sizeof(group), "%s%s%s%s", s->names[i], j == i + 1 ? "," : "..",
+                     s->names[j], shape);
+        /* a long list (a whole model's weights): what fits, then how many more */
+        int more = s->n_inputs - i;
+        if (used &&
+            used + 1 + strlen(group) + (j + 1 < s->n_inputs ? 9 : 0) > AG_CASE_INPUTS_WIDTH) {
+            snprintf(buf + used, len - used, " +%d more", more);
+            break;
+        }
+        int n = snprintf(buf + used, len - used, "%s%s", used ? " " : "", group);
         if (n < 0 || (size_t)n >= len - used)
             break;
         used += (size_t)n;

@@ -223,6 +223,12 @@ void ag_cli_note_flushed(const ag_command *cmd, const ag_st_file *f, const char 
 /* The kernels a benchmark ran, "kernels=fast gemm=avx512" (bench.c). */
 const char *ag_cli_kernels(void);
 
+/* Code point c as one visible glyph for a label (attend.c), UTF-8 into buf
+ * (room for 8 bytes), returned: a newline is U+21B5, a space U+2423, a tab
+ * U+21E5, another control character its picture (U+2400 + c; DEL U+2421),
+ * a C1 control a middle dot; any other character itself. */
+const char *ag_cli_show_char(uint32_t c, char *buf);
+
 /* Seconds on a monotonic clock (run.c). */
 double ag_cli_now(void);
 
@@ -244,5 +250,7 @@ int ag_cmd_sample(int argc, char **argv);
 extern const ag_command ag_cmd_sample_info;
 int ag_cmd_eval(int argc, char **argv);
 extern const ag_command ag_cmd_eval_info;
+int ag_cmd_attend(int argc, char **argv);
+extern const ag_command ag_cmd_attend_info;
 
 #endif /* AG_CLI_H */

@@ -2,8 +2,9 @@
  * explain.c - `attograd explain softmax`: backprop through softmax told step
  * by step with real numbers, for a learner to follow with a pencil; and the
  * dispatch to `attograd explain attention` (explain_attention.c),
- * `attograd explain posenc` (explain_posenc.c) and `attograd explain
- * layernorm` (explain_layernorm.c).
+ * `attograd explain posenc` (explain_posenc.c), `attograd explain
+ * layernorm` (explain_layernorm.c) and `attograd explain block`
+ * (explain_block.c).
  */
 #include "opts.h"
 
@@ -18,9 +19,9 @@
 const ag_command ag_cmd_explain_info = {
     .name = "explain",
     .run = ag_cmd_explain,
-    .usage = "attograd explain softmax|attention|posenc|layernorm [options]",
-    .summary = "backprop through softmax, the seed's attention and layer norm, and positions, "
-               "step by step",
+    .usage = "attograd explain softmax|attention|posenc|layernorm|block [options]",
+    .summary = "backprop through softmax, the seed's attention, layer norm and a GPT block, "
+               "and positions, step by step",
 };
 
 void ag_cli_explain_vec(const char *label, const double *v, int n, int dec)
@@ -238,7 +239,7 @@ static int explain_softmax(const double *z, const double *g, int n, int dec)
 
 static const ag_option softmax_options[] = {
     AG_LIST_MASKS(ag_explain_opts, "--logits", logits, 1, MAX_LOGITS, "Z1,Z2,...",
-                  "the scores z (%L to %H numbers); -inf masks an entry"),
+                  "the scores z (%L to %H numbers); -inf masks an entry\n(default: the example)"),
     AG_LIST(ag_explain_opts, "--upstream", upstream, 1, MAX_LOGITS, "G1,G2,...",
             "dL/ds, one per logit (default: 1, then 0s,\nthat is L = s_0)"),
     AG_INT(ag_explain_opts, "--decimals", decimals, 4, 10, 4, "N",
@@ -248,7 +249,7 @@ static const ag_option softmax_options[] = {
 /* The topics' own usage lines, for their --help and their usage errors. */
 static const ag_command explain_softmax_info = {
     .name = "explain softmax",
-    .usage = "attograd explain softmax --logits Z1,Z2,... [--upstream G1,G2,...] [--decimals N]",
+    .usage = "attograd explain softmax [--logits Z1,Z2,...] [--upstream G1,G2,...] [--decimals N]",
     .summary = "backprop through softmax, step by step with real numbers",
     .options = softmax_options,
     .n_options = AG_CLI_COUNT(softmax_options),
@@ -261,7 +262,8 @@ static void print_softmax_help(const ag_command *cmd)
            "Walk through softmax's forward and backward with the numbers you give:\n"
            "subtract the max, exponentiate, normalise; the Jacobian; the input\n"
            "gradient as a vector-Jacobian product and as s * (g - <g, s>); and a\n"
-           "finite-difference check of every component.\n\n",
+           "finite-difference check of every component. Without --logits it runs an\n"
+           "example, --logits 1,2,3 --upstream 0.5,-1,0.25, and says so.\n\n",
            cmd->usage);
     ag_cli_print_options(cmd);
 }
@@ -271,17 +273,25 @@ static int parse_softmax(const ag_command *cmd, int argc, char **argv, ag_explai
     int r = ag_cli_parse(cmd, argc, argv, o, NULL);
     if (r != AG_CLI_GO)
         return r;
+    if (o->logits.n == 0) { /* none given: softmax-backprop.md's example */
+        static const double z[3] = {1, 2, 3}, g[3] = {0.5, -1, 0.25};
+        o->example = 1;
+        o->logits.n = 3;
+        memcpy(o->logits.v, z, sizeof(z));
+        if (o->upstream.n == 0) {
+            o->upstream.n = 3;
+            memcpy(o->upstream.v, g, sizeof(g));
+        }
+    }
     int n = o->logits.n;
-    if (n == 0)
-        return ag_cli_usage_error(cmd, "softmax needs --logits, e.g. --logits 1,2,3");
     if (o->upstream.n == 0) {
         o->upstream.n = n;
         for (int i = 0; i < n; i++)
             o->upstream.v[i] = i == 0;
     }
     if (o->upstream.n != n)
-        return ag_cli_usage_error(cmd, "--upstream has %d number(s) but --logits has %d",
-                                  o->upstream.n, n);
+        return ag_cli_usage_error(cmd, "--upstream has %d number(s) but --logits has %d%s",
+                                  o->upstream.n, n, o->example ? " (the example's)" : "");
     return AG_CLI_GO;
 }
 
@@ -291,7 +301,8 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
     memset(o, 0, sizeof(*o));
     if (argc < 2)
         return ag_cli_usage_error(cmd,
-                                  "what should I explain? (softmax, attention, posenc, layernorm)");
+                                  "what should I explain? (softmax, attention, posenc, layernorm, "
+                                  "block)");
     if (ag_cli_is_help(argv[1]))
         return AG_CLI_HELP;
     if (strcmp(argv[1], "softmax") == 0) {
@@ -304,8 +315,10 @@ int ag_cli_explain_parse(int argc, char **argv, ag_explain_opts *o)
         return ag_cli_explain_posenc_parse(argc - 1, argv + 1, o);
     if (strcmp(argv[1], "layernorm") == 0)
         return ag_cli_explain_layernorm_parse(argc - 1, argv + 1, o);
-    return ag_cli_usage_error(cmd, "unknown topic '%s' (softmax, attention, posenc, layernorm)",
-                              argv[1]);
+    if (strcmp(argv[1], "block") == 0)
+        return ag_cli_explain_block_parse(argc - 1, argv + 1, o);
+    return ag_cli_usage_error(
+        cmd, "unknown topic '%s' (softmax, attention, posenc, layernorm, block)", argv[1]);
 }
 
 int ag_cli_explain_run(const ag_explain_opts *o)
@@ -316,6 +329,11 @@ int ag_cli_explain_run(const ag_explain_opts *o)
         return ag_cli_explain_posenc_run(o);
     if (o->topic == AG_EXPLAIN_LAYERNORM)
         return ag_cli_explain_layernorm_run(o);
+    if (o->topic == AG_EXPLAIN_BLOCK)
+        return ag_cli_explain_block_run(o);
+    if (o->example)
+        printf("No --logits given: the example --logits 1,2,3 --upstream 0.5,-1,0.25 (worked\n"
+               "through by hand in docs/softmax-backprop.md); give your own with --logits.\n\n");
     return explain_softmax(o->logits.v, o->upstream.v, o->logits.n, o->decimals);
 }
 
@@ -333,13 +351,16 @@ int ag_cmd_explain(int argc, char **argv)
             ag_cli_explain_posenc_help();
         else if (argc >= 2 && strcmp(argv[1], "layernorm") == 0)
             ag_cli_explain_layernorm_help();
+        else if (argc >= 2 && strcmp(argv[1], "block") == 0)
+            ag_cli_explain_block_help();
         else
             printf("usage: %s\n\n"
                    "topics:\n"
                    "  softmax    backprop through softmax with your numbers\n"
                    "  attention  one training step of the seed's attention, entry by entry\n"
                    "  posenc     the sinusoidal positional encoding, or a learned one\n"
-                   "  layernorm  backprop through layer normalisation with your numbers\n\n"
+                   "  layernorm  backprop through layer normalisation with your numbers\n"
+                   "  block      one pre-norm GPT block, forward and backward, entry by entry\n\n"
                    "attograd explain TOPIC --help shows a topic's options.\n",
                    cmd->usage);
         return AG_EXIT_OK;

@@ -16,7 +16,7 @@
 
 #define LIST(...) AG_LIST(ag_explain_opts, __VA_ARGS__)
 static const ag_option options[] = {
-    LIST("--x", x, 1, MAX_N, "X1,X2,...", "one row of x (%L to %H numbers)"),
+    LIST("--x", x, 1, MAX_N, "X1,X2,...", "one row of x (%L to %H numbers; default: the example)"),
     LIST("--upstream", upstream, 1, MAX_N, "G1,G2,...",
          "dL/dy, one per value (default: 1, then 0s,\nthat is L = y_0)"),
     LIST("--weight", weight, 1, MAX_N, "W1,W2,...", "the scale, one per value (default: all 1)"),
@@ -28,7 +28,7 @@ static const ag_option options[] = {
 
 static const ag_command explain_layernorm_info = {
     .name = "explain layernorm",
-    .usage = "attograd explain layernorm --x X1,X2,... [--upstream G1,G2,...] [--weight W1,...] "
+    .usage = "attograd explain layernorm [--x X1,X2,...] [--upstream G1,G2,...] [--weight W1,...] "
              "[--bias B1,...] [--decimals N]",
     .summary = "backprop through layer normalisation, step by step with real numbers",
     .options = options,
@@ -43,7 +43,8 @@ void ag_cli_explain_layernorm_help(void)
            "you give: the mean, the variance, 1/std = 1/sqrt(var + %g), the normalised\n"
            "row and its scale and shift; the Jacobian; the input gradient as a\n"
            "vector-Jacobian product and by the formula backward uses; and a\n"
-           "finite-difference check of every component.\n\n",
+           "finite-difference check of every component. Without --x it runs an example,\n"
+           "--x 1,2,3 --upstream 0.1,0.2,-0.3, and says so.\n\n",
            explain_layernorm_info.usage, AG_LAYERNORM_EPS);
     ag_cli_print_options(&explain_layernorm_info);
 }
@@ -55,9 +56,17 @@ int ag_cli_explain_layernorm_parse(int argc, char **argv, ag_explain_opts *o)
     int r = ag_cli_parse(cmd, argc, argv, o, NULL);
     if (r != AG_CLI_GO)
         return r;
+    if (o->x.n == 0) { /* none given: an example (docs/cli.md's) */
+        static const double x[3] = {1, 2, 3}, g[3] = {0.1, 0.2, -0.3};
+        o->example = 1;
+        o->x.n = 3;
+        memcpy(o->x.v, x, sizeof(x));
+        if (o->upstream.n == 0) {
+            o->upstream.n = 3;
+            memcpy(o->upstream.v, g, sizeof(g));
+        }
+    }
     int n = o->x.n;
-    if (n == 0)
-        return ag_cli_usage_error(cmd, "layernorm needs --x, e.g. --x 1,2,3");
     if (o->upstream.n == 0) {
         o->upstream.n = n;
         for (int i = 0; i < n; i++)
@@ -69,8 +78,8 @@ int ag_cli_explain_layernorm_parse(int argc, char **argv, ag_explain_opts *o)
     } lists[] = {{"--upstream", o->upstream.n}, {"--weight", o->weight.n}, {"--bias", o->bias.n}};
     for (int k = 0; k < 3; k++)
         if (lists[k].count && lists[k].count != n)
-            return ag_cli_usage_error(cmd, "%s has %d number(s) but --x has %d", lists[k].flag,
-                                      lists[k].count, n);
+            return ag_cli_usage_error(cmd, "%s has %d number(s) but --x has %d%s", lists[k].flag,
+                                      lists[k].count, n, o->example ? " (the example's)" : "");
     return AG_CLI_GO;
 }
 
@@ -270,6 +279,9 @@ int ag_cli_explain_layernorm_run(const ag_explain_opts *o)
         r.w[i] = o->weight.n ? o->weight.v[i] : 1;
         r.b[i] = o->bias.n ? o->bias.v[i] : 0;
     }
+    if (o->example)
+        printf("No --x given: the example --x 1,2,3 --upstream 0.1,0.2,-0.3; give your own\n"
+               "with --x.\n\n");
     tell_forward(&r);
     tell_backward(&r);
     double lib[MAX_N];

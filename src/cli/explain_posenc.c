@@ -1,8 +1,9 @@
 /*
  * explain_posenc.c - `attograd explain posenc`: what a positional encoding
  * adds to each token's vector. The sinusoidal table of the Transformer
- * paper, or (with --load) the learned table `pos` of a checkpoint that
- * `attograd train --posenc learned --save` wrote, shown as numbers and as
+ * paper, or (with --load) the learned table of a checkpoint: `pos`, which
+ * `attograd train --posenc learned --save` wrote, or a GPT's positions
+ * `transformer.wpe.weight` (`train --task text --save`), shown as numbers and as
  * the cosine similarity of its rows; --plot draws both with gnuplot.
  */
 #include "opts.h"
@@ -23,8 +24,9 @@ static const ag_option options[] = {
     AG_INT(ag_explain_opts, "--dim", dim, 1, AG_EXPLAIN_MAX_SEQ, 16, "D",
            "width of each position's vector (default %D, %R)"),
     AG_PATH(ag_explain_opts, "--load", load, "FILE",
-            "show the learned table 'pos' of a safetensors file instead,\n"
-            "such as a checkpoint of attograd train --posenc learned"),
+            "show the learned table of a checkpoint instead: 'pos'\n"
+            "(attograd train --posenc learned) or a GPT's positions\n"
+            "'transformer.wpe.weight' (train --task text)"),
     AG_PATH(ag_explain_opts, "--plot", plot, "FILE.png",
             "draw the table and the similarity with gnuplot (exit 1\n"
             "when gnuplot is not installed)"),
@@ -97,6 +99,17 @@ static double *table_of(const ag_explain_opts *o, int *T, int *d, double **sim)
     return v;
 }
 
+/* Whether the file's table is a GPT's positions (it has no 'pos'). */
+static int is_gpt(const char *path)
+{
+    ag_st_file *f;
+    if (ag_st_load(path, &f, NULL, 0) != AG_OK)
+        return 0;
+    int gpt = !ag_st_dtype(f, "pos") && ag_st_dtype(f, "transformer.wpe.weight");
+    ag_st_free(f);
+    return gpt;
+}
+
 /* The first SHOW_ROWS x SHOW_COLS of an rows x cols matrix, with labels. */
 static void print_table(const double *m, int rows, int cols, const char *row_name,
                         const char *col_name)
@@ -133,12 +146,15 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
     if (!pe)
         return AG_EXIT_FAIL;
 
+    int gpt = o->load && is_gpt(o->load);
+    const char *name = gpt ? "transformer.wpe.weight" : "pos";
     if (o->load) {
-        printf("The learned positional encoding 'pos' of %s: %d positions of width %d.\n"
+        printf("The learned positional encoding '%s' of %s: %d positions of width %d.\n"
                "It started as small random numbers (normal, std 0.02) and was trained with\n"
                "the rest of the model: nothing but the task shaped it. Each token's vector\n"
-               "gets its position's row added, x'[t] = x[t] + pos[t].\n\n",
-               o->load, T, d);
+               "gets its position's row added, %s.\n\n",
+               name, o->load, T, d,
+               gpt ? "x[t] = wte[id_t] + wpe[t] (wpe is this table)" : "x'[t] = x[t] + pos[t]");
     } else {
         printf("The sinusoidal positional encoding (the Transformer paper's), %d positions\n"
                "of width %d:\n"
@@ -149,7 +165,7 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
                "Each token's vector gets its position's row added, x'[t] = x[t] + PE[t].\n\n",
                T, d, 6.283185307179586 * pow(10000.0, (double)((d - 1) - (d - 1) % 2) / d));
     }
-    printf("%s (row: position t; columns 0..%d of %d):\n", o->load ? "pos" : "PE",
+    printf("%s (row: position t; columns 0..%d of %d):\n", o->load ? (gpt ? "wpe" : "pos") : "PE",
            (d < SHOW_COLS ? d : SHOW_COLS) - 1, d);
     print_table(pe, T, d, "t", "");
     printf("\nCosine similarity of the rows, <PE[t], PE[u]> / (|PE[t]| |PE[u]|):\n");
@@ -166,7 +182,7 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
     if (o->plot) {
         char title[600];
         if (o->load)
-            snprintf(title, sizeof(title), "learned positional encoding 'pos' of %s", o->load);
+            snprintf(title, sizeof(title), "learned positional encoding '%s' of %s", name, o->load);
         else
             snprintf(title, sizeof(title), "sinusoidal positional encoding, %d positions x %d", T,
                      d);

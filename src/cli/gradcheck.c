@@ -1,6 +1,6 @@
 /*
- * gradcheck.c - `attograd gradcheck`: every op's backward, the losses and the
- * attention layer checked against central differences with the library's
+ * gradcheck.c - `attograd gradcheck`: every op's backward, the losses, the
+ * attention layer, a block and a GPT checked against central differences with the library's
  * ag_gradcheck, one table row per check; and --sweep, the error against the
  * step size eps, which shows truncation error giving way to round-off.
  */
@@ -74,11 +74,12 @@ const ag_command ag_cmd_gradcheck_info = {
 static int print_help(const ag_command *cmd)
 {
     printf("usage: %s\n\n"
-           "Check the analytic gradient of every op, of the losses and of the attention\n"
-           "layer against finite differences, using ag_gradcheck: central differences\n"
-           "D(eps) = (L(x + eps) - L(x - eps)) / 2 eps, extrapolated as\n"
-           "(4 D(eps) - D(2 eps)) / 3. A result with several elements is projected onto\n"
-           "fixed random weights first. One row per check; exit status 1 when any fails.\n\n",
+           "Check the analytic gradient of every op, of the losses, of the attention\n"
+           "layer, of a transformer block and of a whole GPT against finite differences,\n"
+           "using ag_gradcheck: central differences D(eps) = (L(x + eps) - L(x - eps)) /\n"
+           "2 eps, extrapolated as (4 D(eps) - D(2 eps)) / 3. A result with several\n"
+           "elements is projected onto fixed random weights first. One row per check;\n"
+           "exit status 1 when any fails.\n\n",
            cmd->usage);
     ag_cli_print_options(cmd);
     return AG_EXIT_OK;

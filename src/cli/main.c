@@ -11,8 +11,9 @@
 #include <string.h>
 
 static const ag_command *const commands[] = {
-    &ag_cmd_train_info, &ag_cmd_sample_info,  &ag_cmd_eval_info,      &ag_cmd_demo_info,
-    &ag_cmd_grad_info,  &ag_cmd_explain_info, &ag_cmd_gradcheck_info, &ag_cmd_bench_info,
+    &ag_cmd_train_info,   &ag_cmd_sample_info,    &ag_cmd_eval_info,
+    &ag_cmd_attend_info,  &ag_cmd_demo_info,      &ag_cmd_grad_info,
+    &ag_cmd_explain_info, &ag_cmd_gradcheck_info, &ag_cmd_bench_info,
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -38,6 +38,7 @@ typedef struct ag_text_opts {
     ag_gpt_train_config train; /* decay_steps 0 until known: --steps by default */
     int steps, eval_every, eval_iters, quiet, threads;
     const char *text_path, *log_path, *plot_path, *save_path, *load_path; /* NULL: not given */
+    const char *heads_path;                                               /* --plot-heads */
     const char *task;                                                     /* --task: "text" */
     /* which flags were given, by ag_cli_given: with --load, a model flag must
      * agree with the checkpoint and a training flag replaces its setting */
@@ -75,6 +76,17 @@ typedef struct ag_eval_opts {
 int ag_cli_eval_parse(int argc, char **argv, ag_eval_opts *o);
 int ag_cli_eval_run(const ag_eval_opts *o);
 
+/* ---- attograd attend ---- */
+#define AG_ATTEND_MAX 1000000 /* --layer and --head: checked against the model when it is read */
+typedef struct ag_attend_opts {
+    const char *load_path, *prompt;
+    int layer, head;       /* -1: every one */
+    const char *png, *out; /* NULL: not given */
+} ag_attend_opts;
+
+int ag_cli_attend_parse(int argc, char **argv, ag_attend_opts *o);
+int ag_cli_attend_run(const ag_attend_opts *o);
+
 /* ---- attograd grad ---- */
 typedef struct ag_grad_opts {
     const char *model_path, *batch_path, *out_path;
@@ -90,7 +102,8 @@ typedef enum ag_explain_topic {
     AG_EXPLAIN_SOFTMAX,
     AG_EXPLAIN_ATTENTION,
     AG_EXPLAIN_POSENC,
-    AG_EXPLAIN_LAYERNORM
+    AG_EXPLAIN_LAYERNORM,
+    AG_EXPLAIN_BLOCK
 } ag_explain_topic;
 typedef struct ag_explain_opts {
     ag_explain_topic topic;
@@ -110,6 +123,11 @@ typedef struct ag_explain_opts {
     /* layernorm */
     ag_cli_list x;            /* the row */
     ag_cli_list weight, bias; /* as many as x, or none (1s and 0s) */
+    int example;              /* softmax, layernorm: none given, the example's numbers */
+    /* block (and dot, png, load from above) */
+    uint64_t block_seed; /* the tiny block's numbers */
+    int layer;           /* --load's block */
+    const char *prompt;  /* --load's text, or NULL */
 } ag_explain_opts;
 
 /* argv[0] is "explain", argv[1] the topic (softmax, attention, posenc or
@@ -128,6 +146,10 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o);
 int ag_cli_explain_layernorm_parse(int argc, char **argv, ag_explain_opts *o);
 void ag_cli_explain_layernorm_help(void);
 int ag_cli_explain_layernorm_run(const ag_explain_opts *o);
+/* The block topic (explain_block.c): argv[0] is "block". */
+int ag_cli_explain_block_parse(int argc, char **argv, ag_explain_opts *o);
+void ag_cli_explain_block_help(void);
+int ag_cli_explain_block_run(const ag_explain_opts *o);
 /* For the topics' files: explain softmax's row printer. */
 void ag_cli_explain_vec(const char *label, const double *v, int n, int decimals);
 

@@ -57,6 +57,29 @@ void ag_cli_gnuplot_quote(FILE *g, const char *s);
  * Returns 1, or 0 with the reason in err (and *sig, ag_cli_gnuplot_end's). */
 int ag_cli_plot_heads(const char *png, const char *title, int heads, int T, const double *attn,
                       const char *const *labels, int *sig, char *err, size_t errlen);
+/* A GPT's attention for one text: a grid of heatmaps, its layers blocks as
+ * rows and its heads as columns, with one colour bar. attn is (layers,
+ * heads, T, T), labels the T characters as shown. Returns 1, or 0 with the
+ * reason in err (and *sig, ag_cli_gnuplot_end's). */
+int ag_cli_plot_gpt_heads(const char *png, const char *title, int layers, int heads, int T,
+                          const double *attn, const char *const *labels, int *sig, char *err,
+                          size_t errlen);
+/* What `train --task text --plot` draws: the batch losses and the estimates
+ * (train, val) and, when flow has rows, the gradient flow beside them: flow
+ * holds 2 layers values per estimate, each block's gradient norm, then the
+ * RMS of the residual stream after each block (ag_gpt_trainer_flow). */
+typedef struct ag_text_plot {
+    const char *title;
+    const ag_curve *loss, *est, *flow; /* flow may be NULL */
+    int layers;
+} ag_text_plot;
+/* Draw d into png (ag_cli_gnuplot_end's rules). Returns 1, or 0 with err set. */
+int ag_cli_text_plot(const char *png, const ag_text_plot *d, int *sig, char *err, size_t errlen);
+/* `train --task text --plot-heads`: every head of g on the first window of
+ * the full validation loss, text's val[0 .. seq), as ag_cli_plot_gpt_heads
+ * draws it. Returns 1, or 0 with err set (and *sig). */
+int ag_cli_text_plot_heads(const char *png, ag_gpt *g, const ag_text *text, int *sig, char *err,
+                           size_t errlen);
 /* A positional encoding pe (T, d) beside the cosine similarity sim (T, T)
  * of its rows. Returns 1, or 0 with the reason in err (and *sig). */
 int ag_cli_plot_posenc(const char *png, const char *title, int T, int d, const double *pe,

@@ -74,8 +74,13 @@ static const ag_option options[] = {
     INT("--eval-every", eval_every, 1, MAX_STEPS, 250, "N",
         "estimate the losses every N steps (default %D)"),
     INT("--eval-iters", eval_iters, 1, 100000, 20, "N", "random batches per estimate (default %D)"),
-    PATH("--log", log_path, "FILE.csv", "write step,loss,train_loss,val_loss,lr"),
-    PATH("--plot", plot_path, "FILE.png", "draw the training and validation loss (needs gnuplot)"),
+    PATH("--log", log_path, "FILE.csv",
+         "write step,loss,train_loss,val_loss,lr and, at each\n"
+         "estimate, the gradient flow: grad_norm.L, resid_rms.L"),
+    PATH("--plot", plot_path, "FILE.png", "draw the losses and the gradient flow (needs gnuplot)"),
+    PATH("--plot-heads", heads_path, "FILE.png",
+         "draw every head's attention on the first validation\n"
+         "window at the end (needs gnuplot)"),
     PATH("--save", save_path, "FILE", "write a checkpoint at the end (safetensors, PyTorch names)"),
     PATH("--load", load_path, "FILE", "continue a checkpoint's run, bit for bit"),
     SWITCH("--quiet", quiet, "print only the result line"),
@@ -172,10 +177,11 @@ static int check_sizes(const ag_text_opts *o)
  * --load is resuming in place; the text is only read. */
 static int check_paths(const ag_text_opts *o)
 {
-    const char *flag[5] = {"--log", "--plot", "--save", "--load", "--text"};
-    const char *path[5] = {o->log_path, o->plot_path, o->save_path, o->load_path, o->text_path};
-    for (int a = 0; a < 5; a++)
-        for (int b = a + 1; b < 5; b++)
+    const char *flag[6] = {"--log", "--plot", "--save", "--load", "--text", "--plot-heads"};
+    const char *path[6] = {o->log_path,  o->plot_path, o->save_path,
+                           o->load_path, o->text_path, o->heads_path};
+    for (int a = 0; a < 6; a++)
+        for (int b = a + 1; b < 6; b++)
             if (path[a] && path[b] && strcmp(path[a], path[b]) == 0 && !(a == 2 && b == 3) &&
                 !(a == 3 && b == 4))
                 return !ag_cli_usage_error(&text_cmd, "%s and %s both name '%s'", flag[a], flag[b],
@@ -211,8 +217,13 @@ typedef struct text_run {
     double loss;               /* the last step's batch loss */
     double train_est, val_est; /* the last estimates; NAN before the first */
     long est_step;             /* the step they were made at */
-    /* for --plot: the losses, thinned to AG_CLI_PLOT_POINTS, and the estimates (train, val) */
-    ag_curve loss_curve, est_curve;
+    /* for --plot: the losses, thinned to AG_CLI_PLOT_POINTS, the estimates (train, val)
+     * and the gradient flow at each estimate */
+    ag_curve loss_curve, est_curve, flow_curve;
+    double *flow;              /* (2 layers) the last estimate's grad_norm.L, then resid_rms.L; NULL
+                   * when neither --log nor --plot asks for it */
+    double *row;               /* (5 + 2 layers) a log row */
+    int plots;                 /* gnuplot is there for --plot and --plot-heads */
     int plot_failed, plot_sig; /* the plot was not made (and the signal that stopped gnuplot) */
 } text_run;
 
@@ -281,6 +292,12 @@ static int estimate(text_run *r, char *err, size_t errlen)
         return fail(err);
     r->est_step = ag_gpt_trainer_steps(r->t);
     ag_curve_add(&r->est_curve, r->est_step, (double[]){r->train_est, r->val_est});
+    int L = ag_gpt_get_config(r->g)->layers;
+    if (r->flow) {
+        if (ag_gpt_trainer_flow(r->t, r->flow, r->flow + L, err, errlen) != AG_OK)
+            return fail(err);
+        ag_curve_add(&r->flow_curve, r->est_step, r->flow);
+    }
     return 1;
 }
 
@@ -306,28 +323,12 @@ static void progress(const text_run *r, long done, double elapsed, int tty)
 static int plot(const text_run *r, double val_loss, int *sig, char *err, size_t errlen)
 {
     char title[256];
-    ag_cli_gnuplot gp;
-    *sig = 0;
-    if (!ag_cli_gnuplot_begin(&gp, 900, 500, err, errlen))
-        return 0;
-    FILE *g = gp.f;
     snprintf(title, sizeof(title),
              "attograd train --task text: %ld steps, full validation loss %.4f",
              ag_gpt_trainer_steps(r->t), val_loss);
-    fprintf(g, "set title ");
-    ag_cli_gnuplot_quote(g, title);
-    fprintf(g,
-            "\nset xlabel 'step'\nset ylabel 'loss (nats per character)'\nset grid\n"
-            "set key top right\nplot '-' using 1:2 with lines lc rgb '#bbbbbb' title 'batch loss', "
-            "'-' using 1:2 with linespoints title 'training (estimate)', "
-            "'-' using 1:3 with linespoints title 'validation (estimate)'\n");
-    ag_curve_write(&r->loss_curve, g);
-    for (int k = 0; k < 2; k++) {
-        fprintf(g, "e\n");
-        ag_curve_write(&r->est_curve, g);
-    }
-    fprintf(g, "e\n");
-    return ag_cli_gnuplot_end(&gp, r->o->plot_path, sig, err, errlen);
+    ag_text_plot d = {title, &r->loss_curve, &r->est_curve, &r->flow_curve,
+                      ag_gpt_get_config(r->g)->layers};
+    return ag_cli_text_plot(r->o->plot_path, &d, sig, err, errlen);
 }
 
 /* One step and what follows it: the log row, an estimate, the progress. */
@@ -348,10 +349,14 @@ static int step(text_run *r, long done, double start, double *last_draw, int tty
     if (eval_now && !estimate(r, err, errlen))
         return 0;
     if (r->log) {
-        double row[5] = {(double)s, r->loss, eval_now ? r->train_est : NAN,
-                         eval_now ? r->val_est : NAN,
-                         ag_gpt_lr_at(ag_gpt_trainer_config(r->t), s - 1)};
-        ag_csv_row(r->log, row, 5); /* errors are sticky; ag_csv_close reports them */
+        int L = ag_gpt_get_config(r->g)->layers;
+        double *row = r->row;
+        row[0] = (double)s, row[1] = r->loss;
+        row[2] = eval_now ? r->train_est : NAN, row[3] = eval_now ? r->val_est : NAN;
+        row[4] = ag_gpt_lr_at(ag_gpt_trainer_config(r->t), s - 1);
+        for (int k = 0; k < 2 * L; k++)
+            row[5 + k] = eval_now ? r->flow[k] : NAN;
+        ag_csv_row(r->log, row, 5 + 2 * (size_t)L); /* errors are sticky; ag_csv_close says */
     }
     double t = ag_cli_now() - start;
     if (tty && (t - *last_draw > 0.1 || last)) {
@@ -375,12 +380,21 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
     if (ag_gpt_trainer_val_loss(r->t, &val, &windows, err, errlen) != AG_OK)
         return fail(err);
     char shown[AG_QUOTE_LEN];
-    if (o->plot_path && r->loss_curve.rows) {
+    if (o->plot_path && r->plots) {
         if (plot(r, val, &r->plot_sig, err, errlen)) {
             if (!o->quiet)
                 printf("plot: %s\n", ag_quote(o->plot_path, shown, sizeof(shown)));
         } else {
             fail(err); /* the log and the checkpoint still follow; the status says it */
+            r->plot_failed = 1;
+        }
+    }
+    if (o->heads_path && r->plots && !r->plot_sig) {
+        if (ag_cli_text_plot_heads(o->heads_path, r->g, r->text, &r->plot_sig, err, errlen)) {
+            if (!o->quiet)
+                printf("plot: %s\n", ag_quote(o->heads_path, shown, sizeof(shown)));
+        } else {
+            fail(err);
             r->plot_failed = 1;
         }
     }
@@ -433,7 +447,7 @@ static int prepare(text_run *r)
     const ag_cli_file files[] = {
         {"--log", o->log_path, 1, NULL},       {"--plot", o->plot_path, 1, NULL},
         {"--save", o->save_path, 1, "--load"}, {"--load", o->load_path, 0, NULL},
-        {"--text", o->text_path, 0, NULL},
+        {"--text", o->text_path, 0, NULL},     {"--plot-heads", o->heads_path, 1, NULL},
     };
     int checked = ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
     if (checked != AG_EXIT_OK)
@@ -445,20 +459,47 @@ static int prepare(text_run *r)
     return adopt_checkpoint(o, r->file);
 }
 
-/* --plot's history, when gnuplot is there (else said, and no plot).
- * Returns 0 when out of memory. */
+/* --plot's history, when gnuplot is there (else said, and no plot), and the
+ * gradient flow's buffers for --log and --plot. Returns 0 when out of memory. */
 static int alloc_history(text_run *r)
 {
     const ag_text_opts *o = r->o;
-    if (!o->plot_path)
+    int L = ag_gpt_get_config(r->g)->layers;
+    if (o->log_path || o->plot_path) {
+        r->flow = calloc(2 * (size_t)L + 1, sizeof(double));
+        r->row = calloc(5 + 2 * (size_t)L, sizeof(double));
+        if (!r->flow || !r->row)
+            return fail("out of memory");
+    }
+    if (!o->plot_path && !o->heads_path)
         return 1;
     if (!ag_cli_have_program("gnuplot"))
         return fail("gnuplot is not installed, so no plot (apt-get install gnuplot-nox)"), 1;
+    r->plots = 1;
+    if (!o->plot_path)
+        return 1;
     size_t cap = (size_t)(o->steps < AG_CLI_PLOT_POINTS ? o->steps : AG_CLI_PLOT_POINTS);
     if (ag_curve_init_thinned(&r->loss_curve, 1, o->steps, AG_CLI_PLOT_POINTS) != AG_OK ||
-        ag_curve_init(&r->est_curve, 2, cap, 1) != AG_OK)
+        ag_curve_init(&r->est_curve, 2, cap, 1) != AG_OK ||
+        (L > 0 && ag_curve_init(&r->flow_curve, 2 * L, cap, 1) != AG_OK))
         return fail("out of memory");
     return 1;
+}
+
+/* The log's columns: step,loss,train_loss,val_loss,lr, then grad_norm.0 ..
+ * grad_norm.L-1 and resid_rms.0 .. resid_rms.L-1. NULL when out of memory. */
+static char *log_header(int layers)
+{
+    static const char *const base = "step,loss,train_loss,val_loss,lr";
+    size_t cap = strlen(base) + 2 * (size_t)layers * 24 + 1, n = strlen(base);
+    char *h = malloc(cap);
+    if (!h)
+        return NULL;
+    memcpy(h, base, n + 1);
+    for (int k = 0; k < 2 * layers; k++)
+        n += (size_t)snprintf(h + n, cap - n, ",%s.%d", k < layers ? "grad_norm" : "resid_rms",
+                              k % layers);
+    return h;
 }
 
 int ag_cli_text_run(ag_text_opts *o)
@@ -481,10 +522,17 @@ int ag_cli_text_run(ag_text_opts *o)
     ag_set_threads(o->threads);
     /* from here on a temporary file may exist: a signal only asks the loop to stop */
     ag_cli_stop_begin(&stop_signals);
-    if (o->log_path && ag_csv_open(o->log_path, "step,loss,train_loss,val_loss,lr", &r.log, err,
-                                   sizeof(err)) != AG_OK) {
-        fail(err);
-        goto done;
+    if (o->log_path) {
+        char *header = log_header(ag_gpt_get_config(r.g)->layers);
+        ag_status st = AG_ERR_NOMEM;
+        snprintf(err, sizeof(err), "out of memory");
+        if (header)
+            st = ag_csv_open(o->log_path, header, &r.log, err, sizeof(err));
+        free(header);
+        if (st != AG_OK) {
+            fail(err);
+            goto done;
+        }
     }
     int tty = !o->quiet && isatty(STDOUT_FILENO);
     if (!o->quiet)
@@ -511,6 +559,9 @@ done:
     ag_gpt_trainer_free(r.t);
     ag_curve_free(&r.loss_curve);
     ag_curve_free(&r.est_curve);
+    ag_curve_free(&r.flow_curve);
+    free(r.flow);
+    free(r.row);
     ag_set_threads(1);
     return status;
 }

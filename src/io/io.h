@@ -123,12 +123,15 @@ ag_status ag_io_check_values(const char *path, const char *name, const ag_real *
  * the writer alike. */
 static inline size_t ag_st_dtype_size(ag_st_type dtype)
 {
-    return dtype == AG_ST_F64 ? 8 : 4;
+    return dtype == AG_ST_F64 || dtype == AG_ST_I64 ? 8 : 4;
 }
 
 static inline const char *ag_st_dtype_name(ag_st_type dtype)
 {
-    return dtype == AG_ST_F64 ? "F64" : "F32";
+    return dtype == AG_ST_F64   ? "F64"
+           : dtype == AG_ST_I32 ? "I32"
+           : dtype == AG_ST_I64 ? "I64"
+                                : "F32";
 }
 
 /* The whole safetensors file a writer describes, in a new malloc'd buffer

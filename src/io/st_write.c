@@ -22,7 +22,9 @@ typedef struct st_entry {
     int ndim;               /* 0..AG_MAX_DIMS */
     int shape[AG_MAX_DIMS]; /* (ndim), each >= 0 */
     size_t count;           /* elements: product of shape */
-    const ag_real *data;    /* (count) values, borrowed until save */
+    ag_st_type type;        /* how it is stored */
+    const ag_real *data;    /* (count) values, borrowed until save; or */
+    const void *raw;        /* (count) values of type itself (ag_st_add_typed) */
 } st_entry;
 
 struct ag_st_writer {
@@ -84,8 +86,9 @@ static int is_utf8(const char *s)
     return ag_utf8_valid((const unsigned char *)s, strlen(s));
 }
 
-ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shape,
-                    const ag_real *data)
+/* Add a tensor of type: data (ag_real) when typed is 0, else raw (type's own). */
+static ag_status add_entry(ag_st_writer *w, const char *name, int ndim, const int *shape,
+                           ag_st_type type, const void *data, int typed)
 {
     char q[AG_IO_QUOTE_LEN];
     if (!w)
@@ -116,13 +119,31 @@ ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shap
     }
     if (count > 0 && !data)
         return wfail(w, AG_ERR_ARG, "ag_st_add: tensor '%s': data is NULL", q);
-    st_entry e = {.ndim = ndim, .count = count, .data = data};
+    st_entry e = {.ndim = ndim, .count = count, .type = type};
+    if (typed)
+        e.raw = data;
+    else
+        e.data = data;
     for (int i = 0; i < ndim; i++)
         e.shape[i] = shape[i];
     if (!ag_io_grow((void **)&w->e, &w->cap, w->n, sizeof(*w->e)) || !(e.name = strdup(name)))
         return wfail(w, AG_ERR_NOMEM, "ag_st_add: out of memory");
     w->e[w->n++] = e;
     return AG_OK;
+}
+
+ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shape,
+                    const ag_real *data)
+{
+    return add_entry(w, name, ndim, shape, w ? w->dtype : AG_ST_F32, data, 0);
+}
+
+ag_status ag_st_add_typed(ag_st_writer *w, const char *name, ag_st_type type, int ndim,
+                          const int *shape, const void *data)
+{
+    if (w && type != AG_ST_F32 && type != AG_ST_F64 && type != AG_ST_I32 && type != AG_ST_I64)
+        return wfail(w, AG_ERR_ARG, "ag_st_add_typed: unknown type %d", (int)type);
+    return add_entry(w, name, ndim, shape, type, data, 1);
 }
 
 ag_status ag_st_add_tensor(ag_st_writer *w, const char *name, const ag_tensor *t)
@@ -279,7 +300,6 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
                            size_t errlen)
 {
     memset(pl, 0, sizeof(*pl));
-    size_t esize = ag_st_dtype_size(w->dtype);
     char **meta = NULL;
     ag_status st = AG_OK;
     pl->order = malloc((w->n ? w->n : 1) * sizeof(*pl->order));
@@ -317,7 +337,7 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
     size_t off = 0;
     for (size_t i = 0; i < w->n; i++) {
         const st_entry *e = pl->order[i];
-        size_t bytes = e->count * esize; /* checked when added */
+        size_t bytes = e->count * ag_st_dtype_size(e->type); /* checked when added */
         if (bytes > SIZE_MAX - off) {
             st = ag_err(AG_ERR_NOMEM, err, errlen, "%s: the tensors are too large", what);
             goto done;
@@ -327,7 +347,7 @@ static ag_status plan_make(const ag_st_writer *w, plan *pl, const char *what, ch
         first = 0;
         put_json(b, e->name);
         puts_(b, ":{\"dtype\":\"");
-        puts_(b, ag_st_dtype_name(w->dtype));
+        puts_(b, ag_st_dtype_name(e->type));
         puts_(b, "\",\"shape\":[");
         for (int d = 0; d < e->ndim; d++) {
             if (d)
@@ -377,12 +397,33 @@ static void put_f32(unsigned char *o, float v)
         o[i] = (unsigned char)(u >> (8 * i));
 }
 
+static void put_u64(unsigned char *o, uint64_t u)
+{
+    for (int i = 0; i < 8; i++)
+        o[i] = (unsigned char)(u >> (8 * i));
+}
+
 static void put_f64(unsigned char *o, double v)
 {
     uint64_t u;
     memcpy(&u, &v, sizeof(u));
-    for (int i = 0; i < 8; i++)
-        o[i] = (unsigned char)(u >> (8 * i));
+    put_u64(o, u);
+}
+
+/* Element j of an ag_st_add_typed tensor, little-endian, into o. */
+static void put_raw(unsigned char *o, ag_st_type type, const void *raw, size_t j)
+{
+    if (type == AG_ST_F32) {
+        put_f32(o, ((const float *)raw)[j]);
+    } else if (type == AG_ST_F64) {
+        put_f64(o, ((const double *)raw)[j]);
+    } else if (type == AG_ST_I64) {
+        put_u64(o, (uint64_t)((const int64_t *)raw)[j]);
+    } else {
+        uint32_t u = (uint32_t)((const int32_t *)raw)[j];
+        for (int i = 0; i < 4; i++)
+            o[i] = (unsigned char)(u >> (8 * i));
+    }
 }
 
 /* Write the planned file into k. */
@@ -397,11 +438,16 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
         goto write_error;
     for (size_t i = 0; i < w->n; i++) {
         const st_entry *t = pl->order[i];
+        size_t esize = ag_st_dtype_size(t->type);
         for (size_t at = 0; at < t->count; at += CHUNK) {
             size_t n = t->count - at < CHUNK ? t->count - at : CHUNK;
             for (size_t j = 0; j < n; j++) {
+                if (t->raw) {
+                    put_raw(buf + esize * j, t->type, t->raw, at + j);
+                    continue;
+                }
                 double v = (double)t->data[at + j];
-                if (w->dtype == AG_ST_F64) {
+                if (t->type == AG_ST_F64) {
                     put_f64(buf + 8 * j, v);
                     continue;
                 }
@@ -412,7 +458,7 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
                                   ag_io_show(t->name, q, sizeof(q)), at + j, v);
                 put_f32(buf + 4 * j, (float)v);
             }
-            if (!emit(k, buf, n * ag_st_dtype_size(w->dtype)))
+            if (!emit(k, buf, n * esize))
                 goto write_error;
         }
     }

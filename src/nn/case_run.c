@@ -14,8 +14,13 @@ ag_status ag_gradcheck_case_run(size_t i, uint64_t seed, const ag_gradcheck_opts
     char why[256] = "";
     const char *name = ag_gradcheck_case_name(i);
     ag_status st = s ? ag_gradcheck_case_setup(i, seed, s, why, sizeof(why)) : AG_ERR_ARG;
-    if (st == AG_OK)
-        st = ag_gradcheck(s->build, s->ctx, s->inputs, s->n_inputs, opts, result, why, sizeof(why));
+    if (st == AG_OK) {
+        ag_gradcheck_opts o = opts ? *opts : ag_gradcheck_defaults();
+        double rtol = o.rtol > 0 ? o.rtol : AG_GRADCHECK_RTOL;
+        if (s->rtol > rtol)
+            o.rtol = s->rtol; /* a deep row's own: its rounding in this precision */
+        st = ag_gradcheck(s->build, s->ctx, s->inputs, s->n_inputs, &o, result, why, sizeof(why));
+    }
     if (st != AG_OK) {
         if (err && errlen)
             snprintf(err, errlen, "%s: %s", name ? name : "gradcheck",

@@ -317,19 +317,23 @@ static ag_tensor *drop(ag_tape *tape, const ag_gpt *g, ag_tensor *x, ag_rng *rng
 }
 
 /* Causal self-attention, C -> C. Without biases it is the attention layer
- * itself (the fused op); with them, the op-by-op form with the biases added
- * to Q, K, V and the output. */
+ * itself (the fused op, or op by op after ag_gpt_set_fused(g, 0)); with
+ * them, the op-by-op form with the biases added to Q, K, V and the output.
+ * *p (may be NULL) gets the softmax weights P (B,H,T,T). */
 static ag_tensor *attention(ag_tape *tape, const ag_gpt *g, const ag_gpt_layer *l,
-                            const ag_tensor *x)
+                            const ag_tensor *x, ag_tensor **p)
 {
     if (!g->cfg.bias)
-        return ag_attention_forward(tape, l->attn, x, NULL);
+        return ag_attention_forward(tape, l->attn, x, p);
     ag_attention *a = l->attn;
     ag_tensor *q = linear(tape, x, ag_attention_param(a, "wq"), l->bq);
     ag_tensor *k = linear(tape, x, ag_attention_param(a, "wk"), l->bk);
     ag_tensor *v = linear(tape, x, ag_attention_param(a, "wv"), l->bv);
-    ag_tensor *o = ag_nn_attend(tape, q, k, v, g->cfg.heads, 1, NULL);
-    return linear(tape, o, ag_attention_param(a, "wo"), l->bo);
+    ag_tensor *o = ag_nn_attend(tape, q, k, v, g->cfg.heads, 1, p);
+    ag_tensor *out = linear(tape, o, ag_attention_param(a, "wo"), l->bo);
+    if (!out && p)
+        *p = NULL;
+    return out;
 }
 
 /* x + branch, or the branch alone without residual connections. */
@@ -338,9 +342,12 @@ static ag_tensor *residual(ag_tape *tape, const ag_gpt *g, ag_tensor *x, ag_tens
     return g->cfg.no_residual ? branch : ag_add(tape, x, branch);
 }
 
-ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
-                        ag_rng *dropout_rng)
+/* Block `layer` on x; *p (may be NULL) gets its attention weights. */
+static ag_tensor *block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
+                        ag_rng *dropout_rng, ag_tensor **p)
 {
+    if (p)
+        *p = NULL;
     if (!tape || ag_tape_status(tape) != AG_OK)
         return NULL;
     if (!g || !x || layer < 0 || layer >= g->cfg.layers) {
@@ -353,7 +360,7 @@ ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
     const ag_gpt_layer *l = &g->h[layer];
     ag_tensor *h = (ag_tensor *)x;
     /* x = x + attn(ln_1(x)): the tokens exchange information */
-    ag_tensor *a = attention(tape, g, l, norm(tape, h, l->ln1_w, l->ln1_b));
+    ag_tensor *a = attention(tape, g, l, norm(tape, h, l->ln1_w, l->ln1_b), p);
     h = residual(tape, g, h, drop(tape, g, a, dropout_rng));
     if (g->cfg.no_mlp)
         return h;
@@ -363,9 +370,21 @@ ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
     return residual(tape, g, h, drop(tape, g, m, dropout_rng));
 }
 
-ag_tensor *ag_gpt_forward(ag_tape *tape, ag_gpt *g, const int *ids, int batch, int seq,
-                          ag_rng *dropout_rng)
+ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
+                        ag_rng *dropout_rng)
 {
+    return block(tape, g, layer, x, dropout_rng, NULL);
+}
+
+ag_tensor *ag_gpt_forward_taps(ag_tape *tape, ag_gpt *g, const int *ids, int batch, int seq,
+                               ag_rng *dropout_rng, const ag_gpt_taps *taps)
+{
+    for (int i = 0; taps && g && i < g->cfg.layers; i++) {
+        if (taps->attn)
+            taps->attn[i] = NULL;
+        if (taps->resid)
+            taps->resid[i] = NULL;
+    }
     if (!tape || ag_tape_status(tape) != AG_OK)
         return NULL;
     if (!g || !ids) {
@@ -382,11 +401,33 @@ ag_tensor *ag_gpt_forward(ag_tape *tape, ag_gpt *g, const int *ids, int batch, i
     if (g->wpe)
         x = ag_add(tape, x, ag_embedding(tape, g->wpe, g->positions, 1, &seq));
     x = drop(tape, g, x, dropout_rng);
-    for (int i = 0; i < g->cfg.layers; i++)
-        x = ag_gpt_block(tape, g, i, x, dropout_rng);
+    for (int i = 0; i < g->cfg.layers; i++) {
+        x = block(tape, g, i, x, dropout_rng, taps && taps->attn ? &taps->attn[i] : NULL);
+        if (taps && taps->resid)
+            taps->resid[i] = x;
+    }
     x = norm(tape, x, g->lnf_w, g->lnf_b);
     /* the head is the token table: logits = x wte^T, (B,T,C) x (V,C) -> (B,T,V) */
-    return ag_matmul_bt(tape, x, g->wte);
+    ag_tensor *logits = ag_matmul_bt(tape, x, g->wte);
+    for (int i = 0; !logits && taps && i < g->cfg.layers; i++) {
+        if (taps->attn) /* a failed pass hands out nothing */
+            taps->attn[i] = NULL;
+        if (taps->resid)
+            taps->resid[i] = NULL;
+    }
+    return logits;
+}
+
+ag_tensor *ag_gpt_forward(ag_tape *tape, ag_gpt *g, const int *ids, int batch, int seq,
+                          ag_rng *dropout_rng)
+{
+    return ag_gpt_forward_taps(tape, g, ids, batch, seq, dropout_rng, NULL);
+}
+
+void ag_gpt_set_fused(ag_gpt *g, int fused)
+{
+    for (int i = 0; g && i < g->cfg.layers; i++)
+        ag_attention_set_fused(g->h[i].attn, fused);
 }
 
 ag_tensor *ag_gpt_loss(ag_tape *tape, ag_gpt *g, const int *ids, const int *targets, int batch,

@@ -4,6 +4,7 @@
  */
 #include "nn.h"
 
+#include <math.h>
 #include <stdio.h>
 
 void ag_model_print_attention(FILE *f, const ag_batch *b, const ag_tensor *attn,
@@ -25,7 +26,8 @@ void ag_model_print_attention(FILE *f, const ag_batch *b, const ag_tensor *attn,
             fprintf(f, "  %-9s", ag_task_token_label(b, 0, i, label, sizeof(label)));
             for (int j = 0; j < T; j++) {
                 double p = attn->data[(((size_t)h * T) + i) * T + j];
-                int shade = (int)(p * 9.999);
+                /* the shade of the weight as printed: a cell that says 0.10 gets '.' */
+                long shade = lround(p * 100) / 10;
                 fprintf(f, "   %4.2f %c", p, shades[shade < 0 ? 0 : shade > 9 ? 9 : shade]);
             }
             /* what this position answered, where it was asked something */

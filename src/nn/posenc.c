@@ -198,22 +198,25 @@ ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errl
     }
     if (ag_st_load(path, &f, err, errlen) != AG_OK)
         return NULL;
-    if (!ag_st_dtype(f, "pos")) {
+    /* the toy model's table, or a GPT's learned positions (PyTorch's name) */
+    const char *name = ag_st_dtype(f, "pos") ? "pos" : "transformer.wpe.weight";
+    if (!ag_st_dtype(f, name)) {
         ag_err(AG_ERR_ARG, err, errlen,
-               "%s has no tensor 'pos' (a learned positional encoding: "
-               "attograd train --posenc learned --save FILE)",
+               "%s has no tensor 'pos' (a learned positional encoding: attograd train "
+               "--posenc learned --save FILE) nor 'transformer.wpe.weight' (a GPT's: attograd "
+               "train --task text --save FILE)",
                path);
         goto fail;
     }
-    if (ag_st_shape(f, "pos", &nd, shape, err, errlen) != AG_OK)
+    if (ag_st_shape(f, name, &nd, shape, err, errlen) != AG_OK)
         goto fail;
     if (nd != 2 || shape[0] > max_size || shape[1] > max_size || shape[0] < 1 || shape[1] < 1) {
-        ag_err(AG_ERR_ARG, err, errlen, "%s: tensor 'pos' must be (T, d) with T and d in 1..%d",
-               path, max_size);
+        ag_err(AG_ERR_ARG, err, errlen, "%s: tensor '%s' must be (T, d) with T and d in 1..%d",
+               path, name, max_size);
         goto fail;
     }
     pe = ag_posenc_new(AG_POSENC_LEARNED, shape[0], shape[1], NULL, err, errlen);
-    if (!pe || ag_st_get_finite(f, "pos", 2, shape, pe->table->data, 0, err, errlen) != AG_OK)
+    if (!pe || ag_st_get_finite(f, name, 2, shape, pe->table->data, 0, err, errlen) != AG_OK)
         goto fail;
     ag_st_free(f);
     return pe;

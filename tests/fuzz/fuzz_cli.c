@@ -2,7 +2,7 @@
  * fuzz_cli.c - libFuzzer target for the command line: each input is an
  * argv (arguments separated by NUL bytes, the first one the command's
  * name), handed to that command's parse step (train and its text task,
- * sample, eval, grad, explain, demo;
+ * sample, eval, attend, grad, explain, demo;
  * see src/cli/opts.h), which must answer run, help or usage error without
  * crashing, and when it says run, the options must be ones the run step can
  * trust. The same input also goes through the strict number parsers and
@@ -116,6 +116,16 @@ static void parse_command(int argc, char **argv)
             CHECK(o.load_path && *o.load_path);
             CHECK(o.tokens >= 0 && o.top_k >= 0 && o.temperature >= 0 && isfinite(o.temperature));
         }
+    } else if (strcmp(cmd, "attend") == 0) {
+        ag_attend_opts o;
+        int r = ag_cli_attend_parse(argc, argv, &o);
+        CHECK(answered(r));
+        if (r == AG_CLI_GO) {
+            CHECK(o.load_path && *o.load_path && o.prompt && *o.prompt);
+            CHECK(o.layer >= -1 && o.head >= -1);
+            check_path(o.png);
+            check_path(o.out);
+        }
     } else if (strcmp(cmd, "eval") == 0) {
         ag_eval_opts o;
         int r = ag_cli_eval_parse(argc, argv, &o);
@@ -169,6 +179,14 @@ static void parse_command(int argc, char **argv)
                 CHECK(o.dim >= 1 && o.dim <= AG_EXPLAIN_MAX_SEQ);
                 check_path(o.plot);
                 check_path(o.load);
+            } else if (o.topic == AG_EXPLAIN_BLOCK) {
+                CHECK(o.layer >= 0);
+                CHECK(!o.load || (o.prompt && strlen(o.prompt) >= 2));
+                CHECK(o.load || (!o.prompt && o.layer == 0));
+                check_path(o.load);
+                check_path(o.dot);
+                check_path(o.png);
+                CHECK(!o.dot || !o.png || strcmp(o.dot, o.png) != 0);
             } else {
                 CHECK(o.topic == AG_EXPLAIN_ATTENTION);
                 CHECK(isfinite(o.lr) && o.lr >= 1e-6 && o.lr <= 100);
