@@ -47,6 +47,8 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
         const ag_entry *e = &tape->entries[k];
         if (!e->out->grad || !e->op->backward)
             continue;
+        if (ag_interrupted())
+            return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
         ag_grad_settle(tape, e->out);
         for (int i = 0; i < e->n_in; i++)
             if (!(e->op->first_write & AG_INPUT(i)))
