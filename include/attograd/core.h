@@ -28,11 +28,11 @@ typedef float ag_real;
 /* Status codes. AG_OK is zero; every failure is non-zero. */
 typedef enum ag_status {
     AG_OK = 0,
-    AG_ERR_SHAPE,  /* shapes do not fit the op */
-    AG_ERR_ARG,    /* a bad argument: NULL, out of range, a shape whose size overflows */
-    AG_ERR_NOMEM,  /* allocation failed */
-    AG_ERR_IO,     /* a file could not be read or written */
-    AG_ERR_FORMAT, /* a file's contents are malformed */
+    AG_ERR_SHAPE,   /* shapes do not fit the op */
+    AG_ERR_ARG,     /* a bad argument: NULL, out of range, a shape whose size overflows */
+    AG_ERR_NOMEM,   /* allocation failed */
+    AG_ERR_IO,      /* a file could not be read or written */
+    AG_ERR_FORMAT,  /* a file's contents are malformed */
     AG_ERR_NUMERIC, /* a value went NaN or infinite */
     AG_ERR_STOPPED  /* ag_interrupt asked the work to stop */
 } ag_status;

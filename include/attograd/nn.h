@@ -827,16 +827,31 @@ ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, doubl
 ag_status ag_gpt_save(ag_gpt *g, const ag_vocab *vocab, const char *path, char *err, size_t errlen);
 ag_status ag_gpt_trainer_save(ag_gpt_trainer *t, const char *path, char *err, size_t errlen);
 
-/* A GPT checkpoint, read and checked completely (as hostile input). */
+/* A GPT checkpoint, read and checked completely (as hostile input): every
+ * metadata value parsed strictly, and the tensors exactly those its
+ * settings call for (each present with its shape, none left over), from
+ * the header, before any model is made from it. A file that disagrees with
+ * itself is refused (AG_ERR_FORMAT) naming the file, the tensor and both
+ * sides: "ck.st: tensor 'transformer.wte.weight' has shape [53x16], but the
+ * metadata's vocab_size 53, n_embd 4096 call for [53x4096]", "ck.st: tensor
+ * 'transformer.h.1.ln_1.weight' disagrees with the metadata: metadata
+ * n_layer is 1, but the file holds block 1". */
 typedef struct ag_gpt_file ag_gpt_file;
 
 ag_status ag_gpt_file_load(const char *path, ag_gpt_file **out, char *err, size_t errlen);
+/* The same for the len bytes at buf (borrowed for the call), named name in
+ * messages (NULL: "<buffer>"). */
+ag_status ag_gpt_file_parse(const void *buf, size_t len, const char *name, ag_gpt_file **out,
+                            char *err, size_t errlen);
 void ag_gpt_file_free(ag_gpt_file *f); /* NULL does nothing */
 const ag_gpt_config *ag_gpt_file_config(const ag_gpt_file *f);
 const ag_vocab *ag_gpt_file_vocab(const ag_gpt_file *f); /* borrowed from f */
+const char *ag_gpt_file_path(const ag_gpt_file *f);      /* as given, borrowed from f */
 /* A trainer's checkpoint: its settings and steps done (returns 1); a
  * model's only: returns 0. */
 int ag_gpt_file_train(const ag_gpt_file *f, ag_gpt_train_config *cfg, long *steps);
+/* A trainer's checkpoint's optimizer step count (0 for a model's only). */
+long ag_gpt_file_optim_steps(const ag_gpt_file *f);
 /* A new model with the file's configuration and weights (the caller owns
  * it). Every weight must be finite. */
 ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen);
