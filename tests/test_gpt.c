@@ -9,6 +9,7 @@
  * hostile files refused.
  */
 #include "test_util.h"
+#include "nn/gpt.h"
 #include "run.h"
 
 #include <string.h>
@@ -466,6 +467,111 @@ START_TEST(test_val_loss)
     ck_assert_str_eq(err, "validation loss: the text has 5 characters, the model 7");
     ag_text_free(text);
     ag_gpt_free(g);
+}
+END_TEST
+
+/* A text of n characters drawn from `distinct` code points (from U+0100,
+ * two or three bytes each), all of them used in the first `distinct`. */
+static ag_text *wide_text(size_t n, int distinct, uint64_t seed)
+{
+    char *s = malloc(3 * n + 1);
+    ag_rng rng = ag_rng_new(seed);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        int cp =
+            0x100 + (i < (size_t)distinct ? (int)i : (int)ag_rng_below(&rng, (uint32_t)distinct));
+        if (cp < 0x800) {
+            s[len++] = (char)(0xC0 | (cp >> 6));
+        } else {
+            s[len++] = (char)(0xE0 | (cp >> 12));
+            s[len++] = (char)(0x80 | ((cp >> 6) & 63));
+        }
+        s[len++] = (char)(0x80 | (cp & 63));
+    }
+    ag_text *t;
+    char err[256];
+    ck_assert_int_eq(ag_text_parse(s, len, "wide", NULL, &t, err, sizeof(err)), AG_OK);
+    ck_assert_int_eq(ag_vocab_size(t->vocab), distinct);
+    free(s);
+    return t;
+}
+
+/* The validation pass in chunks (fewer windows when a window is wide, the
+ * head's logits a few rows at a time when the vocabulary is large) is still
+ * the definition: the mean over windows of each window's own loss. The
+ * same bits on 1 and 2 threads, and its memory does not grow with the
+ * number of windows. */
+START_TEST(test_val_loss_chunks)
+{
+    static const struct {
+        int V, T, C, H, L, bias, no_mlp;
+        size_t chunk, head_rows;
+    } cases[] = {
+        {10, 64, 2048, 1, 0, 0, 0, 16, 209715}, /* wide windows: chunks of 16 */
+        {3000, 32, 8, 2, 1, 0, 0, 32, 699},     /* a large vocabulary: the head in parts */
+        {40, 9, 12, 3, 2, 1, 0, 32, 52428},     /* biases: the op-by-op attention */
+        {40, 9, 12, 3, 1, 0, 1, 32, 52428},     /* no MLP */
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        ag_gpt_config c = ag_gpt_defaults(cases[k].V);
+        c.seq = cases[k].T, c.dim = cases[k].C, c.heads = cases[k].H, c.layers = cases[k].L;
+        c.bias = cases[k].bias, c.no_mlp = cases[k].no_mlp;
+        ck_assert_uint_eq(ag_gpt_val_chunk(&c), cases[k].chunk);
+        ck_assert_uint_eq(ag_gpt_head_rows(&c), cases[k].head_rows);
+        ag_gpt *g = small_gpt(&c, 60 + k);
+        scale_weights(g, 0.3, 70 + k);
+        size_t n = (size_t)cases[k].T * 600 + 100 + (size_t)cases[k].V; /* 60 windows or more */
+        ag_text *text = wide_text(n, cases[k].V, k + 1);
+        double loss[2];
+        size_t windows;
+        char err[256];
+        for (int th = 0; th < 2; th++) {
+            ag_set_threads(th + 1);
+            ck_assert_msg(ag_gpt_val_loss(g, text, &loss[th], &windows, err, sizeof(err)) == AG_OK,
+                          "%s", err);
+        }
+        ag_set_threads(1);
+        ck_assert_msg(loss[0] == loss[1], "case %zu: %.17g on 1 thread, %.17g on 2", k, loss[0],
+                      loss[1]);
+        int T = cases[k].T;
+        ck_assert_uint_eq(windows, (text->len - text->n_train - 1) / (size_t)T);
+        const int *val = text->ids + text->n_train;
+        double sum = 0;
+        ag_tape *tape = ag_tape_new();
+        for (size_t i = 0; i < windows; i++) {
+            ag_tensor *l = ag_gpt_loss(tape, g, val + (size_t)T * i, val + (size_t)T * i + 1, 1, T,
+                                       NULL, NULL);
+            ck_assert_ptr_nonnull(l);
+            sum += l->data[0];
+            ag_tape_reset(tape);
+        }
+        ck_assert_msg(fabs(loss[0] - sum / (double)windows) < 1e-5 * loss[0],
+                      "case %zu: %.9g vs %.9g", k, loss[0], sum / (double)windows);
+        ag_tape_free(tape);
+        /* one chunk of windows or many: the same peak, and a second pass on the same tape
+         * allocates its two buffers (ids and the stream) and nothing else */
+        ag_text *few = wide_text((size_t)T * (cases[k].chunk + 3) * 10 + (size_t)cases[k].V,
+                                 cases[k].V, k + 1);
+        const ag_text *texts[2] = {few, text};
+        size_t peak[2];
+        for (int j = 0; j < 2; j++) {
+            ag_tape *vt = ag_tape_new();
+            ck_assert_int_eq(ag_gpt_val_loss_on(vt, g, texts[j], &loss[0], NULL, err, sizeof(err)),
+                             AG_OK);
+            peak[j] = ag_tape_peak_bytes(vt);
+            size_t before = ag_alloc_count();
+            ck_assert_int_eq(ag_gpt_val_loss_on(vt, g, texts[j], &loss[0], NULL, err, sizeof(err)),
+                             AG_OK);
+            ck_assert_uint_eq(ag_alloc_count() - before, 2);
+            ag_tape_free(vt);
+        }
+        ck_assert_msg(peak[0] == peak[1],
+                      "case %zu: a peak of %zu bytes for %zu windows, %zu for more", k, peak[0],
+                      ag_text_windows(few, T), peak[1]);
+        ag_text_free(few);
+        ag_text_free(text);
+        ag_gpt_free(g);
+    }
 }
 END_TEST
 
@@ -961,6 +1067,7 @@ Suite *suite_gpt(void)
     tcase_add_test(tc, test_cache_equals_tape);
     tcase_add_test(tc, test_sampling);
     tcase_add_test(tc, test_val_loss);
+    tcase_add_test(tc, test_val_loss_chunks);
     suite_add_tcase(s, tc);
     tc = tcase_create("training");
     tcase_set_timeout(tc, 120);
