@@ -883,6 +883,51 @@ ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windo
                                   size_t errlen);
 
 
+/* ------------------------------------------------------------------------
+ * Memory: what a run needs at most, from its settings alone, so that a
+ * program refuses a run that cannot fit before it allocates anything, and
+ * says what would need how much. Each part is an upper bound of what the
+ * library allocates for it (the tests hold them against what runs really
+ * use); bytes are doubles, so that settings no machine holds still compare.
+ *
+ *     ag_memory m;
+ *     ag_gpt_memory(&cfg, &(ag_gpt_run){.batch = 12, .validate = 1}, &m);
+ *     if (m.total > limit) ... m.part[i].what, m.part[i].bytes ...
+ * ------------------------------------------------------------------------ */
+#define AG_MEMORY_PARTS 12
+typedef struct ag_memory {
+    int n;
+    struct {
+        const char *what; /* "the weights", "a training step", ... (static) */
+        double bytes;
+    } part[AG_MEMORY_PARTS]; /* (n), the parts that need any */
+    double total;
+} ag_memory;
+
+/* What a GPT run does. */
+typedef struct ag_gpt_run {
+    int batch;         /* training with windows of this many per step; 0: none */
+    int validate;      /* the full validation loss (ag_gpt_val_loss) */
+    int sample;        /* sampling with a key/value cache */
+    int save;          /* writing a trainer's checkpoint */
+    double text_bytes; /* the size of the text file read, or 0 */
+    double file_bytes; /* the size of the checkpoint file read, or 0 */
+    int threads;       /* ag_set_threads' count */
+} ag_gpt_run;
+
+/* The parts of run for a model of c: its weights, their gradients and
+ * AdamW's state (training), a training step's tape, the validation pass,
+ * sampling's cache, writing and reading a checkpoint, the text, the
+ * program itself. */
+void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m);
+/* The numbers in a model of c's parameters (ag_gpt_n_weights of it). */
+double ag_gpt_config_weights(const ag_gpt_config *c);
+/* The same for a toy model's run (ag_trainer): weights, gradients, the
+ * optimizer's state, the tape of a step and of the held-out evaluation, a
+ * checkpoint of file_bytes read (0: none). */
+void ag_train_memory(const ag_train_config *c, int threads, double file_bytes, ag_memory *m);
+
+
 #ifdef __cplusplus
 }
 #endif
