@@ -612,6 +612,12 @@ typedef struct ag_text {
  * characters), AG_ERR_ARG (a character outside vocab), AG_ERR_NOMEM. */
 ag_status ag_text_load(const char *path, const ag_vocab *vocab, ag_text **out, char *err,
                        size_t errlen);
+/* ag_text_load for evaluating a model of vocab on the file's validation
+ * part (the last 10%): only that part's characters must be in vocab; the
+ * training part is not evaluated, and a character of it outside vocab
+ * becomes id 0 (so the text is not for training). */
+ag_status ag_text_load_eval(const char *path, const ag_vocab *vocab, ag_text **out, char *err,
+                            size_t errlen);
 /* The same for the len bytes at s (borrowed for the call); name is used in
  * messages. */
 ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,

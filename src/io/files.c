@@ -134,8 +134,20 @@ ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, siz
         return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", shown, size + 1);
     }
     /* the size when opened bounds the read: a file that grows meanwhile
-     * (a log being written) is read as it was */
-    size_t got = fread(b, 1, size, f);
+     * (a log being written) is read as it was; in pieces, so that a long
+     * read shows its progress and stops when interrupted */
+    enum { PIECE = 16 << 20 };
+    size_t got = 0, n = 1;
+    while (got < size && n > 0) {
+        if (ag_progress_report("reading", (double)got, (double)size) != AG_OK) {
+            fclose(f);
+            free(b);
+            return ag_err(AG_ERR_STOPPED, err, errlen, "%s: stopped while reading (interrupted)",
+                          shown);
+        }
+        n = fread(b + got, 1, size - got < PIECE ? size - got : PIECE, f);
+        got += n;
+    }
     int e = errno, bad = ferror(f);
     fclose(f);
     if (got != size) {
@@ -144,6 +156,8 @@ ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, siz
             return ag_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
         return ag_err(AG_ERR_IO, err, errlen, "%s: cannot read: it shrank while being read", shown);
     }
+    if (size >= PIECE)
+        ag_progress_report("reading", (double)size, (double)size);
     b[size] = '\0';
     *buf = b;
     *len = size;

@@ -151,12 +151,15 @@ static int make_layer(ag_gpt *g, int i, char *err, size_t errlen)
 /* GPT-2's initialisation: normal(0, 0.02) everywhere, and the projections
  * that write into the residual stream scaled down by sqrt(2 layers), so
  * that the stream's variance does not grow with depth. */
-static void init_weights(ag_gpt *g, ag_rng *rng)
+static ag_status init_weights(ag_gpt *g, ag_rng *rng)
 {
     double resid = GPT_STD / sqrt(2.0 * (g->cfg.layers > 0 ? g->cfg.layers : 1));
     ag_fill_normal(g->wte, rng, 0, GPT_STD);
     ag_fill_normal(g->wpe, rng, 0, GPT_STD);
     for (int i = 0; i < g->cfg.layers; i++) {
+        /* a large model takes a while: shown, and stopped when interrupted */
+        if (ag_progress_report("initialising", i, g->cfg.layers) != AG_OK)
+            return AG_ERR_STOPPED;
         ag_gpt_layer *l = &g->h[i];
         ag_fill_normal(ag_attention_param(l->attn, "wq"), rng, 0, GPT_STD);
         ag_fill_normal(ag_attention_param(l->attn, "wk"), rng, 0, GPT_STD);
@@ -165,6 +168,7 @@ static void init_weights(ag_gpt *g, ag_rng *rng)
         ag_fill_normal(l->w_fc, rng, 0, GPT_STD);
         ag_fill_normal(l->w_proj, rng, 0, resid);
     }
+    return AG_OK;
 }
 
 ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errlen)
@@ -207,8 +211,11 @@ ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errl
     }
     if (!cfg->no_layernorm && !add_norm(g, &g->lnf_w, &g->lnf_b, "ln_f"))
         goto nomem;
-    if (rng)
-        init_weights(g, rng);
+    if (rng && init_weights(g, rng) != AG_OK) {
+        ag_err(AG_ERR_STOPPED, err, errlen, "gpt: stopped while initialising (interrupted)");
+        ag_gpt_free(g);
+        return NULL;
+    }
     return g;
 nomem:
     ag_err(AG_ERR_NOMEM, err, errlen,

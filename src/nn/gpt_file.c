@@ -587,6 +587,12 @@ static ag_status load_slot(const ag_gpt_file *f, ag_gpt *g, ag_gpt_trainer *t, i
     for (size_t k = 0; k < m.n && ok; k++) {
         char name[NAME_MAX_LEN + 16];
         const file_tensor *ft = &m.t[k];
+        if (m.size >= (1 << 22) && ag_progress_report("loading", (double)k, (double)m.n) != AG_OK) {
+            ag_err(AG_ERR_STOPPED, err, errlen, "%s: stopped while loading (interrupted)",
+                   f->ck.path);
+            ok = 0;
+            break;
+        }
         if (slot < 0)
             snprintf(name, sizeof(name), "%s", ft->name);
         else
@@ -608,7 +614,7 @@ static ag_status load_slot(const ag_gpt_file *f, ag_gpt *g, ag_gpt_trainer *t, i
     free(m.t);
     free(dst);
     free(tmp);
-    return ok ? AG_OK : AG_ERR_FORMAT;
+    return ok ? AG_OK : ag_interrupted() ? AG_ERR_STOPPED : AG_ERR_FORMAT;
 }
 
 ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen)

@@ -179,6 +179,13 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
     }
     ag_gpt *g = t->g;
     int B = t->cfg.batch, T = g->cfg.seq;
+    if (t->step >= AG_TRAIN_MAX_STEP)
+        return ag_err(AG_ERR_ARG, err, errlen,
+                      "step %ld: a run stops at %ld steps, the most a checkpoint holds",
+                      t->step + 1, AG_TRAIN_MAX_STEP);
+    /* a step that fails (stopped, or NaN) leaves the run as it was, its
+     * streams too: saved, it resumes with the very same step */
+    ag_rng data = t->data_rng, dropout = t->dropout_rng;
     ag_text_batch(t->text, AG_SPLIT_TRAIN, B, T, &t->data_rng, t->x, t->y);
     double lr = ag_gpt_lr_at(&t->cfg, t->step);
     for (int k = 0; k < 2; k++)
@@ -198,6 +205,7 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
     if (st != AG_OK) {
         ag_err(AG_ERR_ARG, err, errlen, "step %ld: %s", t->step + 1, ag_tape_error(t->tape));
         ag_tape_reset(t->tape);
+        t->data_rng = data, t->dropout_rng = dropout;
         return st;
     }
     if (loss)
