@@ -12,7 +12,8 @@
  *   must exit 0: show a failure as `attograd ... ; echo "exit status $?"`.
  * - A line that is exactly `...` matches any number of lines (an excerpt).
  * - Trailing spaces are ignored. Timings are masked: the number in
- *   `seconds=N`, the number after `steps/s`, and `Ns left`.
+ *   `seconds=N` (and `val_seconds=N`), the number after `steps/s`, and
+ *   `Ns left`.
  * - The docs show what the float build prints. In the double build every
  *   line is compared with its numbers and the words float/double masked, and
  *   a block whose info string has the word `float-only` is run but not
@@ -105,8 +106,9 @@ static int is_number(const char *s, size_t len)
     return digits > 0;
 }
 
-/* Copy s into out with every timing replaced by '#': seconds=N, steps/s N
- * (train's progress lines) and Ns left. Everything else is kept as it is. */
+/* Copy s into out with every timing replaced by '#': seconds=N (and any
+ * key ending in it, val_seconds=N), steps/s N (train's progress lines) and
+ * Ns left. Everything else is kept as it is. */
 static void mask_timings(const char *s, char *out, size_t len)
 {
     size_t o = 0;
@@ -121,8 +123,10 @@ static void mask_timings(const char *s, char *out, size_t len)
         const char *next = s + n + strspn(s + n, " "); /* the next word */
         size_t next_len = strcspn(next, " ");
         const char *eq = strstr(s, "seconds=");
-        if (eq == s && is_number(s + 8, n - 8)) {
-            o += (size_t)snprintf(out + o, len - o, "seconds=#");
+        size_t key = eq && eq < s + n ? (size_t)(eq - s) : 0; /* "val_" of val_seconds= */
+        int keyed = eq && eq < s + n && strspn(s, "abcdefghijklmnopqrstuvwxyz_") >= key;
+        if (keyed && is_number(eq + 8, n - key - 8)) {
+            o += (size_t)snprintf(out + o, len - o, "%.*sseconds=#", (int)key, s);
         } else if (is_number(s, n) && prev_len == 7 && strncmp(prev, "steps/s", 7) == 0) {
             out[o++] = '#';
         } else if (n > 1 && s[n - 1] == 's' && is_number(s, n - 1) && next_len == 4 &&
@@ -455,6 +459,14 @@ START_TEST(test_matcher)
     lines progress3 = LINES("step 100 loss 0.0034 steps/s 824", "step 5 loss 1.0 3.5s left");
     ck_assert(lines_match(&progress, &progress2, 0));
     ck_assert(!lines_match(&progress, &progress3, 0));
+    lines val = LINES("result: loss=0.25 seconds=1.20 val_seconds=0.31");
+    lines val2 = LINES("result: loss=0.25 seconds=3.00 val_seconds=12.5");
+    lines val3 = LINES("result: loss=0.26 seconds=3.00 val_seconds=12.5");
+    lines val4 = LINES("result: loss=0.25 seconds=3.00 val_secondz=12.5");
+    ck_assert(lines_match(&val, &val2, 0)); /* both timings are masked */
+    ck_assert(!lines_match(&val, &val3, 0));
+    ck_assert(!lines_match(&val, &val4, 0));
+    lines_free(&val), lines_free(&val2), lines_free(&val3), lines_free(&val4);
     lines words = LINES("PASS", "x");
     lines words2 = LINES("FAIL", "x");
     ck_assert(!lines_match(&words, &words2, MASK_NUMBERS | MASK_REAL));

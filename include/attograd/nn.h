@@ -882,6 +882,13 @@ ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *
 ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *model,
                                     const ag_gpt_train_config *train, const ag_gpt_file *resume,
                                     char *err, size_t errlen);
+/* The same with a text already read (taken: freed with the trainer, or on
+ * failure), named name in messages: a program can check what the model
+ * will need (ag_gpt_memory, with the text's vocabulary) between the two. */
+ag_gpt_trainer *ag_gpt_trainer_open_text(ag_text *text, const char *name,
+                                         const ag_gpt_config *model,
+                                         const ag_gpt_train_config *train,
+                                         const ag_gpt_file *resume, char *err, size_t errlen);
 ag_gpt *ag_gpt_trainer_model(ag_gpt_trainer *t);             /* borrowed */
 const ag_text *ag_gpt_trainer_text(const ag_gpt_trainer *t); /* borrowed */
 /* ag_gpt_val_loss of the trainer's model on its text. */

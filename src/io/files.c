@@ -329,8 +329,40 @@ int ag_io_is_tmp_name(const char *name)
 
 /* ---- atomic replacement ---- */
 
+/* The temporary files being written, for ag_atomic_remove_all (a signal
+ * handler): a slot's name is complete before `used` says so, and `used` is
+ * cleared before the name is reused. A run writes two or three files at
+ * once; one beyond the slots is simply not listed (the next write of its
+ * target removes it once this process is gone). */
+#define LIVE_SLOTS 8
+static struct {
+    volatile sig_atomic_t used;
+    char path[4096];
+} live[LIVE_SLOTS];
+
+static void live_add(ag_atomic *a)
+{
+    size_t n = strlen(a->tmp);
+    for (int k = 0; k < LIVE_SLOTS && n < sizeof(live[k].path); k++)
+        if (!live[k].used) {
+            memcpy(live[k].path, a->tmp, n + 1);
+            live[k].used = 1;
+            a->live = k + 1;
+            return;
+        }
+}
+
+void ag_atomic_remove_all(void)
+{
+    for (int k = 0; k < LIVE_SLOTS; k++)
+        if (live[k].used)
+            unlink(live[k].path);
+}
+
 void ag_atomic_release(ag_atomic *a)
 {
+    if (a->live > 0)
+        live[a->live - 1].used = 0;
     free(a->path);
     free(a->tmp);
     free(a->shown);
@@ -429,6 +461,7 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
         return ag_err(AG_ERR_IO, err, errlen, "%s: cannot create a temporary file beside it: %s",
                       shown, strerror(e));
     }
+    live_add(a);
     if (replacing)
         fchmod(fd, old.st_mode & 07777);
     a->f = fdopen(fd, "wb");

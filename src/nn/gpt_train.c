@@ -51,6 +51,8 @@ static int check_train_config(const ag_gpt_train_config *c, char *err, size_t er
         bad = "batch must be at least 1";
     else if (!(c->lr > 0 && isfinite(c->lr)) || !(c->min_lr >= 0 && isfinite(c->min_lr)))
         bad = "learning rates must be finite, lr > 0 and min_lr >= 0";
+    else if (c->min_lr > c->lr)
+        bad = "min_lr is above lr: the learning rate would rise as it decays";
     else if (c->warmup < 0 || c->decay_steps < 1)
         bad = "warmup must be >= 0 and decay_steps >= 1";
     else if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1) ||
