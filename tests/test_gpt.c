@@ -972,14 +972,14 @@ START_TEST(test_checkpoint_disagrees)
          "metadata n_layer is 1, but the file holds block 1"},
         {"n_layer", "3",
          "tensor 'transformer.h.2.ln_1.weight' is missing (the metadata's "
-         "layernorm true calls for it)"},
+         "n_layer 3, layernorm true calls for it)"},
         {"n_layer", "1024", "tensor 'transformer.h.2.ln_1.weight' is missing"},
         {"mlp", "false",
          "tensor 'transformer.h.0.ln_2.weight' disagrees with the metadata: "
          "metadata mlp is false, but the file holds an MLP"},
         {"bias", "true",
          "tensor 'transformer.h.0.ln_1.bias' is missing (the metadata's "
-         "layernorm true, bias true calls for it)"},
+         "n_layer 2, layernorm true, bias true calls for it)"},
         {"layernorm", "false",
          "tensor 'transformer.h.0.ln_1.weight' disagrees with the "
          "metadata: metadata layernorm is false"},

@@ -114,20 +114,20 @@ int ag_cli_memory_check(const ag_command *cmd, const ag_memory *m, const char *f
                               m->part[order[i]].what, ag_cli_bytes(m->part[order[i]].bytes, a, 32));
     if (m->n > 4 && k < sizeof(parts))
         snprintf(parts + k, sizeof(parts) - k, ", and %d more", m->n - 4);
-    const char *how = strcmp(source, "AG_MAX_MEMORY") == 0
-                          ? "AG_MAX_MEMORY, which sets it"
-                          : "AG_MAX_MEMORY=SIZE sets another, such as AG_MAX_MEMORY=64G";
+    char why[160];
+    if (strcmp(source, "AG_MAX_MEMORY") == 0)
+        snprintf(why, sizeof(why), "set by AG_MAX_MEMORY");
+    else
+        snprintf(why, sizeof(why), "%s; AG_MAX_MEMORY=SIZE sets another, such as 64G", source);
     if (file)
-        return ag_cli_error(cmd,
-                            "%s: a run of its model would need about %s (%s): more than the %s "
-                            "it may use (%s; %s)",
-                            file, ag_cli_bytes(m->total, a, 32), parts, ag_cli_bytes(limit, b, 32),
-                            source, how);
+        return ag_cli_error(
+            cmd, "%s: the run would need about %s (%s): more than the %s it may use (%s)", file,
+            ag_cli_bytes(m->total, a, 32), parts, ag_cli_bytes(limit, b, 32), why);
     return ag_cli_usage_error(cmd,
                               "the run would need about %s (%s): more than the %s it may use "
-                              "(%s; %s); try a smaller model or batch",
+                              "(%s); try a smaller model or batch",
                               ag_cli_bytes(m->total, a, 32), parts, ag_cli_bytes(limit, b, 32),
-                              source, how);
+                              why);
 }
 
 int ag_cli_check_counts(const ag_command *cmd, const char *path, long steps, int steps_given,

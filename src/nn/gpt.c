@@ -457,6 +457,9 @@ ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y
 size_t ag_gpt_val_chunk(const ag_gpt_config *c)
 {
     size_t per = (size_t)c->seq * (size_t)c->dim; /* one window's residual stream */
+    size_t attn = (size_t)c->heads * (size_t)c->seq * (size_t)c->seq; /* its weights, with bias */
+    if (c->bias && attn > per)
+        per = attn;
     size_t n = AG_GPT_VAL_VALUES / (per ? per : 1);
     return n < 1 ? 1 : n > AG_GPT_VAL_WINDOWS ? AG_GPT_VAL_WINDOWS : n;
 }
@@ -481,7 +484,8 @@ static ag_status tape_error(ag_tape *tape, char *err, size_t errlen)
  * next, the stream kept in buf, n*T*C values), and the head's logits through
  * ag_gpt_head_rows rows at a time. Gradients must be off. */
 static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int *y, int n, int T,
-                              ag_real *buf, double *acc, char *err, size_t errlen)
+                              ag_real *buf, double *acc, double w0, double W, char *err,
+                              size_t errlen)
 {
     int C = g->cfg.dim, shape[3] = {n, T, C};
     size_t cells = (size_t)n * (size_t)T, V = (size_t)g->cfg.vocab;
@@ -496,6 +500,10 @@ static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int 
             return tape_error(tape, err, errlen);
         memcpy(buf, h->data, cells * (size_t)C * sizeof(ag_real));
         ag_tape_reset(tape);
+        /* a block of a long chunk may take a while: its part of the chunk done */
+        double part = (double)n * (l + 1) / (g->cfg.layers + 2);
+        if (ag_progress_report("validation", w0 + part, W) != AG_OK)
+            return ag_err(AG_ERR_STOPPED, err, errlen, "validation: stopped (interrupted)");
         if (l < g->cfg.layers)
             h = ag_tensor_from(tape, 3, shape, buf);
     }
@@ -568,7 +576,7 @@ ag_status ag_gpt_val_loss_on(ag_tape *tape, ag_gpt *g, const ag_text *text, doub
         memcpy(x, val + w0 * (size_t)T, n * (size_t)T * sizeof(int));
         memcpy(y, val + w0 * (size_t)T + 1, n * (size_t)T * sizeof(int));
         double acc = 0;
-        st = eval_windows(tape, g, x, y, (int)n, T, buf, &acc, err, errlen);
+        st = eval_windows(tape, g, x, y, (int)n, T, buf, &acc, (double)w0, (double)W, err, errlen);
         if (st == AG_OK && !isfinite(acc)) {
             char where[64];
             snprintf(where, sizeof(where), " of validation windows %zu..%zu", w0, w0 + n - 1);

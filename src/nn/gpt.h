@@ -66,7 +66,9 @@ ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y
 /* The full validation loss goes through the model a chunk of windows at a
  * time, forward only, one block at a time: at most AG_GPT_VAL_WINDOWS
  * windows, and (unless one window is more) at most AG_GPT_VAL_VALUES
- * positions times n_embd, so that its memory depends on the model, not on
+ * positions times n_embd (with biases, the op-by-op attention's weights,
+ * heads times seq squared, when more), so that its memory depends on the
+ * model, not on
  * the text. The head's logits are made AG_GPT_HEAD_VALUES at a time (whole
  * rows, at least one). Fixed by the configuration alone, so the loss is
  * the same on every machine and for any thread count. */

@@ -405,6 +405,7 @@ static int read_train_meta(ag_gpt_file *f, char *err, size_t errlen)
  * its shape (ag_ckpt_tensor's need and fix), made once per file. */
 typedef struct file_words {
     char need[N_NEED][48];
+    char block_need[N_NEED][64]; /* the same in a block: "n_layer 2, bias true" */
     char fix[N_FIX][64];
     const ag_gpt_file *f;
 } file_words;
@@ -425,6 +426,11 @@ static void words_make(file_words *w, const ag_gpt_file *f)
     snprintf(w->need[NEED_MLP_LN_BIAS], 48, "mlp true, layernorm true, bias true");
     snprintf(w->need[NEED_POSENC], 48, "posenc learned");
     snprintf(w->need[NEED_TRAIN], 48, "step (a trainer's checkpoint)");
+    for (int k = 0; k < N_NEED; k++)
+        if (k == NEED_LAYER || k == NEED_ALWAYS)
+            snprintf(w->block_need[k], 64, "n_layer %d", L);
+        else
+            snprintf(w->block_need[k], 64, "n_layer %d, %s", L, w->need[k]);
     snprintf(w->fix[FIX_VC], 64, "vocab_size %d, n_embd %d", V, C);
     snprintf(w->fix[FIX_TC], 64, "block_size %d, n_embd %d", T, C);
     snprintf(w->fix[FIX_C], 64, "n_embd %d", C);
@@ -477,7 +483,9 @@ static ag_status check_tensors(const ag_gpt_file *f, char *err, size_t errlen)
     for (int slot = -1; slot < (f->has_train ? 2 : 0); slot++)
         for (size_t k = 0; k < m.n; k++) {
             const file_tensor *t = &m.t[k];
-            const char *need = slot < 0 ? w->need[t->need] : w->need[NEED_TRAIN];
+            const char *need = slot >= 0       ? w->need[NEED_TRAIN]
+                               : t->layer >= 0 ? w->block_need[t->need]
+                                               : w->need[t->need];
             if (slot < 0)
                 ag_ckpt_list_add(&l, t->ndim, t->shape[0], t->shape[1], need, w->fix[t->fix], 0,
                                  "%s", t->name);

@@ -160,8 +160,8 @@ static ag_vocab *vocab_of(const char *s, size_t len, const char *name, char *err
     uint32_t c;
     for (size_t k = 0; i < len && utf8_next(u, len, &i, &c); k++) {
         seen[c / 64] |= (uint64_t)1 << (c % 64);
-        if ((k & PIECE_MASK) == PIECE_MASK && stopped(name, i, len, err, errlen)) {
-            free(seen);
+        if ((k & PIECE_MASK) == PIECE_MASK && stopped(name, i / 2, len, err, errlen)) {
+            free(seen); /* the first half of tokenizing: finding the characters */
             return NULL;
         }
     }
@@ -290,9 +290,11 @@ size_t ag_vocab_utf8(const ag_vocab *v, int id, char *buf)
 }
 
 /* Encode s, naming it in messages (NULL: no name). A character outside v
- * is an error from character number `strict_from` on; before it, id 0. */
+ * is an error from character number `strict_from` on; before it, id 0.
+ * half: the second half of tokenizing (vocab_of was the first), for the
+ * progress shown. */
 static ag_status encode(const ag_vocab *v, const char *s, size_t len, int *ids, size_t *n,
-                        const char *name, size_t strict_from, char *err, size_t errlen)
+                        const char *name, size_t strict_from, int half, char *err, size_t errlen)
 {
     const unsigned char *u = (const unsigned char *)s;
     const char *sep = name ? ": " : "";
@@ -307,7 +309,8 @@ static ag_status encode(const ag_vocab *v, const char *s, size_t len, int *ids, 
     size_t i = 0, k = 0, line = 1;
     uint32_t c;
     while (i < len && utf8_next(u, len, &i, &c)) {
-        if ((k & PIECE_MASK) == PIECE_MASK && stopped(name, i, len, err, errlen))
+        if ((k & PIECE_MASK) == PIECE_MASK &&
+            stopped(name, half ? len / 2 + i / 2 : i, len, err, errlen))
             return AG_ERR_STOPPED;
         int id = ag_vocab_id(v, c);
         if (id < 0 && k < strict_from) {
@@ -331,7 +334,7 @@ ag_status ag_vocab_encode(const ag_vocab *v, const char *s, size_t len, int *ids
 {
     if (!v || (!s && len) || !ids || !n)
         return ag_err(AG_ERR_ARG, err, errlen, "vocabulary: encode: a NULL argument");
-    return encode(v, s, len, ids, n, NULL, 0, err, errlen);
+    return encode(v, s, len, ids, n, NULL, 0, 0, err, errlen);
 }
 
 ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **ids, size_t *n,
@@ -350,7 +353,7 @@ ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **id
         out[0] = nl >= 0 ? nl : 0;
         *n = 1;
     } else {
-        st = encode(v, s, len, out, n, NULL, 0, err, errlen);
+        st = encode(v, s, len, out, n, NULL, 0, 0, err, errlen);
     }
     if (st != AG_OK) {
         free(out);
@@ -402,9 +405,11 @@ static ag_status parse(const char *s, size_t len, const char *name, const ag_voc
             chars += ((unsigned char)s[i] & 0xC0) != 0x80;
         strict_from = chars * 9 / 10;
     }
-    st = encode(t->vocab, s, len, t->ids, &t->len, name, strict_from, err, errlen);
+    st = encode(t->vocab, s, len, t->ids, &t->len, name, strict_from, !vocab, err, errlen);
     if (st != AG_OK)
         goto fail;
+    if (len > PIECE_MASK)
+        ag_progress_report("tokenizing", (double)len, (double)len);
     t->n_train = t->len * 9 / 10; /* len <= AG_TEXT_MAX_BYTES: no overflow */
     *out = t;
     return AG_OK;
