@@ -48,6 +48,7 @@ typedef struct run_proc {
     size_t out_len, err_len;
     int status;    /* exit status, or -1 when a signal ended it */
     int signal;    /* that signal, or 0 */
+    long maxrss;   /* its peak resident memory in KiB, once it has ended (0: unknown) */
     char cmd[160]; /* the command line, to name it in a failure (cut, '?' for a
                                    control byte, '' for an empty argument) */
 } run_proc;

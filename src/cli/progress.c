@@ -48,8 +48,10 @@ static void show(double done, double total, double now)
     if (done > 0 && done < total)
         snprintf(left, sizeof(left), ", about %.0f s left", t * (total - done) / done);
     char amount[96];
+    /* whole units, but tenths where a count is part-way (a chunk of windows) */
+    int tenths = per > 1 || (done != (double)(long)done && total < 1000);
     if (*unit)
-        snprintf(amount, sizeof(amount), "%.*f of %.*f %s (%.0f%%)", per > 1 ? 1 : 0, done / per,
+        snprintf(amount, sizeof(amount), "%.*f of %.*f %s (%.0f%%)", tenths, done / per,
                  per > 1 ? 1 : 0, total / per, unit, pct);
     else
         snprintf(amount, sizeof(amount), "%.0f%%", pct);
