@@ -227,7 +227,11 @@ START_TEST(test_toy_within_estimate)
         ag_train_memory(&c, 1, 0, &m);
         double used = (double)ag_tape_peak_bytes(ag_trainer_tape(t));
         double est = part(&m, "a step and the held-out evaluation");
-        ck_assert_msg(used <= est, "model %d: %.0f used, %.0f estimated", k, used, est);
+        ck_assert_msg(used <= est,
+                      "model %d (task %d seq %d dim %d heads %d posenc %d batch %d): %.0f used, "
+                      "%.0f estimated",
+                      k, c.model.task, c.model.seq, c.model.dim, c.model.heads, c.model.posenc,
+                      c.batch, used, est);
         ck_assert_msg(est <= 4 * used + 2e6, "model %d: %.0f estimated for %.0f", k, est, used);
         ag_tensor *params[8];
         size_t n = ag_model_params(ag_trainer_model(t), params, NULL, 8);

@@ -324,7 +324,7 @@ static int check_memory(const text_run *r, int vocab, const char *file)
     c.vocab = vocab;
     ag_memory m;
     ag_gpt_memory(&c, &run, &m);
-    return ag_cli_memory_check(&ag_cmd_train_info, &m, file);
+    return ag_cli_memory_check(&text_cmd, &m, file);
 }
 
 /* Before any work: every output can be written, none is another file of

@@ -42,6 +42,18 @@ double ag_gpt_config_weights(const ag_gpt_config *c)
     return V * C + (c->no_posenc ? 0 : T * C) + c->layers * (attn + mlp) + norm;
 }
 
+/* The fused attention's backward scratch in one block, for B windows of T
+ * positions: it goes through the windows a chunk at a time (at most 512
+ * positions, at least one window), and its tiles pad T to whole tiles of
+ * queries (64 at the most), which is what counts when T is small. */
+static double attn_scratch(double B, double T, double C, double H)
+{
+    double chunk = 512 / T < 1 ? 1 : (double)(long)(512 / T);
+    chunk = chunk < B ? chunk : B;
+    double tpad = 64 * (double)(long)((T + 63) / 64);
+    return chunk * tpad * (2 * C + H) + 8 * chunk * T * C;
+}
+
 /* The training step's tape for a batch of B windows: per block, per
  * position, the attention half (its layer norm, Q, K, V, the fused op's
  * saved copies and backward scratch, the projection and the residual), the
@@ -55,7 +67,7 @@ static double step_values(const ag_gpt_config *c, double B)
     double mlp = !c->no_mlp, ln = !c->no_layernorm, bias = c->bias != 0, drop = c->dropout > 0;
     double block = 40 * btc + 4 * bht + 8 * bt + mlp * 22 * btc + ln * 2 * btc * (1 + mlp) +
                    bias * (10 * bht * T + 24 * btc) + drop * 4 * btc * (1 + mlp) +
-                   TAPE_LAYER_VALUES;
+                   (bias ? 0 : attn_scratch(B, T, C, H)) + TAPE_LAYER_VALUES;
     double head = 12 * btc + 2 * T * C + 4 * bt * V + 16 * bt + TAPE_FIXED_VALUES;
     return c->layers * block + head;
 }
@@ -121,7 +133,9 @@ void ag_train_memory(const ag_train_config *c, int threads, double file_bytes, a
     double B = c->batch > AG_TRAINER_HELD_OUT ? c->batch : AG_TRAINER_HELD_OUT;
     double row = 24 * d + 5 * AC + 8 * H + 32;
     add(m, "a step and the held-out evaluation",
-        (B * T * row + 10 * H * T * T + T * row + 2 * TAPE_LAYER_VALUES) * REAL);
+        (B * T * row + 10 * H * T * T + T * row + attn_scratch(c->batch, T, d, H) +
+         2 * TAPE_LAYER_VALUES) *
+            REAL);
     add(m, "the batches", (c->batch + AG_TRAINER_HELD_OUT) * T * (3 + AC) * sizeof(int));
     if (file_bytes > 0)
         add(m, "the checkpoint read", file_bytes);
