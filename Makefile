@@ -11,6 +11,7 @@
 #   make format          rewrite the C sources with clang-format (.clang-format)
 #   make format-check    fail when a C source is not formatted as .clang-format says
 #   make lint            cppcheck (warning, portability), clang's scan-build, the layer order
+#   make web             the page in build/web (WebAssembly, emscripten); make serve, make check-web
 #
 CC ?= cc
 CFLAGS ?= -O3 -g
@@ -179,7 +180,7 @@ clean:
 CLANG_FORMAT ?= clang-format
 CPPCHECK ?= cppcheck
 SCAN_BUILD ?= scan-build
-FORMAT_SRC = $(sort $(wildcard include/*.h include/attograd/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h tests/*/*.c examples/*.c bench/*.c))
+FORMAT_SRC = $(sort $(wildcard include/*.h include/attograd/*.h src/*/*.c src/*/*.h tests/*.c tests/*.h tests/*/*.c examples/*.c bench/*.c web/*.c))
 
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_SRC)
@@ -204,3 +205,6 @@ layers: $(LIB) $(CLI_OBJ)
 
 # ---- Fuzzing (clang's libFuzzer): its rules are in fuzz.mk ----
 include fuzz.mk
+
+# ---- The browser build (emscripten): its rules are in web.mk ----
+include web.mk

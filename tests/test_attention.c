@@ -17,70 +17,39 @@
 #include <string.h>
 
 #ifdef AG_REAL_DOUBLE
-#define NAIVE_TOL 1e-12
+#define REF_TOL 1e-12
 #else
-#define NAIVE_TOL 2e-5
+#define REF_TOL 2e-5
 #endif
 
-/* The layer's math (docs/attention-layer.md) in plain loops and doubles, independent of the tape:
- * x (B,T,d), w[0..3] = wq, wk, wv, wo (d,d); out (B,T,d), P (B,H,T,T). */
-static void naive_attention(const ag_real *x, ag_tensor *const *w, int B, int T, int d, int H,
-                            int causal, double *out, double *P)
+/* The layer's math (docs/attention-layer.md) by the library's reference
+ * kernels, independent of the tape and of the fast path: x (B,T,d), w[0..3]
+ * = wq, wk, wv, wo (d,d); out (B,T,d), P (B,H,T,T). */
+static void ref_attention(const ag_real *x, ag_tensor *const *w, int B, int T, int d, int H,
+                          int causal, double *out, double *P)
 {
-    int dh = d / H;
-    size_t n = (size_t)B * T * d;
-    double *qkv = calloc(3 * n, sizeof(double)), *o = calloc(n, sizeof(double));
-    ck_assert_ptr_nonnull(qkv);
-    ck_assert_ptr_nonnull(o);
+    size_t dh = (size_t)(d / H), rows = (size_t)B * T, n = rows * (size_t)d;
+    size_t np = (size_t)B * H * T * T;
+    ag_real *buf = malloc((5 * n + np + (size_t)T) * sizeof(ag_real));
+    ck_assert_ptr_nonnull(buf);
+    ag_real *q = buf, *k = q + n, *v = k + n, *o = v + n, *y = o + n, *p = y + n, *scratch = p + np;
+    ag_real *qkv[3] = {q, k, v};
     for (int m = 0; m < 3; m++) /* Q = x wq, K = x wk, V = x wv */
-        for (int r = 0; r < B * T; r++)
-            for (int c = 0; c < d; c++) {
-                double acc = 0;
-                for (int k = 0; k < d; k++)
-                    acc += (double)x[r * d + k] * (double)w[m]->data[k * d + c];
-                qkv[m * n + (size_t)r * d + c] = acc;
-            }
-    const double *Q = qkv, *K = qkv + n, *V = qkv + 2 * n;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < T; i++) {
-                double *p = P + (((size_t)b * H + h) * T + i) * T;
-                double max = -INFINITY;
-                for (int j = 0; j < T; j++) {
-                    if (causal && j > i) {
-                        p[j] = -INFINITY;
-                        continue;
-                    }
-                    double s = 0; /* Q_h[i] . K_h[j] over head h's columns */
-                    for (int k = h * dh; k < (h + 1) * dh; k++)
-                        s += Q[((size_t)b * T + i) * d + k] * K[((size_t)b * T + j) * d + k];
-                    p[j] = s / sqrt((double)dh);
-                    if (p[j] > max)
-                        max = p[j];
-                }
-                double sum = 0;
-                for (int j = 0; j < T; j++) {
-                    p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - max);
-                    sum += p[j];
-                }
-                for (int j = 0; j < T; j++)
-                    p[j] /= sum;
-                for (int k = h * dh; k < (h + 1) * dh; k++) { /* O_h = P_h V_h, in place */
-                    double acc = 0;
-                    for (int j = 0; j < T; j++)
-                        acc += p[j] * V[((size_t)b * T + j) * d + k];
-                    o[((size_t)b * T + i) * d + k] = acc;
-                }
-            }
-    for (int r = 0; r < B * T; r++) /* out = O wo */
-        for (int c = 0; c < d; c++) {
-            double acc = 0;
-            for (int k = 0; k < d; k++)
-                acc += o[(size_t)r * d + k] * (double)w[3]->data[k * d + c];
-            out[(size_t)r * d + c] = acc;
+        ag_ref_gemm(0, 0, rows, (size_t)d, (size_t)d, 1, x, (size_t)d, w[m]->data, (size_t)d, 0,
+                    qkv[m], (size_t)d);
+    for (int b = 0; b < B; b++) /* each head's columns of each sequence */
+        for (int h = 0; h < H; h++) {
+            size_t off = (size_t)b * T * d + (size_t)h * dh;
+            ag_ref_attention_head(q + off, k + off, v + off, (size_t)d, (size_t)T, dh, causal,
+                                  o + off, p + ((size_t)b * H + h) * T * T, scratch);
         }
-    free(qkv);
-    free(o);
+    ag_ref_gemm(0, 0, rows, (size_t)d, (size_t)d, 1, o, (size_t)d, w[3]->data, (size_t)d, 0, y,
+                (size_t)d); /* out = O wo */
+    for (size_t i = 0; i < n; i++)
+        out[i] = y[i];
+    for (size_t i = 0; i < np; i++)
+        P[i] = p[i];
+    free(buf);
 }
 
 typedef struct config {
@@ -105,7 +74,7 @@ static ag_attention *config_layer(int i, ag_rng *rng)
     return att;
 }
 
-START_TEST(test_forward_matches_naive)
+START_TEST(test_forward_matches_reference)
 {
     const config *c = &configs[_i % N_CONFIGS];
     ag_rng rng = ag_rng_new(100 + (uint64_t)_i);
@@ -126,12 +95,12 @@ START_TEST(test_forward_matches_naive)
         ck_assert_int_eq(p->shape[i], pshape[i]);
 
     double *want = malloc(out->size * sizeof(double)), *wp = malloc(p->size * sizeof(double));
-    naive_attention(x->data, w, c->B, c->T, c->d, c->H, c->causal, want, wp);
+    ref_attention(x->data, w, c->B, c->T, c->d, c->H, c->causal, want, wp);
     for (size_t i = 0; i < out->size; i++)
-        ck_assert_msg(fabs(out->data[i] - want[i]) <= NAIVE_TOL * fmax(1, fabs(want[i])),
-                      "out[%zu] = %g, naive %g", i, (double)out->data[i], want[i]);
+        ck_assert_msg(fabs(out->data[i] - want[i]) <= REF_TOL * fmax(1, fabs(want[i])),
+                      "out[%zu] = %g, reference %g", i, (double)out->data[i], want[i]);
     for (size_t i = 0; i < p->size; i++)
-        ck_assert_msg(fabs(p->data[i] - wp[i]) <= NAIVE_TOL, "P[%zu] = %g, naive %g", i,
+        ck_assert_msg(fabs(p->data[i] - wp[i]) <= REF_TOL, "P[%zu] = %g, reference %g", i,
                       (double)p->data[i], wp[i]);
     /* rows of P sum to 1; causal weights above the diagonal are exactly 0 */
     int T = c->T;
@@ -142,7 +111,7 @@ START_TEST(test_forward_matches_naive)
             if (c->causal && j > (int)(r % (size_t)T))
                 ck_assert(p->data[r * T + j] == 0);
         }
-        ck_assert_double_eq_tol(sum, 1, NAIVE_TOL * T);
+        ck_assert_double_eq_tol(sum, 1, REF_TOL * T);
     }
     free(want);
     free(wp);
@@ -199,7 +168,7 @@ START_TEST(test_permutation)
     forward_rows(att, none, xp, T, d, yp);
     for (int t = 0; t < T; t++)
         for (int c = 0; c < d; c++)
-            ck_assert_double_eq_tol(yp[t * d + c], y[perm[t] * d + c], NAIVE_TOL);
+            ck_assert_double_eq_tol(yp[t * d + c], y[perm[t] * d + c], REF_TOL);
 
     /* with positions added, the same permutation changes the values */
     forward_rows(att, sin, x, T, d, y);
@@ -233,7 +202,7 @@ START_TEST(test_permutation)
                 v += (double)x[m] * (double)wv->data[m * d + k];
             want += v * (double)wo->data[k * d + c];
         }
-        ck_assert_double_eq_tol(y[c], want, NAIVE_TOL);
+        ck_assert_double_eq_tol(y[c], want, REF_TOL);
     }
     ag_attention_free(causal);
     ag_posenc_free(none);
@@ -745,7 +714,7 @@ Suite *suite_attention(void)
 {
     Suite *s = suite_create("attention");
     TCase *tc = tcase_create("forward");
-    tcase_add_loop_test(tc, test_forward_matches_naive, 0, 2 * N_CONFIGS);
+    tcase_add_loop_test(tc, test_forward_matches_reference, 0, 2 * N_CONFIGS);
     tcase_add_test(tc, test_attn_out_optional);
     tcase_add_test(tc, test_permutation);
     suite_add_tcase(s, tc);

@@ -29,8 +29,14 @@ START_TEST(test_bench_matmul_line)
     ck_assert_int_eq(rc, 0);
     double gflops = -1;
     char tail = 0;
-    int got = sscanf(out, "bench: op=matmul n=17 threads=2 gflops=%lf%c", &gflops, &tail);
-    ck_assert_msg(got == 2 && tail == '\n' && gflops > 0, "unexpected output: %s", out);
+    char kernels[16] = "", gemm[16] = "";
+    int got = sscanf(
+        out, "bench: op=matmul n=17 threads=2 gflops=%lf kernels=%15[a-z] gemm=%15[a-z0-9]%c",
+        &gflops, kernels, gemm, &tail);
+    ck_assert_msg(got == 4 && tail == '\n' && gflops > 0, "unexpected output: %s", out);
+    /* the line says which kernels ran */
+    ck_assert_str_eq(kernels, ag_kernels_name());
+    ck_assert_str_eq(gemm, strcmp(kernels, "fast") == 0 ? ag_gemm_kernel_name() : "reference");
     ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n')); /* exactly one line */
 }
 END_TEST
@@ -46,7 +52,7 @@ START_TEST(test_bench_attention_line)
     int got = sscanf(out,
                      "bench: op=attention B=2 T=5 d=6 H=3 threads=1 us_per_step=%lf "
                      "cpu_us_per_step=%lf gflops=%lf peak_bytes=%lf model_bytes=%lf "
-                     "allocs_per_step=%lf form=%7[a-z]%c",
+                     "allocs_per_step=%lf form=%7[a-z] kernels=%*[a-z] gemm=%*[a-z0-9]%c",
                      &us, &cpu, &gflops, &peak, &model, &allocs, form, &tail);
     ck_assert_msg(got == 8 && tail == '\n', "unexpected output: %s", out);
     ck_assert_str_eq(form, "fused");
@@ -97,7 +103,8 @@ START_TEST(test_bench_gpt_line)
     char tail;
     int got = sscanf(out,
                      "bench: op=gpt layers=2 dim=8 heads=2 seq=6 batch=3 threads=2 us_per_step=%lf "
-                     "gflops=%lf peak_bytes=%lf allocs_per_step=%lf%c",
+                     "gflops=%lf peak_bytes=%lf allocs_per_step=%lf kernels=%*[a-z] "
+                     "gemm=%*[a-z0-9]%c",
                      &us, &gflops, &peak, &allocs, &tail);
     ck_assert_msg(got == 5 && tail == '\n', "line: %s", out);
     ck_assert(us > 0 && gflops > 0 && peak > 0);

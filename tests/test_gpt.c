@@ -213,9 +213,11 @@ static void check_gpt(const ag_gpt_config *cfg, int layer, int loss, uint64_t dr
     opts.max_samples = 0;
 #ifndef AG_REAL_DOUBLE
     /* In float, the projected output of ~30 ops carries rounding noise of a
-     * few parts in 100 of the finite differences (measured: worst 2.4% at
-     * the default step); the double build checks the same math at 1e-6. */
-    opts.rtol = 5e-2;
+     * few parts in 100 of the finite differences (measured, worst element at
+     * the default step: 2.4% with the fast kernels, 7.2% with the portable
+     * build's, which use no FMA); the double build checks the same math at 1e-6, and a wrong
+     * formula is off by far more than 10% in either. */
+    opts.rtol = 1e-1;
 #endif
     test_gradcheck_with(build_gpt, &c, in, n, &opts);
     ag_param_free(x);

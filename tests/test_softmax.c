@@ -1,24 +1,25 @@
 /*
- * test_softmax.c - softmax and causal_mask: values against a naive
- * reference, the numerics attention depends on (huge logits, -inf entries,
+ * test_softmax.c - softmax and causal_mask: values against the reference
+ * kernel, the numerics attention depends on (huge logits, -inf entries,
  * fully masked rows, never NaN), backward against finite differences
  * (projected, never through the constant row sum), and errors.
  */
 #include "test_util.h"
+#include "kernels/cpu.h"
+#include "kernels/kernels.h"
 
 #include <stdlib.h>
 
-/* Naive softmax of one row, in double, for rows with a finite entry. */
-static void naive_softmax(const ag_real *z, size_t n, double *s)
+/* Softmax of one row by the library's reference kernel, for rows with a
+ * finite entry. */
+static void ref_softmax_row(const ag_real *z, size_t n, double *s)
 {
-    double max = -INFINITY, sum = 0;
+    ag_real *r = malloc(n * sizeof(ag_real));
+    ck_assert_ptr_nonnull(r);
+    ag_ref_softmax(z, r, n);
     for (size_t j = 0; j < n; j++)
-        if ((double)z[j] > max)
-            max = (double)z[j];
-    for (size_t j = 0; j < n; j++)
-        sum += s[j] = exp((double)z[j] - max);
-    for (size_t j = 0; j < n; j++)
-        s[j] /= sum;
+        s[j] = r[j];
+    free(r);
 }
 
 static int any_nan(const ag_real *v, size_t n)
@@ -45,7 +46,7 @@ START_TEST(test_softmax_values)
                        (double[]){e / d, e * e / d, e * e * e / d, 1.0 / 3, 1.0 / 3, 1.0 / 3}, 6,
                        AG_TEST_TOL);
 
-    /* 4-D against the naive row by row; each row sums to 1 */
+    /* 4-D against the reference row by row; each row sums to 1 */
     ag_rng rng = ag_rng_new(5);
     ag_tensor *x = ag_tensor_new(tape, 4, (int[]){2, 3, 4, 5});
     ag_fill_normal(x, &rng, 0, 3);
@@ -53,7 +54,7 @@ START_TEST(test_softmax_values)
     ck_assert_ptr_nonnull(y);
     for (size_t r = 0; r < 24; r++) {
         double want[5], sum = 0;
-        naive_softmax(x->data + r * 5, 5, want);
+        ref_softmax_row(x->data + r * 5, 5, want);
         test_assert_values(y->data + r * 5, want, 5, AG_TEST_TOL);
         for (int j = 0; j < 5; j++)
             sum += y->data[r * 5 + j];
@@ -135,7 +136,7 @@ START_TEST(test_softmax_fully_masked_row)
     test_assert_values(z->grad, (double[]){0, 0, 0}, 3, 0);
     /* the live row still gets its gradient: s_j (w_j - <w, s>) */
     double d = 0, sj[3];
-    naive_softmax(z->data + 3, 3, sj);
+    ref_softmax_row(z->data + 3, 3, sj);
     for (int j = 0; j < 3; j++)
         d += sj[j] * w->data[3 + j];
     for (int j = 0; j < 3; j++)
@@ -202,7 +203,7 @@ START_TEST(test_causal_softmax)
     ck_assert_ptr_nonnull(q);
     for (size_t i = 0; i < 4; i++) {
         double want[4] = {0, 0, 0, 0};
-        naive_softmax(s->data + i * 4, i + 1, want);
+        ref_softmax_row(s->data + i * 4, i + 1, want);
         test_assert_values(q->data + i * 4, want, 4, AG_TEST_TOL);
     }
     ag_tape_free(tape);
@@ -382,7 +383,7 @@ START_TEST(test_row_kernels_agree)
 {
     ag_rng rng = ag_rng_new(22);
     ag_real z[70], want[70], got[70];
-    for (int level = 1; level <= ag_softmax_simd(); level++)
+    for (int level = 1; level <= ag_cpu_row_level(); level++)
         for (int n = 1; n <= 70; n++)
             for (int kind = 0; kind < 4; kind++) {
                 for (int j = 0; j < n; j++)
@@ -397,8 +398,8 @@ START_TEST(test_row_kernels_agree)
                 if (kind == 3)
                     for (int j = 0; j < n; j++)
                         z[j] = -INFINITY;
-                ag_softmax_row(z, want, (size_t)n, 0);
-                ag_softmax_row(z, got, (size_t)n, level);
+                ag_ref_softmax(z, want, (size_t)n);
+                ag_fast_softmax_row(z, got, (size_t)n, level);
                 for (int j = 0; j < n; j++) { /* ck_abort_msg: see test_rows_match_double */
                     if (isnan(want[j])) {
                         if (!isnan(got[j]))

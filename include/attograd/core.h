@@ -124,7 +124,6 @@ void ag_tensor_print(FILE *f, const ag_tensor *t, int decimals);
 /* The same for the gradient (prints "None" when there is none). */
 void ag_tensor_print_grad(FILE *f, const ag_tensor *t, int decimals);
 
-
 /* ------------------------------------------------------------------------
  * Random numbers: a small seeded generator (splitmix64). The same seed gives
  * the same numbers on every machine.
@@ -140,7 +139,6 @@ double ag_rng_normal(ag_rng *rng);              /* mean 0, standard deviation 1 
 uint32_t ag_rng_below(ag_rng *rng, uint32_t n); /* in [0, n), unbiased; 0 when n == 0 */
 void ag_fill_normal(ag_tensor *t, ag_rng *rng, double mean, double std);
 void ag_fill_uniform(ag_tensor *t, ag_rng *rng, double lo, double hi);
-
 
 /* ------------------------------------------------------------------------
  * Ops. Each records one tape entry and returns a new tape tensor, or NULL
@@ -260,7 +258,6 @@ size_t ag_first_nonfinite(const ag_real *v, size_t n);
  * checking the weights after an update. */
 long ag_first_nonfinite_param(ag_tensor *const *params, size_t n, size_t *elem);
 
-
 /* ------------------------------------------------------------------------
  * Reading the tape, to print or draw a step (read-only). Entry 0 is the
  * first op recorded; data made with ag_tensor_new/ag_tensor_from is an entry
@@ -342,6 +339,54 @@ void ag_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alp
  * variable AG_GEMM (read at the first ag_gemm) names another. */
 const char *ag_gemm_kernel_name(void);
 
+/* ------------------------------------------------------------------------
+ * Kernels: which code computes the ops. "fast" (the default) is the fast
+ * path of src/kernels: blocked, packed products, vector rows, attention
+ * tiles, threads. "reference" is the plain loops of src/core/ref_*.c and
+ * of the op files, on one thread: short, written to be read, and the oracle
+ * the tests hold the fast path to; the two agree to rounding. The choice is
+ * the whole process's: the environment variable AG_KERNELS (fast or
+ * reference) sets it when first asked; ag_set_kernels changes it between
+ * steps (an op's backward runs the kernels its forward ran).
+ * ------------------------------------------------------------------------ */
+/* "fast" or "reference"; AG_ERR_ARG (nothing changed) for another name. */
+ag_status ag_set_kernels(const char *name);
+const char *ag_kernels_name(void); /* "fast" or "reference" */
+
+/* The reference kernels themselves, for reading and for checking others. */
+/* ag_gemm's contract, three loops, each element summed in double. */
+void ag_ref_gemm(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
+                 const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
+                 ag_real *C, size_t ldc);
+/* s = softmax(z) over one row of n, stable, as ag_softmax; s may be z. */
+void ag_ref_softmax(const ag_real *z, ag_real *s, size_t n);
+/* dz += s (ds - <ds, s>): softmax's backward for one row, s its output. */
+void ag_ref_softmax_backward(const ag_real *s, const ag_real *ds, ag_real *dz, size_t n);
+/* y = x Phi(x), and dx += dy (Phi(x) + x phi(x)), for n values. */
+void ag_ref_gelu(const ag_real *x, ag_real *y, size_t n);
+void ag_ref_gelu_backward(const ag_real *x, const ag_real *dy, ag_real *dx, size_t n);
+/* One row of C: y = (x - mean) rstd w + b (w, b may be NULL: 1, 0), and
+ * stats[0] = mean, stats[1] = rstd = 1 / sqrt(var + AG_LAYERNORM_EPS). */
+void ag_ref_layernorm(const ag_real *x, const ag_real *w, const ag_real *b, ag_real *y,
+                      ag_real *stats, size_t C);
+/* Its backward from the row's stats: dx += (may be NULL), dw += and db +=
+ * (each may be NULL). */
+void ag_ref_layernorm_backward(const ag_real *x, const ag_real *w, const ag_real *stats,
+                               const ag_real *dy, ag_real *dx, ag_real *dw, ag_real *db, size_t C);
+/* One head of attention: for each query i, s_j = <q_i, k_j> / sqrt(dh) (j >
+ * i masked when causal), P_i = softmax(s), o_i = sum_j P_ij v_j. q, k, v
+ * and o are (T, dh) with rows ld apart (a head's columns of (T, d) rows:
+ * ld = d); p (T, T) receives the weights, or is NULL; scratch holds T
+ * reals. */
+void ag_ref_attention_head(const ag_real *q, const ag_real *k, const ag_real *v, size_t ld,
+                           size_t T, size_t dh, int causal, ag_real *o, ag_real *p,
+                           ag_real *scratch);
+/* Its backward from d_o (laid out as o): dq, dk, dv += the gradients (P
+ * recomputed); scratch holds 3 T reals. */
+void ag_ref_attention_head_backward(const ag_real *q, const ag_real *k, const ag_real *v,
+                                    const ag_real *d_o, size_t ld, size_t T, size_t dh, int causal,
+                                    ag_real *dq, ag_real *dk, ag_real *dv, ag_real *scratch);
+
 /* How many heap allocations the library has made since the program started
  * (tape and arena blocks, parameters, optimizer state, layers, positional
  * encodings, models, batches, the gradient checker's weights, the thread
@@ -369,7 +414,6 @@ ag_status ag_time_steps(ag_step_fn step, void *ctx, int steps, ag_step_timing *o
 /* The median of v[0..n) (sorts v); 0 when n is 0. */
 double ag_median(double *v, size_t n);
 
-
 /* ------------------------------------------------------------------------
  * Finite-difference gradient check.
  * ------------------------------------------------------------------------ */
@@ -384,7 +428,8 @@ typedef ag_tensor *(*ag_build_fn)(ag_tape *tape, ag_tensor *const *inputs, void 
  * check can fail. Only ag_gradcheck's private tape ever uses one. */
 typedef enum ag_bug {
     AG_BUG_NONE = 0,
-    AG_BUG_SOFTMAX = 1 /* softmax's backward drops the - <g, s> term: dz = s * g */
+    AG_BUG_SOFTMAX = 1, /* softmax's backward drops the - <g, s> term: dz = s * g */
+    AG_BUG_SCALE = 2    /* the backward of op bug_op adds every gradient 1.25 times over */
 } ag_bug;
 
 typedef struct ag_gradcheck_opts {
@@ -395,6 +440,7 @@ typedef struct ag_gradcheck_opts {
     size_t max_samples; /* per input, check at most this many random elements; 0 = all */
     uint64_t seed;      /* projection weights and sampling */
     ag_bug bug;         /* AG_BUG_NONE, or a wrong backward to check instead of the right one */
+    const char *bug_op; /* AG_BUG_SCALE: the op it breaks (its entries' name, "matmul") */
     ag_real *const *numeric; /* NULL, or per input a buffer of its size (or NULL) that
                                 * receives the finite-difference gradient of each element
                                 * checked, to show beside the analytic one */

@@ -163,7 +163,6 @@ ag_status ag_csv_close(ag_csv *csv, char *err, size_t errlen);
 /* Discard an unfinished log (the temporary file is removed) and free csv. */
 void ag_csv_free(ag_csv *csv);
 
-
 /* ------------------------------------------------------------------------
  * A step's drawing, saved.
  * ------------------------------------------------------------------------ */
@@ -172,7 +171,6 @@ void ag_csv_free(ag_csv *csv);
  * was, and err says why. */
 ag_status ag_tape_dot_save(const ag_tape *tape, const char *path, const ag_tensor_name *names,
                            size_t n_names, const char *title, char *err, size_t errlen);
-
 
 #ifdef __cplusplus
 }

@@ -163,7 +163,6 @@ ag_posenc *ag_posenc_load(const char *path, int max_size, char *err, size_t errl
  * computed in double. AG_ERR_ARG for NONE (no table) or a NULL argument. */
 ag_status ag_posenc_similarity(const ag_posenc *pe, double *sim);
 
-
 /* ------------------------------------------------------------------------
  * Optimizers. An ag_optim updates a fixed array of parameters from their
  * gradients. It borrows the parameters (they must outlive it) and owns its
@@ -229,7 +228,6 @@ ag_real *ag_optim_state(ag_optim *opt, size_t param_index, int slot);
  * gradient are skipped. A non-finite norm is returned and nothing scaled. */
 double ag_clip_grad_norm(ag_tensor *const *params, size_t n, double max_norm);
 
-
 /* ------------------------------------------------------------------------
  * The gradient-check table: every op's rows, the losses' and the layers'.
  * ------------------------------------------------------------------------ */
@@ -282,7 +280,6 @@ ag_status ag_gradcheck_case_sweep(size_t i, uint64_t seed, const ag_gradcheck_op
                                   const double *eps, int n, double *abs_err, double *rel_err,
                                   char *err, size_t errlen);
 
-
 /* ------------------------------------------------------------------------
  * Toy tasks, generated on the fly from a seeded generator. Every position
  * carries two token ids (slot 0 and slot 1, embedded separately and summed)
@@ -327,7 +324,6 @@ void ag_task_sample(ag_batch *b, ag_rng *rng);
  * writes buf (len bytes; 16 is plenty) and returns it. */
 const char *ag_task_token_label(const ag_batch *b, int ex, int t, char *buf, size_t len);
 const char *ag_task_class_label(ag_task_kind kind, int c, char *buf, size_t len);
-
 
 /* ------------------------------------------------------------------------
  * The toy model the tasks train: one attention layer between token
@@ -398,7 +394,6 @@ int ag_model_answer(const ag_batch *b, const ag_tensor *logits, int ex, int t, i
  * the model answered (logits of example 0), e.g. "-> v5 (want v5)". */
 void ag_model_print_attention(FILE *f, const ag_batch *b, const ag_tensor *attn,
                               const ag_tensor *logits);
-
 
 /* ------------------------------------------------------------------------
  * Training runs: their settings, and checkpoints to stop and resume them.
@@ -486,7 +481,6 @@ ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_opt
                                 size_t errlen);
 void ag_checkpoint_free(ag_checkpoint *ck); /* NULL does nothing */
 
-
 /* ------------------------------------------------------------------------
  * A training run of the toy model, whole: the model, its optimizer
  * (ag_train_optim_new), a tape, a fresh batch of cfg->batch examples per
@@ -545,7 +539,6 @@ const ag_train_config *ag_trainer_config(const ag_trainer *t);
 ag_model *ag_trainer_model(ag_trainer *t); /* borrowed */
 ag_tape *ag_trainer_tape(ag_trainer *t);   /* borrowed: e.g. ag_tape_detect_anomaly */
 const ag_batch *ag_trainer_held_out(const ag_trainer *t); /* borrowed: labels for an example */
-
 
 /* ------------------------------------------------------------------------
  * Text: characters as tokens. A vocabulary is a sorted list of distinct
@@ -638,7 +631,6 @@ void ag_text_batch(const ag_text *t, int split, int batch, int seq, ag_rng *rng,
 /* The full validation loss's windows: floor((validation length - 1) / seq),
  * window i being x = val[i*seq .. (i+1)*seq), y = the same shifted by one. */
 size_t ag_text_windows(const ag_text *t, int seq);
-
 
 /* ------------------------------------------------------------------------
  * A GPT: a character language model built from the attention layer. With
@@ -895,7 +887,6 @@ const ag_text *ag_gpt_trainer_text(const ag_gpt_trainer *t); /* borrowed */
 ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windows, char *err,
                                   size_t errlen);
 
-
 /* ------------------------------------------------------------------------
  * Memory: what a run needs at most, from its settings alone, so that a
  * program refuses a run that cannot fit before it allocates anything, and
@@ -939,7 +930,6 @@ double ag_gpt_config_weights(const ag_gpt_config *c);
  * optimizer's state, the tape of a step and of the held-out evaluation, a
  * checkpoint of file_bytes read (0: none). */
 void ag_train_memory(const ag_train_config *c, int threads, double file_bytes, ag_memory *m);
-
 
 #ifdef __cplusplus
 }

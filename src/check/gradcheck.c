@@ -149,6 +149,7 @@ ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, i
         o.max_samples = opts->max_samples;
         o.seed = opts->seed;
         o.bug = opts->bug;
+        o.bug_op = opts->bug_op;
         o.numeric = opts->numeric;
     }
     memset(result, 0, sizeof(*result));
@@ -162,6 +163,7 @@ ag_status ag_gradcheck(ag_build_fn build, void *ctx, ag_tensor *const *inputs, i
         return AG_ERR_NOMEM;
     }
     run.tape->bug = o.bug;
+    run.tape->bug_op = o.bug_op;
     ag_status status = AG_OK;
 
     /* The analytic gradient, once. */

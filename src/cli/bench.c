@@ -27,6 +27,17 @@ const ag_command ag_cmd_bench_info = {
         "training step)",
 };
 
+/* Which kernels a benchmark ran, as the last fields of its line:
+ * "kernels=fast gemm=avx512", or "kernels=reference gemm=reference". */
+const char *ag_cli_kernels(void)
+{
+    static char buf[64];
+    int ref = strcmp(ag_kernels_name(), "reference") == 0;
+    snprintf(buf, sizeof(buf), "kernels=%s gemm=%s", ag_kernels_name(),
+             ref ? "reference" : ag_gemm_kernel_name());
+    return buf;
+}
+
 /* ---- bench matmul ---- */
 
 typedef struct matmul_opts {
@@ -74,8 +85,13 @@ static int run_matmul(const matmul_opts *o)
 
     /* Warm up (pool, packing buffers, caches), then size each repetition to
      * last about 50 ms so small n is not lost in the clock's resolution. */
+    /* the product every matmul runs: the fast kernel, or with
+     * AG_KERNELS=reference the reference one */
+    void (*gemm)(int, int, size_t, size_t, size_t, ag_real, const ag_real *, size_t,
+                 const ag_real *, size_t, ag_real, ag_real *, size_t) =
+        strcmp(ag_kernels_name(), "reference") == 0 ? ag_ref_gemm : ag_gemm;
     double t0 = ag_cli_now();
-    ag_gemm(0, 0, (size_t)n, (size_t)n, (size_t)n, 1, a, (size_t)n, b, (size_t)n, 0, c, (size_t)n);
+    gemm(0, 0, (size_t)n, (size_t)n, (size_t)n, 1, a, (size_t)n, b, (size_t)n, 0, c, (size_t)n);
     double once = ag_cli_now() - t0;
     long calls = once > 0 ? (long)(0.05 / once) : 1000;
     if (calls < 1)
@@ -86,13 +102,14 @@ static int run_matmul(const matmul_opts *o)
     for (int r = 0; r < reps; r++) {
         t0 = ag_cli_now();
         for (long k = 0; k < calls; k++)
-            ag_gemm(0, 0, (size_t)n, (size_t)n, (size_t)n, 1, a, (size_t)n, b, (size_t)n, 0, c,
-                    (size_t)n);
+            gemm(0, 0, (size_t)n, (size_t)n, (size_t)n, 1, a, (size_t)n, b, (size_t)n, 0, c,
+                 (size_t)n);
         double dt = ag_cli_now() - t0;
         rates[r] = dt > 0 ? flops * (double)calls / dt / 1e9 : 0;
     }
     double median = ag_median(rates, (size_t)reps);
-    printf("bench: op=matmul n=%d threads=%d gflops=%.1f\n", n, o->threads, median);
+    printf("bench: op=matmul n=%d threads=%d gflops=%.1f %s\n", n, o->threads, median,
+           ag_cli_kernels());
     ag_set_threads(1);
     free(a), free(b), free(c), free(rates);
     return AG_EXIT_OK;
@@ -107,8 +124,10 @@ static int bench_matmul(int argc, char **argv)
         printf("usage: %s\n\n"
                "Times ag_gemm, the kernel behind every matmul forward and backward, on\n"
                "C = A B with (n x n) matrices of random numbers, and prints one line:\n"
-               "  bench: op=matmul n=N threads=T gflops=G\n"
-               "where G is 2 n^3 / seconds / 1e9, the median over the repetitions.\n"
+               "  bench: op=matmul n=N threads=T gflops=G kernels=K gemm=NAME\n"
+               "where G is 2 n^3 / seconds / 1e9, the median over the repetitions, K\n"
+               "the kernels in use (fast, or reference with AG_KERNELS=reference,\n"
+               "which times ag_ref_gemm) and NAME the gemm micro-kernel that ran.\n"
                "AG_GEMM=generic|avx2|avx512 in the environment forces a kernel.\n\n",
                cmd->usage);
         ag_cli_print_options(cmd);
@@ -159,7 +178,7 @@ static void print_attention_help(const ag_command *cmd)
            "wq, wk, wv, wo, tape reset. After a few warm-up steps it prints one line:\n"
            "  bench: op=attention B=.. T=.. d=.. H=.. threads=.. us_per_step=US\n"
            "         cpu_us_per_step=C gflops=G peak_bytes=P model_bytes=M\n"
-           "         allocs_per_step=A form=F\n"
+           "         allocs_per_step=A form=F kernels=K gemm=NAME\n"
            "US is the median step time in microseconds; C the median CPU time of a\n"
            "step, all threads together (on a busy machine, with one thread, steadier\n"
            "than US: it leaves out the time other work held the core); G counts\n"
@@ -172,7 +191,8 @@ static void print_attention_help(const ag_command *cmd)
            "activations backward needs (x, Q, K, V, O, out: 6 B T d; the\n"
            "softmax's log-sum-exp per query: B H T);\n"
            "A is the library's heap allocations per timed step (ag_alloc_count);\n"
-           "F is how the layer was recorded, fused (one op, the default) or ops.\n"
+           "F is how the layer was recorded, fused (one op, the default) or ops;\n"
+           "K and NAME the kernels that ran, as bench matmul says.\n"
            "A step may hold at most %llu values in one tensor: B T d, and op by\n"
            "op also B H T^2 (the fused op keeps no (T,T) tensor).\n\n",
            cmd->usage, (unsigned long long)AG_CLI_MAX_VALUES);
@@ -253,9 +273,10 @@ static void att_report(att_bench *b, const attention_opts *o, const ag_step_timi
     double model = state + (6 * B * T * d + B * H * T) * real;
     printf("bench: op=attention B=%d T=%d d=%d H=%d threads=%d us_per_step=%.2f "
            "cpu_us_per_step=%.2f gflops=%.2f peak_bytes=%.0f model_bytes=%.0f allocs_per_step=%g "
-           "form=%s\n",
+           "form=%s %s\n",
            o->batch, o->seq, o->dim, o->heads, o->threads, sec * 1e6, cpu * 1e6,
-           sec > 0 ? flops / sec / 1e9 : 0, peak, model, tm->allocs, o->op_by_op ? "ops" : "fused");
+           sec > 0 ? flops / sec / 1e9 : 0, peak, model, tm->allocs, o->op_by_op ? "ops" : "fused",
+           ag_cli_kernels());
 }
 
 static int run_attention(const attention_opts *o)

@@ -59,12 +59,14 @@ static int print_help(void)
            "characters. After a few warm-up steps it prints one line:\n"
            "  bench: op=gpt layers=.. dim=.. heads=.. seq=.. batch=.. threads=..\n"
            "         us_per_step=US gflops=G peak_bytes=P allocs_per_step=A\n"
+           "         kernels=K gemm=NAME\n"
            "US is the median step time in microseconds; G counts the matmuls of\n"
            "forward and backward, three times the forward's 2 B T (12 L C^2 + C V)\n"
            "+ 4 L B C T (T + 1) / 2 (the causal pairs of attention);\n"
            "P is the step's memory: the tape's high-water bytes plus parameters,\n"
            "gradients and AdamW's state; A is the library's heap allocations per\n"
-           "timed step (ag_alloc_count).\n\n",
+           "timed step (ag_alloc_count); K and NAME the kernels that ran (fast or\n"
+           "reference, and the gemm micro-kernel), as bench matmul says.\n\n",
            bench_gpt_info.usage, VOCAB);
     ag_cli_print_options(&bench_gpt_info);
     return AG_EXIT_OK;
@@ -169,9 +171,9 @@ int ag_cli_bench_gpt(int argc, char **argv)
     double state = 4.0 * (double)ag_gpt_n_weights(g) * sizeof(ag_real); /* w, grad, m, v */
     double peak = (double)ag_gpt_trainer_peak_bytes(t) + state;
     printf("bench: op=gpt layers=%d dim=%d heads=%d seq=%d batch=%d threads=%d us_per_step=%.2f "
-           "gflops=%.2f peak_bytes=%.0f allocs_per_step=%g\n",
+           "gflops=%.2f peak_bytes=%.0f allocs_per_step=%g %s\n",
            m.layers, m.dim, m.heads, m.seq, tc.batch, threads, sec * 1e6,
-           sec > 0 ? 3 * forward / sec / 1e9 : 0, peak, tm.allocs);
+           sec > 0 ? 3 * forward / sec / 1e9 : 0, peak, tm.allocs, ag_cli_kernels());
     status = AG_EXIT_OK;
     goto done;
 failed:

@@ -220,6 +220,9 @@ int ag_cli_read_tensor(const ag_command *cmd, const ag_st_file *f, const char *p
 void ag_cli_note_flushed(const ag_command *cmd, const ag_st_file *f, const char *path,
                          const char *name);
 
+/* The kernels a benchmark ran, "kernels=fast gemm=avx512" (bench.c). */
+const char *ag_cli_kernels(void);
+
 /* Seconds on a monotonic clock (run.c). */
 double ag_cli_now(void);
 

@@ -58,15 +58,35 @@ static int library_softmax(const double *z, const double *g, int n, double *s, d
     return ok;
 }
 
-static void softmax_double(const double *z, int n, double *s)
+/* The forward in double, the steps the explanation shows (ag_ref_softmax's,
+ * in the build's precision, are the same): shifted = z - max, e =
+ * exp(shifted), s = e / sum(e); returns the max, *sum the sum. For a row
+ * with a finite entry. */
+static double softmax_steps(const double *z, int n, double *shifted, double *e, double *sum,
+                            double *s)
 {
-    double max = z[0], sum = 0;
+    double max = z[0];
     for (int i = 1; i < n; i++)
         max = fmax(max, z[i]);
+    *sum = 0;
+    for (int i = 0; i < n; i++) {
+        shifted[i] = z[i] - max;
+        e[i] = exp(shifted[i]);
+        *sum += e[i];
+    }
     for (int i = 0; i < n; i++)
-        sum += s[i] = exp(z[i] - max);
+        s[i] = e[i] / *sum;
+    return max;
+}
+
+/* <g, softmax(z)> in double, for the finite differences. */
+static double loss_double(const double *z, const double *g, int n)
+{
+    double shifted[MAX_LOGITS], e[MAX_LOGITS], s[MAX_LOGITS], sum, l = 0;
+    softmax_steps(z, n, shifted, e, &sum, s);
     for (int i = 0; i < n; i++)
-        s[i] /= sum;
+        l += g[i] * s[i];
+    return l;
 }
 
 /* Why a component disagrees: how good the difference quotient itself is
@@ -107,17 +127,12 @@ static int check_components(const double *z, const double *g, int n, int dec, co
         scaled ? " (2^-42 |z_j| for large |z_j|, shown)" : "");
     for (int j = 0; j < n; j++) {
         double h = isfinite(z[j]) ? fmax(1e-5, ldexp(fabs(z[j]), -42)) : 1e-5;
-        double zp[MAX_LOGITS], sp[MAX_LOGITS], sm[MAX_LOGITS], lp = 0, lm = 0;
-        double hi = z[j] + h, lo = z[j] - h;
+        double zp[MAX_LOGITS], hi = z[j] + h, lo = z[j] - h;
         memcpy(zp, z, (size_t)n * sizeof(double));
         zp[j] = hi;
-        softmax_double(zp, n, sp);
+        double lp = loss_double(zp, g, n);
         zp[j] = lo;
-        softmax_double(zp, n, sm);
-        for (int i = 0; i < n; i++) {
-            lp += g[i] * sp[i];
-            lm += g[i] * sm[i];
-        }
+        double lm = loss_double(zp, g, n);
         double numeric = (lp - lm) / (isfinite(z[j]) ? hi - lo : 2 * h);
         double tol = 1e-6 * fmax(1, fabs(fast[j]));
         int ok = fabs(numeric - fast[j]) <= tol;
@@ -155,22 +170,13 @@ static int explain_masked_row(const double *z, const double *g, int n, int dec)
 
 static int explain_softmax(const double *z, const double *g, int n, int dec)
 {
-    double shifted[MAX_LOGITS] = {0}, e[MAX_LOGITS] = {0}, s[MAX_LOGITS] = {0};
-    double sum = 0, max = z[0];
+    double shifted[MAX_LOGITS] = {0}, e[MAX_LOGITS] = {0}, s[MAX_LOGITS] = {0}, sum;
     int masked = 0;
-    for (int i = 1; i < n; i++)
-        max = fmax(max, z[i]);
     for (int i = 0; i < n; i++)
         masked += z[i] == -INFINITY;
     if (masked == n)
         return explain_masked_row(z, g, n, dec);
-    for (int i = 0; i < n; i++) {
-        shifted[i] = z[i] - max;
-        e[i] = exp(shifted[i]);
-        sum += e[i];
-    }
-    for (int i = 0; i < n; i++)
-        s[i] = e[i] / sum;
+    double max = softmax_steps(z, n, shifted, e, &sum, s);
 
     printf("Forward: s = softmax(z)\n");
     ag_cli_explain_vec("z", z, n, dec);

@@ -5,10 +5,12 @@
  */
 #include "internal.h"
 
-ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
+#include <string.h>
+
+/* What backward needs before it starts: a tape without an error, and a
+ * loss of one element that something needing a gradient flows into. */
+static ag_status check_loss(ag_tape *tape, const ag_tensor *loss)
 {
-    if (!tape)
-        return AG_ERR_ARG;
     if (tape->status != AG_OK)
         return tape->status;
     if (!loss)
@@ -24,36 +26,86 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     if (!loss->grad)
         return ag_tape_fail(tape, AG_ERR_ARG,
                             "backward: loss does not depend on anything that needs a gradient");
-    /* Op outputs start from zero on every call, so a second backward on the
-     * same tape adds one more gradient into parameters and inputs (which
-     * accumulate until ag_zero_grad) instead of re-adding stale ones. The
-     * first backward after a reset finds them as they were made, unset. */
-    if (tape->backward_ran) {
+    return AG_OK;
+}
+
+/* Every op output's gradient starts as zero: marked unset, to be stored by
+ * its first write rather than cleared first (ag_grad_first). On the first
+ * backward after a reset they are that way from when they were made; a
+ * second backward marks them again, so that parameters and inputs (which
+ * accumulate until ag_zero_grad) get one more gradient, not stale ones. */
+static void start_gradients(ag_tape *tape)
+{
+    if (tape->backward_ran)
         for (size_t k = 0; k < tape->n_entries; k++) {
             ag_entry *e = &tape->entries[k];
             if (e->op != &ag_op_leaf && e->out->grad)
                 ((ag_node *)e->out)->grad_unset = 1; /* an op output is a node */
         }
-    }
     tape->backward_ran = 1;
+}
+
+/* The first-write bookkeeping before entry e's backward: what nothing has
+ * written reads as 0, so its output's gradient, if still unset, is zeroed,
+ * and so are its inputs' unless the op stores its first write itself. */
+static void settle_unwritten(ag_tape *tape, const ag_entry *e)
+{
+    ag_grad_settle(tape, e->out);
+    for (int i = 0; i < e->n_in; i++)
+        if (!(e->op->first_write & AG_INPUT(i)))
+            ag_grad_settle(tape, e->in[i]);
+}
+
+/* Entry e's backward as a gradient check with AG_BUG_SCALE runs it: with
+ * dL/dout times 1.25, so that every gradient it adds is a quarter too big.
+ * (Backward is linear in dL/dout.) dL/dout is put back afterwards. */
+static void backward_scaled(ag_tape *tape, const ag_entry *e)
+{
+    ag_real *dout = e->out->grad, *keep = ag_arena_alloc(tape, e->out->size * sizeof(ag_real));
+    if (!keep)
+        return;
+    for (size_t i = 0; i < e->out->size; i++) {
+        keep[i] = dout[i];
+        dout[i] *= (ag_real)1.25;
+    }
+    e->op->backward(tape, e);
+    for (size_t i = 0; i < e->out->size; i++)
+        dout[i] = keep[i];
+}
+
+/* Entry e's own backward: each op adds its inputs' share of the gradient. */
+static void backward_entry(ag_tape *tape, const ag_entry *e)
+{
+    if (tape->bug == AG_BUG_SCALE && tape->bug_op && strcmp(e->op->name, tape->bug_op) == 0)
+        backward_scaled(tape, e);
+    else
+        e->op->backward(tape, e);
+}
+
+ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
+{
+    if (!tape)
+        return AG_ERR_ARG;
+    ag_status st = check_loss(tape, loss);
+    if (st != AG_OK)
+        return st;
+    start_gradients(tape);
     ag_grad_settle(tape, loss);
-    loss->grad[0] += 1; /* a leaf loss accumulates like any leaf */
-    /* Reverse order is a valid topological order: every entry's inputs were
-     * made before it, so all contributions to an output's gradient have
-     * arrived by the time its entry is reached. An unset gradient is zero
-     * until written (ag_grad_first): an output nothing wrote is zeroed here,
-     * and so are an op's inputs' unless the op stores its first write. */
+    loss->grad[0] += 1; /* dL/dL = 1 (a leaf loss accumulates like any leaf) */
+    /*
+     * The chain rule, entry by entry from the last: when entry e is reached,
+     * every entry that used its output has run (they were recorded after
+     * it), so dL/dout is complete, and e adds dL/din = dL/dout dout/din into
+     * each input's gradient. A tensor used twice simply gets two shares.
+     */
     for (size_t k = tape->n_entries; k-- > 0;) {
         const ag_entry *e = &tape->entries[k];
         if (!e->out->grad || !e->op->backward)
-            continue;
-        if (ag_interrupted())
+            continue; /* no gradient flows through it */
+        if (ag_interrupted()) /* a Ctrl-C: stop between two entries */
             return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
-        ag_grad_settle(tape, e->out);
-        for (int i = 0; i < e->n_in; i++)
-            if (!(e->op->first_write & AG_INPUT(i)))
-                ag_grad_settle(tape, e->in[i]);
-        e->op->backward(tape, e);
+        settle_unwritten(tape, e);
+        backward_entry(tape, e);
     }
     if (tape->detect_anomaly)
         return ag_tape_find_anomaly(tape);

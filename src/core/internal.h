@@ -8,7 +8,9 @@
 #include "alloc.h"
 #include "attograd.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 
 #define AG_MAX_INPUTS 5
 
@@ -83,6 +85,7 @@ struct ag_tape {
     ag_status status;
     char error[256];
     ag_bug bug;         /* AG_BUG_NONE but on ag_gradcheck's tape (opts.bug) */
+    const char *bug_op; /* AG_BUG_SCALE: the op whose backward is made wrong */
     int detect_anomaly; /* check every op's output for NaN/Inf */
 };
 
@@ -189,17 +192,115 @@ int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_
 /* Check that b broadcasts against a (b's shape is a's trailing dims). */
 int ag_broadcast_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_tensor *b);
 
-/* ---- shared by ops ---- */
-/* Which vector kernel ag_softmax_row may use on this CPU, 0 for none (ask
- * once per op and pass it on). */
-int ag_softmax_simd(void);
-/* s = softmax(z) over one row of n, stable and NaN-free as ag_softmax
- * documents; s may be z (in place). */
-void ag_softmax_row(const ag_real *z, ag_real *s, size_t n, int simd);
-/* y = erf(x) for n values (gelu.c): simd 1 or 2 (at most ag_softmax_simd(),
- * the same CPU check) picks the float build's AVX2 or AVX-512 kernel, 0
- * libm. Exposed for the tests. */
-void ag_erf_n(const ag_real *x, ag_real *y, size_t n, int simd);
+/* ---- which kernels: fast (src/kernels) or reference (ref_*.c) ---- */
+/* 1 when the reference kernels are in use (choice.c; AG_KERNELS). */
+int ag_reference_kernels(void);
+
+/* ---- reference kernels shared with the fast ones (ref_*.c) ---- */
+/* ag_ref_gemm over a batch, with ag_gemm_batched's strides (a stride of 0
+ * shares an operand; stride_c 0 adds every product into one C). */
+void ag_ref_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N, size_t K,
+                         ag_real alpha, const ag_real *A, size_t lda, size_t stride_a,
+                         const ag_real *B, size_t ldb, size_t stride_b, ag_real beta, ag_real *C,
+                         size_t ldc, size_t stride_c);
+/* ag_ref_softmax_backward, or with wrong the AG_BUG_SOFTMAX formula. */
+void ag_softmax_backward_row(const ag_real *s, const ag_real *ds, ag_real *dz, size_t n, int wrong);
+/* One row of softmax cross-entropy: returns logsumexp(z) - z[target] (in
+ * double), and, when probs is not NULL, writes softmax(z) into it. */
+double ag_cross_entropy_row(const ag_real *z, size_t C, int target, ag_real *probs);
+
+/* MurmurHash3's 32-bit finaliser: a bijection whose every output bit
+ * depends on every input bit. */
+static inline uint32_t ag_fmix32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    return h ^ (h >> 16);
+}
+/* Dropout's 32 random bits of element i under a call's key: two rounds of
+ * ag_fmix32 keyed by the key's halves, the high half of i mixed into the
+ * second. A pure function of i, so backward redraws the mask and any split
+ * over threads draws the same one. */
+static inline uint32_t ag_dropout_bits(uint64_t key, uint64_t i)
+{
+    uint32_t k1 = (uint32_t)(key >> 32) ^ ag_fmix32((uint32_t)(i >> 32));
+    return ag_fmix32(ag_fmix32((uint32_t)i + (uint32_t)key) ^ k1);
+}
+
+/* Adam's constants for one step (src/optim/adam.c computes them in double). */
+typedef struct ag_adam_consts {
+    ag_real b1, a1, b2, a2; /* beta1, 1 - beta1, beta2, 1 - beta2 */
+    ag_real step, rc2;      /* lr / (1 - beta1^t), 1 / sqrt(1 - beta2^t) */
+    ag_real eps, decay;     /* eps, lr * weight_decay */
+} ag_adam_consts;
+
+/*
+ * One parameter's Adam update, the formula of adam.c with its per-step
+ * constants folded in: m_hat / (sqrt(v_hat) + eps) = (1/c1) m / (sqrt(v) /
+ * sqrt(c2) + eps). Returns 1 when a new value is NaN or Inf (x - x is 0
+ * only for a finite x), which saves a second pass to check. No branch and
+ * no call in the loop, so the compiler turns it into vector code.
+ */
+static inline int ag_adam_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
+                                 ag_real *restrict m, ag_real *restrict v, ag_real b1, ag_real a1,
+                                 ag_real b2, ag_real a2, ag_real step, ag_real rc2, ag_real eps,
+                                 ag_real decay)
+{
+    int bad = 0;
+    for (size_t j = 0; j < n; j++) {
+        ag_real gj = g[j];
+        ag_real mj = b1 * m[j] + a1 * gj;        /* m = beta1 m + (1 - beta1) g */
+        ag_real vj = b2 * v[j] + a2 * (gj * gj); /* v = beta2 v + (1 - beta2) g^2 */
+        m[j] = mj;
+        v[j] = vj;
+        ag_real pj = p[j];
+        ag_real pn = pj - decay * pj - step * mj / (AG_SQRT(vj) * rc2 + eps);
+        p[j] = pn;
+        bad |= !(pn - pn == 0);
+    }
+    return bad;
+}
+
+/*
+ * The fused attention op (src/ops/attention_fused.c) as its kernels see
+ * it: the inputs, and what forward keeps for backward. Two kernels compute
+ * it, each whole: the reference (ref_attention.c: head by head, every row
+ * of weights made) and the fast one (src/kernels/attention.c: tiles, no
+ * (T,T) matrix, threads). Backward runs the kernel forward ran. Shapes: x
+ * (B,T,d), the weights (d,d), H heads of dh = d / H.
+ */
+typedef struct ag_attn_op {
+    size_t B, T, d, H;
+    int causal;
+    const ag_real *x, *wq, *wk, *wv, *wo; /* borrowed from the op's inputs */
+    /* kept by forward, in its kernel's layout, in the arena: */
+    ag_real *q, *k, *v; /* (B,T,d) rows (reference) or (B,H,T,dh) heads (fast) */
+    ag_real *o;         /* (B,T,d): the heads' outputs side by side */
+    ag_real *lse;       /* fast: (B,H,tpad) each query's log-sum-exp, in the tiles' unit */
+    size_t tpad;        /* fast: T rounded up to the tiles' query block */
+    const void *tiles;  /* fast: the tiles it ran (an ag_attn_kernel, attn_tile.h) */
+    int reference;      /* 1: the reference kernel ran forward */
+} ag_attn_op;
+
+/* Where attention's backward writes: a NULL buffer gets nothing. dx is
+ * stored when dx_first (its first write, ag_grad_first), else added into;
+ * the weights' gradients are added into. */
+typedef struct ag_attn_grads {
+    ag_real *dx;
+    int dx_first;
+    ag_real *dwq, *dwk, *dwv, *dwo;
+    int wrong; /* AG_BUG_SOFTMAX: the softmax's - P P^T term dropped */
+} ag_attn_grads;
+
+ag_status ag_ref_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p);
+ag_status ag_ref_attention_backward(ag_tape *tape, const ag_attn_op *a, const ag_real *dout,
+                                    const ag_attn_grads *g);
+/* ag_ref_attention_head_backward, or with wrong the AG_BUG_SOFTMAX formula. */
+void ag_attention_head_backward(const ag_real *q, const ag_real *k, const ag_real *v,
+                                const ag_real *d_o, size_t ld, size_t T, size_t dh, int causal,
+                                ag_real *dq, ag_real *dk, ag_real *dv, ag_real *scratch, int wrong);
 
 /*
  * The attention layer as one op (src/ops/attention_fused.c): out = O wo with

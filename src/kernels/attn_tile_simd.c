@@ -12,9 +12,9 @@
  * AVX-512 tiles, which use AVX-512DQ too, check that themselves).
  */
 #include "attn_tile.h"
+#include "cpu.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) &&     \
-    !defined(AG_NO_SIMD) && !defined(AG_REAL_DOUBLE)
+#if defined(AG_X86_KERNELS) && !defined(AG_REAL_DOUBLE)
 #define AG_HAVE_ATTN_SIMD 1
 #include "vexp.h"
 
@@ -218,7 +218,7 @@ AG_VEXP_AVX2 static inline void transpose_avx2(const float *src, size_t lds, int
 const ag_attn_kernel *ag_attn_kernel_avx512(size_t T)
 {
     /* the gemm kernel checked AVX-512F; DQ is every AVX-512 Xeon's but not all CPUs' */
-    return __builtin_cpu_supports("avx512dq") ? kernel_for_avx512(T) : NULL;
+    return ag_cpu_get()->avx512dq ? kernel_for_avx512(T) : NULL;
 }
 
 const ag_attn_kernel *ag_attn_kernel_avx2(size_t T)

@@ -25,6 +25,7 @@
  * by each thread once, at its first stripe, when it fits.
  */
 #include "../core/alloc.h"
+#include "cpu.h"
 #include "gemm.h"
 #include "threads.h"
 
@@ -64,29 +65,15 @@ static const ag_gemm_kernel kernel_generic = {
 static const ag_gemm_kernel *kernel_in_use;
 static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
 
-static int cpu_has(const char *name)
-{
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(AG_NO_SIMD)
-    __builtin_cpu_init();
-    if (strcmp(name, "avx2") == 0)
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (strcmp(name, "avx512") == 0) /* its packing uses AVX2 */
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
-#else
-    (void)name;
-#endif
-    return 0;
-}
-
 /* The kernel called name if it can run here, else NULL. */
 static const ag_gemm_kernel *find_kernel(const char *name)
 {
     if (strcmp(name, "generic") == 0)
         return &kernel_generic;
     if (strcmp(name, "avx2") == 0)
-        return cpu_has("avx2") ? ag_gemm_kernel_avx2() : NULL;
+        return ag_cpu_get()->avx2 ? ag_gemm_kernel_avx2() : NULL;
     if (strcmp(name, "avx512") == 0)
-        return cpu_has("avx512") ? ag_gemm_kernel_avx512() : NULL;
+        return ag_cpu_get()->avx512 ? ag_gemm_kernel_avx512() : NULL;
     if (strcmp(name, "auto") == 0) {
         const ag_gemm_kernel *k = find_kernel("avx512");
         if (!k)

@@ -6,15 +6,14 @@
  * before it calls any of them. Building with -DAG_NO_SIMD leaves them out
  * (as on other architectures): only the portable kernel remains.
  */
+#include "cpu.h"
 #include "gemm.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) &&     \
-    !defined(AG_NO_SIMD)
-#define AG_HAVE_X86_KERNELS 1
+#ifdef AG_X86_KERNELS
 #include <immintrin.h>
 #endif
 
-#ifdef AG_HAVE_X86_KERNELS
+#ifdef AG_X86_KERNELS
 
 /* The direct kernel's rows per tile when C is one vector wide: enough
  * accumulators to cover the FMA's latency (4 cycles, 2 per cycle). 16 rows

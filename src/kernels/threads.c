@@ -323,6 +323,13 @@ static int all_left(const void *arg)
     return atomic_load_explicit(&job_left, memory_order_acquire) == *(const uint64_t *)arg;
 }
 
+static _Atomic size_t jobs_shared; /* jobs the pool's threads took part in */
+
+size_t ag_parallel_jobs(void)
+{
+    return atomic_load_explicit(&jobs_shared, memory_order_relaxed);
+}
+
 void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
 {
     if (n_tasks == 0 || !fn)
@@ -338,6 +345,7 @@ void ag_parallel_for(size_t n_tasks, ag_task_fn fn, void *ctx)
         return;
     }
     /* no worker is in a job now: the fields are free to set */
+    atomic_fetch_add_explicit(&jobs_shared, 1, memory_order_relaxed);
     job_fn = fn;
     job_ctx = ctx;
     job_n = n_tasks;

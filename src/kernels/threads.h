@@ -84,6 +84,11 @@ typedef struct ag_worker_init {
 } ag_worker_init;
 void ag_pool_set_worker_init(ag_worker_init init);
 
+/* How many calls of ag_parallel_for have been shared out over the pool's
+ * threads since the program started (the tests make sure a check on two
+ * threads did use them). */
+size_t ag_parallel_jobs(void);
+
 /* The number of threads ag_parallel_for would use right now (1 inside a task). */
 int ag_parallel_threads(void);
 

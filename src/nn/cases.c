@@ -53,8 +53,12 @@ static const layer_row layer_rows[] = {
 };
 #define N_LAYER_ROWS (sizeof(layer_rows) / sizeof(layer_rows[0]))
 
-/* The layer rows' sizes: B sequences of T tokens of width D. */
-enum { LAYER_B = 2, LAYER_T = 3, LAYER_D = 4 };
+/* The layer rows' sizes: B sequences of T tokens of width D; big, a size
+ * where every product and tile is shared out over the threads. */
+typedef struct layer_size {
+    int B, T, D;
+} layer_size;
+static const layer_size small_size = {2, 3, 4}, big_size = {4, 64, 32};
 
 size_t ag_gradcheck_case_count(void)
 {
@@ -91,15 +95,15 @@ void ag_gradcheck_case_free(ag_case_setup *s)
 }
 
 /* The layer rows: x, then the layer's weights (and learned positions). */
-static ag_status setup_layer(const layer_row *r, ag_rng *rng, ag_case_setup *s, char *err,
-                             size_t errlen)
+static ag_status setup_layer(const layer_row *r, const layer_size *z, ag_rng *rng, ag_case_setup *s,
+                             char *err, size_t errlen)
 {
-    s->att = ag_attention_new(LAYER_D, r->heads, r->causal, rng, err, errlen);
+    s->att = ag_attention_new(z->D, r->heads, r->causal, rng, err, errlen);
     ag_attention_set_fused(s->att, !r->op_by_op);
     s->build = r->build;
     s->ctx = s;
-    s->pe = s->att ? ag_posenc_new(r->posenc, LAYER_T, LAYER_D, rng, err, errlen) : NULL;
-    s->own[0] = s->inputs[0] = ag_param_new(3, (const int[]){LAYER_B, LAYER_T, LAYER_D});
+    s->pe = s->att ? ag_posenc_new(r->posenc, z->T, z->D, rng, err, errlen) : NULL;
+    s->own[0] = s->inputs[0] = ag_param_new(3, (const int[]){z->B, z->T, z->D});
     if (!s->att || !s->pe || !s->inputs[0]) {
         if (s->att && s->pe)
             snprintf(err, errlen, "out of memory");
@@ -118,18 +122,24 @@ static ag_status setup_layer(const layer_row *r, ag_rng *rng, ag_case_setup *s, 
     return AG_OK;
 }
 
-ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, char *err,
-                                  size_t errlen)
+ag_status ag_case_setup_sized(size_t i, uint64_t seed, int big, ag_case_setup *s, char *err,
+                              size_t errlen)
 {
     if (!s)
         return AG_ERR_ARG;
     memset(s, 0, sizeof(*s));
     ag_rng rng = ag_rng_new(seed);
     if (i < ag_op_rows_n)
-        return ag_op_row_setup(&ag_op_rows[i], &rng, s, err, errlen);
+        return ag_op_row_setup(&ag_op_rows[i], &rng, big, s, err, errlen);
     const layer_row *l = layer_row_of(i);
     if (!l)
         return ag_err(AG_ERR_ARG, err, errlen, "gradcheck case %zu: there are %zu", i,
                       ag_gradcheck_case_count());
-    return setup_layer(l, &rng, s, err, errlen);
+    return setup_layer(l, big ? &big_size : &small_size, &rng, s, err, errlen);
+}
+
+ag_status ag_gradcheck_case_setup(size_t i, uint64_t seed, ag_case_setup *s, char *err,
+                                  size_t errlen)
+{
+    return ag_case_setup_sized(i, seed, 0, s, err, errlen);
 }

@@ -3,22 +3,16 @@
  *   -log softmax(z)[target] = logsumexp(z) - z[target].
  * Fusing the softmax with the log keeps it stable (logsumexp subtracts the
  * row max, so nothing overflows and no log(0) appears) and makes the backward
- * one line: dz = (softmax(z) - onehot(target)) / rows.
+ * one line: dz = (softmax(z) - onehot(target)) / rows. Each row is
+ * ag_cross_entropy_row (src/core/ref_softmax.c); the fast kernel shares the
+ * rows out over the threads.
  */
-#include "../core/internal.h"
-#include "../kernels/threads.h"
+#include "../kernels/kernels.h"
 
-#include <math.h>
 #include <string.h>
 
 static void cross_entropy_backward(ag_tape *tape, const ag_entry *e);
 static const ag_op cross_entropy_op = {"cross_entropy", cross_entropy_backward, 0, AG_INPUT(0)};
-
-/* Rows per chunk shared out over the threads. */
-#define CE_GRAIN 64
-/* Classes whose exps a row keeps (on the stack) for its probabilities;
- * wider rows take each exp twice. */
-#define CE_KEEP 512
 
 /* What backward needs, in the arena. */
 typedef struct ce_saved {
@@ -26,45 +20,6 @@ typedef struct ce_saved {
     ag_real *probs; /* (rows, C) softmax of the logits, or NULL without a gradient */
     size_t counted; /* rows that are not ignored: the mean's denominator */
 } ce_saved;
-
-typedef struct ce_job {
-    const ag_real *z;
-    const int *tg;
-    ag_real *probs; /* or NULL */
-    double *loss;   /* (rows) */
-    size_t C;
-} ce_job;
-
-/* Rows [lo, hi): each one's loss logsumexp(z) - z[t] and probabilities. */
-static void ce_rows(void *ctx, size_t lo, size_t hi)
-{
-    const ce_job *jb = ctx;
-    size_t C = jb->C;
-    double e[CE_KEEP];
-    for (size_t r = lo; r < hi; r++) {
-        if (jb->tg[r] == AG_IGNORE_INDEX)
-            continue;
-        const ag_real *z = jb->z + r * C;
-        double max = z[0];
-        for (size_t j = 1; j < C; j++)
-            if (z[j] > max)
-                max = z[j];
-        double sum = 0;
-        for (size_t j = 0; j < C; j++) {
-            double x = exp((double)z[j] - max);
-            if (j < CE_KEEP)
-                e[j] = x;
-            sum += x;
-        }
-        /* sum >= 1: the max's own term is exp(0) */
-        /* cppcheck-suppress invalidFunctionArg */
-        jb->loss[r] = log(sum) + max - (double)z[jb->tg[r]];
-        if (jb->probs)
-            for (size_t j = 0; j < C; j++)
-                jb->probs[r * C + j] =
-                    (ag_real)((j < CE_KEEP ? e[j] : exp((double)z[j] - max)) / sum);
-    }
-}
 
 ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *targets,
                             size_t n_targets)
@@ -121,8 +76,14 @@ ag_tensor *ag_cross_entropy(ag_tape *tape, const ag_tensor *logits, const int *t
     sv->counted = counted;
     e->saved = sv;
 
-    ce_job j = {logits->data, tg, probs, loss, C};
-    ag_parallel_range(rows, CE_GRAIN, ce_rows, &j);
+    if (ag_reference_kernels()) {
+        for (size_t r = 0; r < rows; r++)
+            if (tg[r] != AG_IGNORE_INDEX)
+                loss[r] = ag_cross_entropy_row(logits->data + r * C, C, tg[r],
+                                               probs ? probs + r * C : NULL);
+    } else {
+        ag_fast_cross_entropy(logits->data, tg, probs, loss, rows, C);
+    }
     double acc = 0; /* the rows' losses in order: the same on any number of threads */
     for (size_t r = 0; r < rows; r++)
         if (tg[r] != AG_IGNORE_INDEX)

@@ -5,23 +5,17 @@
  *
  * The mask is never stored. The call draws one 64-bit key from the caller's
  * generator, and element i is kept when a hash of (key, i) clears a
- * threshold: a pure function of its index, so backward recomputes it, any
- * split over threads gives the same mask, the caller's generator moves by
- * one draw whatever the size, and the hash vectorises.
+ * threshold (ag_dropout_bits): a pure function of its index, so backward
+ * recomputes it, any split over threads gives the same mask, the caller's
+ * generator moves by one draw whatever the size, and the fast kernel
+ * (src/kernels/elementwise.c) vectorises the hash.
  */
-#include "../kernels/clones.h"
-#include "../core/internal.h"
-#include "../kernels/threads.h"
+#include "../kernels/kernels.h"
 
 #include <math.h>
 
 static void dropout_backward(ag_tape *tape, const ag_entry *e);
 static const ag_op dropout_op = {"dropout", dropout_backward, AG_OP_SHOWS_ARG, 0};
-
-/* Elements per task when threads share the work; below PARALLEL_MIN
- * elements, the caller's thread does it all. */
-#define CHUNK 4096
-#define PARALLEL_MIN ((size_t)1 << 15)
 
 /* What backward needs to redraw the mask, in the arena. */
 typedef struct dropout_saved {
@@ -29,63 +23,20 @@ typedef struct dropout_saved {
     uint32_t threshold; /* keep when the element's 32 bits are >= this (p = 1: scale is 0) */
 } dropout_saved;
 
-typedef struct dropout_job {
-    const ag_real *in; /* forward: x; backward: dy */
-    ag_real *out;      /* forward: y (=); backward: dx (+=) */
-    size_t n;
-    ag_real scale; /* 1 / (1 - p) */
-    int add;
-    dropout_saved sv;
-} dropout_job;
-
-/* MurmurHash3's 32-bit finaliser: a bijection whose every output bit
- * depends on every input bit. */
-static inline uint32_t fmix32(uint32_t h)
+/* out = in * m / (1 - p), or out += that (add), m the mask of sv: dropped
+ * elements are x * 0 rather than 0, so a NaN stays visible, as in PyTorch. */
+static void mask(const ag_real *in, ag_real *out, size_t n, double p, const dropout_saved *sv,
+                 int add)
 {
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    return h ^ (h >> 16);
-}
-
-/* Elements [i0, i0 + n) of one chunk: out = in * (kept ? scale : 0), or
- * out += that. Element i's 32 bits are fmix32(fmix32(i + k0) ^ k1), two
- * rounds keyed by the key's halves; past 2^32 elements the high half of i
- * changes k1. All in 32-bit lanes, so the AG_CLONES versions vectorise it.
- * x * 0 rather than 0 where dropped: a NaN stays visible, as in PyTorch. */
-AG_CLONES static void mask_chunk(const dropout_job *j, size_t i0, size_t n)
-{
-    const ag_real *in = j->in + i0;
-    ag_real *out = j->out + i0, scale = j->scale;
-    uint32_t base = (uint32_t)i0, k0 = (uint32_t)j->sv.key;
-    uint32_t k1 = (uint32_t)(j->sv.key >> 32) ^ fmix32((uint32_t)((uint64_t)i0 >> 32));
-    uint32_t thr = j->sv.threshold;
-    if (j->add) {
-        for (size_t c = 0; c < n; c++)
-            out[c] += in[c] * (fmix32(fmix32(base + (uint32_t)c + k0) ^ k1) >= thr ? scale : 0);
-    } else {
-        for (size_t c = 0; c < n; c++)
-            out[c] = in[c] * (fmix32(fmix32(base + (uint32_t)c + k0) ^ k1) >= thr ? scale : 0);
-    }
-}
-
-static void mask_task(void *ctx, size_t t)
-{
-    const dropout_job *j = ctx;
-    size_t i0 = t * CHUNK;
-    mask_chunk(j, i0, j->n - i0 < CHUNK ? j->n - i0 : CHUNK);
-}
-
-static void run_mask(const dropout_job *j)
-{
-    size_t chunks = (j->n + CHUNK - 1) / CHUNK;
-    if (j->n < PARALLEL_MIN) {
-        for (size_t t = 0; t < chunks; t++)
-            mask_task((void *)j, t);
+    ag_real scale = p < 1 ? (ag_real)(1 / (1 - p)) : 0;
+    if (!ag_reference_kernels()) {
+        ag_fast_dropout(in, out, n, scale, sv->key, sv->threshold, add);
         return;
     }
-    ag_parallel_for(chunks, mask_task, (void *)j);
+    for (size_t i = 0; i < n; i++) {
+        ag_real y = in[i] * (ag_dropout_bits(sv->key, i) >= sv->threshold ? scale : 0);
+        out[i] = add ? out[i] + y : y;
+    }
 }
 
 ag_tensor *ag_dropout(ag_tape *tape, const ag_tensor *x, double p, ag_rng *rng)
@@ -114,8 +65,7 @@ ag_tensor *ag_dropout(ag_tape *tape, const ag_tensor *x, double p, ag_rng *rng)
     sv->key = ag_rng_next(rng);
     e->arg = p;
     e->saved = sv;
-    dropout_job job = {x->data, out->data, x->size, p < 1 ? (ag_real)(1 / (1 - p)) : 0, 0, *sv};
-    run_mask(&job);
+    mask(x->data, out->data, x->size, p, sv, 0);
     return out;
 }
 
@@ -125,10 +75,6 @@ static void dropout_backward(ag_tape *tape, const ag_entry *e)
      * dx += dy m / (1 - p) (the same mask, redrawn from the saved key) */
     (void)tape;
     ag_tensor *x = e->in[0];
-    if (!x->grad)
-        return;
-    const dropout_saved *sv = e->saved;
-    dropout_job job = {
-        e->out->grad, x->grad, x->size, e->arg < 1 ? (ag_real)(1 / (1 - e->arg)) : 0, 1, *sv};
-    run_mask(&job);
+    if (x->grad)
+        mask(e->out->grad, x->grad, x->size, e->arg, e->saved, 1);
 }

@@ -6,8 +6,7 @@
  * One implementation; the two entry points differ only in a flag, kept in
  * the entry's iarg and in which descriptor the entry points at.
  */
-#include "../kernels/gemm.h"
-#include "../core/internal.h"
+#include "../kernels/kernels.h"
 
 static void matmul_backward(ag_tape *tape, const ag_entry *e);
 static const ag_op matmul_op = {"matmul", matmul_backward, 0, AG_INPUT(0) | AG_INPUT(1)};
@@ -61,6 +60,20 @@ int ag_matmul_check(ag_tape *tape, const char *op, const ag_tensor *a, const ag_
     return 1;
 }
 
+/* The products, forward and backward, by the kernels in use: the three
+ * loops of ag_ref_gemm (src/core/ref_gemm.c) or the packed, threaded gemm
+ * (src/kernels/gemm.c), which computes C = alpha op(A) op(B) + beta C over
+ * a batch without ever making a transpose. */
+static void product(int ta, int tb, const ag_matmul_plan *p, size_t M, size_t N, size_t K,
+                    const ag_real *A, size_t lda, size_t sa, const ag_real *B, size_t ldb,
+                    size_t sb, ag_real beta, ag_real *C, size_t ldc, size_t sc)
+{
+    if (ag_reference_kernels())
+        ag_ref_gemm_batched(ta, tb, p->batch, M, N, K, 1, A, lda, sa, B, ldb, sb, beta, C, ldc, sc);
+    else
+        ag_gemm_batched(ta, tb, p->batch, M, N, K, 1, A, lda, sa, B, ldb, sb, beta, C, ldc, sc);
+}
+
 /* a @ b, or a @ b^T when bt. */
 static ag_tensor *matmul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b, int bt)
 {
@@ -79,8 +92,8 @@ static ag_tensor *matmul(ag_tape *tape, const ag_tensor *a, const ag_tensor *b, 
     e->iarg = bt;
     /* b is (k x n) with row stride n, or, transposed, (n x k) with stride k */
     size_t ldb = bt ? p.k : p.n;
-    ag_gemm_batched(0, bt, p.batch, p.m, p.n, p.k, 1, a->data, p.k, p.m * p.k, b->data, ldb,
-                    p.k * p.n, 0, out->data, p.n, p.m * p.n);
+    product(0, bt, &p, p.m, p.n, p.k, a->data, p.k, p.m * p.k, b->data, ldb, p.k * p.n, 0,
+            out->data, p.n, p.m * p.n);
     return out;
 }
 
@@ -106,16 +119,16 @@ static void matmul_backward(ag_tape *tape, const ag_entry *e)
     /* forward: C = A B, so dA += dC B^T;  C = A B^T (B is n x k), so dA += dC B
      * (beta 0, a store, when dA is unset: ag_grad_first) */
     if (a->grad)
-        ag_gemm_batched(0, !bt, p.batch, p.m, p.k, p.n, 1, c->grad, p.n, mn, b->data, ldb, kn,
-                        ag_grad_first(tape, a) ? 0 : 1, a->grad, p.k, mk);
+        product(0, !bt, &p, p.m, p.k, p.n, c->grad, p.n, mn, b->data, ldb, kn,
+                ag_grad_first(tape, a) ? 0 : 1, a->grad, p.k, mk);
     if (!b->grad)
         return;
     /* C = A B: dB += A^T dC (k x n);  C = A B^T: dB += dC^T A (n x k) */
     ag_real beta = ag_grad_first(tape, b) ? 0 : 1;
     if (bt)
-        ag_gemm_batched(1, 0, p.batch, p.n, p.k, p.m, 1, c->grad, p.n, mn, a->data, p.k, mk, beta,
-                        b->grad, p.k, kn);
+        product(1, 0, &p, p.n, p.k, p.m, c->grad, p.n, mn, a->data, p.k, mk, beta, b->grad, p.k,
+                kn);
     else
-        ag_gemm_batched(1, 0, p.batch, p.k, p.n, p.m, 1, a->data, p.k, mk, c->grad, p.n, mn, beta,
-                        b->grad, p.n, kn);
+        product(1, 0, &p, p.k, p.n, p.m, a->data, p.k, mk, c->grad, p.n, mn, beta, b->grad, p.n,
+                kn);
 }

@@ -1,44 +1,10 @@
 /*
  * mse.c - mean squared error: L = mean over every element of (pred - target)^2.
  */
-#include "../kernels/clones.h"
-#include "../core/internal.h"
+#include "../kernels/kernels.h"
 
 static void mse_backward(ag_tape *tape, const ag_entry *e);
 static const ag_op mse_op = {"mse", mse_backward, 0, 0};
-
-/* Independent partial sums in the forward: enough to fill vector registers
- * and to hide the latency of their adds. */
-#define MSE_LANES 16
-
-/* sum_i (p_i - t_i)^2, each difference and square in double as a plain loop
- * would, summed in MSE_LANES interleaved partial sums (lane k takes the
- * elements i = k mod MSE_LANES of the whole blocks) that the compiler can
- * vectorise, the lanes pairwise, then the last n mod MSE_LANES elements in
- * order. The order depends only on n: the same inputs always give the same
- * sum. */
-AG_CLONES static double sq_diff_sum(size_t n, const ag_real *restrict p, const ag_real *restrict t)
-{
-    size_t i = 0;
-    double sum = 0;
-    if (n >= MSE_LANES) {
-        double lane[MSE_LANES] = {0};
-        for (; i + MSE_LANES <= n; i += MSE_LANES)
-            for (int k = 0; k < MSE_LANES; k++) {
-                double d = (double)p[i + k] - (double)t[i + k];
-                lane[k] += d * d;
-            }
-        for (int w = MSE_LANES / 2; w > 0; w /= 2)
-            for (int k = 0; k < w; k++)
-                lane[k] += lane[k + w];
-        sum = lane[0];
-    }
-    for (; i < n; i++) {
-        double d = (double)p[i] - (double)t[i];
-        sum += d * d;
-    }
-    return sum;
-}
 
 ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)
 {
@@ -54,15 +20,25 @@ ag_tensor *ag_mse(ag_tape *tape, const ag_tensor *pred, const ag_tensor *target)
     ag_tensor *out = ag_tensor_make(tape, 1, (int[]){1}, 0, ag_any_grad(2, in));
     if (!out || !ag_tape_push(tape, &mse_op, out, 2, in))
         return NULL;
-    out->data[0] =
-        (ag_real)(sq_diff_sum(pred->size, pred->data, target->data) / (double)pred->size);
+    double sum = 0;
+    if (ag_reference_kernels())
+        for (size_t i = 0; i < pred->size; i++) {
+            double d = (double)pred->data[i] - (double)target->data[i];
+            sum += d * d;
+        }
+    else
+        sum = ag_fast_sq_diff_sum(pred->size, pred->data, target->data);
+    out->data[0] = (ag_real)(sum / (double)pred->size);
     return out;
 }
 
-/* dx_i += s (p_i - t_i) for i < n: one input's gradient, s = +-2 dL / n */
-AG_CLONES static void mse_grad(size_t n, ag_real *restrict dx, const ag_real *restrict p,
-                               const ag_real *restrict t, ag_real s)
+/* dx_i += s (p_i - t_i): one input's gradient, s = +-2 dL / n */
+static void mse_grad(size_t n, ag_real *dx, const ag_real *p, const ag_real *t, ag_real s)
 {
+    if (!ag_reference_kernels()) {
+        ag_fast_mse_grad(n, dx, p, t, s);
+        return;
+    }
     for (size_t i = 0; i < n; i++)
         dx[i] += s * (p[i] - t[i]);
 }

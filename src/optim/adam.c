@@ -9,8 +9,7 @@
  * the gradient's scale. The decay term uses p before the update and is not
  * scaled by v_hat: that is what "decoupled" means (wd = 0 is plain Adam).
  */
-#include "../kernels/clones.h"
-#include "../kernels/threads.h"
+#include "../kernels/kernels.h"
 #include "optim.h"
 
 #include <math.h>
@@ -35,104 +34,31 @@ ag_optim *ag_adam_new(ag_tensor *const *params, size_t n, double lr, double beta
     return opt;
 }
 
-/* sqrt of this build's ag_real, a form the compiler vectorises (with
- * -fno-math-errno: see the Makefile) */
-#ifdef AG_REAL_DOUBLE
-#define REAL_SQRT sqrt
-#else
-#define REAL_SQRT sqrtf
-#endif
-
-/*
- * One parameter's update, the formula above with its per-step constants
- * folded in: m_hat / (sqrt(v_hat) + eps) = (1/c1) m / (sqrt(v) / sqrt(c2) + eps)
- * with c1 = 1 - beta1^t, c2 = 1 - beta2^t, so step = lr / c1 and rc2 =
- * 1 / sqrt(c2), and a1 = 1 - beta1, a2 = 1 - beta2, all computed in double
- * by the caller (1 - (float)0.999 is 1.3e-5 off 0.001). Returns 1 when a
- * new parameter is NaN or Inf (x - x is 0 only for a finite x), which
- * saves the caller a second pass over them to check. The loop runs in
- * ag_real with no branch and no call, so the compiler turns it into vector
- * code.
- */
-static inline int adam_update(size_t n, ag_real *restrict p, const ag_real *restrict g,
-                              ag_real *restrict m, ag_real *restrict v, ag_real b1, ag_real a1,
-                              ag_real b2, ag_real a2, ag_real step, ag_real rc2, ag_real eps,
-                              ag_real decay)
-{
-    int bad = 0;
-    for (size_t j = 0; j < n; j++) {
-        ag_real gj = g[j];
-        ag_real mj = b1 * m[j] + a1 * gj;
-        ag_real vj = b2 * v[j] + a2 * (gj * gj);
-        m[j] = mj;
-        v[j] = vj;
-        ag_real pj = p[j];
-        ag_real pn = pj - decay * pj - step * mj / (REAL_SQRT(vj) * rc2 + eps);
-        p[j] = pn;
-        bad |= !(pn - pn == 0);
-    }
-    return bad;
-}
-
-/* adam_update compiled once per instruction set (AG_CLONES), for parameters
- * of at least ADAM_WIDE elements; below that the call through the loader's
- * choice costs more than wider vectors save. Every version computes the
- * same values: the operations are the same and each is correctly rounded. */
-#define ADAM_WIDE 64
-AG_CLONES static int adam_update_wide(size_t n, ag_real *restrict p, const ag_real *restrict g,
-                                      ag_real *restrict m, ag_real *restrict v, ag_real b1,
-                                      ag_real a1, ag_real b2, ag_real a2, ag_real step, ag_real rc2,
-                                      ag_real eps, ag_real decay)
-{
-    return adam_update(n, p, g, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
-}
-
-/* The step's constants, for the pieces of the parameters, and per chunk
- * whether a piece of it made a parameter non-finite. */
-typedef struct adam_job {
-    const ag_optim *opt;
-    ag_real b1, a1, b2, a2, step, rc2, eps, decay;
-    unsigned char bad[AG_PARAMS_CHUNKS];
-} adam_job;
-
-/* Elements per chunk of the update shared out over the threads. */
-#define ADAM_GRAIN 16384
-
-static void adam_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
-{
-    adam_job *j = ctx;
-    ag_tensor *p = j->opt->params[i];
-    ag_real *m = j->opt->state[2 * i] + lo, *v = j->opt->state[2 * i + 1] + lo;
-    int bad;
-    if (p->size >= ADAM_WIDE)
-        bad = adam_update_wide(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2,
-                               j->a2, j->step, j->rc2, j->eps, j->decay);
-    else
-        bad = adam_update(hi - lo, p->data + lo, p->grad + lo, m, v, j->b1, j->a1, j->b2, j->a2,
-                          j->step, j->rc2, j->eps, j->decay);
-    j->bad[chunk] |= (unsigned char)bad;
-}
-
 static void adam_step(ag_optim *opt)
 {
     long t = ++opt->steps;
-    /* in double: 1 - beta2^t is tiny for small t and float would lose it */
+    /* the step's constants in double: 1 - beta2^t is tiny for small t and
+     * float would lose it (and 1 - (float)0.999 is 1.3e-5 off 0.001) */
     double c1 = 1 - pow(opt->beta1, (double)t), c2 = 1 - pow(opt->beta2, (double)t);
-    adam_job j = {
-        .opt = opt,
-        .step = (ag_real)(opt->lr / c1),
-        .rc2 = (ag_real)(1 / sqrt(c2)),
-        .decay = (ag_real)(opt->lr * opt->weight_decay),
-        .eps = (ag_real)opt->eps,
+    ag_adam_consts c = {
         .b1 = (ag_real)opt->beta1,
         .a1 = (ag_real)(1 - opt->beta1),
         .b2 = (ag_real)opt->beta2,
         .a2 = (ag_real)(1 - opt->beta2),
+        .step = (ag_real)(opt->lr / c1),
+        .rc2 = (ag_real)(1 / sqrt(c2)),
+        .eps = (ag_real)opt->eps,
+        .decay = (ag_real)(opt->lr * opt->weight_decay),
     };
-    /* each element's update is independent: any split gives the same values */
-    size_t chunks = ag_params_range(opt->params, opt->n, ADAM_GRAIN, adam_piece, &j);
-    opt->left_finite = 1;
-    for (size_t c = 0; c < chunks; c++)
-        if (j.bad[c])
-            opt->left_finite = 0;
+    if (!ag_reference_kernels()) {
+        opt->left_finite = ag_fast_adam(opt->params, opt->n, opt->state, &c);
+        return;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < opt->n; i++) {
+        ag_tensor *p = opt->params[i];
+        bad |= ag_adam_update(p->size, p->data, p->grad, opt->state[2 * i], opt->state[2 * i + 1],
+                              c.b1, c.a1, c.b2, c.a2, c.step, c.rc2, c.eps, c.decay);
+    }
+    opt->left_finite = !bad;
 }

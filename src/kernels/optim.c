@@ -1,0 +1,127 @@
+/*
+ * optim.c - the fast kernels of the optimizers and of gradient clipping:
+ * every parameter's elements end to end, cut into chunks fixed by their
+ * sizes and shared out over the threads (threads.h, ag_params_range), the
+ * element loops compiled per instruction set (clones.h). The update is the
+ * plain loop of src/optim/ (ag_adam_update); the sums are taken chunk by
+ * chunk and added in order, so any number of threads gives the same bits.
+ */
+#include "clones.h"
+#include "kernels.h"
+#include "threads.h"
+
+#include <math.h>
+
+/* ---- Adam ---- */
+
+/* ag_adam_update compiled once per instruction set (AG_CLONES), for parameters
+ * of at least ADAM_WIDE elements; below that the call through the loader's
+ * choice costs more than wider vectors save. Every version computes the
+ * same values: the operations are the same and each is correctly rounded. */
+#define ADAM_WIDE 64
+AG_CLONES static int adam_update_wide(size_t n, ag_real *restrict p, const ag_real *restrict g,
+                                      ag_real *restrict m, ag_real *restrict v, ag_real b1,
+                                      ag_real a1, ag_real b2, ag_real a2, ag_real step, ag_real rc2,
+                                      ag_real eps, ag_real decay)
+{
+    return ag_adam_update(n, p, g, m, v, b1, a1, b2, a2, step, rc2, eps, decay);
+}
+
+typedef struct adam_job {
+    ag_tensor *const *params;
+    ag_real *const *state; /* m, v of parameter i at 2 i, 2 i + 1 */
+    ag_adam_consts c;
+    unsigned char bad[AG_PARAMS_CHUNKS]; /* a piece of the chunk made a parameter non-finite */
+} adam_job;
+
+/* Elements per chunk of the update shared out over the threads. */
+#define ADAM_GRAIN 16384
+
+static void adam_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
+{
+    adam_job *j = ctx;
+    ag_tensor *p = j->params[i];
+    ag_real *m = j->state[2 * i] + lo, *v = j->state[2 * i + 1] + lo;
+    const ag_adam_consts *c = &j->c;
+    int bad;
+    if (p->size >= ADAM_WIDE)
+        bad = adam_update_wide(hi - lo, p->data + lo, p->grad + lo, m, v, c->b1, c->a1, c->b2,
+                               c->a2, c->step, c->rc2, c->eps, c->decay);
+    else
+        bad = ag_adam_update(hi - lo, p->data + lo, p->grad + lo, m, v, c->b1, c->a1, c->b2, c->a2,
+                             c->step, c->rc2, c->eps, c->decay);
+    j->bad[chunk] |= (unsigned char)bad;
+}
+
+int ag_fast_adam(ag_tensor *const *params, size_t n, ag_real *const *state, const ag_adam_consts *c)
+{
+    adam_job j = {.params = params, .state = state, .c = *c};
+    /* each element's update is independent: any split gives the same values */
+    size_t chunks = ag_params_range(params, n, ADAM_GRAIN, adam_piece, &j);
+    for (size_t k = 0; k < chunks; k++)
+        if (j.bad[k])
+            return 0;
+    return 1;
+}
+
+/* ---- clipping ---- */
+
+/* Elements per chunk of the sums and the scaling shared out over threads. */
+#define CLIP_GRAIN 16384
+
+typedef struct clip_job {
+    ag_tensor *const *params;
+    double sq[AG_PARAMS_CHUNKS]; /* each chunk's sum of squares */
+    double scale;
+} clip_job;
+
+static void square_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
+{
+    clip_job *j = ctx;
+    const ag_real *g = j->params[i]->grad;
+    if (!g)
+        return;
+    /* eight running sums, element k into sum k mod 8 (a vector of them, not
+     * one chain of dependent adds), then added in order */
+    double s[8] = {0};
+    size_t k = lo;
+    for (; k + 8 <= hi; k += 8)
+        for (int l = 0; l < 8; l++)
+            s[l] += (double)g[k + l] * (double)g[k + l];
+    for (int l = 0; k < hi; k++, l++)
+        s[l] += (double)g[k] * (double)g[k];
+    double sq = j->sq[chunk];
+    for (int l = 0; l < 8; l++)
+        sq += s[l];
+    j->sq[chunk] = sq;
+}
+
+static void scale_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
+{
+    (void)chunk;
+    const clip_job *j = ctx;
+    ag_real *g = j->params[i]->grad;
+    if (!g)
+        return;
+    for (size_t k = lo; k < hi; k++)
+        g[k] = (ag_real)(g[k] * j->scale);
+}
+
+double ag_fast_grad_sq_sum(ag_tensor *const *params, size_t n)
+{
+    /* the sum of squares chunk by chunk, the chunks' sums added in order:
+     * the chunks depend on the sizes alone, so any number of threads gives
+     * the same sum */
+    clip_job j = {.params = params};
+    size_t chunks = ag_params_range(params, n, CLIP_GRAIN, square_piece, &j);
+    double sq = 0;
+    for (size_t c = 0; c < chunks; c++)
+        sq += j.sq[c];
+    return sq;
+}
+
+void ag_fast_grad_scale(ag_tensor *const *params, size_t n, double scale)
+{
+    clip_job j = {.params = params, .scale = scale};
+    ag_params_range(params, n, CLIP_GRAIN, scale_piece, &j);
+}
