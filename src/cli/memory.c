@@ -90,8 +90,8 @@ int ag_cli_memory_limit(const ag_command *cmd, double *bytes, const char **sourc
 
 int ag_cli_memory_check(const ag_command *cmd, const ag_memory *m, const char *file)
 {
-    double limit;
-    const char *source;
+    double limit = 0;
+    const char *source = "";
     int st = ag_cli_memory_limit(cmd, &limit, &source);
     if (st != AG_EXIT_OK)
         return st;
