@@ -501,6 +501,15 @@ char *file_read(const char *path, size_t *len)
     return buf;
 }
 
+int file_same(const char *a, const char *b)
+{
+    size_t la = 0, lb = 1;
+    char *fa = file_read(a, &la), *fb = file_read(b, &lb);
+    int same = fa && fb && la == lb && memcmp(fa, fb, la) == 0;
+    free(fa), free(fb);
+    return same;
+}
+
 void file_write(const char *path, const void *data, size_t len)
 {
     FILE *f = fopen(path, "wb");

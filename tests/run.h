@@ -161,6 +161,9 @@ void file_rmdir(const char *dir);
  * cannot be read; *len (when len is not NULL) gets its size. */
 char *file_read(const char *path, size_t *len);
 
+/* Whether the files at a and b both exist and hold the same bytes. */
+int file_same(const char *a, const char *b);
+
 /* Write len bytes of data to path (created or truncated), or fail. */
 void file_write(const char *path, const void *data, size_t len);
 

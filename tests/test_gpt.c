@@ -472,32 +472,6 @@ START_TEST(test_val_loss)
 }
 END_TEST
 
-/* A text of n characters drawn from `distinct` code points (from U+0100,
- * two or three bytes each), all of them used in the first `distinct`. */
-static ag_text *wide_text(size_t n, int distinct, uint64_t seed)
-{
-    char *s = malloc(3 * n + 1);
-    ag_rng rng = ag_rng_new(seed);
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++) {
-        int cp =
-            0x100 + (i < (size_t)distinct ? (int)i : (int)ag_rng_below(&rng, (uint32_t)distinct));
-        if (cp < 0x800) {
-            s[len++] = (char)(0xC0 | (cp >> 6));
-        } else {
-            s[len++] = (char)(0xE0 | (cp >> 12));
-            s[len++] = (char)(0x80 | ((cp >> 6) & 63));
-        }
-        s[len++] = (char)(0x80 | (cp & 63));
-    }
-    ag_text *t;
-    char err[256];
-    ck_assert_int_eq(ag_text_parse(s, len, "wide", NULL, &t, err, sizeof(err)), AG_OK);
-    ck_assert_int_eq(ag_vocab_size(t->vocab), distinct);
-    free(s);
-    return t;
-}
-
 /* The validation pass in chunks (fewer windows when a window is wide, the
  * head's logits a few rows at a time when the vocabulary is large) is still
  * the definition: the mean over windows of each window's own loss. The
@@ -523,7 +497,7 @@ START_TEST(test_val_loss_chunks)
         ag_gpt *g = small_gpt(&c, 60 + k);
         scale_weights(g, 0.3, 70 + k);
         size_t n = (size_t)cases[k].T * 600 + 100 + (size_t)cases[k].V; /* 60 windows or more */
-        ag_text *text = wide_text(n, cases[k].V, k + 1);
+        ag_text *text = test_wide_text(n, cases[k].V, k + 1);
         double loss[2];
         size_t windows;
         char err[256];
@@ -552,8 +526,8 @@ START_TEST(test_val_loss_chunks)
         ag_tape_free(tape);
         /* one chunk of windows or many: the same peak, and a second pass on the same tape
          * allocates its two buffers (ids and the stream) and nothing else */
-        ag_text *few = wide_text((size_t)T * (cases[k].chunk + 3) * 10 + (size_t)cases[k].V,
-                                 cases[k].V, k + 1);
+        ag_text *few = test_wide_text((size_t)T * (cases[k].chunk + 3) * 10 + (size_t)cases[k].V,
+                                      cases[k].V, k + 1);
         const ag_text *texts[2] = {few, text};
         size_t peak[2];
         for (int j = 0; j < 2; j++) {

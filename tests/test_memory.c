@@ -10,26 +10,6 @@
 #include "test_util.h"
 #include "nn/gpt.h"
 
-/* A text of n characters over `distinct` code points from U+0100, each of
- * them used in the first `distinct` characters. */
-static ag_text *text_of(size_t n, int distinct, uint64_t seed)
-{
-    char *s = malloc(3 * n + 1);
-    ag_rng rng = ag_rng_new(seed);
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++) {
-        int cp =
-            0x100 + (i < (size_t)distinct ? (int)i : (int)ag_rng_below(&rng, (uint32_t)distinct));
-        s[len++] = (char)(0xC0 | (cp >> 6));
-        s[len++] = (char)(0x80 | (cp & 63));
-    }
-    ag_text *t;
-    char err[256];
-    ck_assert_int_eq(ag_text_parse(s, len, "text", NULL, &t, err, sizeof(err)), AG_OK);
-    free(s);
-    return t;
-}
-
 static double part(const ag_memory *m, const char *what)
 {
     for (int i = 0; i < m->n; i++)
@@ -81,7 +61,8 @@ START_TEST(test_gpt_within_estimate)
     for (int k = 0; k < 12; k++) {
         int batch;
         ag_gpt_config c = draw(&rng, &batch);
-        ag_text *text = text_of((size_t)(c.seq + 1) * 360 + (size_t)c.vocab, c.vocab, (uint64_t)k);
+        ag_text *text =
+            test_wide_text((size_t)(c.seq + 1) * 360 + (size_t)c.vocab, c.vocab, (uint64_t)k);
         c.vocab = ag_vocab_size(text->vocab);
         char err[256];
         ag_rng init = ag_rng_new(3);
@@ -146,7 +127,7 @@ START_TEST(test_gpt_within_estimate_large)
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const int *q = cases[k];
-        ag_text *text = text_of((size_t)(q[1] + 1) * 40 + (size_t)q[5], q[5], k);
+        ag_text *text = test_wide_text((size_t)(q[1] + 1) * 40 + (size_t)q[5], q[5], k);
         ag_gpt_config c = ag_gpt_defaults(ag_vocab_size(text->vocab));
         c.seq = q[1], c.dim = q[2], c.heads = q[3], c.layers = q[4], c.bias = q[6];
         char err[256];

@@ -81,15 +81,6 @@ static void write_play(const char *path, size_t bytes, uint64_t seed)
     ck_assert_int_eq(fclose(f), 0);
 }
 
-static int same_file(const char *a, const char *b)
-{
-    size_t la = 0, lb = 1;
-    char *fa = file_read(a, &la), *fb = file_read(b, &lb);
-    int same = fa && fb && la == lb && memcmp(fa, fb, la) == 0;
-    free(fa), free(fb);
-    return same;
-}
-
 static long checkpoint_step(const char *path)
 {
     ag_gpt_file *f;
@@ -214,7 +205,7 @@ START_TEST(test_signal_during_steps_resumes_exactly)
     run_assert_status(&p, 0);
     run_free(&p);
 #undef COMMON
-    ck_assert_msg(same_file(whole, cut), "interrupted at step %ld and resumed: not the same bytes",
+    ck_assert_msg(file_same(whole, cut), "interrupted at step %ld and resumed: not the same bytes",
                   k);
     file_rmdir(s.dir);
 }
@@ -255,7 +246,7 @@ START_TEST(test_signal_during_validation)
                 "--save", b, NULL);
     run_assert_status(&p, 0);
     run_free(&p);
-    ck_assert(same_file(a, b));
+    ck_assert(file_same(a, b));
     file_rmdir(s.dir);
 }
 END_TEST
@@ -283,7 +274,7 @@ START_TEST(test_signal_while_saving)
     p = run_args(again, NULL);
     run_assert_status(&p, 0);
     run_free(&p);
-    ck_assert(same_file(a, b));
+    ck_assert(file_same(a, b));
     file_rmdir(s.dir);
 }
 END_TEST

@@ -13,23 +13,6 @@
 #include "nn/gpt.h"
 #include "run.h"
 
-typedef struct heard {
-    int calls;
-    char what[32];
-    double done, total;
-    int stop_at; /* interrupt on this call (0: never) */
-} heard;
-
-static void hear(void *ctx, const char *what, double done, double total)
-{
-    heard *h = ctx;
-    h->calls++;
-    snprintf(h->what, sizeof(h->what), "%s", what);
-    h->done = done, h->total = total;
-    if (h->calls == h->stop_at)
-        ag_interrupt();
-}
-
 static ag_text *play(size_t n)
 {
     static const char *const words[] = {"the ", "wheel ", "goes ", "round\n", "and ", "bread "};
@@ -69,15 +52,6 @@ static ag_gpt_trainer *trainer(ag_gpt **g, const ag_text *text)
     return t;
 }
 
-static int same_file(const char *a, const char *b)
-{
-    size_t la = 0, lb = 1;
-    char *fa = file_read(a, &la), *fb = file_read(b, &lb);
-    int same = fa && fb && la == lb && memcmp(fa, fb, la) == 0;
-    free(fa), free(fb);
-    return same;
-}
-
 /* Interrupted at each op of a step in turn (the progress hook cannot reach
  * inside a step, so the flag is raised before it and each op fails at
  * once; and after k ops, through a tape error on purpose). */
@@ -107,13 +81,13 @@ START_TEST(test_step_stopped_changes_nothing)
         ck_assert_int_eq(ag_gpt_trainer_steps(t2), 2);
     }
     ck_assert_int_eq(ag_gpt_trainer_save(t2, b, err, sizeof(err)), AG_OK);
-    ck_assert_msg(same_file(a, b), "a stopped step changed the checkpoint");
+    ck_assert_msg(file_same(a, b), "a stopped step changed the checkpoint");
     /* and the step after it is the step the other run takes */
     ck_assert_int_eq(ag_gpt_trainer_step(t1, &loss, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_gpt_trainer_step(t2, &loss, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_gpt_trainer_save(t1, a, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(ag_gpt_trainer_save(t2, c, err, sizeof(err)), AG_OK);
-    ck_assert(same_file(a, c));
+    ck_assert(file_same(a, c));
     ag_gpt_trainer_free(t1), ag_gpt_trainer_free(t2);
     ag_gpt_free(g1), ag_gpt_free(g2);
     ag_text_free(text);
@@ -142,7 +116,7 @@ START_TEST(test_toy_step_stopped_changes_nothing)
     ck_assert_int_eq(ag_trainer_step(t, &loss, err, sizeof(err)), AG_ERR_STOPPED);
     ag_interrupt_clear();
     ck_assert_int_eq(ag_trainer_save(t, b, err, sizeof(err)), AG_OK);
-    ck_assert(same_file(a, b));
+    ck_assert(file_same(a, b));
     ag_trainer_free(t);
     file_rmdir(dir);
 }
@@ -193,15 +167,15 @@ START_TEST(test_validation_stops)
     size_t windows;
     char err[256];
     /* a report as each chunk of 32 windows starts and after each of its 2 blocks and its head */
-    heard h = {.stop_at = 9};
-    ag_progress_set(hear, &h);
+    test_heard h = {.stop_at = 9};
+    ag_progress_set(test_hear, &h);
     ck_assert_int_eq(ag_gpt_val_loss(g, text, &loss, &windows, err, sizeof(err)), AG_ERR_STOPPED);
     ag_interrupt_clear();
     ck_assert_str_eq(h.what, "validation");
     ck_assert_str_eq(err, "validation: stopped after 64 of 250 windows (interrupted)");
     ck_assert(loss == -1);
     /* not stopped: the hook hears it from 0 to the whole */
-    h = (heard){0};
+    h = (test_heard){0};
     ck_assert_int_eq(ag_gpt_val_loss(g, text, &loss, &windows, err, sizeof(err)), AG_OK);
     ck_assert_int_eq(h.calls, 8 * 4 + 1); /* 8 chunks, and the end */
     ck_assert(h.done == 250 && h.total == 250);
@@ -228,25 +202,25 @@ START_TEST(test_long_work_stops)
         s[i] = (char)('a' + i % 7);
     ag_text *text = NULL;
     char err[256];
-    heard h = {.stop_at = 2};
-    ag_progress_set(hear, &h);
+    test_heard h = {.stop_at = 2};
+    ag_progress_set(test_hear, &h);
     ck_assert_int_eq(ag_text_parse(s, n, "long.txt", NULL, &text, err, sizeof(err)),
                      AG_ERR_STOPPED);
     ck_assert_str_eq(err, "long.txt: stopped while tokenizing (interrupted)");
     ck_assert_ptr_null(text);
     ag_interrupt_clear();
-    h = (heard){.stop_at = 1};
+    h = (test_heard){.stop_at = 1};
     ck_assert_int_eq(ag_text_parse(s, n, "long.txt", NULL, &text, err, sizeof(err)),
                      AG_ERR_STOPPED);
     ag_interrupt_clear();
-    h = (heard){0};
+    h = (test_heard){0};
     ck_assert_int_eq(ag_text_parse(s, n, "long.txt", NULL, &text, err, sizeof(err)), AG_OK);
     ck_assert_str_eq(h.what, "tokenizing");
     free(s);
     ag_gpt_config c = tiny(7);
     c.layers = 4;
     ag_rng rng = ag_rng_new(1);
-    h = (heard){.stop_at = 2};
+    h = (test_heard){.stop_at = 2};
     ck_assert_ptr_null(ag_gpt_new(&c, &rng, err, sizeof(err)));
     ck_assert_str_eq(err, "gpt: stopped while initialising (interrupted)");
     ag_interrupt_clear();
@@ -254,7 +228,7 @@ START_TEST(test_long_work_stops)
     ck_assert_ptr_nonnull(g);
     ag_gpt_cache *cache = ag_gpt_cache_new(g, err, sizeof(err));
     int prompt = 0;
-    h = (heard){.stop_at = 5};
+    h = (test_heard){.stop_at = 5};
     ck_assert_int_eq(
         ag_gpt_generate(cache, &prompt, 1, 100, 1, 0, &rng, NULL, NULL, err, sizeof(err)),
         AG_ERR_STOPPED);

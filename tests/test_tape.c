@@ -299,20 +299,6 @@ END_TEST
 
 /* ---- stopping ---- */
 
-typedef struct heard {
-    int calls;
-    char what[32];
-    double done, total;
-} heard;
-
-static void hear(void *ctx, const char *what, double done, double total)
-{
-    heard *h = ctx;
-    h->calls++;
-    snprintf(h->what, sizeof(h->what), "%s", what);
-    h->done = done, h->total = total;
-}
-
 /* ag_interrupt stops the next op of any tape, sticky like any error, and a
  * fresh step runs again once it is cleared. */
 START_TEST(test_interrupt_stops_ops)
@@ -366,8 +352,8 @@ END_TEST
 
 START_TEST(test_progress_hook)
 {
-    heard h = {0};
-    ag_progress_set(hear, &h);
+    test_heard h = {0};
+    ag_progress_set(test_hear, &h);
     ck_assert_int_eq(ag_progress_report("reading", 3, 10), AG_OK);
     ck_assert_int_eq(h.calls, 1);
     ck_assert_str_eq(h.what, "reading");

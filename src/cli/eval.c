@@ -13,7 +13,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const ag_option options[] = {
     AG_PATH(ag_eval_opts, "--load", load_path, "CKPT", "the checkpoint (required)"),
@@ -65,39 +64,21 @@ static int interrupted(const char *what)
     return 128 + sig;
 }
 
-/* What the pass will need, before the model is made: the file's model. */
-static int check_memory(const ag_eval_opts *o, const ag_gpt_file *f)
-{
-    struct stat sb;
-    ag_gpt_run run = {.validate = 1, .threads = o->threads};
-    if (stat(o->text_path, &sb) == 0)
-        run.text_bytes = (double)sb.st_size;
-    if (stat(o->load_path, &sb) == 0)
-        run.file_bytes = (double)sb.st_size;
-    ag_memory m;
-    ag_gpt_memory(ag_gpt_file_config(f), &run, &m);
-    return ag_cli_memory_check(&ag_cmd_eval_info, &m, o->load_path);
-}
-
 /* The checkpoint, its model, the text's validation part. AG_EXIT_OK or the
  * status, said. */
 static int load(const ag_eval_opts *o, ag_gpt_file **f, ag_gpt **g, ag_text **text)
 {
     const ag_command *cmd = &ag_cmd_eval_info;
     char err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
-    ag_status st = ag_gpt_file_load(o->load_path, f, err, sizeof(err));
-    if (st == AG_OK) {
-        int mem = check_memory(o, *f);
-        if (mem != AG_EXIT_OK)
-            return mem;
-        if (!(*g = ag_gpt_file_model(*f, err, sizeof(err))))
-            st = ag_interrupted() ? AG_ERR_STOPPED : AG_ERR_FORMAT;
-    }
-    if (st == AG_OK)
-        st = ag_text_load_eval(o->text_path, ag_gpt_file_vocab(*f), text, err, sizeof(err));
+    ag_gpt_run run = {
+        .validate = 1, .threads = o->threads, .text_bytes = ag_cli_file_bytes(o->text_path)};
+    int status = ag_cli_gpt_load(cmd, o->load_path, run, "nothing was evaluated", f, g);
+    if (status != AG_EXIT_OK)
+        return status;
+    ag_status st = ag_text_load_eval(o->text_path, ag_gpt_file_vocab(*f), text, err, sizeof(err));
     if (st == AG_ERR_STOPPED && ag_cli_stop_requested())
         return interrupted("nothing was evaluated");
-    if (st == AG_ERR_ARG && *g) /* a character the checkpoint's vocabulary lacks */
+    if (st == AG_ERR_ARG) /* a character the checkpoint's vocabulary lacks */
         return ag_cli_error(cmd, "%s of %s", err, ag_quote(o->load_path, shown, sizeof(shown)));
     if (st != AG_OK)
         return ag_cli_error(cmd, "%s", err);

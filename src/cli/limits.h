@@ -34,6 +34,20 @@ int ag_cli_memory_limit(const ag_command *cmd, double *bytes, const char **sourc
  * Returns AG_EXIT_OK when it fits. */
 int ag_cli_memory_check(const ag_command *cmd, const ag_memory *m, const char *file);
 
+/* ag_gpt_memory of run for a model of c, then ag_cli_memory_check. */
+int ag_cli_gpt_memory_check(const ag_command *cmd, const ag_gpt_config *c, const ag_gpt_run *run,
+                            const char *file);
+/* A GPT checkpoint as sample and eval take it: read (checked as the
+ * library checks it), the memory of run (file_bytes filled in) checked for
+ * its model, the model made: AG_EXIT_OK with *f and *g (the caller frees
+ * them, on failure too), or the status, said: a failure naming the file,
+ * or a signal ("interrupted; " and `nothing`, 128 + it). */
+int ag_cli_gpt_load(const ag_command *cmd, const char *path, ag_gpt_run run, const char *nothing,
+                    ag_gpt_file **f, ag_gpt **g);
+/* The size of the file at path, for an estimate (0 when it cannot be
+ * known: its reader will say why). */
+double ag_cli_file_bytes(const char *path);
+
 /* "1.5 GiB" for a number of bytes, into buf. */
 const char *ag_cli_bytes(double bytes, char *buf, size_t len);
 

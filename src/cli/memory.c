@@ -6,11 +6,13 @@
  * trainers.
  */
 #include "limits.h"
+#include "signals.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *ag_cli_bytes(double bytes, char *buf, size_t len)
@@ -128,6 +130,41 @@ int ag_cli_memory_check(const ag_command *cmd, const ag_memory *m, const char *f
                               "(%s); try a smaller model or batch",
                               ag_cli_bytes(m->total, a, 32), parts, ag_cli_bytes(limit, b, 32),
                               why);
+}
+
+int ag_cli_gpt_memory_check(const ag_command *cmd, const ag_gpt_config *c, const ag_gpt_run *run,
+                            const char *file)
+{
+    ag_memory m;
+    ag_gpt_memory(c, run, &m);
+    return ag_cli_memory_check(cmd, &m, file);
+}
+
+int ag_cli_gpt_load(const ag_command *cmd, const char *path, ag_gpt_run run, const char *nothing,
+                    ag_gpt_file **f, ag_gpt **g)
+{
+    char err[AG_CLI_ERR_LEN];
+    ag_status st = ag_gpt_file_load(path, f, err, sizeof(err));
+    if (st == AG_OK) {
+        run.file_bytes = ag_cli_file_bytes(path);
+        int mem = ag_cli_gpt_memory_check(cmd, ag_gpt_file_config(*f), &run, path);
+        if (mem != AG_EXIT_OK)
+            return mem;
+        if (!(*g = ag_gpt_file_model(*f, err, sizeof(err))))
+            st = ag_interrupted() ? AG_ERR_STOPPED : AG_ERR_FORMAT;
+    }
+    int sig = ag_cli_stop_requested();
+    if (st == AG_ERR_STOPPED && sig) {
+        ag_cli_error(cmd, "%s; %s", ag_cli_stop_reason(sig), nothing);
+        return 128 + sig;
+    }
+    return st == AG_OK ? AG_EXIT_OK : ag_cli_error(cmd, "%s", err);
+}
+
+double ag_cli_file_bytes(const char *path)
+{
+    struct stat sb;
+    return path && stat(path, &sb) == 0 ? (double)sb.st_size : 0;
 }
 
 int ag_cli_check_counts(const ag_command *cmd, const char *path, long steps, int steps_given,

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const ag_option options[] = {
     AG_PATH(ag_sample_opts, "--load", load_path, "CKPT", "the checkpoint (required)"),
@@ -75,18 +74,6 @@ static int emit(int id, void *ctx)
     return fwrite(buf, 1, n, stdout) != n || fflush(stdout) != 0;
 }
 
-/* What sampling will need, before the model is made: the file's model. */
-static int check_memory(const ag_sample_opts *o, const ag_gpt_file *f)
-{
-    struct stat sb;
-    ag_gpt_run run = {.sample = 1};
-    if (stat(o->load_path, &sb) == 0)
-        run.file_bytes = (double)sb.st_size;
-    ag_memory m;
-    ag_gpt_memory(ag_gpt_file_config(f), &run, &m);
-    return ag_cli_memory_check(&ag_cmd_sample_info, &m, o->load_path);
-}
-
 /* A signal: said (after the text written so far); 128 + it. */
 static int interrupted(const char *what)
 {
@@ -101,19 +88,13 @@ static int sample(const ag_sample_opts *o, ag_gpt_file **f, ag_gpt **g, ag_gpt_c
 {
     const ag_command *cmd = &ag_cmd_sample_info;
     char err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
-    ag_status st = ag_gpt_file_load(o->load_path, f, err, sizeof(err));
-    if (st == AG_OK) {
-        int mem = check_memory(o, *f);
-        if (mem != AG_EXIT_OK)
-            return mem;
-        if (!(*g = ag_gpt_file_model(*f, err, sizeof(err))) ||
-            !(*cache = ag_gpt_cache_new(*g, err, sizeof(err))))
-            st = ag_interrupted() ? AG_ERR_STOPPED : AG_ERR_FORMAT;
-    }
-    if (st == AG_ERR_STOPPED && ag_cli_stop_requested())
-        return interrupted("nothing was written");
-    if (st != AG_OK)
+    int status =
+        ag_cli_gpt_load(cmd, o->load_path, (ag_gpt_run){.sample = 1}, "nothing was written", f, g);
+    if (status != AG_EXIT_OK)
+        return status;
+    if (!(*cache = ag_gpt_cache_new(*g, err, sizeof(err))))
         return ag_cli_error(cmd, "%s", err);
+    ag_status st;
     const ag_vocab *vocab = ag_gpt_file_vocab(*f);
     size_t len = o->prompt ? strlen(o->prompt) : 0, n = 0;
     st = ag_vocab_prompt(vocab, o->prompt, len, ids, &n, err, sizeof(err));

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -406,10 +405,8 @@ static int load_checkpoint(ag_train_opts *o, ag_checkpoint **ck, ag_train_state 
 /* What the run will need against the limit, before the model is made. */
 static int check_memory(const ag_train_opts *o)
 {
-    struct stat sb;
-    double file = o->load_path && stat(o->load_path, &sb) == 0 ? (double)sb.st_size : 0;
     ag_memory m;
-    ag_train_memory(&o->config, o->threads, file, &m);
+    ag_train_memory(&o->config, o->threads, ag_cli_file_bytes(o->load_path), &m);
     return ag_cli_memory_check(&ag_cmd_train_info, &m,
                                o->load_path && !given(o, "--batch") ? o->load_path : NULL);
 }

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_STEPS 100000000
@@ -311,20 +310,15 @@ static int adopt_checkpoint(ag_text_opts *o, const ag_gpt_file *f)
 static int check_memory(const text_run *r, int vocab, const char *file)
 {
     const ag_text_opts *o = r->o;
-    struct stat sb;
     ag_gpt_run run = {.batch = o->train.batch,
                       .validate = 1,
                       .save = o->save_path != NULL,
-                      .threads = o->threads};
-    if (stat(o->text_path, &sb) == 0)
-        run.text_bytes = (double)sb.st_size;
-    if (o->load_path && stat(o->load_path, &sb) == 0)
-        run.file_bytes = (double)sb.st_size;
+                      .threads = o->threads,
+                      .text_bytes = ag_cli_file_bytes(o->text_path),
+                      .file_bytes = ag_cli_file_bytes(o->load_path)};
     ag_gpt_config c = o->model;
     c.vocab = vocab;
-    ag_memory m;
-    ag_gpt_memory(&c, &run, &m);
-    return ag_cli_memory_check(&text_cmd, &m, file);
+    return ag_cli_gpt_memory_check(&text_cmd, &c, &run, file);
 }
 
 /* Before any work: every output can be written, none is another file of
