@@ -761,7 +761,7 @@ START_TEST(test_progress_shown)
     const char *text = at(&s, "play.txt"), *ck = at(&s, "c.st");
     write_play(text, 3u << 20, 13);
     const char *args[] = {"train", "--text",       text, "--layers", "1", "--dim",
-                          "128",   "--seq",        "8",  "--batch",  "2", "--steps",
+                          "16",    "--seq",        "8",  "--batch",  "2", "--steps",
                           "1",     "--eval-iters", "1",  "--save",   ck,  NULL};
     setenv("AG_PROGRESS_SECONDS", "0", 1);
     run_proc p = run_args(args, NULL);
@@ -778,7 +778,7 @@ START_TEST(test_progress_shown)
     ck_assert_ptr_null(strstr(p.out, "tokenizing")); /* stdout keeps its lines */
     run_free(&p);
     const char *quiet[] = {"train", "--text",       text, "--layers", "1", "--dim",
-                           "128",   "--seq",        "8",  "--batch",  "2", "--steps",
+                           "16",    "--seq",        "8",  "--batch",  "2", "--steps",
                            "1",     "--eval-iters", "1",  "--quiet",  NULL};
     p = run_args(quiet, NULL);
     run_assert_status(&p, 0);
