@@ -1,13 +1,16 @@
 # fuzz.mk - the libFuzzer targets, included by the Makefile (see docs/fuzzing.md).
-#   make fuzz                   build $(BUILDROOT)/fuzz/fuzz_safetensors, fuzz_cli and fuzz_paths
+#   make fuzz                   build $(BUILDROOT)/fuzz/fuzz_safetensors, fuzz_cli, fuzz_paths
+#                               and fuzz_gpt_file
 #   make fuzz-run               fuzz each for FUZZ_SECONDS (default 60); fails on a crash
 #   make fuzz-run-safetensors   only the safetensors reader
 #   make fuzz-run-cli           only the command-line parsers
 #   make fuzz-run-paths         only the handling of file names (in a scratch tree under /tmp)
-# New inputs go to $(BUILDROOT)/fuzz/corpus and corpus_cli; the seeds in
-# tests/fuzz are not touched. A crash is saved as $(BUILDROOT)/fuzz/crash-*
-# (the CLI's as cli-crash-*, the paths' as paths-crash-*): replay it by
-# giving the file to the target.
+#   make fuzz-run-gpt           only GPT checkpoints, read as sample, eval and train --load do
+# New inputs go to $(BUILDROOT)/fuzz/corpus, corpus_cli, corpus_paths and
+# corpus_gpt; the seeds in tests/fuzz are not touched. A crash is saved as
+# $(BUILDROOT)/fuzz/crash-* (the CLI's as cli-crash-*, the paths' as
+# paths-crash-*, the GPT's as gpt-crash-*): replay it by giving the file to
+# the target.
 # See docs/fuzzing.md.
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
@@ -15,13 +18,14 @@ FUZZ_DIR := $(BUILDROOT)/fuzz
 FUZZ_BIN := $(FUZZ_DIR)/fuzz_safetensors
 FUZZ_CLI_BIN := $(FUZZ_DIR)/fuzz_cli
 FUZZ_PATHS_BIN := $(FUZZ_DIR)/fuzz_paths
+FUZZ_GPT_BIN := $(FUZZ_DIR)/fuzz_gpt_file
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -Iinclude -Isrc \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CLI_SRC := $(filter-out src/cli/main.c,$(CLI_SRC))
 
-.PHONY: fuzz fuzz-run fuzz-run-safetensors fuzz-run-cli fuzz-run-paths
+.PHONY: fuzz fuzz-run fuzz-run-safetensors fuzz-run-cli fuzz-run-paths fuzz-run-gpt
 
-fuzz: $(FUZZ_BIN) $(FUZZ_CLI_BIN) $(FUZZ_PATHS_BIN)
+fuzz: $(FUZZ_BIN) $(FUZZ_CLI_BIN) $(FUZZ_PATHS_BIN) $(FUZZ_GPT_BIN)
 
 # Every source is compiled once with the sanitizers and libFuzzer's coverage
 # (fuzzer-no-link) and linked into each target with its own entry point.
@@ -47,7 +51,11 @@ $(FUZZ_CLI_BIN): tests/fuzz/fuzz_cli.c $(FUZZ_CLI_OBJ) $(FUZZ_LIB_OBJ) $(FUZZ_HD
 $(FUZZ_PATHS_BIN): tests/fuzz/fuzz_paths.c $(FUZZ_CLI_OBJ) $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c %.o,$^) -lm
 
-fuzz-run: fuzz-run-safetensors fuzz-run-cli fuzz-run-paths
+# GPT checkpoints as the commands read them: the library alone
+$(FUZZ_GPT_BIN): tests/fuzz/fuzz_gpt_file.c $(FUZZ_LIB_OBJ) $(FUZZ_HDR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c %.o,$^) -lm
+
+fuzz-run: fuzz-run-safetensors fuzz-run-cli fuzz-run-paths fuzz-run-gpt
 
 fuzz-run-safetensors: $(FUZZ_BIN)
 	@mkdir -p $(FUZZ_DIR)/corpus
@@ -68,3 +76,9 @@ fuzz-run-paths: $(FUZZ_PATHS_BIN)
 	$(FUZZ_PATHS_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=600 -timeout=10 -close_fd_mask=2 \
 	  -dict=tests/fuzz/paths.dict -artifact_prefix=$(abspath $(FUZZ_DIR))/paths- -print_final_stats=1 \
 	  $(FUZZ_DIR)/corpus_paths tests/fuzz/corpus_paths
+
+fuzz-run-gpt: $(FUZZ_GPT_BIN)
+	@mkdir -p $(FUZZ_DIR)/corpus_gpt
+	$(FUZZ_GPT_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
+	  -dict=tests/fuzz/gpt.dict -artifact_prefix=$(FUZZ_DIR)/gpt- -print_final_stats=1 \
+	  $(FUZZ_DIR)/corpus_gpt tests/fuzz/corpus_gpt

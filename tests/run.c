@@ -2,6 +2,7 @@
  * run.c - running programs from the tests, and their scratch files: see
  * run.h. Every failure here is a test failure (ck_assert), named.
  */
+#define _DEFAULT_SOURCE /* wait4, for a child's peak memory */
 #include "run.h"
 
 #include <dirent.h>
@@ -13,6 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -247,7 +249,10 @@ void run_wait(run_proc *p)
         ;
     int w;
     for (;;) {
-        pid_t got = waitpid(p->pid, &w, WNOHANG);
+        struct rusage ru;
+        memset(&ru, 0, sizeof(ru));
+        pid_t got = wait4(p->pid, &w, WNOHANG, &ru);
+        p->maxrss = ru.ru_maxrss;
         if (got == p->pid)
             break;
         ck_assert_msg(got == 0 || errno == EINTR, "waitpid: %s", strerror(errno));
@@ -494,6 +499,15 @@ char *file_read(const char *path, size_t *len)
     if (len)
         *len = n;
     return buf;
+}
+
+int file_same(const char *a, const char *b)
+{
+    size_t la = 0, lb = 1;
+    char *fa = file_read(a, &la), *fb = file_read(b, &lb);
+    int same = fa && fb && la == lb && memcmp(fa, fb, la) == 0;
+    free(fa), free(fb);
+    return same;
 }
 
 void file_write(const char *path, const void *data, size_t len)

@@ -48,6 +48,7 @@ typedef struct run_proc {
     size_t out_len, err_len;
     int status;    /* exit status, or -1 when a signal ended it */
     int signal;    /* that signal, or 0 */
+    long maxrss;   /* its peak resident memory in KiB, once it has ended (0: unknown) */
     char cmd[160]; /* the command line, to name it in a failure (cut, '?' for a
                                    control byte, '' for an empty argument) */
 } run_proc;
@@ -159,6 +160,9 @@ void file_rmdir(const char *dir);
 /* A whole file in a new string (the caller frees it), or NULL when it
  * cannot be read; *len (when len is not NULL) gets its size. */
 char *file_read(const char *path, size_t *len);
+
+/* Whether the files at a and b both exist and hold the same bytes. */
+int file_same(const char *a, const char *b);
 
 /* Write len bytes of data to path (created or truncated), or fail. */
 void file_write(const char *path, const void *data, size_t len);

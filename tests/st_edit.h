@@ -13,13 +13,15 @@
 #include "attograd.h"
 
 /* A copy of the checkpoint src at dst with one change: a tensor dropped,
- * reshaped, poisoned, or a metadata value replaced (NULL: dropped). */
+ * reshaped, poisoned, one added, or a metadata value replaced (NULL:
+ * dropped). */
 typedef struct edit {
     const char *drop;    /* a tensor to leave out */
     const char *reshape; /* a tensor to write as (2, size/2) */
     const char *poison;  /* a tensor whose element 0 becomes poison_value */
     double poison_value;
     const char *key, *value; /* metadata to change */
+    const char *add;         /* a tensor of 3 zeros to add */
 } st_edit;
 
 static inline void st_rewrite(const char *src, const char *dst, const st_edit *e)
@@ -53,6 +55,9 @@ static inline void st_rewrite(const char *src, const char *dst, const st_edit *e
             ag_st_add(w, name, nd, shape, bufs[i]);
         }
     }
+    static const ag_real zeros[3] = {0, 0, 0};
+    if (e->add)
+        ag_st_add(w, e->add, 1, (int[]){3}, zeros);
     for (size_t i = 0; i < ag_st_meta_count(f); i++) {
         const char *key = ag_st_meta_key(f, i);
         if (e->key && strcmp(key, e->key) == 0) {

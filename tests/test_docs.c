@@ -12,7 +12,8 @@
  *   must exit 0: show a failure as `attograd ... ; echo "exit status $?"`.
  * - A line that is exactly `...` matches any number of lines (an excerpt).
  * - Trailing spaces are ignored. Timings are masked: the number in
- *   `seconds=N`, the number after `steps/s`, and `Ns left`.
+ *   `seconds=N` (and `val_seconds=N`), the number after `steps/s`, and
+ *   `Ns left`.
  * - The docs show what the float build prints with its fast kernels. In the
  *   double build, with the reference kernels (AG_KERNELS=reference) and in a
  *   portable build (make PORTABLE=1), which round differently, every line is
@@ -110,8 +111,9 @@ static int is_number(const char *s, size_t len)
     return digits > 0;
 }
 
-/* Copy s into out with every timing replaced by '#': seconds=N, steps/s N
- * (train's progress lines) and Ns left. Everything else is kept as it is. */
+/* Copy s into out with every timing replaced by '#': seconds=N (and any
+ * key ending in it, val_seconds=N), steps/s N (train's progress lines) and
+ * Ns left. Everything else is kept as it is. */
 static void mask_timings(const char *s, char *out, size_t len)
 {
     size_t o = 0;
@@ -126,8 +128,10 @@ static void mask_timings(const char *s, char *out, size_t len)
         const char *next = s + n + strspn(s + n, " "); /* the next word */
         size_t next_len = strcspn(next, " ");
         const char *eq = strstr(s, "seconds=");
-        if (eq == s && is_number(s + 8, n - 8)) {
-            o += (size_t)snprintf(out + o, len - o, "seconds=#");
+        size_t key = eq && eq < s + n ? (size_t)(eq - s) : 0; /* "val_" of val_seconds= */
+        int keyed = eq && eq < s + n && strspn(s, "abcdefghijklmnopqrstuvwxyz_") >= key;
+        if (keyed && is_number(eq + 8, n - key - 8)) {
+            o += (size_t)snprintf(out + o, len - o, "%.*sseconds=#", (int)key, s);
         } else if (is_number(s, n) && prev_len == 7 && strncmp(prev, "steps/s", 7) == 0) {
             out[o++] = '#';
         } else if (n > 1 && s[n - 1] == 's' && is_number(s, n - 1) && next_len == 4 &&
@@ -490,6 +494,14 @@ START_TEST(test_matcher)
     ck_assert(!lines_match(&counted, &miscount, MASK_FRACTIONS));
     ck_assert(lines_match(&counted, &miscount, MASK_NUMBERS)); /* the double build's rule */
     lines_free(&counted), lines_free(&noise), lines_free(&miscount);
+    lines val = LINES("result: loss=0.25 seconds=1.20 val_seconds=0.31");
+    lines val2 = LINES("result: loss=0.25 seconds=3.00 val_seconds=12.5");
+    lines val3 = LINES("result: loss=0.26 seconds=3.00 val_seconds=12.5");
+    lines val4 = LINES("result: loss=0.25 seconds=3.00 val_secondz=12.5");
+    ck_assert(lines_match(&val, &val2, 0)); /* both timings are masked */
+    ck_assert(!lines_match(&val, &val3, 0));
+    ck_assert(!lines_match(&val, &val4, 0));
+    lines_free(&val), lines_free(&val2), lines_free(&val3), lines_free(&val4);
     lines words = LINES("PASS", "x");
     lines words2 = LINES("FAIL", "x");
     ck_assert(!lines_match(&words, &words2, MASK_NUMBERS | MASK_REAL));

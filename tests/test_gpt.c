@@ -9,6 +9,7 @@
  * hostile files refused.
  */
 #include "test_util.h"
+#include "nn/gpt.h"
 #include "run.h"
 
 #include <string.h>
@@ -471,6 +472,85 @@ START_TEST(test_val_loss)
 }
 END_TEST
 
+/* The validation pass in chunks (fewer windows when a window is wide, the
+ * head's logits a few rows at a time when the vocabulary is large) is still
+ * the definition: the mean over windows of each window's own loss. The
+ * same bits on 1 and 2 threads, and its memory does not grow with the
+ * number of windows. */
+START_TEST(test_val_loss_chunks)
+{
+    static const struct {
+        int V, T, C, H, L, bias, no_mlp;
+        size_t chunk, head_rows;
+    } cases[] = {
+        {10, 64, 2048, 1, 0, 0, 0, 16, 209715}, /* wide windows: chunks of 16 */
+        {3000, 32, 8, 2, 1, 0, 0, 32, 699},     /* a large vocabulary: the head in parts */
+        {40, 9, 12, 3, 2, 1, 0, 32, 52428},     /* biases: the op-by-op attention */
+        {40, 9, 12, 3, 1, 0, 1, 32, 52428},     /* no MLP */
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        ag_gpt_config c = ag_gpt_defaults(cases[k].V);
+        c.seq = cases[k].T, c.dim = cases[k].C, c.heads = cases[k].H, c.layers = cases[k].L;
+        c.bias = cases[k].bias, c.no_mlp = cases[k].no_mlp;
+        ck_assert_uint_eq(ag_gpt_val_chunk(&c), cases[k].chunk);
+        ck_assert_uint_eq(ag_gpt_head_rows(&c), cases[k].head_rows);
+        ag_gpt *g = small_gpt(&c, 60 + k);
+        scale_weights(g, 0.3, 70 + k);
+        size_t n = (size_t)cases[k].T * 600 + 100 + (size_t)cases[k].V; /* 60 windows or more */
+        ag_text *text = test_wide_text(n, cases[k].V, k + 1);
+        double loss[2];
+        size_t windows;
+        char err[256];
+        for (int th = 0; th < 2; th++) {
+            ag_set_threads(th + 1);
+            ck_assert_msg(ag_gpt_val_loss(g, text, &loss[th], &windows, err, sizeof(err)) == AG_OK,
+                          "%s", err);
+        }
+        ag_set_threads(1);
+        ck_assert_msg(loss[0] == loss[1], "case %zu: %.17g on 1 thread, %.17g on 2", k, loss[0],
+                      loss[1]);
+        int T = cases[k].T;
+        ck_assert_uint_eq(windows, (text->len - text->n_train - 1) / (size_t)T);
+        const int *val = text->ids + text->n_train;
+        double sum = 0;
+        ag_tape *tape = ag_tape_new();
+        for (size_t i = 0; i < windows; i++) {
+            ag_tensor *l = ag_gpt_loss(tape, g, val + (size_t)T * i, val + (size_t)T * i + 1, 1, T,
+                                       NULL, NULL);
+            ck_assert_ptr_nonnull(l);
+            sum += l->data[0];
+            ag_tape_reset(tape);
+        }
+        ck_assert_msg(fabs(loss[0] - sum / (double)windows) < 1e-5 * loss[0],
+                      "case %zu: %.9g vs %.9g", k, loss[0], sum / (double)windows);
+        ag_tape_free(tape);
+        /* one chunk of windows or many: the same peak, and a second pass on the same tape
+         * allocates its two buffers (ids and the stream) and nothing else */
+        ag_text *few = test_wide_text((size_t)T * (cases[k].chunk + 3) * 10 + (size_t)cases[k].V,
+                                      cases[k].V, k + 1);
+        const ag_text *texts[2] = {few, text};
+        size_t peak[2];
+        for (int j = 0; j < 2; j++) {
+            ag_tape *vt = ag_tape_new();
+            ck_assert_int_eq(ag_gpt_val_loss_on(vt, g, texts[j], &loss[0], NULL, err, sizeof(err)),
+                             AG_OK);
+            peak[j] = ag_tape_peak_bytes(vt);
+            size_t before = ag_alloc_count();
+            ck_assert_int_eq(ag_gpt_val_loss_on(vt, g, texts[j], &loss[0], NULL, err, sizeof(err)),
+                             AG_OK);
+            ck_assert_uint_eq(ag_alloc_count() - before, 2);
+            ag_tape_free(vt);
+        }
+        ck_assert_msg(peak[0] == peak[1],
+                      "case %zu: a peak of %zu bytes for %zu windows, %zu for more", k, peak[0],
+                      ag_text_windows(few, T), peak[1]);
+        ag_text_free(few);
+        ag_text_free(text);
+        ag_gpt_free(g);
+    }
+}
+END_TEST
+
 /* ---- training ---- */
 
 START_TEST(test_lr_schedule)
@@ -726,19 +806,26 @@ static void tamper_meta(ag_st_writer *w, const ag_st_file *f, const char *key, c
         ag_st_add_meta(w, key, value);
 }
 
-/* Copy src to dst, metadata key set to value (NULL: removed) and tensor
- * `poison` (when not NULL) given a NaN, or its first element changed. */
-static void rewrite(const char *src, const char *dst, const char *key, const char *value,
-                    const char *poison, int nan)
+/* Copy src to dst with one change: metadata key set to value (NULL:
+ * removed); tensor `poison` given a NaN (nan) or its first element
+ * changed; tensor `drop` left out; a tensor `extra` of (rows) zeros added.
+ * A NULL name changes nothing. */
+typedef struct tamper {
+    const char *key, *value, *poison;
+    int nan;
+    const char *drop, *extra;
+    int rows;
+} tamper;
+
+static void rewrite_with(const char *src, const char *dst, const tamper *t)
 {
     ag_st_file *f;
     char err[600];
     ck_assert_int_eq(ag_st_load(src, &f, err, sizeof(err)), AG_OK);
     ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
-    tamper_meta(w, f, key ? key : "", key ? value : NULL);
-    ag_real *bufs[64];
+    tamper_meta(w, f, t->key ? t->key : "", t->key ? t->value : NULL);
     size_t n = ag_st_count(f);
-    ck_assert_uint_le(n, 64);
+    ag_real **bufs = calloc(n + 1, sizeof(*bufs));
     for (size_t i = 0; i < n; i++) {
         const char *name = ag_st_name(f, i);
         int nd, d[AG_MAX_DIMS];
@@ -746,17 +833,35 @@ static void rewrite(const char *src, const char *dst, const char *key, const cha
         size_t size = 1;
         for (int k = 0; k < nd; k++)
             size *= (size_t)d[k];
-        bufs[i] = malloc(size * sizeof(ag_real));
+        bufs[i] = malloc(size * sizeof(ag_real) + 1);
         ck_assert_int_eq(ag_st_get(f, name, nd, d, bufs[i], err, sizeof(err)), AG_OK);
-        if (poison && strcmp(name, poison) == 0)
-            bufs[i][0] = nan ? (ag_real)NAN : bufs[i][0] + 1;
-        ag_st_add(w, name, nd, d, bufs[i]);
+        if (t->poison && strcmp(name, t->poison) == 0)
+            bufs[i][0] = t->nan ? (ag_real)NAN : bufs[i][0] + 1;
+        if (!t->drop || strcmp(name, t->drop) != 0)
+            ag_st_add(w, name, nd, d, bufs[i]);
+    }
+    if (t->extra) {
+        bufs[n] = calloc((size_t)t->rows, sizeof(ag_real));
+        ag_st_add(w, t->extra, 1, &t->rows, bufs[n]);
     }
     ck_assert_int_eq(ag_st_save(w, dst, err, sizeof(err)), AG_OK);
     ag_st_writer_free(w);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i <= n; i++)
         free(bufs[i]);
+    free(bufs);
     ag_st_free(f);
+}
+
+static void rewrite(const char *src, const char *dst, const char *key, const char *value,
+                    const char *poison, int nan)
+{
+    rewrite_with(src, dst, &(tamper){.key = key, .value = value, .poison = poison, .nan = nan});
+}
+
+static void rewrite_tensors(const char *src, const char *dst, const char *drop, const char *extra,
+                            int rows)
+{
+    rewrite_with(src, dst, &(tamper){.drop = drop, .extra = extra, .rows = rows});
 }
 
 static void load_fails(const char *path, const char *message)
@@ -799,7 +904,8 @@ START_TEST(test_checkpoint_hostile)
     rewrite(good, bad, "vocab", "abcdeff", NULL, 0);
     load_fails(bad, "the characters must be distinct and in increasing order");
     rewrite(good, bad, "block_size", "5", NULL, 0);
-    load_fails(bad, "tensor 'transformer.wpe.weight' has shape [6x8], expected [5x8]");
+    load_fails(bad, "bad.safetensors: tensor 'transformer.wpe.weight' has shape [6x8], but the "
+                    "metadata's block_size 5, n_embd 8 call for [5x8]");
     rewrite(good, bad, NULL, NULL, "transformer.h.1.mlp.c_fc.weight", 1);
     load_fails(bad, "tensor 'transformer.h.1.mlp.c_fc.weight' holds NaN at element 0");
     rewrite(good, bad, NULL, NULL, "lm_head.weight", 0);
@@ -812,6 +918,107 @@ START_TEST(test_checkpoint_hostile)
     run_assert_has(err, "holds a model but no training state");
     ag_gpt_trainer_free(t);
     ag_gpt_file_free(f);
+    ag_gpt_free(g);
+    ag_text_free(text);
+    file_rmdir(dir);
+}
+END_TEST
+
+/* The settings and the tensors of a checkpoint agree exactly, or it is
+ * refused at load, before a model is made: each setting that changes which
+ * tensors exist or their shape, both ways, and tensors dropped or added. */
+START_TEST(test_checkpoint_disagrees)
+{
+    char dir[256], good[512], trained[512], bad[512], err[600];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(good, sizeof(good), dir, "good.st");
+    file_path(trained, sizeof(trained), dir, "trained.st");
+    file_path(bad, sizeof(bad), dir, "bad.st");
+    ag_text *text = letters(500, 7);
+    ag_gpt_config cfg = small_config(); /* 2 layers, dim 8, seq 6, vocab 7, no bias */
+    ag_gpt *g = small_gpt(&cfg, 101);
+    ck_assert_int_eq(ag_gpt_save(g, text->vocab, good, err, sizeof(err)), AG_OK);
+    ag_gpt_trainer *t = small_trainer(g, text, 1);
+    ck_assert_int_eq(ag_gpt_trainer_save(t, trained, err, sizeof(err)), AG_OK);
+    static const struct {
+        const char *key, *value, *message;
+    } meta[] = {
+        {"n_layer", "1",
+         "tensor 'transformer.h.1.attn.c_attn.weight' disagrees with the metadata: "
+         "metadata n_layer is 1, but the file holds block 1"},
+        {"n_layer", "3",
+         "tensor 'transformer.h.2.ln_1.weight' is missing (the metadata's "
+         "n_layer 3, layernorm true calls for it)"},
+        {"n_layer", "1024", "tensor 'transformer.h.2.ln_1.weight' is missing"},
+        {"mlp", "false",
+         "tensor 'transformer.h.0.ln_2.weight' disagrees with the metadata: "
+         "metadata mlp is false, but the file holds an MLP"},
+        {"bias", "true",
+         "tensor 'transformer.h.0.ln_1.bias' is missing (the metadata's "
+         "n_layer 2, layernorm true, bias true calls for it)"},
+        {"layernorm", "false",
+         "tensor 'transformer.h.0.ln_1.weight' disagrees with the "
+         "metadata: metadata layernorm is false"},
+        {"posenc", "none",
+         "tensor 'transformer.wpe.weight' disagrees with the metadata: "
+         "metadata posenc is none, but the file holds position vectors"},
+        {"n_embd", "4096",
+         "tensor 'transformer.wte.weight' has shape [7x8], but the metadata's "
+         "vocab_size 7, n_embd 4096 call for [7x4096]"},
+        {"n_embd", "16",
+         "has shape [7x8], but the metadata's vocab_size 7, n_embd 16 call for "
+         "[7x16]"},
+        {"block_size", "65536",
+         "tensor 'transformer.wpe.weight' has shape [6x8], but the "
+         "metadata's block_size 65536, n_embd 8 call for [65536x8]"},
+    };
+    for (size_t k = 0; k < sizeof(meta) / sizeof(meta[0]); k++) {
+        rewrite(good, bad, meta[k].key, meta[k].value, NULL, 0);
+        load_fails(bad, meta[k].message);
+        load_fails(bad, "bad.st: ");
+    }
+    /* a trainer's file: its optimizer state too */
+    rewrite(trained, bad, "n_layer", "1", NULL, 0);
+    load_fails(bad, "metadata n_layer is 1, but the file holds block 1");
+    rewrite(trained, bad, "step", NULL, NULL, 0); /* a model's, with optimizer state left over */
+    load_fails(bad, "the metadata has no step (a model, not a trainer's checkpoint), but the "
+                    "file holds optimizer state");
+    rewrite_tensors(trained, bad, "optim.transformer.h.1.mlp.c_fc.weight.v", NULL, 0);
+    load_fails(bad, "tensor 'optim.transformer.h.1.mlp.c_fc.weight.v' is missing (the "
+                    "metadata's step (a trainer's checkpoint) calls for it)");
+    /* tensors dropped or added */
+    rewrite_tensors(good, bad, "transformer.h.1.attn.c_proj.weight", NULL, 0);
+    load_fails(bad, "tensor 'transformer.h.1.attn.c_proj.weight' is missing (the metadata's "
+                    "n_layer 2 calls for it)");
+    rewrite_tensors(good, bad, NULL, "transformer.h.2.ln_1.weight", 8);
+    load_fails(bad, "metadata n_layer is 2, but the file holds block 2");
+    rewrite_tensors(good, bad, NULL, "something.else", 3);
+    load_fails(bad, "tensor 'something.else' is not one the metadata calls for (a left-over?)");
+    rewrite_tensors(good, bad, NULL, "transformer.h.0.attn.c_attn.bias", 24);
+    load_fails(bad, "metadata bias is false, but the file holds a bias");
+    rewrite_tensors(good, bad, "lm_head.weight", NULL, 0); /* optional: the head is tied */
+    ag_gpt_file *f;
+    ck_assert_msg(ag_gpt_file_load(bad, &f, err, sizeof(err)) == AG_OK, "%s", err);
+    ag_gpt_file_free(f);
+    rewrite_tensors(good, bad, "lm_head.weight", "lm_head.weight", 7);
+    load_fails(bad, "tensor 'lm_head.weight' has shape [7], but the metadata's vocab_size 7, "
+                    "n_embd 8 call for [7x8]");
+    /* the untouched files load, from memory as from disk */
+    size_t len;
+    char *bytes = file_read(trained, &len);
+    ck_assert_int_eq(ag_gpt_file_parse(bytes, len, "mem", &f, err, sizeof(err)), AG_OK);
+    ck_assert_str_eq(ag_gpt_file_path(f), "mem");
+    long steps = -1;
+    ck_assert_int_eq(ag_gpt_file_train(f, NULL, &steps), 1);
+    ck_assert_int_eq(steps, 0);
+    ag_gpt_file_free(f);
+    bytes[len / 2] ^= 0x55; /* somewhere in the data: still a file, other numbers */
+    if (ag_gpt_file_parse(bytes, 12, "cut", &f, err, sizeof(err)) == AG_OK)
+        ag_gpt_file_free(f);
+    else
+        run_assert_has(err, "cut: ");
+    free(bytes);
+    ag_gpt_trainer_free(t);
     ag_gpt_free(g);
     ag_text_free(text);
     file_rmdir(dir);
@@ -836,6 +1043,7 @@ Suite *suite_gpt(void)
     tcase_add_test(tc, test_cache_equals_tape);
     tcase_add_test(tc, test_sampling);
     tcase_add_test(tc, test_val_loss);
+    tcase_add_test(tc, test_val_loss_chunks);
     suite_add_tcase(s, tc);
     tc = tcase_create("training");
     tcase_set_timeout(tc, 120);
@@ -847,6 +1055,7 @@ Suite *suite_gpt(void)
     tcase_add_test(tc, test_checkpoint_layout);
     tcase_add_test(tc, test_resume_bitwise);
     tcase_add_test(tc, test_checkpoint_hostile);
+    tcase_add_test(tc, test_checkpoint_disagrees);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -234,6 +234,7 @@ START_TEST(test_tape_fail)
     ck_assert_str_eq(ag_status_name(AG_OK), "ok");
     ck_assert_str_eq(ag_status_name(AG_ERR_SHAPE), "shape");
     ck_assert_str_eq(ag_status_name(AG_ERR_NUMERIC), "numeric");
+    ck_assert_str_eq(ag_status_name(AG_ERR_STOPPED), "stopped");
     ck_assert_str_eq(ag_status_name((ag_status)99), "unknown");
     ag_tape_free(tape);
     ag_tape_free(NULL);
@@ -296,6 +297,77 @@ START_TEST(test_arena_alignment)
 }
 END_TEST
 
+/* ---- stopping ---- */
+
+/* ag_interrupt stops the next op of any tape, sticky like any error, and a
+ * fresh step runs again once it is cleared. */
+START_TEST(test_interrupt_stops_ops)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *x = ag_tensor_new(tape, 1, (int[]){3});
+    ag_interrupt();
+    ck_assert(ag_interrupted());
+    ck_assert_ptr_null(ag_add(tape, x, x));
+    test_expect_error(tape, AG_ERR_STOPPED, "add: stopped (interrupted)");
+    ag_tape_reset(tape);
+    ck_assert_ptr_null(ag_mul(tape, x, x)); /* still asked to stop */
+    ck_assert_int_eq(ag_tape_status(tape), AG_ERR_STOPPED);
+    ag_interrupt_clear();
+    ck_assert(!ag_interrupted());
+    ag_tape_reset(tape);
+    x = ag_tensor_new(tape, 1, (int[]){3});
+    ck_assert_ptr_nonnull(ag_add(tape, x, x));
+    ag_tape_free(tape);
+}
+END_TEST
+
+/* Between two entries of a backward pass: the pass stops, and the entries
+ * not reached add nothing (here, w's gradient stays zero). */
+START_TEST(test_interrupt_stops_backward)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tensor *w = ag_param_new(2, (int[]){4, 4});
+    for (size_t i = 0; i < w->size; i++)
+        w->data[i] = (ag_real)(i % 5) * (ag_real)0.1;
+    ag_tensor *h = ag_tensor_new(tape, 2, (int[]){2, 4});
+    for (size_t i = 0; i < h->size; i++)
+        h->data[i] = 1;
+    ag_tensor *loss = ag_mean(tape, ag_matmul(tape, h, w));
+    ck_assert_ptr_nonnull(loss);
+    ag_interrupt();
+    ck_assert_int_eq(ag_backward(tape, loss), AG_ERR_STOPPED);
+    ag_interrupt_clear();
+    for (size_t i = 0; i < w->size; i++)
+        ck_assert(w->grad[i] == 0);
+    test_expect_error(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
+    /* cleared: the same step from the start works */
+    ag_tape_reset(tape);
+    h = ag_tensor_new(tape, 2, (int[]){2, 4});
+    loss = ag_mean(tape, ag_matmul(tape, h, w));
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    ag_param_free(w);
+    ag_tape_free(tape);
+}
+END_TEST
+
+START_TEST(test_progress_hook)
+{
+    test_heard h = {0};
+    ag_progress_set(test_hear, &h);
+    ck_assert_int_eq(ag_progress_report("reading", 3, 10), AG_OK);
+    ck_assert_int_eq(h.calls, 1);
+    ck_assert_str_eq(h.what, "reading");
+    ck_assert(h.done == 3 && h.total == 10);
+    ag_interrupt();
+    ck_assert_int_eq(ag_progress_report("validation", 4, 10), AG_ERR_STOPPED);
+    ck_assert_int_eq(h.calls, 2);
+    ag_interrupt_clear();
+    ag_progress_set(NULL, NULL);
+    ck_assert_int_eq(ag_progress_report("validation", 5, 10), AG_OK);
+    ck_assert_int_eq(h.calls, 2);
+}
+END_TEST
+
 Suite *suite_tape(void)
 {
     Suite *s = suite_create("tape");
@@ -316,6 +388,11 @@ Suite *suite_tape(void)
     tc = tcase_create("arena");
     tcase_add_test(tc, test_arena_reuse);
     tcase_add_test(tc, test_arena_alignment);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("stopping");
+    tcase_add_test(tc, test_interrupt_stops_ops);
+    tcase_add_test(tc, test_interrupt_stops_backward);
+    tcase_add_test(tc, test_progress_hook);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -38,19 +38,20 @@ static void write_play(const char *path, int lines, uint64_t seed)
     "--layers", "1", "--dim", "16", "--heads", "2", "--seq", "8", "--batch", "4", "--eval-iters",  \
         "2"
 
-/* The numbers of "result: task=text steps=N loss=L val_loss=V seconds=S". */
+/* The numbers of "result: task=text steps=N loss=L val_loss=V seconds=S
+ * val_seconds=W" (a run a signal stopped has no val_loss: nan). */
 static void parse_result(const char *out, long steps, char *val, size_t len)
 {
     char last[512];
     text_last_line(out, last, sizeof(last));
     regex_t re;
     ck_assert_int_eq(regcomp(&re,
-                             "^result: task=text steps=([0-9]+) loss=([0-9.]+) "
-                             "val_loss=([0-9.]+) seconds=([0-9.]+)$",
+                             "^result: task=text steps=([0-9]+) loss=([0-9.]+|nan) "
+                             "val_loss=([0-9.]+|nan) seconds=([0-9.]+) val_seconds=([0-9.]+)$",
                              REG_EXTENDED),
                      0);
-    regmatch_t m[5];
-    int rc = regexec(&re, last, 5, m, 0);
+    regmatch_t m[6];
+    int rc = regexec(&re, last, 6, m, 0);
     regfree(&re);
     ck_assert_msg(rc == 0, "the last line is not the result line: '%s'", last);
     ck_assert_int_eq(atol(last + m[1].rm_so), steps);
@@ -372,12 +373,35 @@ static const err_case cases[] = {
     {{"sample", "--load", "DIR/gpt.safetensors", "extra"}, 2, "unexpected argument 'extra'"},
     {{"eval", "--load", "DIR/gpt.safetensors"}, 2, "--text FILE is required"},
     {{"eval", "--text", "DIR/play.txt"}, 2, "--load CKPT is required"},
+    {{"eval", "--load", "DIR/gpt.safetensors", "--text", "DIR/valaccent.txt"},
+     1,
+     "DIR/valaccent.txt: character '\xc3\xa9' (U+00E9) on line 41 (in the validation part, the "
+     "last 10%) is not in the vocabulary of DIR/gpt.safetensors"},
     {{"eval", "--load", "DIR/gpt.safetensors", "--text", "DIR/accents.txt"},
      1,
-     "is not in the vocabulary"},
+     "DIR/accents.txt: its validation part (the last 10%) has 1 characters; a window of 8 (the "
+     "block_size of DIR/gpt.safetensors) needs 9"},
     {{"eval", "--load", "DIR/gpt.safetensors", "--text", "DIR/tiny.txt"},
      1,
-     "validation loss: the validation part has 2 characters; a window of 8 needs 9"},
+     "DIR/tiny.txt: its validation part (the last 10%) has 2 characters; a window of 8 (the "
+     "block_size of DIR/gpt.safetensors) needs 9"},
+    {{"train", "--text", "DIR/play.txt", "--min-lr", "0.5", "--lr", "0.01"},
+     2,
+     "--min-lr 0.5 is above --lr 0.01: the learning rate would rise as it decays"},
+    {{"train", "--text", "DIR/play.txt", "--min-lr", "0.01"},
+     2,
+     "--min-lr 0.01 is above --lr 0.001: the learning rate would rise as it decays"},
+    {{"train", "--text", "DIR/play.txt", "--load", "DIR/gpt.safetensors", "--lr", "1e-5"},
+     2,
+     "--min-lr 0.0001 is above --lr 1e-05 (the one not given is --load's): the learning rate "
+     "would rise"},
+    {{"sample", "--load", "DIR/gpt.safetensors", "--prompt", "caf\xe9"},
+     2,
+     "--prompt: not UTF-8 text"},
+    {{"train", "--text", "DIR/play.txt", "--layers", "256", "--dim", "4096", "--heads", "1",
+      "--seq", "1", "--batch", "1"},
+     2,
+     "the run would need about "},
 };
 
 START_TEST(test_errors)
@@ -390,6 +414,11 @@ START_TEST(test_errors)
                "To be, or not to be, that is the question", 40);
     file_write(file_path(path, sizeof(path), dir, "accents.txt"), "\xc3\xa9t\xc3\xa9\n", 6);
     file_write(file_path(path, sizeof(path), dir, "tiny.txt"), "ANNA:\nBEN:\nCARL:\n", 16);
+    char many[300] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(many, "ANNA:\n");
+    strcat(many, "\xc3\xa9t\xc3\xa9\n"); /* 244 characters, the accents in the last 10% */
+    file_write(file_path(path, sizeof(path), dir, "valaccent.txt"), many, strlen(many));
     write_play(file_path(path, sizeof(path), dir, "play.txt"), 60, 6);
     char gpt[512], lookup[512];
     file_path(gpt, sizeof(gpt), dir, "gpt.safetensors");

@@ -5,6 +5,7 @@
  * settings are refused with a message.
  */
 #include "test_util.h"
+#include "nn/nn.h"
 #include "run.h"
 
 #include <unistd.h>
@@ -246,12 +247,44 @@ START_TEST(test_trainer_bad_settings)
 }
 END_TEST
 
+/* The layout a checkpoint is checked against, made from the settings
+ * alone, is the model's own parameter list, for every task and encoding. */
+START_TEST(test_model_layout_is_the_model)
+{
+    for (int task = 0; task < AG_TASK_COUNT; task++)
+        for (int pe = AG_POSENC_NONE; pe <= AG_POSENC_LEARNED; pe++) {
+            ag_model_config c = {.task = (ag_task_kind)task,
+                                 .seq = ag_task_min_seq((ag_task_kind)task) + 1,
+                                 .dim = 12,
+                                 .heads = 3,
+                                 .posenc = (ag_posenc_kind)pe};
+            char err[160];
+            ag_rng rng = ag_rng_new(3);
+            ag_model *m = ag_model_new(&c, &rng, err, sizeof(err));
+            ck_assert_msg(m != NULL, "%s", err);
+            ag_tensor *params[AG_MODEL_MAX_PARAMS];
+            const char *names[AG_MODEL_MAX_PARAMS], *lnames[AG_MODEL_MAX_PARAMS];
+            int shape[AG_MODEL_MAX_PARAMS][2];
+            size_t n = ag_model_params(m, params, names, AG_MODEL_MAX_PARAMS);
+            ck_assert_uint_eq(ag_model_layout(&c, lnames, shape), n);
+            for (size_t i = 0; i < n; i++) {
+                ck_assert_str_eq(lnames[i], names[i]);
+                ck_assert_int_eq(params[i]->ndim, 2);
+                ck_assert_int_eq(shape[i][0], params[i]->shape[0]);
+                ck_assert_int_eq(shape[i][1], params[i]->shape[1]);
+            }
+            ag_model_free(m);
+        }
+}
+END_TEST
+
 Suite *suite_trainer(void)
 {
     Suite *s = suite_create("trainer");
     TCase *tc = tcase_create("training");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_trainer_learns_lookup);
+    tcase_add_test(tc, test_model_layout_is_the_model);
     tcase_add_test(tc, test_trainer_example_shapes);
     tcase_add_test(tc, test_trainer_seed_fixes_run);
     tcase_add_test(tc, test_trainer_resume_is_exact);

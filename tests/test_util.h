@@ -11,6 +11,7 @@
 #include "io/io.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,52 @@ static inline void test_checkpoint_state(const char *path, ag_train_state *st)
     char err[512];
     ck_assert_msg(ag_checkpoint_load(path, &ck, st, err, sizeof(err)) == AG_OK, "%s", err);
     ag_checkpoint_free(ck);
+}
+
+/* A text of n characters over `distinct` code points from U+0100 (two or
+ * three bytes each), each of them used in the first `distinct` characters,
+ * the rest drawn from seed. */
+static inline ag_text *test_wide_text(size_t n, int distinct, uint64_t seed)
+{
+    char *s = malloc(3 * n + 1);
+    ck_assert_ptr_nonnull(s);
+    ag_rng rng = ag_rng_new(seed);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        int cp =
+            0x100 + (i < (size_t)distinct ? (int)i : (int)ag_rng_below(&rng, (uint32_t)distinct));
+        if (cp < 0x800) {
+            s[len++] = (char)(0xC0 | (cp >> 6));
+        } else {
+            s[len++] = (char)(0xE0 | (cp >> 12));
+            s[len++] = (char)(0x80 | ((cp >> 6) & 63));
+        }
+        s[len++] = (char)(0x80 | (cp & 63));
+    }
+    ag_text *t;
+    char err[256];
+    ck_assert_int_eq(ag_text_parse(s, len, "wide", NULL, &t, err, sizeof(err)), AG_OK);
+    free(s);
+    return t;
+}
+
+/* A progress hook (ag_progress_set) that remembers the last report, counts
+ * them and, on report number stop_at (0: never), calls ag_interrupt. */
+typedef struct test_heard {
+    int calls;
+    char what[32];
+    double done, total;
+    int stop_at;
+} test_heard;
+
+static inline void test_hear(void *ctx, const char *what, double done, double total)
+{
+    test_heard *h = ctx;
+    h->calls++;
+    snprintf(h->what, sizeof(h->what), "%s", what);
+    h->done = done, h->total = total;
+    if (h->calls == h->stop_at)
+        ag_interrupt();
 }
 
 #endif /* AG_TEST_UTIL_H */

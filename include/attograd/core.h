@@ -28,16 +28,36 @@ typedef float ag_real;
 /* Status codes. AG_OK is zero; every failure is non-zero. */
 typedef enum ag_status {
     AG_OK = 0,
-    AG_ERR_SHAPE,  /* shapes do not fit the op */
-    AG_ERR_ARG,    /* a bad argument: NULL, out of range, a shape whose size overflows */
-    AG_ERR_NOMEM,  /* allocation failed */
-    AG_ERR_IO,     /* a file could not be read or written */
-    AG_ERR_FORMAT, /* a file's contents are malformed */
-    AG_ERR_NUMERIC /* a value went NaN or infinite */
+    AG_ERR_SHAPE,   /* shapes do not fit the op */
+    AG_ERR_ARG,     /* a bad argument: NULL, out of range, a shape whose size overflows */
+    AG_ERR_NOMEM,   /* allocation failed */
+    AG_ERR_IO,      /* a file could not be read or written */
+    AG_ERR_FORMAT,  /* a file's contents are malformed */
+    AG_ERR_NUMERIC, /* a value went NaN or infinite */
+    AG_ERR_STOPPED  /* ag_interrupt asked the work to stop */
 } ag_status;
 
 /* A short name for a status ("shape", "nomem", ...). */
 const char *ag_status_name(ag_status status);
+
+/* ------------------------------------------------------------------------
+ * Stopping and progress (process-wide). ag_interrupt() may be called from a
+ * signal handler: every op about to run, every backward pass (between two
+ * entries) and every long loop of the library then fails with
+ * AG_ERR_STOPPED, until ag_interrupt_clear(). A step stopped this way
+ * changes no weight. The long loops (reading a text, a validation pass,
+ * sampling, writing a file) call the progress hook now and then with what
+ * they do ("validation"), how much is done and the whole, in their own
+ * units; NULL removes the hook.
+ * ------------------------------------------------------------------------ */
+void ag_interrupt(void); /* async-signal-safe */
+int ag_interrupted(void);
+void ag_interrupt_clear(void);
+typedef void (*ag_progress_fn)(void *ctx, const char *what, double done, double total);
+void ag_progress_set(ag_progress_fn fn, void *ctx);
+/* For long loops: tell the hook, and return AG_ERR_STOPPED when
+ * interrupted (AG_OK otherwise). */
+ag_status ag_progress_report(const char *what, double done, double total);
 
 /* ------------------------------------------------------------------------
  * Tensors: row-major, 1..4 dimensions.

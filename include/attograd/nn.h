@@ -620,6 +620,12 @@ typedef struct ag_text {
  * characters), AG_ERR_ARG (a character outside vocab), AG_ERR_NOMEM. */
 ag_status ag_text_load(const char *path, const ag_vocab *vocab, ag_text **out, char *err,
                        size_t errlen);
+/* ag_text_load for evaluating a model of vocab on the file's validation
+ * part (the last 10%): only that part's characters must be in vocab; the
+ * training part is not evaluated, and a character of it outside vocab
+ * becomes id 0 (so the text is not for training). */
+ag_status ag_text_load_eval(const char *path, const ag_vocab *vocab, ag_text **out, char *err,
+                            size_t errlen);
 /* The same for the len bytes at s (borrowed for the call); name is used in
  * messages. */
 ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
@@ -861,16 +867,31 @@ ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, doubl
 ag_status ag_gpt_save(ag_gpt *g, const ag_vocab *vocab, const char *path, char *err, size_t errlen);
 ag_status ag_gpt_trainer_save(ag_gpt_trainer *t, const char *path, char *err, size_t errlen);
 
-/* A GPT checkpoint, read and checked completely (as hostile input). */
+/* A GPT checkpoint, read and checked completely (as hostile input): every
+ * metadata value parsed strictly, and the tensors exactly those its
+ * settings call for (each present with its shape, none left over), from
+ * the header, before any model is made from it. A file that disagrees with
+ * itself is refused (AG_ERR_FORMAT) naming the file, the tensor and both
+ * sides: "ck.st: tensor 'transformer.wte.weight' has shape [53x16], but the
+ * metadata's vocab_size 53, n_embd 4096 call for [53x4096]", "ck.st: tensor
+ * 'transformer.h.1.ln_1.weight' disagrees with the metadata: metadata
+ * n_layer is 1, but the file holds block 1". */
 typedef struct ag_gpt_file ag_gpt_file;
 
 ag_status ag_gpt_file_load(const char *path, ag_gpt_file **out, char *err, size_t errlen);
+/* The same for the len bytes at buf (borrowed for the call), named name in
+ * messages (NULL: "<buffer>"). */
+ag_status ag_gpt_file_parse(const void *buf, size_t len, const char *name, ag_gpt_file **out,
+                            char *err, size_t errlen);
 void ag_gpt_file_free(ag_gpt_file *f); /* NULL does nothing */
 const ag_gpt_config *ag_gpt_file_config(const ag_gpt_file *f);
 const ag_vocab *ag_gpt_file_vocab(const ag_gpt_file *f); /* borrowed from f */
+const char *ag_gpt_file_path(const ag_gpt_file *f);      /* as given, borrowed from f */
 /* A trainer's checkpoint: its settings and steps done (returns 1); a
  * model's only: returns 0. */
 int ag_gpt_file_train(const ag_gpt_file *f, ag_gpt_train_config *cfg, long *steps);
+/* A trainer's checkpoint's optimizer step count (0 for a model's only). */
+long ag_gpt_file_optim_steps(const ag_gpt_file *f);
 /* A new model with the file's configuration and weights (the caller owns
  * it). Every weight must be finite. */
 ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen);
@@ -895,6 +916,13 @@ ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *
 ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *model,
                                     const ag_gpt_train_config *train, const ag_gpt_file *resume,
                                     char *err, size_t errlen);
+/* The same with a text already read (taken: freed with the trainer, or on
+ * failure), named name in messages: a program can check what the model
+ * will need (ag_gpt_memory, with the text's vocabulary) between the two. */
+ag_gpt_trainer *ag_gpt_trainer_open_text(ag_text *text, const char *name,
+                                         const ag_gpt_config *model,
+                                         const ag_gpt_train_config *train,
+                                         const ag_gpt_file *resume, char *err, size_t errlen);
 ag_gpt *ag_gpt_trainer_model(ag_gpt_trainer *t);             /* borrowed */
 const ag_text *ag_gpt_trainer_text(const ag_gpt_trainer *t); /* borrowed */
 /* ag_gpt_val_loss of the trainer's model on its text. */
@@ -910,6 +938,50 @@ ag_status ag_gpt_trainer_val_loss(ag_gpt_trainer *t, double *loss, size_t *windo
  * the same steps as one that does not. */
 ag_status ag_gpt_trainer_flow(ag_gpt_trainer *t, double *grad_norm, double *resid_rms, char *err,
                               size_t errlen);
+
+/* ------------------------------------------------------------------------
+ * Memory: what a run needs at most, from its settings alone, so that a
+ * program refuses a run that cannot fit before it allocates anything, and
+ * says what would need how much. Each part is an upper bound of what the
+ * library allocates for it (the tests hold them against what runs really
+ * use); bytes are doubles, so that settings no machine holds still compare.
+ *
+ *     ag_memory m;
+ *     ag_gpt_memory(&cfg, &(ag_gpt_run){.batch = 12, .validate = 1}, &m);
+ *     if (m.total > limit) ... m.part[i].what, m.part[i].bytes ...
+ * ------------------------------------------------------------------------ */
+#define AG_MEMORY_PARTS 12
+typedef struct ag_memory {
+    int n;
+    struct {
+        const char *what; /* "the weights", "a training step", ... (static) */
+        double bytes;
+    } part[AG_MEMORY_PARTS]; /* (n), the parts that need any */
+    double total;
+} ag_memory;
+
+/* What a GPT run does. */
+typedef struct ag_gpt_run {
+    int batch;         /* training with windows of this many per step; 0: none */
+    int validate;      /* the full validation loss (ag_gpt_val_loss) */
+    int sample;        /* sampling with a key/value cache */
+    int save;          /* writing a trainer's checkpoint */
+    double text_bytes; /* the size of the text file read, or 0 */
+    double file_bytes; /* the size of the checkpoint file read, or 0 */
+    int threads;       /* ag_set_threads' count */
+} ag_gpt_run;
+
+/* The parts of run for a model of c: its weights, their gradients and
+ * AdamW's state (training), a training step's tape, the validation pass,
+ * sampling's cache, writing and reading a checkpoint, the text, the
+ * program itself. */
+void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m);
+/* The numbers in a model of c's parameters (ag_gpt_n_weights of it). */
+double ag_gpt_config_weights(const ag_gpt_config *c);
+/* The same for a toy model's run (ag_trainer): weights, gradients, the
+ * optimizer's state, the tape of a step and of the held-out evaluation, a
+ * checkpoint of file_bytes read (0: none). */
+void ag_train_memory(const ag_train_config *c, int threads, double file_bytes, ag_memory *m);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
  * a text heatmap per chosen head with the prompt's characters as labels.
  * --png draws every head in one grid, --out writes the weights as they are.
  */
+#include "limits.h"
 #include "opts.h"
 #include "plot.h"
 
@@ -318,9 +319,11 @@ static int setup(attend_run *r)
     const ag_attend_opts *o = r->o;
     const ag_command *cmd = &ag_cmd_attend_info;
     char err[AG_CLI_ERR_LEN];
-    if (ag_gpt_file_load(o->load_path, &r->file, err, sizeof(err)) != AG_OK ||
-        !(r->g = ag_gpt_file_model(r->file, err, sizeof(err))))
-        return ag_cli_error(cmd, "%s", err);
+    /* one window on a tape, its attention kept: within a training step's bound */
+    int loaded = ag_cli_gpt_load(cmd, o->load_path, (ag_gpt_run){.batch = 1}, "nothing was shown",
+                                 &r->file, &r->g);
+    if (loaded != AG_EXIT_OK)
+        return loaded;
     const ag_gpt_config *c = ag_gpt_get_config(r->g);
     r->L = c->layers, r->H = c->heads;
     if (o->layer >= r->L)

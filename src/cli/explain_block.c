@@ -10,6 +10,7 @@
  * of a trained model on a prompt, with the real gradient from above.
  */
 #include "dot.h"
+#include "limits.h"
 #include "opts.h"
 #include "plot.h"
 
@@ -496,9 +497,11 @@ static int load_block(block_story *s)
     const ag_explain_opts *o = s->o;
     const ag_command *cmd = &explain_block_info;
     char err[AG_CLI_ERR_LEN];
-    if (ag_gpt_file_load(o->load, &s->file, err, sizeof(err)) != AG_OK ||
-        !(s->g = ag_gpt_file_model(s->file, err, sizeof(err))))
-        return ag_cli_error(&ag_cmd_explain_info, "%s", err);
+    /* one window forward and backward: within a training step's bound */
+    int loaded = ag_cli_gpt_load(&ag_cmd_explain_info, o->load, (ag_gpt_run){.batch = 1},
+                                 "nothing was explained", &s->file, &s->g);
+    if (loaded != AG_EXIT_OK)
+        return loaded;
     const ag_gpt_config *c = ag_gpt_get_config(s->g);
     if (c->bias || c->no_residual || c->no_layernorm || c->no_mlp)
         return ag_cli_error(&ag_cmd_explain_info,

@@ -3,8 +3,13 @@
  * new character as soon as it is drawn, go to stdout and nothing else does,
  * so the output can be piped or saved as it is. A key/value cache makes
  * each character cost one position of the model, not the whole window.
+ * The memory the model needs is checked before it is made; logits that
+ * are not finite stop it (exit 1) rather than read as a character; a
+ * signal stops it (exit 128 + it).
  */
+#include "limits.h"
 #include "opts.h"
+#include "signals.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +61,8 @@ int ag_cli_sample_parse(int argc, char **argv, ag_sample_opts *o)
         return r;
     if (!o->load_path)
         return ag_cli_usage_error(cmd, "--load CKPT is required: the model to sample from");
+    if (o->prompt && !ag_utf8_valid((const unsigned char *)o->prompt, strlen(o->prompt)))
+        return ag_cli_usage_error(cmd, "--prompt: not UTF-8 text");
     return AG_CLI_GO;
 }
 
@@ -67,41 +74,61 @@ static int emit(int id, void *ctx)
     return fwrite(buf, 1, n, stdout) != n || fflush(stdout) != 0;
 }
 
-int ag_cli_sample_run(const ag_sample_opts *o)
+/* A signal: said (after the text written so far); 128 + it. */
+static int interrupted(const char *what)
 {
-    char err[512];
-    int status = AG_EXIT_FAIL;
-    ag_gpt_file *f = NULL;
-    ag_gpt *g = NULL;
-    ag_gpt_cache *cache = NULL;
-    int *ids = NULL;
-    if (ag_gpt_file_load(o->load_path, &f, err, sizeof(err)) != AG_OK ||
-        !(g = ag_gpt_file_model(f, err, sizeof(err))) ||
-        !(cache = ag_gpt_cache_new(g, err, sizeof(err)))) {
-        ag_cli_error(&ag_cmd_sample_info, "%s", err);
-        goto done;
-    }
-    const ag_vocab *vocab = ag_gpt_file_vocab(f);
+    int sig = ag_cli_stop_requested();
+    fflush(stdout);
+    ag_cli_error(&ag_cmd_sample_info, "%s; %s", ag_cli_stop_reason(sig), what);
+    return 128 + sig;
+}
+
+static int sample(const ag_sample_opts *o, ag_gpt_file **f, ag_gpt **g, ag_gpt_cache **cache,
+                  int **ids)
+{
+    const ag_command *cmd = &ag_cmd_sample_info;
+    char err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
+    int status =
+        ag_cli_gpt_load(cmd, o->load_path, (ag_gpt_run){.sample = 1}, "nothing was written", f, g);
+    if (status != AG_EXIT_OK)
+        return status;
+    if (!(*cache = ag_gpt_cache_new(*g, err, sizeof(err))))
+        return ag_cli_error(cmd, "%s", err);
+    ag_status st;
+    const ag_vocab *vocab = ag_gpt_file_vocab(*f);
     size_t len = o->prompt ? strlen(o->prompt) : 0, n = 0;
-    ag_status st = ag_vocab_prompt(vocab, o->prompt, len, &ids, &n, err, sizeof(err));
+    st = ag_vocab_prompt(vocab, o->prompt, len, ids, &n, err, sizeof(err));
     if (st == AG_ERR_NOMEM)
-        ag_cli_error(&ag_cmd_sample_info, "out of memory");
-    else if (st != AG_OK) /* a given prompt with a character the model never saw */
-        ag_cli_error(&ag_cmd_sample_info, "--prompt: %s of %s", err, o->load_path);
-    if (st != AG_OK)
-        goto done;
+        return ag_cli_error(cmd, "out of memory");
+    if (st != AG_OK) /* a given prompt with a character the model never saw */
+        return ag_cli_error(cmd, "--prompt: %s of %s", err,
+                            ag_quote(o->load_path, shown, sizeof(shown)));
     if (len) {
         fwrite(o->prompt, 1, len, stdout);
         fflush(stdout);
     }
     ag_rng rng = ag_rng_new(o->seed);
-    if (ag_gpt_generate(cache, ids, n, (size_t)o->tokens, o->temperature, o->top_k, &rng, emit,
-                        (void *)vocab, err, sizeof(err)) != AG_OK) {
-        ag_cli_error(&ag_cmd_sample_info, "%s", err);
-        goto done;
+    st = ag_gpt_generate(*cache, *ids, n, (size_t)o->tokens, o->temperature, o->top_k, &rng, emit,
+                         (void *)vocab, err, sizeof(err));
+    if (st == AG_ERR_STOPPED && ag_cli_stop_requested())
+        return interrupted(err);
+    if (st != AG_OK) {
+        fflush(stdout);
+        return ag_cli_error(cmd, "%s", err);
     }
-    status = AG_EXIT_OK;
-done:
+    return AG_EXIT_OK;
+}
+
+int ag_cli_sample_run(const ag_sample_opts *o)
+{
+    ag_gpt_file *f = NULL;
+    ag_gpt *g = NULL;
+    ag_gpt_cache *cache = NULL;
+    int *ids = NULL;
+    ag_cli_stop stop_signals = {0};
+    ag_cli_stop_begin(&stop_signals);
+    int status = sample(o, &f, &g, &cache, &ids);
+    ag_cli_stop_end(&stop_signals);
     free(ids);
     ag_gpt_cache_free(cache);
     ag_gpt_free(g);

@@ -7,6 +7,7 @@
 #include "limits.h"
 #include "opts.h"
 #include "plot.h"
+#include "progress.h"
 #include "signals.h"
 
 #include <math.h>
@@ -139,18 +140,32 @@ static int print_help(const ag_command *cmd)
     printf("\n"
            "A flag given twice counts the last time. With --load the checkpoint fixes\n"
            "the model, the optimizer and the seed; --steps counts the steps to add.\n"
-           "Ctrl-C (or SIGTERM, SIGHUP) stops after the current step and still saves\n"
-           "the log and the checkpoint; the exit status is then 130 (143, 129). A loss\n"
-           "or a weight that turns NaN or Inf stops the run naming the step and the op,\n"
-           "exit 1, and nothing is saved. A plot gnuplot does not make (it fails, takes\n"
-           "longer than AG_GNUPLOT_SECONDS, default 60, or writes no PNG) is said on\n"
-           "stderr; the log and the checkpoint are still saved, and the exit status is 1.\n\n"
+           "The log and the checkpoint are written as soon as the steps end. Ctrl-C (or\n"
+           "SIGTERM, SIGHUP) in any phase stops the run and still saves them; the exit\n"
+           "status is then 130 (143, 129), and a second signal ends it at once. A loss or\n"
+           "a gradient that turns NaN or Inf stops the run naming the step and the op,\n"
+           "exit 1, and the step before it is saved (nothing, when the update itself made\n"
+           "a weight NaN). A plot gnuplot does not make (it fails, takes longer than\n"
+           "AG_GNUPLOT_SECONDS, default 60, or writes no PNG) is said on stderr; the log\n"
+           "and the checkpoint are still saved, and the exit status is 1. A run that\n"
+           "would need more memory than AG_MAX_MEMORY (default: the machine's) is\n"
+           "refused before it starts.\n\n"
            "The last line on stdout is the summary:\n"
            "  result: task=lookup steps=N loss=L accuracy=A seconds=S\n");
     return AG_EXIT_OK;
 }
 
+static int check_sizes(const ag_train_opts *o, const char *file);
+
 int ag_cli_train_check(const ag_train_opts *o)
+{
+    return check_sizes(o, NULL) == AG_EXIT_OK;
+}
+
+/* ag_cli_train_check, and with file (the sizes are --load's) a step too
+ * large names the file, exit 1, unless --batch was given. Returns
+ * AG_EXIT_OK or the status, said. */
+static int check_sizes(const ag_train_opts *o, const char *file)
 {
     const ag_command *cmd = &ag_cmd_train_info;
     const ag_model_config *m = &o->config.model;
@@ -158,12 +173,12 @@ int ag_cli_train_check(const ag_train_opts *o)
     switch (ag_model_config_check(m, err, sizeof(err))) {
     case AG_MODEL_OK: break;
     case AG_MODEL_SEQ: /* the flags' words for the library's message */
-        return !ag_cli_usage_error(cmd, "--seq: %d is out of range for task %s (%d..%d)", m->seq,
-                                   ag_task_name(m->task), ag_task_min_seq(m->task),
-                                   ag_task_max_seq(m->task));
+        return ag_cli_usage_error(cmd, "--seq: %d is out of range for task %s (%d..%d)", m->seq,
+                                  ag_task_name(m->task), ag_task_min_seq(m->task),
+                                  ag_task_max_seq(m->task));
     case AG_MODEL_HEADS:
-        return !ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
-    default: return !ag_cli_usage_error(cmd, "%s", err);
+        return ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
+    default: return ag_cli_usage_error(cmd, "%s", err);
     }
     /* the held-out set is evaluated in one batch too; the attention weights
      * (T^2 per head) are made only for the one example the heatmap shows */
@@ -171,15 +186,21 @@ int ag_cli_train_check(const ag_train_opts *o)
         (uint64_t)(o->config.batch > AG_TRAINER_HELD_OUT ? o->config.batch : AG_TRAINER_HELD_OUT);
     uint64_t attn = ag_cli_attention_values(1, (uint64_t)m->heads, (uint64_t)m->seq);
     uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, (uint64_t)m->dim);
-    if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
-        return !ag_cli_usage_error(
-            cmd,
-            "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
-            "hold %llu values in one tensor (at most %llu; the held-out set counts as a batch of %d)",
-            m->seq, o->config.batch, m->dim, m->heads,
-            (unsigned long long)(attn > act ? attn : act), (unsigned long long)AG_CLI_MAX_VALUES,
-            AG_TRAINER_HELD_OUT);
-    return 1;
+    unsigned long long most = attn > act ? attn : act;
+    if (attn <= AG_CLI_MAX_VALUES && act <= AG_CLI_MAX_VALUES)
+        return AG_EXIT_OK;
+    if (file && !ag_cli_given(cmd, o->given, "--batch"))
+        return ag_cli_error(cmd,
+                            "%s: its seq %d with batch %d, dim %d and heads %d is too large: one "
+                            "step would hold %llu values in one tensor (at most %llu)",
+                            file, m->seq, o->config.batch, m->dim, m->heads, most,
+                            (unsigned long long)AG_CLI_MAX_VALUES);
+    return ag_cli_usage_error(
+        cmd,
+        "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
+        "hold %llu values in one tensor (at most %llu; the held-out set counts as a batch of %d)",
+        m->seq, o->config.batch, m->dim, m->heads, most, (unsigned long long)AG_CLI_MAX_VALUES,
+        AG_TRAINER_HELD_OUT);
 }
 
 int ag_cli_train_parse(int argc, char **argv, ag_train_opts *o)
@@ -214,17 +235,21 @@ typedef struct run {
                                * head 1, --plot-heads every head */
     int plot, plot_heads; /* --plot, --plot-heads, and gnuplot is there */
     double seconds;       /* the training loop's time */
+    int failed;           /* a step or an evaluation failed (said) */
+    int saved;            /* --save was written */
 } run;
 
-/* Why a step (or an evaluation after it) failed: the trainer's message,
+/* A step or an evaluation that did not run: stopped by a signal (nothing
+ * to say yet: the run ends, saving), or failed: the trainer's message,
  * which for NaN or Inf names the first op that made one (or the parameter
- * an update broke). */
-static void report_failure(ag_status st, const char *err)
+ * an update broke). Returns 0. */
+static int step_failed(run *r, ag_status st, const char *err)
 {
+    if (st == AG_ERR_STOPPED && ag_cli_stop_requested())
+        return 0;
     ag_cli_error(&ag_cmd_train_info, "%s", err);
-    if (st == AG_ERR_NUMERIC)
-        ag_cli_error(&ag_cmd_train_info,
-                     "stopped; try a smaller --lr or --clip (nothing was saved)");
+    r->failed = 1;
+    return 0;
 }
 
 /* Loss and accuracy on the held-out set. With keep, held-out example 0
@@ -236,11 +261,11 @@ static int evaluate(run *r, int keep)
     char err[AG_CLI_ERR_LEN];
     ag_status st = ag_trainer_evaluate(r->t, &r->eval_loss, &r->accuracy, err, sizeof(err));
     if (st != AG_OK)
-        return report_failure(st, err), 0;
+        return step_failed(r, st, err);
     ag_curve_add(&r->acc_curve, r->step, &r->accuracy); /* kept with --plot */
     if (keep &&
         (st = ag_trainer_example(r->t, &r->kept_logits, &r->kept_attn, err, sizeof(err))) != AG_OK)
-        return report_failure(st, err), 0;
+        return step_failed(r, st, err);
     return 1;
 }
 
@@ -300,7 +325,7 @@ static int train_step(run *r)
     char err[AG_CLI_ERR_LEN];
     ag_status st = ag_trainer_step(r->t, &r->loss, err, sizeof(err));
     if (st != AG_OK)
-        return report_failure(st, err), 0;
+        return step_failed(r, st, err);
     ag_curve_add(&r->loss_curve, r->step + 1, &r->loss); /* kept with --plot, thinned */
     r->step = ag_trainer_steps(r->t);
     return 1;
@@ -356,24 +381,34 @@ static int check_files(const ag_train_opts *o)
 }
 
 /* With --load: read the checkpoint into *ck and *st and adopt its settings
- * (the flags checked against them). Returns AG_EXIT_OK or the status to
- * exit with, after saying why. */
+ * (the flags checked against them), then the one rule for the counters: the
+ * run may not take them past what a checkpoint holds. Returns AG_EXIT_OK or
+ * the status to exit with, after saying why. */
 static int load_checkpoint(ag_train_opts *o, ag_checkpoint **ck, ag_train_state *st)
 {
     const ag_command *cmd = &ag_cmd_train_info;
     char err[AG_CLI_ERR_LEN];
-    if (ag_checkpoint_load(o->load_path, ck, st, err, sizeof(err)) != AG_OK)
+    ag_status ls = ag_checkpoint_load(o->load_path, ck, st, err, sizeof(err));
+    if (ls == AG_ERR_STOPPED)
+        return ag_cli_say_stopped(cmd, "reading the checkpoint", 0, NULL, 0, 0);
+    if (ls != AG_OK)
         return ag_cli_error(cmd, "%s", err);
-    if (!adopt_checkpoint(cmd, o, st) || !ag_cli_train_check(o))
+    if (!adopt_checkpoint(cmd, o, st))
         return AG_EXIT_USAGE;
-    /* the checkpoint this run saves must load: its counts stay in range */
-    if (st->step > AG_TRAIN_MAX_STEP - o->steps || st->optim_steps > AG_TRAIN_MAX_STEP - o->steps) {
-        int opt = st->optim_steps > st->step;
-        return ag_cli_usage_error(cmd, "--steps %d: %s is at %s %ld, and a run stops at %ld",
-                                  o->steps, o->load_path, opt ? "optimizer step" : "step",
-                                  opt ? st->optim_steps : st->step, AG_TRAIN_MAX_STEP);
-    }
-    return AG_EXIT_OK;
+    int status = check_sizes(o, o->load_path);
+    if (status != AG_EXIT_OK)
+        return status;
+    return ag_cli_check_counts(cmd, o->load_path, o->steps, given(o, "--steps"), st->step,
+                               st->optim_steps);
+}
+
+/* What the run will need against the limit, before the model is made. */
+static int check_memory(const ag_train_opts *o)
+{
+    ag_memory m;
+    ag_train_memory(&o->config, o->threads, ag_cli_file_bytes(o->load_path), &m);
+    return ag_cli_memory_check(&ag_cmd_train_info, &m,
+                               o->load_path && !given(o, "--batch") ? o->load_path : NULL);
 }
 
 /* The trainer (fresh from the seed, or ck's run) and the history for
@@ -410,9 +445,9 @@ static void run_free(run *r)
     ag_trainer_free(r->t);
 }
 
-/* The steps, until --steps are done or a signal asks to stop: evaluate,
- * log and show progress as asked. Returns 0 after a failure. */
-static int train_loop(run *r)
+/* The steps, until --steps are done, a signal asks to stop or one fails
+ * (r->failed): evaluate, log and show progress as asked. */
+static void train_loop(run *r)
 {
     const ag_train_opts *o = r->o;
     int tty = !o->quiet && isatty(STDOUT_FILENO);
@@ -420,18 +455,19 @@ static int train_loop(run *r)
     long done_steps = 0;
     while (done_steps < o->steps && !ag_cli_stop_requested()) {
         if (!train_step(r))
-            return 0;
+            break;
         done_steps++;
         int last = done_steps == o->steps;
         int eval_now = r->step % o->eval_every == 0 || last;
         /* the last evaluation is kept for the heatmap, not run twice */
-        if (eval_now && !evaluate(r, last))
-            return 0;
-        if (r->log) {
-            double row[4] = {(double)r->step, r->loss, eval_now ? r->eval_loss : NAN,
-                             eval_now ? r->accuracy : NAN};
+        int evaluated = eval_now && evaluate(r, last);
+        if (r->log) { /* the step's row, also when its evaluation did not run */
+            double row[4] = {(double)r->step, r->loss, evaluated ? r->eval_loss : NAN,
+                             evaluated ? r->accuracy : NAN};
             ag_csv_row(r->log, row, 4); /* errors are sticky; ag_csv_close reports them */
         }
+        if (eval_now && !evaluated)
+            break;
         double t = ag_cli_now() - start;
         if (tty && (t - last_draw > 0.1 || last)) {
             print_progress(r, done_steps, o->steps, t, 1);
@@ -443,7 +479,6 @@ static int train_loop(run *r)
     r->seconds = ag_cli_now() - start;
     if (tty)
         printf("\n");
-    return 1;
 }
 
 /* --plot, when gnuplot is there. Returns 1, or 0 after saying why (and
@@ -479,37 +514,67 @@ static int draw_plots(run *r, int *stop)
     return failed;
 }
 
-/* After the loop: the last evaluation and its heatmap, the plots, the log,
- * the checkpoint and the result line. Returns the exit status. */
-static int run_finish(run *r)
+/* As soon as the steps end (done, stopped or failed): the log, then the
+ * checkpoint, unless a weight is no longer finite (the update broke it:
+ * what is on disk stays). Returns 0 when either could not be written
+ * (said). */
+static int save_first(run *r)
 {
     const ag_train_opts *o = r->o;
     const ag_command *cmd = &ag_cmd_train_info;
     char err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
-    int stop = ag_cli_stop_requested();
-    if (stop)
-        ag_cli_error(cmd, "%s after step %ld", ag_cli_stop_reason(stop), r->step);
-    if (!r->kept_attn && !evaluate(r, 1)) /* interrupted before the last step */
-        return AG_EXIT_FAIL;
-    show_final(r);
-    int plot_failed = draw_plots(r, &stop);
+    ag_tensor *params[8];
+    size_t n = ag_model_params(ag_trainer_model(r->t), params, NULL, 8), elem;
+    int broken = ag_first_nonfinite_param(params, n, &elem) >= 0, ok = 1;
     ag_csv *log = r->log;
     r->log = NULL;
-    if (log && ag_csv_close(log, err, sizeof(err)) != AG_OK)
-        return ag_cli_error(cmd, "%s", err);
-    if (o->save_path) {
+    if (log && !broken && ag_csv_close(log, err, sizeof(err)) != AG_OK)
+        ok = !ag_cli_error(cmd, "%s", err); /* the checkpoint is still written */
+    else if (log && broken)
+        ag_csv_free(log);
+    if (o->save_path && !broken) {
         if (ag_trainer_save(r->t, o->save_path, err, sizeof(err)) != AG_OK)
-            return ag_cli_error(cmd, "%s", err);
+            return !ag_cli_error(cmd, "%s", err);
+        r->saved = 1;
         if (!o->quiet)
             printf("saved: %s (step %ld)\n", ag_quote(o->save_path, shown, sizeof(shown)), r->step);
+        fflush(stdout);
     }
-    printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
-           ag_task_name(o->config.model.task), r->step, r->eval_loss, r->accuracy, r->seconds);
-    return stop ? 128 + stop : plot_failed ? AG_EXIT_FAIL : AG_EXIT_OK;
+    if (r->failed)
+        ag_cli_say_failed(cmd, broken, o->save_path, r->saved, r->step);
+    return ok;
 }
 
-/* Set up (releasing the checkpoint once it is restored), catch the stop
- * signals, open the log, train and finish. */
+static void print_result(const run *r)
+{
+    printf("result: task=%s steps=%ld loss=%.6f accuracy=%.4f seconds=%.2f\n",
+           ag_task_name(r->o->config.model.task), r->step, r->eval_loss, r->accuracy, r->seconds);
+}
+
+/* After the loop and the files it wrote: the last evaluation and its
+ * heatmap, the plots and the result line. Stopped by a signal, the result
+ * line reports the last evaluation made. Returns the exit status. */
+static int run_finish(run *r, int wrote)
+{
+    const ag_command *cmd = &ag_cmd_train_info;
+    if (r->failed)
+        return AG_EXIT_FAIL;
+    int stop = ag_cli_stop_requested();
+    if (!stop && !r->kept_attn && !evaluate(r, 1) && r->failed)
+        return AG_EXIT_FAIL;
+    if ((stop = ag_cli_stop_requested()) != 0) {
+        int status = ag_cli_say_stopped(cmd, NULL, 1, r->o->save_path, r->saved, r->step);
+        print_result(r);
+        return status;
+    }
+    show_final(r);
+    int plot_failed = draw_plots(r, &stop);
+    print_result(r);
+    return stop ? 128 + stop : plot_failed || !wrote ? AG_EXIT_FAIL : AG_EXIT_OK;
+}
+
+/* Set up (releasing the checkpoint once it is restored), open the log,
+ * train, write what was trained and finish. */
 static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
 {
     const ag_train_opts *o = r->o;
@@ -520,16 +585,11 @@ static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
     *ck = NULL;
     if (!ready)
         return AG_EXIT_FAIL;
-    /* From here on a temporary file may exist: Ctrl-C and SIGTERM only ask
-     * the loop to stop, so that it is always committed or removed. */
-    ag_cli_stop saved = {0};
-    ag_cli_stop_begin(&saved);
-    int status = AG_EXIT_FAIL;
+    if (ag_cli_stop_requested())
+        return ag_cli_say_stopped(&ag_cmd_train_info, "making the model", 0, NULL, 0, 0);
     if (o->log_path && ag_csv_open(o->log_path, "step,loss,eval_loss,accuracy", &r->log, err,
-                                   sizeof(err)) != AG_OK) {
-        ag_cli_error(&ag_cmd_train_info, "%s", err);
-        goto done;
-    }
+                                   sizeof(err)) != AG_OK)
+        return ag_cli_error(&ag_cmd_train_info, "%s", err);
     if (!o->quiet) {
         printf("training %s: seq %d, dim %d, heads %d, posenc %s%s, %s lr %g, batch %d, %d steps\n",
                ag_task_name(c->model.task), c->model.seq, c->model.dim, c->model.heads,
@@ -537,13 +597,10 @@ static int run_train(run *r, ag_checkpoint **ck, const ag_train_state *st)
                c->optimizer_adam ? "adam" : "sgd", c->lr, c->batch, o->steps);
         fflush(stdout);
     }
-    if (evaluate(r, 0) && train_loop(r))
-        status = run_finish(r);
-done:
-    ag_csv_free(r->log); /* an unfinished log is discarded, never left half-written */
-    r->log = NULL;
-    ag_cli_stop_end(&saved);
-    return status;
+    if (evaluate(r, 0))
+        train_loop(r);
+    int wrote = save_first(r);
+    return run_finish(r, wrote);
 }
 
 int ag_cli_train_run(ag_train_opts *o)
@@ -551,27 +608,36 @@ int ag_cli_train_run(ag_train_opts *o)
     ag_checkpoint *ck = NULL;
     ag_train_state loaded;
     memset(&loaded, 0, sizeof(loaded));
+    /* from here on every phase honours a signal: it only asks the run to
+     * stop, so that a temporary file is always committed or removed */
+    ag_cli_stop stop_signals = {0};
+    ag_cli_stop_begin(&stop_signals);
+    ag_cli_progress_begin(&ag_cmd_train_info, o->quiet);
     int status = check_files(o);
     if (status == AG_EXIT_OK && o->load_path)
         status = load_checkpoint(o, &ck, &loaded);
-    if (status != AG_EXIT_OK) {
-        ag_checkpoint_free(ck);
-        return status;
-    }
+    if (status == AG_EXIT_OK)
+        status = check_memory(o);
     run r;
     memset(&r, 0, sizeof(r));
     r.o = o;
-    r.plot = o->plot_path != NULL;
-    r.plot_heads = o->heads_path != NULL;
-    if ((r.plot || r.plot_heads) && !ag_cli_have_program("gnuplot")) {
-        /* said once, before the run; training goes on without the plot */
-        ag_cli_error(&ag_cmd_train_info,
-                     "gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
-        r.plot = r.plot_heads = 0;
+    r.eval_loss = r.accuracy = NAN; /* until the first evaluation */
+    if (status == AG_EXIT_OK) {
+        r.plot = o->plot_path != NULL;
+        r.plot_heads = o->heads_path != NULL;
+        if ((r.plot || r.plot_heads) && !ag_cli_have_program("gnuplot")) {
+            /* said once, before the run; training goes on without the plot */
+            ag_cli_error(&ag_cmd_train_info,
+                         "gnuplot is not installed, so no plot (apt-get install gnuplot-nox)");
+            r.plot = r.plot_heads = 0;
+        }
+        ag_set_threads(o->threads);
+        status = run_train(&r, &ck, &loaded);
     }
-    ag_set_threads(o->threads);
-    status = run_train(&r, &ck, &loaded);
+    ag_checkpoint_free(ck);
     run_free(&r);
+    ag_cli_progress_end();
+    ag_cli_stop_end(&stop_signals);
     ag_set_threads(1);
     return status;
 }

@@ -5,10 +5,17 @@
  * the loop with its progress, log, plot and Ctrl-C, and ends with the
  * result line, whose val_loss is the full validation loss: every window of
  * the last 10% of the text, a number any implementation can reproduce.
+ *
+ * Nothing trained is lost: the memory the run needs is checked before
+ * anything is allocated; the log and the checkpoint are written as soon as
+ * the steps end (a signal, a NaN or any error in a step ends them too),
+ * before the full validation, which may take long; and a signal in any
+ * phase stops it at once, with a line on what was saved.
  */
 #include "limits.h"
 #include "opts.h"
 #include "plot.h"
+#include "progress.h"
 #include "signals.h"
 
 #include <math.h>
@@ -116,11 +123,17 @@ static int print_help(void)
     ag_cli_print_options(&text_cmd);
     printf("\nAdamW uses betas 0.9 and 0.99. With --load the checkpoint fixes the model and\n"
            "the seed (a model flag that differs is an error); --steps counts the steps to\n"
-           "add, and the other training flags replace the checkpoint's settings. Ctrl-C\n"
-           "(or SIGTERM, SIGHUP) stops after the current step and still saves; the exit\n"
-           "status is then 130 (143, 129).\n\n"
-           "The last line on stdout is the summary, with the full validation loss:\n"
-           "  result: task=text steps=N loss=L val_loss=V seconds=S\n");
+           "add, and the other training flags replace the checkpoint's settings.\n\n"
+           "The log and the checkpoint are written as soon as the steps end, before the\n"
+           "full validation. Ctrl-C (or SIGTERM, SIGHUP) in any phase stops the run within\n"
+           "about a second, still saving what was trained (a step cut short is not\n"
+           "counted), and the exit status is 130 (143, 129); a second one ends it at\n"
+           "once. A loss or gradient that turns NaN or Inf stops at that step and saves\n"
+           "the step before it (exit 1). A run that would need more memory than\n"
+           "AG_MAX_MEMORY (default: the machine's) is refused before it starts.\n\n"
+           "The last line on stdout is the summary, with the full validation loss and\n"
+           "the seconds of the steps and of the validation:\n"
+           "  result: task=text steps=N loss=L val_loss=V seconds=S val_seconds=W\n");
     return AG_EXIT_OK;
 }
 
@@ -153,24 +166,48 @@ static int parse_flags(int argc, char **argv, ag_text_opts *o)
 }
 
 /* The model and a step fit: --heads divides --dim, and no tensor of a step
- * (or of a validation batch) holds more than AG_CLI_MAX_VALUES. */
-static int check_sizes(const ag_text_opts *o)
+ * (or of a validation chunk) holds more than AG_CLI_MAX_VALUES. file: the
+ * sizes are a checkpoint's (with --load), and a failure names it, exit 1,
+ * unless --batch was given. Returns AG_EXIT_OK or the status, said. */
+static int check_sizes(const ag_text_opts *o, const char *file)
 {
     const ag_command *cmd = &text_cmd;
     const ag_gpt_config *m = &o->model;
     if (m->heads > m->dim || m->dim % m->heads != 0)
-        return !ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
+        return ag_cli_usage_error(cmd, "--heads: %d does not divide --dim %d", m->heads, m->dim);
     uint64_t b = (uint64_t)(o->train.batch > EVAL_WINDOWS ? o->train.batch : EVAL_WINDOWS);
     uint64_t attn = ag_cli_attention_values(b, (uint64_t)m->heads, (uint64_t)m->seq);
     uint64_t act = ag_cli_activation_values(b, (uint64_t)m->seq, 4 * (uint64_t)m->dim);
-    if (attn > AG_CLI_MAX_VALUES || act > AG_CLI_MAX_VALUES)
-        return !ag_cli_usage_error(
-            cmd,
-            "--seq %d with --batch %d, --dim %d and --heads %d is too large: one step would "
-            "hold %llu values in one tensor (at most %llu)",
-            m->seq, o->train.batch, m->dim, m->heads, (unsigned long long)(attn > act ? attn : act),
-            (unsigned long long)AG_CLI_MAX_VALUES);
-    return 1;
+    unsigned long long most = attn > act ? attn : act;
+    if (attn <= AG_CLI_MAX_VALUES && act <= AG_CLI_MAX_VALUES)
+        return AG_EXIT_OK;
+    if (file && !given(o, "--batch"))
+        return ag_cli_error(cmd,
+                            "%s: its block_size %d with batch %d, n_embd %d and n_head %d is too "
+                            "large: one step would hold %llu values in one tensor (at most %llu); "
+                            "a smaller --batch may fit",
+                            file, m->seq, o->train.batch, m->dim, m->heads, most,
+                            (unsigned long long)AG_CLI_MAX_VALUES);
+    return ag_cli_usage_error(cmd,
+                              "--seq %d with --batch %d, --dim %d and --heads %d is too large: "
+                              "one step would hold %llu values in one tensor (at most %llu)",
+                              m->seq, o->train.batch, m->dim, m->heads, most,
+                              (unsigned long long)AG_CLI_MAX_VALUES);
+}
+
+/* The schedule decays toward --min-lr: above --lr, the rate would rise. */
+static int check_rates(const ag_text_opts *o, const char *file)
+{
+    const ag_gpt_train_config *t = &o->train;
+    if (t->min_lr <= t->lr)
+        return AG_EXIT_OK;
+    if (file && !given(o, "--lr") && !given(o, "--min-lr"))
+        return ag_cli_error(&text_cmd, "%s: metadata min_lr %g is above lr %g", file, t->min_lr,
+                            t->lr);
+    return ag_cli_usage_error(&text_cmd,
+                              "--min-lr %g is above --lr %g%s: the learning rate would rise as "
+                              "it decays",
+                              t->min_lr, t->lr, file ? " (the one not given is --load's)" : "");
 }
 
 /* Two outputs naming one file would overwrite each other; --save over
@@ -200,7 +237,7 @@ int ag_cli_text_parse(int argc, char **argv, ag_text_opts *o)
         return AG_EXIT_USAGE;
     if (!given(o, "--decay-steps") && !o->load_path)
         o->train.decay_steps = o->steps;
-    if (!o->load_path && !check_sizes(o))
+    if (!o->load_path && (check_sizes(o, NULL) != AG_EXIT_OK || check_rates(o, NULL) != AG_EXIT_OK))
         return AG_EXIT_USAGE;
     return AG_CLI_GO;
 }
@@ -225,11 +262,30 @@ typedef struct text_run {
     double *row;               /* (5 + 2 layers) a log row */
     int plots;                 /* gnuplot is there for --plot and --plot-heads */
     int plot_failed, plot_sig; /* the plot was not made (and the signal that stopped gnuplot) */
+    int failed;                /* a step failed (NaN, out of memory): said, exit 1 */
+    int saved;                 /* --save was written */
+    double seconds;            /* the steps' time */
 } text_run;
+
+static int fail(const char *msg)
+{
+    ag_cli_error(&ag_cmd_train_info, "%s", msg);
+    return 0;
+}
+
+/* A signal stopped the run during `phase` (NULL: the steps): say what was
+ * saved, and the status 128 + the signal. */
+static int stopped(const text_run *r, const char *phase)
+{
+    return ag_cli_say_stopped(&ag_cmd_train_info, phase, r->t != NULL, r->o->save_path, r->saved,
+                              r->t ? ag_gpt_trainer_steps(r->t) : 0);
+}
 
 /* With --load, the checkpoint fixes the model and the seed: a flag that
  * says otherwise is a usage error; the training flags given (and --dropout)
- * replace its settings. */
+ * replace its settings. Then the sizes and rates, the counters (one rule:
+ * the run may not take them past what a checkpoint holds). AG_CLI_GO or
+ * the status, said. */
 static int adopt_checkpoint(ag_text_opts *o, const ag_gpt_file *f)
 {
     static const char *const fixed[] = {"--layers", "--heads",       "--dim",          "--seq",
@@ -237,8 +293,9 @@ static int adopt_checkpoint(ag_text_opts *o, const ag_gpt_file *f)
                                         "--posenc", "--seed"};
     const ag_command *cmd = &text_cmd;
     ag_text_opts saved = *o;
+    long step = 0;
     saved.model = *ag_gpt_file_config(f);
-    if (!ag_gpt_file_train(f, &saved.train, NULL)) {
+    if (!ag_gpt_file_train(f, &saved.train, &step)) {
         return ag_cli_error(cmd,
                             "%s holds a model but no training state (it was not saved by a "
                             "training run)",
@@ -248,57 +305,127 @@ static int adopt_checkpoint(ag_text_opts *o, const ag_gpt_file *f)
         return AG_EXIT_USAGE;
     ag_cli_copy_given(cmd, o->given, &saved, o);
     *o = saved;
-    return check_sizes(o) ? AG_CLI_GO : AG_EXIT_USAGE;
+    int st = ag_cli_check_counts(cmd, o->load_path, o->steps, given(o, "--steps"), step,
+                                 ag_gpt_file_optim_steps(f));
+    if (st == AG_EXIT_OK)
+        st = check_sizes(o, o->load_path);
+    if (st == AG_EXIT_OK)
+        st = check_rates(o, o->load_path);
+    return st == AG_EXIT_OK ? AG_CLI_GO : st;
 }
 
-static int fail(const char *msg)
+/* What the run will need against the limit: before the text is read (its
+ * vocabulary not yet known: vocab is --load's, or 1), and again once it is
+ * (vocab its own), before the model is made. file: where the sizes came
+ * from, for the message (NULL: the flags). */
+static int check_memory(const text_run *r, int vocab, const char *file)
 {
-    ag_cli_error(&ag_cmd_train_info, "%s", msg);
-    return 0;
+    const ag_text_opts *o = r->o;
+    ag_gpt_run run = {.batch = o->train.batch,
+                      .validate = 1,
+                      .save = o->save_path != NULL,
+                      .threads = o->threads,
+                      .text_bytes = ag_cli_file_bytes(o->text_path),
+                      .file_bytes = ag_cli_file_bytes(o->load_path)};
+    ag_gpt_config c = o->model;
+    c.vocab = vocab;
+    return ag_cli_gpt_memory_check(&text_cmd, &c, &run, file);
 }
 
-/* The trainer, with its text and model (fresh, or --load's run); then the
- * logits of a batch must fit (the vocabulary is the text's). */
+/* Before any work: every output can be written, none is another file of
+ * the run under another name (--save over --load resumes in place); then
+ * --load's checkpoint, its settings adopted; then the memory. AG_CLI_GO or
+ * the status. */
+static int prepare(text_run *r)
+{
+    ag_text_opts *o = r->o;
+    char err[AG_CLI_ERR_LEN];
+    const ag_cli_file files[] = {
+        {"--log", o->log_path, 1, NULL},       {"--plot", o->plot_path, 1, NULL},
+        {"--save", o->save_path, 1, "--load"}, {"--load", o->load_path, 0, NULL},
+        {"--text", o->text_path, 0, NULL},     {"--plot-heads", o->heads_path, 1, NULL},
+    };
+    int st = ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
+    if (st != AG_EXIT_OK)
+        return st;
+    const char *from = NULL; /* where the model's sizes come from */
+    int vocab = 1;
+    if (o->load_path) {
+        ag_status ls = ag_gpt_file_load(o->load_path, &r->file, err, sizeof(err));
+        if (ls == AG_ERR_STOPPED)
+            return stopped(r, "reading the checkpoint");
+        if (ls != AG_OK)
+            return fail(err), AG_EXIT_FAIL;
+        if ((st = adopt_checkpoint(o, r->file)) != AG_CLI_GO)
+            return st;
+        vocab = ag_gpt_file_config(r->file)->vocab;
+        from = given(o, "--batch") ? NULL : o->load_path;
+    }
+    st = check_memory(r, vocab, from);
+    return st == AG_EXIT_OK ? AG_CLI_GO : st;
+}
+
+/* The text, the memory of the model it makes, the trainer with its model
+ * (fresh, or --load's run). AG_EXIT_OK or the status, said. */
 static int setup(text_run *r, char *err, size_t errlen)
 {
     ag_text_opts *o = r->o;
-    r->t = ag_gpt_trainer_open(o->text_path, &o->model, &o->train, r->file, err, errlen);
-    ag_gpt_file_free(r->file);
-    r->file = NULL;
-    if (!r->t)
-        return fail(err);
-    r->g = ag_gpt_trainer_model(r->t);
-    r->text = ag_gpt_trainer_text(r->t);
-    o->model.vocab = ag_gpt_get_config(r->g)->vocab;
-    uint64_t logits = ag_cli_activation_values((uint64_t)o->train.batch, (uint64_t)o->model.seq,
-                                               (uint64_t)o->model.vocab);
+    ag_text *text = NULL;
+    const ag_vocab *vocab = r->file ? ag_gpt_file_vocab(r->file) : NULL;
+    ag_status st = ag_text_load(o->text_path, vocab, &text, err, errlen);
+    if (st == AG_ERR_STOPPED)
+        return stopped(r, "reading the text");
+    if (st != AG_OK)
+        return fail(err), AG_EXIT_FAIL;
+    int V = ag_vocab_size(text->vocab);
+    /* the text's vocabulary sizes the head: it must fit too */
+    uint64_t logits =
+        ag_cli_activation_values((uint64_t)o->train.batch, (uint64_t)o->model.seq, (uint64_t)V);
     if (logits > AG_CLI_MAX_VALUES) {
+        ag_text_free(text);
         snprintf(err, errlen,
                  "%s has %d distinct characters: the logits of a batch would hold "
                  "%llu values (at most %llu); try a smaller --batch or --seq",
-                 o->text_path, o->model.vocab, (unsigned long long)logits,
+                 o->text_path, V, (unsigned long long)logits,
                  (unsigned long long)AG_CLI_MAX_VALUES);
-        return fail(err);
+        return fail(err), AG_EXIT_FAIL;
     }
-    return 1;
+    int mem = r->file ? AG_EXIT_OK : check_memory(r, V, o->text_path);
+    if (mem != AG_EXIT_OK) {
+        ag_text_free(text);
+        return mem;
+    }
+    r->t = ag_gpt_trainer_open_text(text, o->text_path, &o->model, &o->train, r->file, err,
+                                    errlen); /* takes the text */
+    ag_gpt_file_free(r->file);
+    r->file = NULL;
+    if (!r->t)
+        return ag_cli_stop_requested() ? stopped(r, "making the model") : (fail(err), AG_EXIT_FAIL);
+    r->g = ag_gpt_trainer_model(r->t);
+    r->text = ag_gpt_trainer_text(r->t);
+    o->model.vocab = V;
+    return AG_EXIT_OK;
 }
 
 /* The estimates of both losses, for the progress line, the log and the plot. */
-static int estimate(text_run *r, char *err, size_t errlen)
+static ag_status estimate(text_run *r, char *err, size_t errlen)
 {
     int iters = r->o->eval_iters;
-    if (ag_gpt_trainer_estimate(r->t, AG_SPLIT_TRAIN, iters, &r->train_est, err, errlen) != AG_OK ||
-        ag_gpt_trainer_estimate(r->t, AG_SPLIT_VAL, iters, &r->val_est, err, errlen) != AG_OK)
-        return fail(err);
+    ag_status st = ag_gpt_trainer_estimate(r->t, AG_SPLIT_TRAIN, iters, &r->train_est, err, errlen);
+    if (st == AG_OK)
+        st = ag_gpt_trainer_estimate(r->t, AG_SPLIT_VAL, iters, &r->val_est, err, errlen);
+    if (st != AG_OK)
+        return st;
     r->est_step = ag_gpt_trainer_steps(r->t);
     ag_curve_add(&r->est_curve, r->est_step, (double[]){r->train_est, r->val_est});
     int L = ag_gpt_get_config(r->g)->layers;
     if (r->flow) {
-        if (ag_gpt_trainer_flow(r->t, r->flow, r->flow + L, err, errlen) != AG_OK)
-            return fail(err);
+        st = ag_gpt_trainer_flow(r->t, r->flow, r->flow + L, err, errlen);
+        if (st != AG_OK)
+            return st;
         ag_curve_add(&r->flow_curve, r->est_step, r->flow);
     }
-    return 1;
+    return AG_OK;
 }
 
 static void progress(const text_run *r, long done, double elapsed, int tty)
@@ -331,32 +458,41 @@ static int plot(const text_run *r, double val_loss, int *sig, char *err, size_t 
     return ag_cli_text_plot(r->o->plot_path, &d, sig, err, errlen);
 }
 
-/* One step and what follows it: the log row, an estimate, the progress. */
+/* One step and what follows it: the log row, an estimate, the progress.
+ * Returns 1 to go on; 0 when the steps end here: stopped by a signal, or
+ * failed (said, r->failed). */
 static int step(text_run *r, long done, double start, double *last_draw, int tty, char *err,
                 size_t errlen)
 {
     ag_text_opts *o = r->o;
     ag_status st = ag_gpt_trainer_step(r->t, &r->loss, err, errlen);
+    if (st == AG_ERR_STOPPED && ag_cli_stop_requested())
+        return 0; /* the step cut short is not counted; finish() says the rest */
     if (st != AG_OK) {
-        fail(err);
-        if (st == AG_ERR_NUMERIC)
-            fail("stopped; try a smaller --lr or --clip (nothing was saved)");
-        return 0;
+        r->failed = 1;
+        return fail(err);
     }
     long s = ag_gpt_trainer_steps(r->t);
     int last = done == o->steps, eval_now = s % o->eval_every == 0 || last;
     ag_curve_add(&r->loss_curve, s, &r->loss); /* kept with --plot, thinned */
-    if (eval_now && !estimate(r, err, errlen))
-        return 0;
-    if (r->log) {
+    if (eval_now)
+        st = estimate(r, err, errlen);
+    int estimated = eval_now && st == AG_OK;
+    if (r->log) { /* the step's row, also when its estimate did not run */
         int L = ag_gpt_get_config(r->g)->layers;
         double *row = r->row;
         row[0] = (double)s, row[1] = r->loss;
-        row[2] = eval_now ? r->train_est : NAN, row[3] = eval_now ? r->val_est : NAN;
+        row[2] = estimated ? r->train_est : NAN, row[3] = estimated ? r->val_est : NAN;
         row[4] = ag_gpt_lr_at(ag_gpt_trainer_config(r->t), s - 1);
         for (int k = 0; k < 2 * L; k++)
-            row[5 + k] = eval_now ? r->flow[k] : NAN;
+            row[5 + k] = estimated ? r->flow[k] : NAN;
         ag_csv_row(r->log, row, 5 + 2 * (size_t)L); /* errors are sticky; ag_csv_close says */
+    }
+    if (st == AG_ERR_STOPPED && ag_cli_stop_requested())
+        return 0;
+    if (st != AG_OK) {
+        r->failed = 1;
+        return fail(err);
     }
     double t = ag_cli_now() - start;
     if (tty && (t - *last_draw > 0.1 || last)) {
@@ -368,24 +504,83 @@ static int step(text_run *r, long done, double start, double *last_draw, int tty
     return 1;
 }
 
-/* After the loop: the full validation loss, the plot, the log, the
- * checkpoint and the result line. */
-static int finish(text_run *r, double seconds, int stop, char *err, size_t errlen)
+/* As soon as the steps end (done, stopped or failed): the log, then the
+ * checkpoint, unless a weight is no longer finite (the update broke it:
+ * what is on disk stays). Returns 0 when either could not be written
+ * (said). */
+static int save_first(text_run *r, char *err, size_t errlen)
 {
     ag_text_opts *o = r->o;
-    double val = 0;
+    int ok = 1;
+    char shown[AG_QUOTE_LEN];
+    size_t n = ag_gpt_params(r->g, NULL, NULL, 0), elem;
+    ag_tensor **params = malloc((n ? n : 1) * sizeof(*params));
+    if (!params)
+        return fail("out of memory");
+    ag_gpt_params(r->g, params, NULL, n);
+    int broken = ag_first_nonfinite_param(params, n, &elem) >= 0;
+    free(params);
+    if (r->log && !broken) {
+        ag_csv *log = r->log;
+        r->log = NULL;
+        if (ag_csv_close(log, err, errlen) != AG_OK)
+            ok = fail(err); /* the checkpoint is still written */
+    }
+    if (o->save_path && !broken) {
+        if (ag_gpt_trainer_save(r->t, o->save_path, err, errlen) != AG_OK)
+            return fail(err);
+        r->saved = 1;
+        if (!o->quiet)
+            printf("saved: %s (step %ld)\n", ag_quote(o->save_path, shown, sizeof(shown)),
+                   ag_gpt_trainer_steps(r->t));
+        fflush(stdout);
+    }
+    if (r->failed)
+        ag_cli_say_failed(&ag_cmd_train_info, broken, o->save_path, r->saved,
+                          ag_gpt_trainer_steps(r->t));
+    return ok;
+}
+
+static void result(const text_run *r, double val, double val_seconds)
+{
+    printf("result: task=text steps=%ld loss=%.6f val_loss=%.6f seconds=%.2f val_seconds=%.2f\n",
+           ag_gpt_trainer_steps(r->t), r->train_est, val, r->seconds, val_seconds);
+}
+
+/* After the steps, and their log and checkpoint: the full validation loss
+ * (which may take long: shown, and stopped by a signal like any phase),
+ * the plot and the result line. Returns the exit status. */
+static int finish(text_run *r, char *err, size_t errlen)
+{
+    ag_text_opts *o = r->o;
+    double val = NAN;
     size_t windows = 0;
-    if (r->est_step != ag_gpt_trainer_steps(r->t) && !estimate(r, err, errlen))
-        return 0; /* stopped between estimates: the result's loss is this step's */
-    if (ag_gpt_trainer_val_loss(r->t, &val, &windows, err, errlen) != AG_OK)
-        return fail(err);
+    if (ag_cli_stop_requested()) {
+        int st = stopped(r, NULL);
+        result(r, NAN, 0);
+        return st;
+    }
+    double start = ag_cli_now();
+    ag_status vs = ag_gpt_trainer_val_loss(r->t, &val, &windows, err, errlen);
+    double val_seconds = ag_cli_now() - start;
+    if (vs == AG_ERR_STOPPED || ag_cli_stop_requested()) {
+        int st = stopped(r, "the validation");
+        result(r, NAN, val_seconds);
+        return st;
+    }
+    if (vs != AG_OK) {
+        fail(err);
+        if (r->saved)
+            fail("the checkpoint was saved before the validation");
+        return AG_EXIT_FAIL;
+    }
     char shown[AG_QUOTE_LEN];
     if (o->plot_path && r->plots) {
         if (plot(r, val, &r->plot_sig, err, errlen)) {
             if (!o->quiet)
                 printf("plot: %s\n", ag_quote(o->plot_path, shown, sizeof(shown)));
         } else {
-            fail(err); /* the log and the checkpoint still follow; the status says it */
+            fail(err); /* the log and the checkpoint are written; the status says it */
             r->plot_failed = 1;
         }
     }
@@ -398,26 +593,10 @@ static int finish(text_run *r, double seconds, int stop, char *err, size_t errle
             r->plot_failed = 1;
         }
     }
-    if (r->log) {
-        ag_csv *log = r->log;
-        r->log = NULL;
-        if (ag_csv_close(log, err, errlen) != AG_OK)
-            return fail(err);
-    }
-    long steps = ag_gpt_trainer_steps(r->t);
-    if (o->save_path) {
-        if (ag_gpt_trainer_save(r->t, o->save_path, err, errlen) != AG_OK)
-            return fail(err);
-        if (!o->quiet)
-            printf("saved: %s (step %ld)\n", ag_quote(o->save_path, shown, sizeof(shown)), steps);
-    }
-    if (stop)
-        ag_cli_error(&ag_cmd_train_info, "%s after step %ld", ag_cli_stop_reason(stop), steps);
     if (!o->quiet)
         printf("validation: %zu windows of %d characters\n", windows, o->model.seq);
-    printf("result: task=text steps=%ld loss=%.6f val_loss=%.6f seconds=%.2f\n", steps,
-           r->train_est, val, seconds);
-    return 1;
+    result(r, val, val_seconds);
+    return r->plot_sig ? 128 + r->plot_sig : r->plot_failed ? AG_EXIT_FAIL : AG_EXIT_OK;
 }
 
 /* What is about to be trained: the text, the model, the schedule. */
@@ -435,28 +614,6 @@ static void print_header(const text_run *r)
     printf("adamw: lr %g to %g, warmup %ld, batch %d, %d steps from step %ld\n", o->train.lr,
            o->train.min_lr, o->train.warmup, o->train.batch, o->steps, ag_gpt_trainer_steps(r->t));
     fflush(stdout);
-}
-
-/* Before any work: every output can be written, none is another file of
- * the run under another name (--save over --load resumes in place); then
- * --load's checkpoint, its settings adopted. AG_CLI_GO or the status. */
-static int prepare(text_run *r)
-{
-    ag_text_opts *o = r->o;
-    char err[AG_CLI_ERR_LEN];
-    const ag_cli_file files[] = {
-        {"--log", o->log_path, 1, NULL},       {"--plot", o->plot_path, 1, NULL},
-        {"--save", o->save_path, 1, "--load"}, {"--load", o->load_path, 0, NULL},
-        {"--text", o->text_path, 0, NULL},     {"--plot-heads", o->heads_path, 1, NULL},
-    };
-    int checked = ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
-    if (checked != AG_EXIT_OK)
-        return checked;
-    if (!o->load_path)
-        return AG_CLI_GO;
-    if (ag_gpt_file_load(o->load_path, &r->file, err, sizeof(err)) != AG_OK)
-        return fail(err), AG_EXIT_FAIL;
-    return adopt_checkpoint(o, r->file);
 }
 
 /* --plot's history, when gnuplot is there (else said, and no plot), and the
@@ -502,58 +659,68 @@ static char *log_header(int layers)
     return h;
 }
 
+/* --log's file with its header. Returns 0 when it cannot be opened (said). */
+static int open_log(text_run *r, char *err, size_t errlen)
+{
+    char *header = log_header(ag_gpt_get_config(r->g)->layers);
+    ag_status st = AG_ERR_NOMEM;
+    snprintf(err, errlen, "out of memory");
+    if (header)
+        st = ag_csv_open(r->o->log_path, header, &r->log, err, errlen);
+    free(header);
+    return st == AG_OK ? 1 : fail(err);
+}
+
+/* The text and the model, the log, the steps, then what follows them.
+ * Returns the exit status. */
+static int train(text_run *r)
+{
+    ag_text_opts *o = r->o;
+    char err[AG_CLI_ERR_LEN];
+    int st = setup(r, err, sizeof(err));
+    if (st != AG_EXIT_OK)
+        return st;
+    if (!alloc_history(r))
+        return AG_EXIT_FAIL;
+    if (ag_cli_stop_requested())
+        return stopped(r, "making the model");
+    if (o->log_path && !open_log(r, err, sizeof(err)))
+        return AG_EXIT_FAIL;
+    int tty = !o->quiet && isatty(STDOUT_FILENO);
+    if (!o->quiet)
+        print_header(r);
+    double start = ag_cli_now(), last_draw = 0;
+    long done_steps = 0;
+    while (done_steps < o->steps && !ag_cli_stop_requested())
+        if (!step(r, ++done_steps, start, &last_draw, tty, err, sizeof(err)))
+            break;
+    r->seconds = ag_cli_now() - start;
+    if (tty)
+        printf("\n");
+    int wrote = save_first(r, err, sizeof(err));
+    if (r->failed)
+        return AG_EXIT_FAIL;
+    st = finish(r, err, sizeof(err));
+    return !wrote && st == AG_EXIT_OK ? AG_EXIT_FAIL : st;
+}
+
 int ag_cli_text_run(ag_text_opts *o)
 {
-    char err[AG_CLI_ERR_LEN];
     text_run r;
     memset(&r, 0, sizeof(r));
     r.o = o;
     r.train_est = r.val_est = NAN;
     r.est_step = -1;
-    int status = prepare(&r);
+    /* from here on every phase honours a signal: it only asks the run to stop */
     ag_cli_stop stop_signals = {0};
-    if (status != AG_CLI_GO) {
-        ag_gpt_file_free(r.file);
-        return status;
-    }
-    status = AG_EXIT_FAIL;
-    if (!setup(&r, err, sizeof(err)) || !alloc_history(&r))
-        goto done;
-    ag_set_threads(o->threads);
-    /* from here on a temporary file may exist: a signal only asks the loop to stop */
     ag_cli_stop_begin(&stop_signals);
-    if (o->log_path) {
-        char *header = log_header(ag_gpt_get_config(r.g)->layers);
-        ag_status st = AG_ERR_NOMEM;
-        snprintf(err, sizeof(err), "out of memory");
-        if (header)
-            st = ag_csv_open(o->log_path, header, &r.log, err, sizeof(err));
-        free(header);
-        if (st != AG_OK) {
-            fail(err);
-            goto done;
-        }
-    }
-    int tty = !o->quiet && isatty(STDOUT_FILENO);
-    if (!o->quiet)
-        print_header(&r);
-    double start = ag_cli_now(), last_draw = 0;
-    long done_steps = 0;
-    while (done_steps < o->steps && !ag_cli_stop_requested()) {
-        if (!step(&r, ++done_steps, start, &last_draw, tty, err, sizeof(err)))
-            goto done;
-    }
-    double seconds = ag_cli_now() - start;
-    if (tty)
-        printf("\n");
-    int stop = ag_cli_stop_requested();
-    if (finish(&r, seconds, stop, err, sizeof(err))) {
-        if (r.plot_sig && !stop)
-            stop = r.plot_sig;
-        status = stop ? 128 + stop : r.plot_failed ? AG_EXIT_FAIL : AG_EXIT_OK;
-    }
-done:
+    ag_cli_progress_begin(&ag_cmd_train_info, o->quiet);
+    ag_set_threads(o->threads);
+    int status = prepare(&r);
+    if (status == AG_CLI_GO)
+        status = train(&r);
     ag_csv_free(r.log); /* an unfinished log is discarded, never left half-written */
+    ag_cli_progress_end();
     ag_cli_stop_end(&stop_signals);
     ag_gpt_file_free(r.file);
     ag_gpt_trainer_free(r.t);

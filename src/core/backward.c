@@ -102,6 +102,8 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
         const ag_entry *e = &tape->entries[k];
         if (!e->out->grad || !e->op->backward)
             continue; /* no gradient flows through it */
+        if (ag_interrupted())
+            return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
         settle_unwritten(tape, e);
         backward_entry(tape, e);
     }

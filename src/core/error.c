@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 static const char *const status_names[] = {
-    "ok", "shape", "argument", "nomem", "io", "format", "numeric",
+    "ok", "shape", "argument", "nomem", "io", "format", "numeric", "stopped",
 };
 
 const char *ag_status_name(ag_status status)

@@ -88,6 +88,10 @@ int ag_op_begin(ag_tape *tape, const char *op, int n_in, const ag_tensor *const 
         return 0;
     if (tape->status != AG_OK)
         return 0;
+    if (ag_interrupted()) {
+        ag_tape_fail(tape, AG_ERR_STOPPED, "%s: stopped (interrupted)", op);
+        return 0;
+    }
     /* In anomaly mode, the op before this one must have produced finite values. */
     if (tape->detect_anomaly && tape->n_entries > 0 &&
         !ag_anomaly_check_entry(tape, tape->n_entries - 1))

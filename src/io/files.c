@@ -134,8 +134,20 @@ ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, siz
         return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory (%zu bytes)", shown, size + 1);
     }
     /* the size when opened bounds the read: a file that grows meanwhile
-     * (a log being written) is read as it was */
-    size_t got = fread(b, 1, size, f);
+     * (a log being written) is read as it was; in pieces, so that a long
+     * read shows its progress and stops when interrupted */
+    enum { PIECE = 16 << 20 };
+    size_t got = 0, n = 1;
+    while (got < size && n > 0) {
+        if (ag_progress_report("reading", (double)got, (double)size) != AG_OK) {
+            fclose(f);
+            free(b);
+            return ag_err(AG_ERR_STOPPED, err, errlen, "%s: stopped while reading (interrupted)",
+                          shown);
+        }
+        n = fread(b + got, 1, size - got < PIECE ? size - got : PIECE, f);
+        got += n;
+    }
     int e = errno, bad = ferror(f);
     fclose(f);
     if (got != size) {
@@ -144,6 +156,8 @@ ag_status ag_io_read_file(const char *path, size_t max, unsigned char **buf, siz
             return ag_err(AG_ERR_IO, err, errlen, "%s: cannot read: %s", shown, strerror(e));
         return ag_err(AG_ERR_IO, err, errlen, "%s: cannot read: it shrank while being read", shown);
     }
+    if (size >= PIECE)
+        ag_progress_report("reading", (double)size, (double)size);
     b[size] = '\0';
     *buf = b;
     *len = size;
@@ -315,8 +329,40 @@ int ag_io_is_tmp_name(const char *name)
 
 /* ---- atomic replacement ---- */
 
+/* The temporary files being written, for ag_atomic_remove_all (a signal
+ * handler): a slot's name is complete before `used` says so, and `used` is
+ * cleared before the name is reused. A run writes two or three files at
+ * once; one beyond the slots is simply not listed (the next write of its
+ * target removes it once this process is gone). */
+#define LIVE_SLOTS 8
+static struct {
+    volatile sig_atomic_t used;
+    char path[4096];
+} live[LIVE_SLOTS];
+
+static void live_add(ag_atomic *a)
+{
+    size_t n = strlen(a->tmp);
+    for (int k = 0; k < LIVE_SLOTS && n < sizeof(live[k].path); k++)
+        if (!live[k].used) {
+            memcpy(live[k].path, a->tmp, n + 1);
+            live[k].used = 1;
+            a->live = k + 1;
+            return;
+        }
+}
+
+void ag_atomic_remove_all(void)
+{
+    for (int k = 0; k < LIVE_SLOTS; k++)
+        if (live[k].used)
+            unlink(live[k].path);
+}
+
 void ag_atomic_release(ag_atomic *a)
 {
+    if (a->live > 0)
+        live[a->live - 1].used = 0;
     free(a->path);
     free(a->tmp);
     free(a->shown);
@@ -415,6 +461,7 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
         return ag_err(AG_ERR_IO, err, errlen, "%s: cannot create a temporary file beside it: %s",
                       shown, strerror(e));
     }
+    live_add(a);
     if (replacing)
         fchmod(fd, old.st_mode & 07777);
     a->f = fdopen(fd, "wb");

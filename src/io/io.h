@@ -68,6 +68,7 @@ typedef struct ag_atomic {
     char *tmp;   /* the temporary file beside it, or NULL for a device */
     char *shown; /* the name as given, fit for messages (ag_io_show) */
     FILE *f;     /* open on tmp (or on the device) */
+    int live;    /* 1 + its slot among the live temporary files (ag_atomic_remove_all), or 0 */
 } ag_atomic;
 
 /* Open an output by ag_io_output_kind's rule. For a file, a new temporary
@@ -90,6 +91,10 @@ void ag_atomic_release(ag_atomic *a);
  * removed). The check for every output, so that a long run never ends in
  * "cannot create". */
 ag_status ag_atomic_check(const char *path, char *err, size_t errlen);
+/* Remove every temporary file this process has open for writing (the
+ * targets are untouched): for a program that must end at once (a second
+ * Ctrl-C) and leave nothing behind. Async-signal-safe: it only unlinks. */
+void ag_atomic_remove_all(void);
 /* Whether a directory entry's name is one of ag_atomic's temporary files. */
 int ag_io_is_tmp_name(const char *name);
 

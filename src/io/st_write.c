@@ -436,8 +436,15 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
     int e = 0;
     if (!emit(k, pl->header.s, pl->header.n))
         goto write_error;
+    double done = 0, total = 0;
+    for (size_t i = 0; i < w->n; i++)
+        total += (double)pl->order[i]->count;
     for (size_t i = 0; i < w->n; i++) {
         const st_entry *t = pl->order[i];
+        /* shown, never stopped: a file is written whole or not at all */
+        if (k->f && total >= (1 << 22))
+            (void)ag_progress_report("writing", done, total);
+        done += (double)t->count;
         size_t esize = ag_st_dtype_size(t->type);
         for (size_t at = 0; at < t->count; at += CHUNK) {
             size_t n = t->count - at < CHUNK ? t->count - at : CHUNK;
@@ -462,6 +469,8 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
                 goto write_error;
         }
     }
+    if (k->f && total >= (1 << 22))
+        (void)ag_progress_report("writing", total, total);
     return AG_OK;
 write_error:
     e = errno;

@@ -22,7 +22,6 @@
 #define GPT_STD 0.02       /* GPT-2's weight scale */
 #define GPT_MAX_SIZE 65536 /* seq and dim */
 #define GPT_MAX_LAYERS 1024
-#define GPT_EVAL_WINDOWS 32 /* validation windows per forward */
 
 ag_gpt_config ag_gpt_defaults(int vocab)
 {
@@ -152,12 +151,15 @@ static int make_layer(ag_gpt *g, int i, char *err, size_t errlen)
 /* GPT-2's initialisation: normal(0, 0.02) everywhere, and the projections
  * that write into the residual stream scaled down by sqrt(2 layers), so
  * that the stream's variance does not grow with depth. */
-static void init_weights(ag_gpt *g, ag_rng *rng)
+static ag_status init_weights(ag_gpt *g, ag_rng *rng)
 {
     double resid = GPT_STD / sqrt(2.0 * (g->cfg.layers > 0 ? g->cfg.layers : 1));
     ag_fill_normal(g->wte, rng, 0, GPT_STD);
     ag_fill_normal(g->wpe, rng, 0, GPT_STD);
     for (int i = 0; i < g->cfg.layers; i++) {
+        /* a large model takes a while: shown, and stopped when interrupted */
+        if (ag_progress_report("initialising", i, g->cfg.layers) != AG_OK)
+            return AG_ERR_STOPPED;
         ag_gpt_layer *l = &g->h[i];
         ag_fill_normal(ag_attention_param(l->attn, "wq"), rng, 0, GPT_STD);
         ag_fill_normal(ag_attention_param(l->attn, "wk"), rng, 0, GPT_STD);
@@ -166,6 +168,7 @@ static void init_weights(ag_gpt *g, ag_rng *rng)
         ag_fill_normal(l->w_fc, rng, 0, GPT_STD);
         ag_fill_normal(l->w_proj, rng, 0, resid);
     }
+    return AG_OK;
 }
 
 ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errlen)
@@ -208,8 +211,11 @@ ag_gpt *ag_gpt_new(const ag_gpt_config *cfg, ag_rng *rng, char *err, size_t errl
     }
     if (!cfg->no_layernorm && !add_norm(g, &g->lnf_w, &g->lnf_b, "ln_f"))
         goto nomem;
-    if (rng)
-        init_weights(g, rng);
+    if (rng && init_weights(g, rng) != AG_OK) {
+        ag_err(AG_ERR_STOPPED, err, errlen, "gpt: stopped while initialising (interrupted)");
+        ag_gpt_free(g);
+        return NULL;
+    }
     return g;
 nomem:
     ag_err(AG_ERR_NOMEM, err, errlen,
@@ -370,6 +376,16 @@ static ag_tensor *block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
     return residual(tape, g, h, drop(tape, g, m, dropout_rng));
 }
 
+/* Tokens and positions: (B,T,C) + (T,C), and dropout. */
+static ag_tensor *embed(ag_tape *tape, ag_gpt *g, const int *ids, int batch, int seq,
+                        ag_rng *dropout_rng)
+{
+    ag_tensor *x = ag_embedding(tape, g->wte, ids, 2, (int[]){batch, seq});
+    if (g->wpe)
+        x = ag_add(tape, x, ag_embedding(tape, g->wpe, g->positions, 1, &seq));
+    return drop(tape, g, x, dropout_rng);
+}
+
 ag_tensor *ag_gpt_block(ag_tape *tape, ag_gpt *g, int layer, const ag_tensor *x,
                         ag_rng *dropout_rng)
 {
@@ -396,11 +412,7 @@ ag_tensor *ag_gpt_forward_taps(ag_tape *tape, ag_gpt *g, const int *ids, int bat
                      batch, seq, g->cfg.seq);
         return NULL;
     }
-    /* tokens and positions: (B,T,C) + (T,C) */
-    ag_tensor *x = ag_embedding(tape, g->wte, ids, 2, (int[]){batch, seq});
-    if (g->wpe)
-        x = ag_add(tape, x, ag_embedding(tape, g->wpe, g->positions, 1, &seq));
-    x = drop(tape, g, x, dropout_rng);
+    ag_tensor *x = embed(tape, g, ids, batch, seq, dropout_rng);
     for (int i = 0; i < g->cfg.layers; i++) {
         x = block(tape, g, i, x, dropout_rng, taps && taps->attn ? &taps->attn[i] : NULL);
         if (taps && taps->resid)
@@ -441,40 +453,127 @@ ag_tensor *ag_gpt_loss(ag_tape *tape, ag_gpt *g, const int *ids, const int *targ
 
 /* ---- evaluation ---- */
 
-ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y, int batch,
-                            int seq, double *sum, char *err, size_t errlen)
+/* -log softmax(z)[y] = logsumexp(z) - z[y] of each of rows rows of logits
+ * z (rows, V), summed in double into *acc in row order. */
+static void rows_loss(const ag_real *z, const int *y, size_t rows, size_t V, double *acc)
 {
-    ag_tensor *logits = ag_gpt_forward(tape, g, x, batch, seq, NULL);
-    ag_status st = ag_tape_status(tape);
-    if (st != AG_OK) {
-        ag_err(AG_ERR_ARG, err, errlen, "%s", ag_tape_error(tape));
-        ag_tape_reset(tape);
-        return st;
-    }
-    /* -log softmax(z)[y] = logsumexp(z) - z[y], in double */
-    size_t V = (size_t)g->cfg.vocab, rows = (size_t)batch * (size_t)seq;
-    double acc = 0;
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *z = logits->data + r * V;
+    for (size_t r = 0; r < rows; r++, z += V) {
         double max = z[0];
         for (size_t j = 1; j < V; j++)
             max = z[j] > max ? z[j] : max;
         double s = exp((double)z[0] - max);
         for (size_t j = 1; j < V; j++)
             s += exp((double)z[j] - max);
-        acc += log(s) + max - (double)z[y[r]];
+        *acc += log(s) + max - (double)z[y[r]];
     }
+}
+
+/* A loss that is not finite, where it came from ("" or " of validation
+ * windows 32..63"). */
+static ag_status not_finite(double acc, const char *where, char *err, size_t errlen)
+{
+    return ag_err(AG_ERR_NUMERIC, err, errlen, "gpt: the loss%s is %s", where,
+                  isnan(acc) ? "NaN" : "infinite");
+}
+
+ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y, int batch,
+                            int seq, double *sum, char *err, size_t errlen)
+{
+    ag_tensor *logits = ag_gpt_forward(tape, g, x, batch, seq, NULL);
+    ag_status st = ag_tape_status(tape);
+    if (st != AG_OK) {
+        ag_err(st, err, errlen, "%s", ag_tape_error(tape));
+        ag_tape_reset(tape);
+        return st;
+    }
+    double acc = 0;
+    rows_loss(logits->data, y, (size_t)batch * (size_t)seq, (size_t)g->cfg.vocab, &acc);
     ag_tape_reset(tape);
-    if (!isfinite(acc)) {
-        ag_err(AG_ERR_ARG, err, errlen, "gpt: the loss is %s", isnan(acc) ? "NaN" : "infinite");
-        return AG_ERR_NUMERIC;
-    }
+    if (!isfinite(acc))
+        return not_finite(acc, "", err, errlen);
     *sum += acc;
+    return AG_OK;
+}
+
+size_t ag_gpt_val_chunk(const ag_gpt_config *c)
+{
+    size_t per = (size_t)c->seq * (size_t)c->dim; /* one window's residual stream */
+    size_t attn = (size_t)c->heads * (size_t)c->seq * (size_t)c->seq; /* its weights, with bias */
+    if (c->bias && attn > per)
+        per = attn;
+    size_t n = AG_GPT_VAL_VALUES / (per ? per : 1);
+    return n < 1 ? 1 : n > AG_GPT_VAL_WINDOWS ? AG_GPT_VAL_WINDOWS : n;
+}
+
+size_t ag_gpt_head_rows(const ag_gpt_config *c)
+{
+    size_t n = AG_GPT_HEAD_VALUES / (size_t)(c->vocab > 0 ? c->vocab : 1);
+    return n < 1 ? 1 : n;
+}
+
+/* The tape's error as the caller's, and the tape reset. */
+static ag_status tape_error(ag_tape *tape, char *err, size_t errlen)
+{
+    ag_status st = ag_tape_status(tape);
+    ag_err(st, err, errlen, "%s", ag_tape_error(tape));
+    ag_tape_reset(tape);
+    return st;
+}
+
+/* The summed loss of n windows x (n,T) against y, forward only: the stream
+ * goes through one block at a time (each block's tensors released before the
+ * next, the stream kept in buf, n*T*C values), and the head's logits through
+ * ag_gpt_head_rows rows at a time. Gradients must be off. */
+static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int *y, int n, int T,
+                              ag_real *buf, double *acc, double w0, double W, char *err,
+                              size_t errlen)
+{
+    int C = g->cfg.dim, shape[3] = {n, T, C};
+    size_t cells = (size_t)n * (size_t)T, V = (size_t)g->cfg.vocab;
+    ag_tape_reset(tape);
+    ag_tensor *h = embed(tape, g, x, n, T, NULL);
+    for (int l = 0; l <= g->cfg.layers; l++) {
+        if (l == g->cfg.layers)
+            h = norm(tape, h, g->lnf_w, g->lnf_b);
+        else
+            h = ag_gpt_block(tape, g, l, h, NULL);
+        if (!h)
+            return tape_error(tape, err, errlen);
+        memcpy(buf, h->data, cells * (size_t)C * sizeof(ag_real));
+        ag_tape_reset(tape);
+        /* a block of a long chunk may take a while: its part of the chunk done */
+        double part = (double)n * (l + 1) / (g->cfg.layers + 2);
+        if (ag_progress_report("validation", w0 + part, W) != AG_OK)
+            return ag_err(AG_ERR_STOPPED, err, errlen, "validation: stopped (interrupted)");
+        if (l < g->cfg.layers)
+            h = ag_tensor_from(tape, 3, shape, buf);
+    }
+    size_t step = ag_gpt_head_rows(&g->cfg);
+    for (size_t r0 = 0; r0 < cells; r0 += step) {
+        size_t rows = cells - r0 < step ? cells - r0 : step;
+        ag_tensor *hr = ag_tensor_from(tape, 2, (int[]){(int)rows, C}, buf + r0 * (size_t)C);
+        ag_tensor *z = ag_matmul_bt(tape, hr, g->wte);
+        if (!z)
+            return tape_error(tape, err, errlen);
+        rows_loss(z->data, y + r0, rows, V, acc);
+        ag_tape_reset(tape);
+    }
     return AG_OK;
 }
 
 ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *windows, char *err,
                           size_t errlen)
+{
+    ag_tape *tape = ag_tape_new();
+    if (!tape)
+        return ag_err(AG_ERR_NOMEM, err, errlen, "validation loss: out of memory");
+    ag_status st = ag_gpt_val_loss_on(tape, g, text, loss, windows, err, errlen);
+    ag_tape_free(tape);
+    return st;
+}
+
+ag_status ag_gpt_val_loss_on(ag_tape *tape, ag_gpt *g, const ag_text *text, double *loss,
+                             size_t *windows, char *err, size_t errlen)
 {
     if (!g || !text || !loss) {
         ag_err(AG_ERR_ARG, err, errlen, "validation loss: a NULL argument");
@@ -489,35 +588,52 @@ ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *
     size_t W = ag_text_windows(text, T);
     if (W == 0) {
         ag_err(AG_ERR_ARG, err, errlen,
-               "validation loss: the validation part has %zu characters; a "
+               "validation loss: the validation part (the last 10%%) has %zu characters; a "
                "window of %d needs %d",
                text->len - text->n_train, T, T + 1);
         return AG_ERR_ARG;
     }
-    size_t nb = W < GPT_EVAL_WINDOWS ? W : GPT_EVAL_WINDOWS;
-    int *x = ag_malloc(2 * nb * (size_t)T * sizeof(int));
-    ag_tape *tape = ag_tape_new();
-    if (!x || !tape) {
-        free(x);
-        ag_tape_free(tape);
+    size_t nb = ag_gpt_val_chunk(&g->cfg), cells = nb * (size_t)T;
+    if (nb > W)
+        nb = W, cells = nb * (size_t)T;
+    int *x = ag_malloc(2 * cells * sizeof(int));
+    ag_real *buf = ag_malloc(cells * (size_t)g->cfg.dim * sizeof(ag_real));
+    if (!x || !buf) {
+        free(x), free(buf);
         ag_err(AG_ERR_NOMEM, err, errlen, "validation loss: out of memory");
         return AG_ERR_NOMEM;
     }
-    int *y = x + nb * (size_t)T;
+    int *y = x + cells;
     const int *val = text->ids + text->n_train;
     double sum = 0;
     ag_status st = AG_OK;
+    size_t done = 0;
     ag_gpt_grads_off(g);
     for (size_t w0 = 0; w0 < W && st == AG_OK; w0 += nb) {
         size_t n = W - w0 < nb ? W - w0 : nb;
+        if (ag_progress_report("validation", (double)w0, (double)W) != AG_OK)
+            break;
         /* window i: x = val[i*T .. (i+1)*T), y = val[i*T+1 .. (i+1)*T] */
         memcpy(x, val + w0 * (size_t)T, n * (size_t)T * sizeof(int));
         memcpy(y, val + w0 * (size_t)T + 1, n * (size_t)T * sizeof(int));
-        st = ag_gpt_eval_batch(tape, g, x, y, (int)n, T, &sum, err, errlen);
+        double acc = 0;
+        st = eval_windows(tape, g, x, y, (int)n, T, buf, &acc, (double)w0, (double)W, err, errlen);
+        if (st == AG_OK && !isfinite(acc)) {
+            char where[64];
+            snprintf(where, sizeof(where), " of validation windows %zu..%zu", w0, w0 + n - 1);
+            st = not_finite(acc, where, err, errlen);
+        }
+        sum += acc;
+        done += st == AG_OK ? n : 0;
     }
+    if ((st == AG_OK || st == AG_ERR_STOPPED) && done < W)
+        st = ag_err(AG_ERR_STOPPED, err, errlen,
+                    "validation: stopped after %zu of %zu windows (interrupted)", done, W);
+    else if (st == AG_OK)
+        ag_progress_report("validation", (double)W, (double)W);
     ag_gpt_grads_on(g);
-    ag_tape_free(tape);
     free(x);
+    free(buf);
     if (st != AG_OK)
         return st;
     *loss = sum / ((double)W * (double)T);

@@ -63,4 +63,23 @@ void ag_gpt_grads_on(ag_gpt *g);
 ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y, int batch,
                             int seq, double *sum, char *err, size_t errlen);
 
+/* The full validation loss goes through the model a chunk of windows at a
+ * time, forward only, one block at a time: at most AG_GPT_VAL_WINDOWS
+ * windows, and (unless one window is more) at most AG_GPT_VAL_VALUES
+ * positions times n_embd (with biases, the op-by-op attention's weights,
+ * heads times seq squared, when more), so that its memory depends on the
+ * model, not on
+ * the text. The head's logits are made AG_GPT_HEAD_VALUES at a time (whole
+ * rows, at least one). Fixed by the configuration alone, so the loss is
+ * the same on every machine and for any thread count. */
+#define AG_GPT_VAL_WINDOWS 32
+#define AG_GPT_VAL_VALUES ((size_t)1 << 21)
+#define AG_GPT_HEAD_VALUES ((size_t)1 << 21)
+size_t ag_gpt_val_chunk(const ag_gpt_config *c); /* windows per chunk */
+size_t ag_gpt_head_rows(const ag_gpt_config *c); /* rows of logits at once */
+/* ag_gpt_val_loss on the caller's tape (reset before and after use), so
+ * that its peak can be read. */
+ag_status ag_gpt_val_loss_on(ag_tape *tape, ag_gpt *g, const ag_text *text, double *loss,
+                             size_t *windows, char *err, size_t errlen);
+
 #endif /* AG_GPT_H */

@@ -329,7 +329,18 @@ ag_status ag_gpt_generate(ag_gpt_cache *c, const int *prompt, size_t n_prompt, s
         if (st != AG_OK)
             return st;
     }
+    int V = c->g->cfg.vocab;
     for (size_t n = 0; n < n_new; n++) {
+        /* finite weights can still overflow to logits that choose nothing */
+        size_t bad = ag_first_nonfinite(logits, (size_t)V);
+        if (bad < (size_t)V)
+            return ag_err(AG_ERR_NUMERIC, err, errlen,
+                          "generate: the logits for character %zu are %s (token %zu): the model's "
+                          "weights are too large for its arithmetic",
+                          n + 1, isnan(logits[bad]) ? "NaN" : "infinite", bad);
+        if (ag_progress_report("sampling", (double)n, (double)n_new) != AG_OK)
+            return ag_err(AG_ERR_STOPPED, err, errlen,
+                          "generate: stopped after %zu characters (interrupted)", n);
         int id = ag_gpt_cache_pick(c, logits, temperature, top_k, rng);
         if (emit && emit(id, ctx))
             break;

@@ -9,7 +9,7 @@
  * so a run resumes bit for bit. Reading treats the file as hostile: every
  * value of the metadata is parsed strictly and every weight must be finite.
  */
-#include "../io/io.h"
+#include "ckpt.h"
 #include "gpt.h"
 
 #include <inttypes.h>
@@ -20,17 +20,37 @@
 #define FORMAT "attograd-gpt"
 #define VERSION "1"
 #define NAME_MAX_LEN 96
-#define MAX_STEPS 2000000000L
+#define MAX_STEPS AG_TRAIN_MAX_STEP
 #define MAX_SETTING 1e9 /* learning rates, weight decay, clip */
+
+/* Which setting calls for a file tensor, and which fix its shape. */
+enum {
+    NEED_ALWAYS,
+    NEED_LAYER,
+    NEED_BIAS,
+    NEED_LAYERNORM,
+    NEED_LN_BIAS,
+    NEED_MLP,
+    NEED_MLP_BIAS,
+    NEED_MLP_LN,
+    NEED_MLP_LN_BIAS,
+    NEED_POSENC,
+    NEED_TRAIN,
+    N_NEED
+};
+enum { FIX_VC, FIX_TC, FIX_C, FIX_3C, FIX_3CC, FIX_CC, FIX_4C, FIX_4CC, FIX_C4C, N_FIX };
 
 /* One tensor of the file: up to three parameters stacked along its rows. */
 typedef struct file_tensor {
     char name[NAME_MAX_LEN];
-    int ndim, shape[2]; /* the file's shape: (out, in) for a linear weight */
-    int n;              /* parameters stacked */
-    size_t param[3];    /* their indices in g->params */
-    int transpose;      /* 1: each is an (in, out) weight, stored (out, in) */
-    size_t size;        /* elements */
+    int ndim, shape[2];   /* the file's shape: (out, in) for a linear weight */
+    int n;                /* parameters stacked */
+    const char *parts[3]; /* their names, relative to "h.{layer}." in a block */
+    int layer;            /* the block, or -1 */
+    size_t param[3];      /* their indices in g->params (map_make) */
+    int transpose;        /* 1: each is an (in, out) weight, stored (out, in) */
+    size_t size;          /* elements */
+    int need, fix;        /* NEED_*, FIX_* */
 } file_tensor;
 
 typedef struct file_map {
@@ -40,6 +60,80 @@ typedef struct file_map {
     size_t wte;  /* which one is transformer.wte.weight */
 } file_map;
 
+/* Add the file tensor `name` (in block `layer`, or -1) made of parts. */
+static void spec_add(file_map *m, int layer, const char *name, int transpose, int rows, int cols,
+                     int ndim, int need, int fix, const char *const *parts)
+{
+    file_tensor *t = &m->t[m->n++];
+    memset(t, 0, sizeof(*t));
+    if (layer >= 0)
+        snprintf(t->name, sizeof(t->name), "transformer.h.%d.%s", layer, name);
+    else
+        snprintf(t->name, sizeof(t->name), "%s", name);
+    for (t->n = 0; parts[t->n]; t->n++)
+        t->parts[t->n] = parts[t->n];
+    t->layer = layer;
+    t->transpose = transpose;
+    t->ndim = ndim;
+    t->shape[0] = rows;
+    t->shape[1] = ndim == 2 ? cols : 1;
+    t->size = (size_t)rows * (size_t)t->shape[1];
+    t->need = need;
+    t->fix = fix;
+    m->size += t->size;
+}
+
+/* Every file tensor a model of c has but lm_head (which is wte again), in
+ * the file's order, from the configuration alone: what a checkpoint of c
+ * must hold, and (map_make) where each parameter goes. */
+static int map_of_config(file_map *m, const ag_gpt_config *c)
+{
+    memset(m, 0, sizeof(*m));
+    m->t = malloc((4 + 12 * (size_t)c->layers) * sizeof(*m->t));
+    if (!m->t)
+        return 0;
+    int V = c->vocab, T = c->seq, C = c->dim, bias = c->bias, ln = !c->no_layernorm;
+#define ADD(layer, name, transpose, rows, cols, ndim, need, fix, ...)                              \
+    spec_add(m, layer, name, transpose, rows, cols, ndim, need, fix,                               \
+             (const char *const[]){__VA_ARGS__, NULL})
+    ADD(-1, "transformer.wte.weight", 0, V, C, 2, NEED_ALWAYS, FIX_VC, "wte");
+    if (!c->no_posenc)
+        ADD(-1, "transformer.wpe.weight", 0, T, C, 2, NEED_POSENC, FIX_TC, "wpe");
+    for (int i = 0; i < c->layers; i++) {
+        if (ln)
+            ADD(i, "ln_1.weight", 0, C, 1, 1, NEED_LAYERNORM, FIX_C, "ln_1.weight");
+        if (ln && bias)
+            ADD(i, "ln_1.bias", 0, C, 1, 1, NEED_LN_BIAS, FIX_C, "ln_1.bias");
+        ADD(i, "attn.c_attn.weight", 1, 3 * C, C, 2, NEED_LAYER, FIX_3CC, "attn.wq", "attn.wk",
+            "attn.wv");
+        if (bias)
+            ADD(i, "attn.c_attn.bias", 0, 3 * C, 1, 1, NEED_BIAS, FIX_3C, "attn.bq", "attn.bk",
+                "attn.bv");
+        ADD(i, "attn.c_proj.weight", 1, C, C, 2, NEED_LAYER, FIX_CC, "attn.wo");
+        if (bias)
+            ADD(i, "attn.c_proj.bias", 0, C, 1, 1, NEED_BIAS, FIX_C, "attn.bo");
+        if (c->no_mlp)
+            continue;
+        if (ln)
+            ADD(i, "ln_2.weight", 0, C, 1, 1, NEED_MLP_LN, FIX_C, "ln_2.weight");
+        if (ln && bias)
+            ADD(i, "ln_2.bias", 0, C, 1, 1, NEED_MLP_LN_BIAS, FIX_C, "ln_2.bias");
+        ADD(i, "mlp.c_fc.weight", 1, 4 * C, C, 2, NEED_MLP, FIX_4CC, "mlp.w_fc");
+        if (bias)
+            ADD(i, "mlp.c_fc.bias", 0, 4 * C, 1, 1, NEED_MLP_BIAS, FIX_4C, "mlp.b_fc");
+        ADD(i, "mlp.c_proj.weight", 1, C, 4 * C, 2, NEED_MLP, FIX_C4C, "mlp.w_proj");
+        if (bias)
+            ADD(i, "mlp.c_proj.bias", 0, C, 1, 1, NEED_MLP_BIAS, FIX_C, "mlp.b_proj");
+    }
+    if (ln)
+        ADD(-1, "transformer.ln_f.weight", 0, C, 1, 1, NEED_LAYERNORM, FIX_C, "ln_f.weight");
+    if (ln && bias)
+        ADD(-1, "transformer.ln_f.bias", 0, C, 1, 1, NEED_LN_BIAS, FIX_C, "ln_f.bias");
+#undef ADD
+    m->wte = 0;
+    return 1;
+}
+
 static long find_param(const ag_gpt *g, const char *name)
 {
     for (size_t i = 0; i < g->n_params; i++)
@@ -48,68 +142,28 @@ static long find_param(const ag_gpt *g, const char *name)
     return -1;
 }
 
-/* Add file tensor `name` made of the parameters named in parts (NULL-ended)
- * when the model has them; in block `layer` (or -1 for none), both names are
- * the block's: "transformer.h.{layer}.<name>" made of "h.{layer}.<part>". */
-static void map_add(file_map *m, const ag_gpt *g, int layer, const char *name,
-                    const char *const *parts, int transpose)
-{
-    file_tensor *t = &m->t[m->n];
-    memset(t, 0, sizeof(*t));
-    for (int k = 0; parts[k]; k++) {
-        char pname[AG_GPT_NAME_MAX];
-        if (layer >= 0)
-            snprintf(pname, sizeof(pname), "h.%d.%s", layer, parts[k]);
-        else
-            snprintf(pname, sizeof(pname), "%s", parts[k]);
-        long i = find_param(g, pname);
-        if (i < 0)
-            return; /* not in this model (no bias, an ablation) */
-        t->param[t->n++] = (size_t)i;
-    }
-    const ag_tensor *p = g->params[t->param[0]];
-    if (layer >= 0)
-        snprintf(t->name, sizeof(t->name), "transformer.h.%d.%s", layer, name);
-    else
-        snprintf(t->name, sizeof(t->name), "%s", name);
-    t->transpose = transpose;
-    t->ndim = p->ndim;
-    t->shape[0] = (transpose ? p->shape[1] : p->shape[0]) * t->n;
-    t->shape[1] = p->ndim == 2 ? (transpose ? p->shape[0] : p->shape[1]) : 1;
-    t->size = p->size * (size_t)t->n;
-    m->size += t->size;
-    m->n++;
-}
-
-/* Every file tensor of g but lm_head (which is wte again). */
+/* map_of_config for g, each file tensor's parameters found in g. */
 static int map_make(file_map *m, const ag_gpt *g)
 {
-    memset(m, 0, sizeof(*m));
-    m->t = malloc((4 + 12 * (size_t)g->cfg.layers) * sizeof(*m->t));
-    if (!m->t)
+    if (!map_of_config(m, &g->cfg))
         return 0;
-#define ADD(layer, name, transpose, ...)                                                           \
-    map_add(m, g, layer, name, (const char *const[]){__VA_ARGS__, NULL}, transpose)
-    ADD(-1, "transformer.wte.weight", 0, "wte");
-    ADD(-1, "transformer.wpe.weight", 0, "wpe");
-    for (int i = 0; i < g->cfg.layers; i++) {
-        ADD(i, "ln_1.weight", 0, "ln_1.weight");
-        ADD(i, "ln_1.bias", 0, "ln_1.bias");
-        ADD(i, "attn.c_attn.weight", 1, "attn.wq", "attn.wk", "attn.wv");
-        ADD(i, "attn.c_attn.bias", 0, "attn.bq", "attn.bk", "attn.bv");
-        ADD(i, "attn.c_proj.weight", 1, "attn.wo");
-        ADD(i, "attn.c_proj.bias", 0, "attn.bo");
-        ADD(i, "ln_2.weight", 0, "ln_2.weight");
-        ADD(i, "ln_2.bias", 0, "ln_2.bias");
-        ADD(i, "mlp.c_fc.weight", 1, "mlp.w_fc");
-        ADD(i, "mlp.c_fc.bias", 0, "mlp.b_fc");
-        ADD(i, "mlp.c_proj.weight", 1, "mlp.w_proj");
-        ADD(i, "mlp.c_proj.bias", 0, "mlp.b_proj");
+    for (size_t k = 0; k < m->n; k++) {
+        file_tensor *t = &m->t[k];
+        for (int j = 0; j < t->n; j++) {
+            char pname[AG_GPT_NAME_MAX];
+            if (t->layer >= 0)
+                snprintf(pname, sizeof(pname), "h.%d.%s", t->layer, t->parts[j]);
+            else
+                snprintf(pname, sizeof(pname), "%s", t->parts[j]);
+            long i = find_param(g, pname);
+            if (i < 0) { /* the model and its layout disagree: a bug, not a file's fault */
+                free(m->t);
+                m->t = NULL;
+                return 0;
+            }
+            t->param[j] = (size_t)i;
+        }
     }
-    ADD(-1, "transformer.ln_f.weight", 0, "ln_f.weight");
-    ADD(-1, "transformer.ln_f.bias", 0, "ln_f.bias");
-#undef ADD
-    m->wte = 0;
     return 1;
 }
 
@@ -167,44 +221,36 @@ static void buffers(ag_gpt *g, ag_gpt_trainer *t, int slot, ag_real **buf)
 static void add_model_meta(ag_st_writer *w, const ag_gpt *g, const ag_vocab *vocab)
 {
     const ag_gpt_config *c = &g->cfg;
-    char buf[64];
-#define META(key, ...) (snprintf(buf, sizeof(buf), __VA_ARGS__), ag_st_add_meta(w, key, buf))
-    ag_st_add_meta(w, "format", FORMAT);
-    ag_st_add_meta(w, "version", VERSION);
     ag_st_add_meta(w, "vocab", ag_vocab_chars(vocab));
-    META("vocab_size", "%d", c->vocab);
-    META("block_size", "%d", c->seq);
-    META("n_layer", "%d", c->layers);
-    META("n_head", "%d", c->heads);
-    META("n_embd", "%d", c->dim);
+    ag_ckpt_meta(w, "vocab_size", "%d", c->vocab);
+    ag_ckpt_meta(w, "block_size", "%d", c->seq);
+    ag_ckpt_meta(w, "n_layer", "%d", c->layers);
+    ag_ckpt_meta(w, "n_head", "%d", c->heads);
+    ag_ckpt_meta(w, "n_embd", "%d", c->dim);
     ag_st_add_meta(w, "bias", tf(c->bias));
-    META("dropout", "%.17g", c->dropout);
+    ag_ckpt_meta(w, "dropout", "%.17g", c->dropout);
     ag_st_add_meta(w, "residual", tf(!c->no_residual));
     ag_st_add_meta(w, "layernorm", tf(!c->no_layernorm));
     ag_st_add_meta(w, "mlp", tf(!c->no_mlp));
     ag_st_add_meta(w, "posenc", c->no_posenc ? "none" : "learned");
 }
 
+static long optim_steps(const ag_gpt_trainer *t)
+{
+    return ag_optim_steps(t->opt[0] ? t->opt[0] : t->opt[1]);
+}
+
 static void add_train_meta(ag_st_writer *w, const ag_gpt_trainer *t)
 {
     const ag_gpt_train_config *c = &t->cfg;
-    char buf[64];
-    META("batch", "%d", c->batch);
-    META("lr", "%.17g", c->lr);
-    META("min_lr", "%.17g", c->min_lr);
-    META("warmup", "%ld", c->warmup);
-    META("decay_steps", "%ld", c->decay_steps);
-    META("beta1", "%.17g", c->beta1);
-    META("beta2", "%.17g", c->beta2);
-    META("eps", "%.17g", c->eps);
-    META("weight_decay", "%.17g", c->weight_decay);
-    META("clip", "%.17g", c->clip);
-    META("seed", "%" PRIu64, c->seed);
-    META("step", "%ld", t->step);
-    META("optim_steps", "%ld", ag_optim_steps(t->opt[0] ? t->opt[0] : t->opt[1]));
-    META("data_rng", "%" PRIu64, t->data_rng.state);
-    META("dropout_rng", "%" PRIu64, t->dropout_rng.state);
-#undef META
+    ag_ckpt_run_meta(w, c->batch, c->lr, c->weight_decay, c->clip, c->seed, t->data_rng.state);
+    ag_ckpt_meta(w, "min_lr", "%.17g", c->min_lr);
+    ag_ckpt_meta(w, "warmup", "%ld", c->warmup);
+    ag_ckpt_meta(w, "decay_steps", "%ld", c->decay_steps);
+    ag_ckpt_meta(w, "beta1", "%.17g", c->beta1);
+    ag_ckpt_meta(w, "beta2", "%.17g", c->beta2);
+    ag_ckpt_meta(w, "eps", "%.17g", c->eps);
+    ag_ckpt_meta(w, "dropout_rng", "%" PRIu64, t->dropout_rng.state);
 }
 
 static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const char *path,
@@ -224,15 +270,23 @@ static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const
     int slots = t ? 2 : 0;
     ag_real **src = malloc(g->n_params * sizeof(*src));
     ag_real *data = NULL;
-    ag_st_writer *w = ag_st_writer_new(AG_ST_REAL);
+    ag_st_writer *w = ag_ckpt_writer_new(FORMAT, VERSION);
     if (!map_make(&m, g) || !src || !w ||
         !(data = malloc(m.size * (size_t)(1 + slots) * sizeof(ag_real)))) {
         free(m.t), free(src), free(data), ag_st_writer_free(w);
         return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
     }
     add_model_meta(w, g, vocab);
-    if (t)
+    ag_status st = AG_OK;
+    if (t) {
         add_train_meta(w, t);
+        /* the counters within what every reader accepts, so the file loads again */
+        st = ag_ckpt_counts_write(w, path, t->step, optim_steps(t), err, errlen);
+    }
+    if (st != AG_OK) {
+        free(m.t), free(src), free(data), ag_st_writer_free(w);
+        return st;
+    }
     ag_real *d = data;
     for (int slot = -1; slot < slots; slot++) {
         buffers(g, t, slot, src);
@@ -250,7 +304,7 @@ static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const
             d += ft->size;
         }
     }
-    ag_status st = ag_st_save(w, path, err, errlen);
+    st = ag_st_save(w, path, err, errlen);
     ag_st_writer_free(w);
     free(m.t);
     free(src);
@@ -270,11 +324,11 @@ ag_status ag_gpt_trainer_save(ag_gpt_trainer *t, const char *path, char *err, si
     return save(t->g, t->text->vocab, t, path, err, errlen);
 }
 
+
 /* ---- loading ---- */
 
 struct ag_gpt_file {
-    char *path;
-    ag_st_file *st;
+    ag_ckpt ck; /* the file and its name */
     ag_gpt_config cfg;
     ag_vocab *vocab;
     int has_train;
@@ -285,27 +339,11 @@ struct ag_gpt_file {
 
 static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
 {
-    const ag_st_file *s = f->st;
-    const char *p = f->path, *v;
+    const ag_st_file *s = f->ck.st;
+    const char *p = f->ck.path, *v;
     char q[AG_IO_QUOTE_LEN];
     ag_gpt_config *c = &f->cfg;
     int residual, layernorm, mlp;
-    if (!ag_meta_str(s, p, "format", &v, err, errlen))
-        return 0;
-    if (strcmp(v, FORMAT) != 0) {
-        ag_err(AG_ERR_FORMAT, err, errlen, "%s: not an attograd GPT checkpoint (format '%s')", p,
-               ag_io_show(v, q, sizeof(q)));
-        return 0;
-    }
-    if (!ag_meta_str(s, p, "version", &v, err, errlen))
-        return 0;
-    if (strcmp(v, VERSION) != 0) {
-        ag_err(AG_ERR_FORMAT, err, errlen,
-               "%s: checkpoint version '%s' is not supported "
-               "(only %s)",
-               p, ag_io_show(v, q, sizeof(q)), VERSION);
-        return 0;
-    }
     if (!ag_meta_int(s, p, "vocab_size", 1, AG_VOCAB_MAX, &c->vocab, err, errlen) ||
         !ag_meta_int(s, p, "block_size", 1, 65536, &c->seq, err, errlen) ||
         !ag_meta_int(s, p, "n_layer", 0, 1024, &c->layers, err, errlen) ||
@@ -318,40 +356,31 @@ static int read_model_meta(ag_gpt_file *f, char *err, size_t errlen)
         !ag_meta_bool(s, p, "mlp", &mlp, err, errlen) ||
         !ag_meta_str(s, p, "posenc", &v, err, errlen))
         return 0;
-    if (strcmp(v, "learned") != 0 && strcmp(v, "none") != 0) {
-        ag_err(AG_ERR_FORMAT, err, errlen, "%s: metadata posenc '%s' is not learned or none", p,
-               ag_io_show(v, q, sizeof(q)));
-        return 0;
-    }
+    if (strcmp(v, "learned") != 0 && strcmp(v, "none") != 0)
+        return ag_ckpt_fail(&f->ck, err, errlen, "metadata posenc '%s' is not learned or none",
+                            ag_io_show(v, q, sizeof(q)));
     c->no_posenc = strcmp(v, "none") == 0;
     c->no_residual = !residual, c->no_layernorm = !layernorm, c->no_mlp = !mlp;
-    if (c->dim % c->heads != 0) {
-        ag_err(AG_ERR_FORMAT, err, errlen, "%s: metadata n_head %d does not divide n_embd %d", p,
-               c->heads, c->dim);
-        return 0;
-    }
+    if (c->dim % c->heads != 0)
+        return ag_ckpt_fail(&f->ck, err, errlen, "metadata n_head %d does not divide n_embd %d",
+                            c->heads, c->dim);
     char verr[192];
     if (!ag_meta_str(s, p, "vocab", &v, err, errlen))
         return 0;
-    if (!(f->vocab = ag_vocab_from_chars(v, verr, sizeof(verr)))) {
-        ag_err(AG_ERR_FORMAT, err, errlen, "%s: metadata %s", p, verr);
-        return 0;
-    }
-    if (ag_vocab_size(f->vocab) != c->vocab) {
-        ag_err(AG_ERR_FORMAT, err, errlen,
-               "%s: metadata vocab has %d characters, vocab_size "
-               "says %d",
-               p, ag_vocab_size(f->vocab), c->vocab);
-        return 0;
-    }
+    if (!(f->vocab = ag_vocab_from_chars(v, verr, sizeof(verr))))
+        return ag_ckpt_fail(&f->ck, err, errlen, "metadata %s", verr);
+    if (ag_vocab_size(f->vocab) != c->vocab)
+        return ag_ckpt_fail(&f->ck, err, errlen,
+                            "metadata vocab has %d characters, vocab_size says %d",
+                            ag_vocab_size(f->vocab), c->vocab);
     return 1;
 }
 
 /* A trainer's settings and progress, when the file has them. */
 static int read_train_meta(ag_gpt_file *f, char *err, size_t errlen)
 {
-    const ag_st_file *s = f->st;
-    const char *p = f->path;
+    const ag_st_file *s = f->ck.st;
+    const char *p = f->ck.path;
     ag_gpt_train_config *c = &f->train;
     if (!ag_st_meta(s, "step"))
         return 1; /* a model only */
@@ -367,26 +396,128 @@ static int read_train_meta(ag_gpt_file *f, char *err, size_t errlen)
            ag_meta_double(s, p, "weight_decay", 0, MAX_SETTING, &c->weight_decay, err, errlen) &&
            ag_meta_double(s, p, "clip", 0, MAX_SETTING, &c->clip, err, errlen) &&
            ag_meta_u64(s, p, "seed", &c->seed, err, errlen) &&
-           ag_meta_long(s, p, "step", 0, MAX_STEPS, &f->step, err, errlen) &&
-           ag_meta_long(s, p, "optim_steps", 0, MAX_STEPS, &f->optim_steps, err, errlen) &&
+           ag_ckpt_counts_read(&f->ck, &f->step, &f->optim_steps, err, errlen) &&
            ag_meta_u64(s, p, "data_rng", &f->data_rng, err, errlen) &&
            ag_meta_u64(s, p, "dropout_rng", &f->dropout_rng, err, errlen);
 }
 
-ag_status ag_gpt_file_load(const char *path, ag_gpt_file **out, char *err, size_t errlen)
+/* The metadata's words for what calls for a file tensor and what fixes
+ * its shape (ag_ckpt_tensor's need and fix), made once per file. */
+typedef struct file_words {
+    char need[N_NEED][48];
+    char block_need[N_NEED][64]; /* the same in a block: "n_layer 2, bias true" */
+    char fix[N_FIX][64];
+    const ag_gpt_file *f;
+} file_words;
+
+static void words_make(file_words *w, const ag_gpt_file *f)
+{
+    const ag_gpt_config *c = &f->cfg;
+    int V = c->vocab, T = c->seq, L = c->layers, C = c->dim;
+    w->f = f;
+    snprintf(w->need[NEED_ALWAYS], 48, "format %s", FORMAT);
+    snprintf(w->need[NEED_LAYER], 48, "n_layer %d", L);
+    snprintf(w->need[NEED_BIAS], 48, "bias true");
+    snprintf(w->need[NEED_LAYERNORM], 48, "layernorm true");
+    snprintf(w->need[NEED_LN_BIAS], 48, "layernorm true, bias true");
+    snprintf(w->need[NEED_MLP], 48, "mlp true");
+    snprintf(w->need[NEED_MLP_BIAS], 48, "mlp true, bias true");
+    snprintf(w->need[NEED_MLP_LN], 48, "mlp true, layernorm true");
+    snprintf(w->need[NEED_MLP_LN_BIAS], 48, "mlp true, layernorm true, bias true");
+    snprintf(w->need[NEED_POSENC], 48, "posenc learned");
+    snprintf(w->need[NEED_TRAIN], 48, "step (a trainer's checkpoint)");
+    for (int k = 0; k < N_NEED; k++)
+        if (k == NEED_LAYER || k == NEED_ALWAYS)
+            snprintf(w->block_need[k], 64, "n_layer %d", L);
+        else
+            snprintf(w->block_need[k], 64, "n_layer %d, %s", L, w->need[k]);
+    snprintf(w->fix[FIX_VC], 64, "vocab_size %d, n_embd %d", V, C);
+    snprintf(w->fix[FIX_TC], 64, "block_size %d, n_embd %d", T, C);
+    snprintf(w->fix[FIX_C], 64, "n_embd %d", C);
+    snprintf(w->fix[FIX_3C], 64, "n_embd %d (3 x n_embd)", C);
+    snprintf(w->fix[FIX_3CC], 64, "n_embd %d (3 x n_embd by n_embd)", C);
+    snprintf(w->fix[FIX_CC], 64, "n_embd %d (n_embd by n_embd)", C);
+    snprintf(w->fix[FIX_4C], 64, "n_embd %d (4 x n_embd)", C);
+    snprintf(w->fix[FIX_4CC], 64, "n_embd %d (4 x n_embd by n_embd)", C);
+    snprintf(w->fix[FIX_C4C], 64, "n_embd %d (n_embd by 4 x n_embd)", C);
+}
+
+/* Which setting rules out a tensor the file holds (ag_ckpt_extra_fn). */
+static const char *why_extra(const void *ctx, const char *name, char *buf, size_t len)
+{
+    const file_words *w = ctx;
+    const ag_gpt_config *c = &w->f->cfg;
+    const char *base = strncmp(name, "optim.", 6) == 0 ? name + 6 : name;
+    int layer;
+    if (base != name && !w->f->has_train)
+        snprintf(buf, len,
+                 "the metadata has no step (a model, not a trainer's checkpoint), but "
+                 "the file holds optimizer state");
+    else if (sscanf(base, "transformer.h.%d.", &layer) == 1 && layer >= c->layers)
+        snprintf(buf, len, "metadata n_layer is %d, but the file holds block %d", c->layers, layer);
+    else if ((strstr(base, ".mlp.") || strstr(base, ".ln_2.")) && c->no_mlp)
+        snprintf(buf, len, "metadata mlp is false, but the file holds an MLP (or its layer norm)");
+    else if (strstr(base, "ln_") && c->no_layernorm)
+        snprintf(buf, len, "metadata layernorm is false, but the file holds a layer norm");
+    else if (strstr(base, ".bias") && !c->bias)
+        snprintf(buf, len, "metadata bias is false, but the file holds a bias");
+    else if (strcmp(base, "transformer.wpe.weight") == 0 && c->no_posenc)
+        snprintf(buf, len, "metadata posenc is none, but the file holds position vectors");
+    else
+        return NULL;
+    return buf;
+}
+
+/* Every tensor the settings call for, with its shape, and nothing else:
+ * from the header, before a model is made from it. */
+static ag_status check_tensors(const ag_gpt_file *f, char *err, size_t errlen)
+{
+    file_map m;
+    file_words *w = malloc(sizeof(*w));
+    if (!w || !map_of_config(&m, &f->cfg)) {
+        free(w);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", f->ck.path);
+    }
+    words_make(w, f);
+    ag_ckpt_list l = {0};
+    for (int slot = -1; slot < (f->has_train ? 2 : 0); slot++)
+        for (size_t k = 0; k < m.n; k++) {
+            const file_tensor *t = &m.t[k];
+            const char *need = slot >= 0       ? w->need[NEED_TRAIN]
+                               : t->layer >= 0 ? w->block_need[t->need]
+                                               : w->need[t->need];
+            if (slot < 0)
+                ag_ckpt_list_add(&l, t->ndim, t->shape[0], t->shape[1], need, w->fix[t->fix], 0,
+                                 "%s", t->name);
+            else
+                ag_ckpt_list_add(&l, t->ndim, t->shape[0], t->shape[1], need, w->fix[t->fix], 0,
+                                 "optim.%s.%s", t->name, slot ? "v" : "m");
+            if (slot < 0 && k == m.wte) /* the tied head: may be there, as wte */
+                ag_ckpt_list_add(&l, t->ndim, t->shape[0], t->shape[1], need, w->fix[t->fix], 1,
+                                 "lm_head.weight");
+        }
+    ag_status st = ag_ckpt_expect(&f->ck, &l, why_extra, w, err, errlen);
+    ag_ckpt_list_free(&l);
+    free(m.t);
+    free(w);
+    return st;
+}
+
+static ag_status file_open(const char *path, const void *buf, size_t len, ag_gpt_file **out,
+                           char *err, size_t errlen)
 {
     if (!out || !path)
         return ag_err(AG_ERR_ARG, err, errlen, "load: %s is NULL", out ? "path" : "out");
     *out = NULL;
     ag_gpt_file *f = calloc(1, sizeof(*f));
-    if (!f || !(f->path = malloc(strlen(path) + 1))) {
-        free(f);
+    if (!f)
         return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
-    }
-    strcpy(f->path, path);
-    ag_status st = ag_st_load(path, &f->st, err, errlen);
+    ag_status st = ag_ckpt_open(&f->ck, path, buf, len, FORMAT, "attograd GPT checkpoint", VERSION,
+                                err, errlen);
     if (st == AG_OK && (!read_model_meta(f, err, errlen) || !read_train_meta(f, err, errlen)))
         st = AG_ERR_FORMAT;
+    if (st == AG_OK)
+        st = check_tensors(f, err, errlen);
     if (st != AG_OK) {
         ag_gpt_file_free(f);
         return st;
@@ -395,13 +526,25 @@ ag_status ag_gpt_file_load(const char *path, ag_gpt_file **out, char *err, size_
     return AG_OK;
 }
 
+ag_status ag_gpt_file_load(const char *path, ag_gpt_file **out, char *err, size_t errlen)
+{
+    return file_open(path, NULL, 0, out, err, errlen);
+}
+
+ag_status ag_gpt_file_parse(const void *buf, size_t len, const char *name, ag_gpt_file **out,
+                            char *err, size_t errlen)
+{
+    if (!buf)
+        return ag_err(AG_ERR_ARG, err, errlen, "load: the buffer is NULL");
+    return file_open(name ? name : "<buffer>", buf, len, out, err, errlen);
+}
+
 void ag_gpt_file_free(ag_gpt_file *f)
 {
     if (!f)
         return;
-    ag_st_free(f->st);
+    ag_ckpt_close(&f->ck);
     ag_vocab_free(f->vocab);
-    free(f->path);
     free(f);
 }
 
@@ -415,6 +558,11 @@ const ag_vocab *ag_gpt_file_vocab(const ag_gpt_file *f)
     return f ? f->vocab : NULL;
 }
 
+const char *ag_gpt_file_path(const ag_gpt_file *f)
+{
+    return f ? f->ck.path : NULL;
+}
+
 int ag_gpt_file_train(const ag_gpt_file *f, ag_gpt_train_config *cfg, long *steps)
 {
     if (!f || !f->has_train)
@@ -426,16 +574,9 @@ int ag_gpt_file_train(const ag_gpt_file *f, ag_gpt_train_config *cfg, long *step
     return 1;
 }
 
-/* Read tensor name (the file layout of t) into tmp, check its values, and
- * unpack it into dst. nonneg: Adam's v, a mean of squares. */
-static int read_tensor(const ag_gpt_file *f, const ag_gpt *g, const file_tensor *t,
-                       const char *name, ag_real *tmp, ag_real *const *dst, int nonneg, char *err,
-                       size_t errlen)
+long ag_gpt_file_optim_steps(const ag_gpt_file *f)
 {
-    if (ag_st_get_finite(f->st, name, t->ndim, t->shape, tmp, nonneg, err, errlen) != AG_OK)
-        return 0;
-    unpack(g, t, tmp, dst);
-    return 1;
+    return f && f->has_train ? f->optim_steps : 0;
 }
 
 /* Copy the file's weights (slot -1) or an optimizer slot into g or t. */
@@ -447,34 +588,41 @@ static ag_status load_slot(const ag_gpt_file *f, ag_gpt *g, ag_gpt_trainer *t, i
     ag_real *tmp = NULL;
     if (!dst || !map_make(&m, g) || !(tmp = malloc((m.size ? m.size : 1) * sizeof(ag_real)))) {
         free(dst), free(tmp);
-        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", f->path);
+        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", f->ck.path);
     }
     buffers(g, t, slot, dst);
     int ok = 1;
     for (size_t k = 0; k < m.n && ok; k++) {
         char name[NAME_MAX_LEN + 16];
+        const file_tensor *ft = &m.t[k];
+        if (m.size >= (1 << 22) && ag_progress_report("loading", (double)k, (double)m.n) != AG_OK) {
+            ag_err(AG_ERR_STOPPED, err, errlen, "%s: stopped while loading (interrupted)",
+                   f->ck.path);
+            ok = 0;
+            break;
+        }
         if (slot < 0)
-            snprintf(name, sizeof(name), "%s", m.t[k].name);
+            snprintf(name, sizeof(name), "%s", ft->name);
         else
-            snprintf(name, sizeof(name), "optim.%s.%s", m.t[k].name, slot ? "v" : "m");
-        ok = read_tensor(f, g, &m.t[k], name, tmp, dst, slot == 1, err, errlen);
+            snprintf(name, sizeof(name), "optim.%s.%s", ft->name, slot ? "v" : "m");
+        /* Adam's v is a mean of squares: a negative one is NaN at the next step */
+        ok = ag_ckpt_read(&f->ck, name, ft->ndim, ft->shape, tmp, slot == 1, err, errlen) == AG_OK;
+        if (ok)
+            unpack(g, ft, tmp, dst);
     }
     /* lm_head, when there, must be wte: the head is tied */
-    if (ok && slot < 0 && ag_st_dtype(f->st, "lm_head.weight")) {
+    if (ok && slot < 0 && ag_st_dtype(f->ck.st, "lm_head.weight")) {
         const file_tensor *e = &m.t[m.wte];
-        ok = ag_st_get(f->st, "lm_head.weight", e->ndim, e->shape, tmp, err, errlen) == AG_OK;
-        if (ok && memcmp(tmp, g->wte->data, e->size * sizeof(ag_real)) != 0) {
-            ag_err(AG_ERR_FORMAT, err, errlen,
-                   "%s: lm_head.weight differs from "
-                   "transformer.wte.weight (the output head is tied to the embedding)",
-                   f->path);
-            ok = 0;
-        }
+        ok = ag_st_get(f->ck.st, "lm_head.weight", e->ndim, e->shape, tmp, err, errlen) == AG_OK;
+        if (ok && memcmp(tmp, g->wte->data, e->size * sizeof(ag_real)) != 0)
+            ok = ag_ckpt_fail(&f->ck, err, errlen,
+                              "lm_head.weight differs from transformer.wte.weight (the output "
+                              "head is tied to the embedding)");
     }
     free(m.t);
     free(dst);
     free(tmp);
-    return ok ? AG_OK : AG_ERR_FORMAT;
+    return ok ? AG_OK : ag_interrupted() ? AG_ERR_STOPPED : AG_ERR_FORMAT;
 }
 
 ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen)
@@ -486,7 +634,7 @@ ag_gpt *ag_gpt_file_model(const ag_gpt_file *f, char *err, size_t errlen)
     char gerr[192];
     ag_gpt *g = ag_gpt_new(&f->cfg, NULL, gerr, sizeof(gerr));
     if (!g) {
-        ag_err(AG_ERR_FORMAT, err, errlen, "%s: %s", f->path, gerr);
+        ag_err(AG_ERR_FORMAT, err, errlen, "%s: %s", f->ck.path, gerr);
         return NULL;
     }
     if (load_slot(f, g, NULL, -1, err, errlen) != AG_OK) {
@@ -505,7 +653,7 @@ ag_status ag_gpt_trainer_restore(ag_gpt_trainer *t, const ag_gpt_file *f, char *
         return ag_err(AG_ERR_FORMAT, err, errlen,
                       "%s: holds a model but no training state "
                       "(saved without a trainer)",
-                      f->path);
+                      f->ck.path);
     for (int slot = 0; slot < 2; slot++) {
         ag_status st = load_slot(f, t->g, t, slot, err, errlen);
         if (st != AG_OK)

@@ -51,6 +51,8 @@ static int check_train_config(const ag_gpt_train_config *c, char *err, size_t er
         bad = "batch must be at least 1";
     else if (!(c->lr > 0 && isfinite(c->lr)) || !(c->min_lr >= 0 && isfinite(c->min_lr)))
         bad = "learning rates must be finite, lr > 0 and min_lr >= 0";
+    else if (c->min_lr > c->lr)
+        bad = "min_lr is above lr: the learning rate would rise as it decays";
     else if (c->warmup < 0 || c->decay_steps < 1)
         bad = "warmup must be >= 0 and decay_steps >= 1";
     else if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1) ||
@@ -179,6 +181,13 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
     }
     ag_gpt *g = t->g;
     int B = t->cfg.batch, T = g->cfg.seq;
+    if (t->step >= AG_TRAIN_MAX_STEP)
+        return ag_err(AG_ERR_ARG, err, errlen,
+                      "step %ld: a run stops at %ld steps, the most a checkpoint holds",
+                      t->step + 1, AG_TRAIN_MAX_STEP);
+    /* a step that fails (stopped, or NaN) leaves the run as it was, its
+     * streams too: saved, it resumes with the very same step */
+    ag_rng data = t->data_rng, dropout = t->dropout_rng;
     ag_text_batch(t->text, AG_SPLIT_TRAIN, B, T, &t->data_rng, t->x, t->y);
     double lr = ag_gpt_lr_at(&t->cfg, t->step);
     for (int k = 0; k < 2; k++)
@@ -198,6 +207,7 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
     if (st != AG_OK) {
         ag_err(AG_ERR_ARG, err, errlen, "step %ld: %s", t->step + 1, ag_tape_error(t->tape));
         ag_tape_reset(t->tape);
+        t->data_rng = data, t->dropout_rng = dropout;
         return st;
     }
     if (loss)

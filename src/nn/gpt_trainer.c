@@ -17,16 +17,32 @@ ag_gpt_trainer *ag_gpt_trainer_open(const char *text_path, const ag_gpt_config *
         return NULL;
     }
     ag_text *text = NULL;
-    ag_gpt *g = NULL;
-    ag_gpt_trainer *t = NULL;
-    char why[256];
     if (ag_text_load(text_path, resume ? ag_gpt_file_vocab(resume) : NULL, &text, err, errlen) !=
         AG_OK)
         return NULL;
+    return ag_gpt_trainer_open_text(text, text_path, model, train, resume, err, errlen);
+}
+
+ag_gpt_trainer *ag_gpt_trainer_open_text(ag_text *text, const char *name,
+                                         const ag_gpt_config *model,
+                                         const ag_gpt_train_config *train,
+                                         const ag_gpt_file *resume, char *err, size_t errlen)
+{
+    ag_gpt *g = NULL;
+    ag_gpt_trainer *t = NULL;
+    char why[256];
+    if (!text || !train || (!model && !resume)) {
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: %s is NULL",
+               !text    ? "the text"
+               : !train ? "the configuration"
+                        : "the model's configuration");
+        goto fail;
+    }
+    name = name ? name : "<text>";
     const ag_gpt_config *shape = resume ? ag_gpt_file_config(resume) : model;
     /* cppcheck-suppress nullPointerRedundantCheck ; model is NULL only with resume (checked above) */
     if (ag_text_check_seq(text, shape->seq, why, sizeof(why)) != AG_OK) {
-        ag_err(AG_ERR_ARG, err, errlen, "%s: %s", text_path, why);
+        ag_err(AG_ERR_ARG, err, errlen, "%s: %s", name, why);
         goto fail;
     }
     if (resume) {

@@ -98,6 +98,23 @@ fail:
     return NULL;
 }
 
+size_t ag_model_layout(const ag_model_config *cfg, const char **names, int (*shape)[2])
+{
+    static const char *const attn[4] = {"wq", "wk", "wv", "wo"}; /* ag_attention_params' */
+    int d = cfg->dim, vocab = ag_task_vocab(cfg->task);
+    size_t n = 0;
+#define PARAM(name, rows, cols) (names[n] = (name), shape[n][0] = (rows), shape[n][1] = (cols), n++)
+    PARAM("emb0", vocab, d);
+    PARAM("emb1", vocab, d);
+    if (cfg->posenc == AG_POSENC_LEARNED)
+        PARAM("pos", cfg->seq, d); /* ag_posenc_params' */
+    for (int k = 0; k < 4; k++)
+        PARAM(attn[k], d, d);
+    PARAM("readout", d, ag_task_answers(cfg->task) * ag_task_classes(cfg->task));
+#undef PARAM
+    return n;
+}
+
 void ag_model_free(ag_model *m)
 {
     if (!m)

@@ -20,4 +20,10 @@ int ag_nn_check_heads(int dim, int heads, char *err, size_t errlen);
 ag_tensor *ag_nn_attend(ag_tape *tape, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v,
                         int heads, int causal, ag_tensor **p_out);
 
+/* The toy model's parameters for cfg (checked by ag_model_config_check),
+ * in ag_model_params' order, without making it: names[i] (static strings)
+ * and shape[i] (rows, cols). Returns the count, at most AG_MODEL_MAX_PARAMS. */
+#define AG_MODEL_MAX_PARAMS 8
+size_t ag_model_layout(const ag_model_config *cfg, const char **names, int (*shape)[2]);
+
 #endif /* AG_NN_H */

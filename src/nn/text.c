@@ -132,6 +132,19 @@ static int check_utf8(const char *s, size_t len, const char *name, char *err, si
     return 1;
 }
 
+/* Every PIECE_MASK + 1 characters, a long text's reading shows its
+ * progress (bytes done of len) and stops when interrupted: 1 with the
+ * message, or 0 to go on. */
+#define PIECE_MASK ((1u << 20) - 1)
+static int stopped(const char *name, size_t done, size_t len, char *err, size_t errlen)
+{
+    if (ag_progress_report("tokenizing", (double)done, (double)len) == AG_OK)
+        return 0;
+    ag_err(AG_ERR_STOPPED, err, errlen, "%s: stopped while tokenizing (interrupted)",
+           name ? name : "text");
+    return 1;
+}
+
 static ag_vocab *vocab_of(const char *s, size_t len, const char *name, char *err, size_t errlen)
 {
     if (!check_utf8(s, len, name, err, errlen))
@@ -145,8 +158,13 @@ static ag_vocab *vocab_of(const char *s, size_t len, const char *name, char *err
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     uint32_t c;
-    while (i < len && utf8_next(u, len, &i, &c))
+    for (size_t k = 0; i < len && utf8_next(u, len, &i, &c); k++) {
         seen[c / 64] |= (uint64_t)1 << (c % 64);
+        if ((k & PIECE_MASK) == PIECE_MASK && stopped(name, i / 2, len, err, errlen)) {
+            free(seen); /* the first half of tokenizing: finding the characters */
+            return NULL;
+        }
+    }
     size_t n = 0;
     for (c = 0; c <= MAX_CODE_POINT; c++)
         n += seen[c / 64] >> (c % 64) & 1;
@@ -271,9 +289,12 @@ size_t ag_vocab_utf8(const ag_vocab *v, int id, char *buf)
     return n;
 }
 
-/* Encode s, naming it in messages (NULL: no name). */
+/* Encode s, naming it in messages (NULL: no name). A character outside v
+ * is an error from character number `strict_from` on; before it, id 0.
+ * half: the second half of tokenizing (vocab_of was the first), for the
+ * progress shown. */
 static ag_status encode(const ag_vocab *v, const char *s, size_t len, int *ids, size_t *n,
-                        const char *name, char *err, size_t errlen)
+                        const char *name, size_t strict_from, int half, char *err, size_t errlen)
 {
     const unsigned char *u = (const unsigned char *)s;
     const char *sep = name ? ": " : "";
@@ -288,12 +309,18 @@ static ag_status encode(const ag_vocab *v, const char *s, size_t len, int *ids, 
     size_t i = 0, k = 0, line = 1;
     uint32_t c;
     while (i < len && utf8_next(u, len, &i, &c)) {
+        if ((k & PIECE_MASK) == PIECE_MASK &&
+            stopped(name, half ? len / 2 + i / 2 : i, len, err, errlen))
+            return AG_ERR_STOPPED;
         int id = ag_vocab_id(v, c);
-        if (id < 0) {
+        if (id < 0 && k < strict_from) {
+            id = 0; /* not evaluated: any id will do */
+        } else if (id < 0) {
             char label[32];
             return ag_err(AG_ERR_ARG, err, errlen,
-                          "%s%scharacter %s on line %zu is not in the vocabulary", name, sep,
-                          char_label(c, label, sizeof(label)), line);
+                          "%s%scharacter %s on line %zu%s is not in the vocabulary", name, sep,
+                          char_label(c, label, sizeof(label)), line,
+                          strict_from ? " (in the validation part, the last 10%)" : "");
         }
         line += c == '\n';
         ids[k++] = id;
@@ -307,7 +334,7 @@ ag_status ag_vocab_encode(const ag_vocab *v, const char *s, size_t len, int *ids
 {
     if (!v || (!s && len) || !ids || !n)
         return ag_err(AG_ERR_ARG, err, errlen, "vocabulary: encode: a NULL argument");
-    return encode(v, s, len, ids, n, NULL, err, errlen);
+    return encode(v, s, len, ids, n, NULL, 0, 0, err, errlen);
 }
 
 ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **ids, size_t *n,
@@ -326,7 +353,7 @@ ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **id
         out[0] = nl >= 0 ? nl : 0;
         *n = 1;
     } else {
-        st = encode(v, s, len, out, n, NULL, err, errlen);
+        st = encode(v, s, len, out, n, NULL, 0, 0, err, errlen);
     }
     if (st != AG_OK) {
         free(out);
@@ -339,8 +366,10 @@ ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **id
 
 /* ---- texts ---- */
 
-ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
-                        ag_text **out, char *err, size_t errlen)
+/* ag_text_parse, and with val_only the training part's characters need
+ * not be in vocab (ag_text_load_eval). */
+static ag_status parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
+                       int val_only, ag_text **out, char *err, size_t errlen)
 {
     if (!out)
         return ag_err(AG_ERR_ARG, err, errlen, "text: out is NULL");
@@ -362,15 +391,25 @@ ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vo
         if (!t->vocab)
             goto nomem;
     } else if (!(t->vocab = vocab_of(s, len, name, err, errlen))) {
-        st = AG_ERR_FORMAT; /* too many characters (or out of memory, said in err) */
+        /* too many characters, interrupted (or out of memory), said in err */
+        st = ag_interrupted() ? AG_ERR_STOPPED : AG_ERR_FORMAT;
         goto fail;
     }
     t->ids = ag_malloc(len * sizeof(int)); /* a character is at least one byte */
     if (!t->ids)
         goto nomem;
-    st = encode(t->vocab, s, len, t->ids, &t->len, name, err, errlen);
+    size_t strict_from = 0;
+    if (val_only && vocab) { /* the characters before the validation part */
+        size_t chars = 0;
+        for (size_t i = 0; i < len; i++)
+            chars += ((unsigned char)s[i] & 0xC0) != 0x80;
+        strict_from = chars * 9 / 10;
+    }
+    st = encode(t->vocab, s, len, t->ids, &t->len, name, strict_from, !vocab, err, errlen);
     if (st != AG_OK)
         goto fail;
+    if (len > PIECE_MASK)
+        ag_progress_report("tokenizing", (double)len, (double)len);
     t->n_train = t->len * 9 / 10; /* len <= AG_TEXT_MAX_BYTES: no overflow */
     *out = t;
     return AG_OK;
@@ -381,8 +420,14 @@ fail:
     return st;
 }
 
-ag_status ag_text_load(const char *path, const ag_vocab *vocab, ag_text **out, char *err,
-                       size_t errlen)
+ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
+                        ag_text **out, char *err, size_t errlen)
+{
+    return parse(s, len, name, vocab, 0, out, err, errlen);
+}
+
+static ag_status load(const char *path, const ag_vocab *vocab, int val_only, ag_text **out,
+                      char *err, size_t errlen)
 {
     if (!out || !path)
         return ag_err(AG_ERR_ARG, err, errlen, "text: %s is NULL", out ? "path" : "out");
@@ -392,9 +437,23 @@ ag_status ag_text_load(const char *path, const ag_vocab *vocab, ag_text **out, c
     ag_status st = ag_io_read_file(path, AG_TEXT_MAX_BYTES, &buf, &len, err, errlen);
     if (st != AG_OK)
         return st;
-    st = ag_text_parse((const char *)buf, len, path, vocab, out, err, errlen);
+    st = parse((const char *)buf, len, path, vocab, val_only, out, err, errlen);
     free(buf);
     return st;
+}
+
+ag_status ag_text_load(const char *path, const ag_vocab *vocab, ag_text **out, char *err,
+                       size_t errlen)
+{
+    return load(path, vocab, 0, out, err, errlen);
+}
+
+ag_status ag_text_load_eval(const char *path, const ag_vocab *vocab, ag_text **out, char *err,
+                            size_t errlen)
+{
+    if (!vocab)
+        return ag_err(AG_ERR_ARG, err, errlen, "text: the vocabulary is NULL");
+    return load(path, vocab, 1, out, err, errlen);
 }
 
 void ag_text_free(ag_text *t)

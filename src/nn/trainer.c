@@ -136,7 +136,13 @@ static ag_status tape_failure(ag_trainer *t, ag_status st, long step, const char
 
 ag_status ag_trainer_step(ag_trainer *t, double *loss, char *err, size_t errlen)
 {
+    if (t->step >= AG_TRAIN_MAX_STEP)
+        return ag_err(AG_ERR_ARG, err, errlen,
+                      "step %ld: a run stops at %ld steps, the most a checkpoint holds",
+                      t->step + 1, AG_TRAIN_MAX_STEP);
     ag_tape_reset(t->tape); /* an example's tensors may still be on it */
+    /* a step that fails (stopped, or NaN) leaves the stream as it was */
+    ag_rng data = t->data_rng;
     ag_task_sample(t->train, &t->data_rng);
     ag_zero_grad(t->params, t->n_params);
     ag_tensor *l = ag_model_forward(t->tape, t->model, t->train, NULL, NULL);
@@ -145,8 +151,10 @@ ag_status ag_trainer_step(ag_trainer *t, double *loss, char *err, size_t errlen)
     double norm = st == AG_OK ? ag_clip_grad_norm(t->params, t->n_params, t->cfg.clip) : 0;
     if (st == AG_OK && (!isfinite(l->data[0]) || !isfinite(norm)))
         st = ag_tape_find_anomaly(t->tape);
-    if (st != AG_OK)
+    if (st != AG_OK) {
+        t->data_rng = data;
         return tape_failure(t, st, t->step + 1, "", err, errlen);
+    }
     if (loss)
         *loss = l->data[0];
     ag_tape_reset(t->tape);

@@ -94,6 +94,7 @@ static void check_text(const ag_text_opts *o)
         CHECK(o->train.decay_steps >= 1);
         CHECK(m->heads >= 1 && m->dim % m->heads == 0 && m->layers >= 1 && m->seq >= 1);
         CHECK(o->train.batch >= 1 && isfinite(o->train.lr) && o->train.lr > 0);
+        CHECK(o->train.min_lr <= o->train.lr); /* the schedule never rises */
         CHECK(ag_cli_attention_values((uint64_t)o->train.batch, (uint64_t)m->heads,
                                       (uint64_t)m->seq) <= AG_CLI_MAX_VALUES);
     }
@@ -115,6 +116,7 @@ static void parse_command(int argc, char **argv)
         if (r == AG_CLI_GO) {
             CHECK(o.load_path && *o.load_path);
             CHECK(o.tokens >= 0 && o.top_k >= 0 && o.temperature >= 0 && isfinite(o.temperature));
+            CHECK(!o.prompt || ag_utf8_valid((const unsigned char *)o.prompt, strlen(o.prompt)));
         }
     } else if (strcmp(cmd, "attend") == 0) {
         ag_attend_opts o;
