@@ -62,6 +62,8 @@ ag_status ag_attn_small_backward(ag_tape *tape, const ag_attn_op *a, const ag_re
 void ag_fast_add(const ag_real *x, const ag_real *b, ag_real *y, size_t size, size_t n);
 /* dx += dy (or, when set, dx = 0 + dy) */
 void ag_fast_add_grad(const ag_real *dy, ag_real *dx, size_t size, int set);
+/* da = 0 + dy and db = 0 + dy into two unset gradients, in one pass */
+void ag_fast_add_grad_both(const ag_real *dy, ag_real *da, ag_real *db, size_t size);
 /* db += dy summed over its repeats: db[c] += dy[c] + dy[n + c] + ..., in that order */
 void ag_fast_add_grad_repeated(const ag_real *dy, ag_real *db, size_t size, size_t n);
 /* out (= or, with add, +=) in * (ag_dropout_bits(key, i) >= threshold ? scale : 0) */
