@@ -1046,6 +1046,7 @@ Suite *suite_gpt(void)
     tcase_add_test(tc, test_gradcheck_gpt_variants);
     suite_add_tcase(s, tc);
     tc = tcase_create("sampling");
+    tcase_set_timeout(tc, 120); /* the reference kernels take seconds here; nothing is timed */
     tcase_add_test(tc, test_cache_equals_tape);
     tcase_add_test(tc, test_sampling);
     tcase_add_test(tc, test_val_loss);
