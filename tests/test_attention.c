@@ -12,6 +12,7 @@
 
 #include "kernels/attn_tile.h"
 #include "kernels/gemm.h"
+#include "kernels/kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -656,6 +657,42 @@ START_TEST(test_fused_kernels_match_ops)
 }
 END_TEST
 
+/* The fast kernel's path for sequences too short for tiles against the
+ * reference kernel, every T it takes (and the first it leaves to the
+ * tiles), one to three heads, causal or not: out, P and every gradient. */
+START_TEST(test_short_path_matches_reference)
+{
+#ifdef AG_REAL_DOUBLE
+    const double tol = 1e-12;
+#else
+    const double tol = 1e-5;
+#endif
+    ck_assert(ag_attn_small(1) && !ag_attn_small(64));
+    for (int T = 1; T < 64 && ag_attn_small((size_t)T - 1); T++)
+        for (int heads = 1; heads <= 3; heads++)
+            for (int causal = 0; causal < 2; causal++) {
+                int sh[3] = {3, T, 2 * heads};
+                size_t n = 2 * (size_t)3 * T * sh[2] + (size_t)3 * heads * T * T +
+                           4 * (size_t)sh[2] * sh[2];
+                ag_real *fast = malloc(n * sizeof(ag_real)), *ref = malloc(n * sizeof(ag_real));
+                ck_assert(fast && ref);
+                layer_step(1, causal, 1, sh, heads, fast, n);
+                ck_assert_int_eq(ag_set_kernels("reference"), AG_OK);
+                layer_step(1, causal, 1, sh, heads, ref, n);
+                ck_assert_int_eq(ag_set_kernels("fast"), AG_OK);
+                size_t bad = n;
+                for (size_t i = 0; i < n && bad == n; i++)
+                    if (!(fabs(fast[i] - ref[i]) <= tol * fmax(1, fabs(ref[i]))))
+                        bad = i;
+                ck_assert_msg(bad == n, "T %d heads %d causal %d: value %zu: fast %.9g, ref %.9g",
+                              T, heads, causal, bad, bad < n ? (double)fast[bad] : 0.0,
+                              bad < n ? (double)ref[bad] : 0.0);
+                free(fast);
+                free(ref);
+            }
+}
+END_TEST
+
 /* The fused op keeps no (T,T) tensor: a whole step at T = 4096 stays far
  * below the 64 MB one (T,T) float matrix would take (a property of the
  * arena's high-water mark, not of timing). */
@@ -682,9 +719,11 @@ END_TEST
  * op too, which has its own copy of the softmax gradient. */
 START_TEST(test_fused_bug_caught)
 {
-    /* with every tile kernel, and a sequence of two blocks */
+    /* with every tile kernel, and a sequence of two blocks; T = 3 takes the
+     * path for sequences too short for tiles (src/kernels/attn_small.c) */
     static const char *const kernels[] = {"generic", "avx2", "avx512"};
     static const int shapes[2][3] = {{2, 3, 4}, {1, 70, 4}};
+    ck_assert(ag_attn_small(3) && !ag_attn_small(70));
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))
             continue;
@@ -725,6 +764,7 @@ Suite *suite_attention(void)
     tcase_add_test(tc, test_fused_grad_blocks);
     tcase_add_test(tc, test_fused_matches_ops);
     tcase_add_test(tc, test_fused_kernels_match_ops);
+    tcase_add_test(tc, test_short_path_matches_reference);
     tcase_add_test(tc, test_fused_memory_linear);
     tcase_add_test(tc, test_fused_bug_caught);
     tcase_add_test(tc, test_weights_p_grad);

@@ -128,6 +128,53 @@ START_TEST(test_add_backward)
 }
 END_TEST
 
+/* Both inputs op outputs whose gradients nothing has written yet (a
+ * residual add's two branches), so that the fast kernel stores both from
+ * one pass over dy; a and b are also read by a later op, so their
+ * gradients then add onto that. Against the reference kernels, on a size
+ * that splits over threads, and against finite differences. */
+static ag_tensor *build_two_branches(ag_tape *t, ag_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    ag_tensor *a = ag_scale(t, in[0], 2), *b = ag_mul(t, in[1], in[1]);
+    return ag_mul(t, ag_add(t, ag_mul(t, a, b), ag_add(t, a, b)), in[0]);
+}
+
+START_TEST(test_add_both_unset)
+{
+    static const char *const kernels[] = {"reference", "fast"};
+    const int shape[2] = {300, 128};
+    ag_real *grads[2][2];
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(ag_set_kernels(kernels[k]), AG_OK);
+        ag_set_threads(2);
+        ag_rng rng = ag_rng_new(9);
+        ag_tensor *in[2] = {test_param(&rng, 2, shape), test_param(&rng, 2, shape)};
+        ag_tape *tape = ag_tape_new();
+        ck_assert_int_eq(ag_backward(tape, ag_sum(tape, build_two_branches(tape, in, NULL))),
+                         AG_OK);
+        for (int i = 0; i < 2; i++) {
+            grads[k][i] = malloc(in[i]->size * sizeof(ag_real));
+            ck_assert_ptr_nonnull(grads[k][i]);
+            memcpy(grads[k][i], in[i]->grad, in[i]->size * sizeof(ag_real));
+            ag_param_free(in[i]);
+        }
+        ag_tape_free(tape);
+        ag_set_threads(1);
+    }
+    for (int i = 0; i < 2; i++) {
+        for (size_t e = 0; e < (size_t)shape[0] * shape[1]; e++)
+            if (grads[0][i][e] != grads[1][i][e])
+                ck_abort_msg("input %d, element %zu: fast %.9g, reference %.9g", i, e,
+                             (double)grads[1][i][e], (double)grads[0][i][e]);
+        free(grads[0][i]);
+        free(grads[1][i]);
+    }
+    static const test_shape small[2] = {{2, {3, 4}}, {2, {3, 4}}};
+    test_gradcheck_shapes(build_two_branches, NULL, 2, small, 77);
+}
+END_TEST
+
 START_TEST(test_mul_backward)
 {
     for (size_t c = 0; c < sizeof(broadcast_cases) / sizeof(broadcast_cases[0]); c++)
@@ -211,6 +258,7 @@ Suite *suite_elementwise(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
     tcase_add_test(tc, test_add_backward);
+    tcase_add_test(tc, test_add_both_unset);
     tcase_add_test(tc, test_mul_backward);
     tcase_add_test(tc, test_scale_backward);
     suite_add_tcase(s, tc);

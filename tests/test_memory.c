@@ -165,8 +165,13 @@ START_TEST(test_gpt_parts)
     ag_gpt_memory(&c, &(ag_gpt_run){.sample = 1, .file_bytes = 1e6}, &m);
     ck_assert(part(&m, "sampling") > 0 && part(&m, "the checkpoint read") > 1e6);
     ck_assert(part(&m, "their gradients") == 0 && part(&m, "the validation") == 0);
+    /* a text's ids: one byte each in place of its bytes, or two beside them */
     ag_gpt_memory(&c, &(ag_gpt_run){.validate = 1, .text_bytes = 1e8}, &m);
-    ck_assert(part(&m, "the text") >= 5e8);
+    ck_assert(part(&m, "the text") >= 1e8 && part(&m, "the text") < 1.1e8);
+    ag_gpt_config wide = ag_gpt_defaults(300);
+    ag_gpt_memory(&wide, &(ag_gpt_run){.validate = 1, .text_bytes = 1e8}, &m);
+    ck_assert(part(&m, "the text") >= 3e8);
+    ag_gpt_memory(&c, &(ag_gpt_run){.validate = 1, .text_bytes = 1e8}, &m);
     ck_assert(part(&m, "a training step") == 0);
     ag_gpt_memory(&c, &(ag_gpt_run){.batch = 12, .save = 1, .threads = 4}, &m);
     ck_assert(part(&m, "writing the checkpoint") == 3 * part(&m, "the weights"));

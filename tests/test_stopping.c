@@ -288,8 +288,8 @@ START_TEST(test_eval_text_vocabulary)
     ck_assert_msg(ag_text_load_eval(path, v, &t, err, sizeof(err)) == AG_OK, "%s", err);
     ck_assert_uint_eq(t->len, 100);
     ck_assert_uint_eq(t->n_train, 90);
-    ck_assert_int_eq(t->ids[3], 0);
-    ck_assert_int_eq(t->ids[90], ag_vocab_id(v, (uint32_t)s[90]));
+    ck_assert_int_eq(ag_text_id(t, 3), 0);
+    ck_assert_int_eq(ag_text_id(t, 90), ag_vocab_id(v, (uint32_t)s[90]));
     ag_text_free(t);
     ck_assert_int_eq(ag_text_load(path, v, &t, err, sizeof(err)), AG_ERR_ARG); /* training: all */
     run_assert_has(err, "character 'Z' (U+005A) on line 1 is not in the vocabulary");

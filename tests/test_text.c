@@ -47,11 +47,11 @@ START_TEST(test_vocab_multibyte)
     const int ids[] = {2, 3, 1, 4, 1, 5, 0};
     ck_assert_uint_eq(t->len, 7);
     for (int i = 0; i < 7; i++)
-        ck_assert_int_eq(t->ids[i], ids[i]);
+        ck_assert_int_eq(ag_text_id(t, i), ids[i]);
     /* decoding gives the bytes back */
     char buf[8], back[64] = "";
     for (size_t i = 0; i < t->len; i++) {
-        size_t n = ag_vocab_utf8(t->vocab, t->ids[i], buf);
+        size_t n = ag_vocab_utf8(t->vocab, ag_text_id(t, i), buf);
         ck_assert_uint_eq(n, strlen(buf));
         strcat(back, buf);
     }
@@ -92,7 +92,7 @@ START_TEST(test_encode_with_vocab)
     const int ids[] = {3, 1, 2, 0, 2, 1};
     ck_assert_uint_eq(u->len, 6);
     for (int i = 0; i < 6; i++)
-        ck_assert_int_eq(u->ids[i], ids[i]);
+        ck_assert_int_eq(ag_text_id(u, i), ids[i]);
     ck_assert_int_eq(ag_vocab_size(u->vocab), 4);
     /* a character the vocabulary lacks is named, with its line */
     ag_text *w = (ag_text *)1;
@@ -164,9 +164,11 @@ START_TEST(test_split_and_windows)
                 /* where the window starts, found from the text */
                 int found = 0;
                 size_t lo = split ? t->n_train : 0, hi = split ? t->len : t->n_train;
-                for (size_t i = lo; i + 6 <= hi && !found; i++)
-                    found = memcmp(t->ids + i, x + b * 5, 5 * sizeof(int)) == 0 &&
-                            t->ids[i + 5] == y[b * 5 + 4];
+                for (size_t i = lo; i + 6 <= hi && !found; i++) {
+                    int w[6];
+                    ag_text_ids(t, i, 6, w);
+                    found = memcmp(w, x + b * 5, 5 * sizeof(int)) == 0 && w[5] == y[b * 5 + 4];
+                }
                 ck_assert_msg(found, "window %d of split %d is not inside its part", b, split);
             }
         }
@@ -220,6 +222,92 @@ START_TEST(test_text_load)
 }
 END_TEST
 
+/* The len bytes at s read from a file (the path that tokenizes in place)
+ * and parsed from memory: the same ids, of the width the vocabulary
+ * allows, with ag_text_id and ag_text_ids agreeing; a character outside
+ * the vocabulary given is still named. */
+static void check_load_matches_parse(const char *s, size_t len, int id_size)
+{
+    char dir[256], path[512], err[600];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "w.txt");
+    file_write(path, s, len);
+    ag_text *a, *b;
+    ck_assert_msg(ag_text_load(path, NULL, &a, err, sizeof(err)) == AG_OK, "%s", err);
+    ck_assert_msg(ag_text_parse(s, len, "s", NULL, &b, err, sizeof(err)) == AG_OK, "%s", err);
+    ck_assert_int_eq(a->id_size, id_size);
+    ck_assert_int_eq(b->id_size, id_size);
+    ck_assert_uint_eq(a->len, b->len);
+    int *ids = malloc(a->len * sizeof(int));
+    ck_assert_ptr_nonnull(ids);
+    ag_text_ids(a, 0, a->len, ids);
+    for (size_t i = 0; i < a->len; i++)
+        if (ids[i] != ag_text_id(b, i) || ids[i] != ag_text_id(a, i))
+            ck_abort_msg("id %zu: loaded %d, parsed %d", i, ids[i], ag_text_id(b, i));
+    /* the ids name the text's characters back */
+    size_t at = 0;
+    for (size_t i = 0; i < a->len; i++) {
+        char buf[8];
+        size_t n = ag_vocab_utf8(a->vocab, ids[i], buf);
+        ck_assert(n > 0 && at + n <= len && memcmp(s + at, buf, n) == 0);
+        at += n;
+    }
+    ck_assert_uint_eq(at, len);
+    /* with the vocabulary of the first half only, the second half's new
+     * characters are errors, found on the file's path too */
+    ag_text *h;
+    size_t cut = len / 2;
+    while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+        cut--; /* not inside a character */
+    ck_assert_int_eq(ag_text_parse(s, cut, "h", NULL, &h, err, sizeof(err)), AG_OK);
+    ag_text *c = (ag_text *)1;
+    if (ag_vocab_size(h->vocab) < ag_vocab_size(a->vocab)) {
+        ck_assert_int_eq(ag_text_load(path, h->vocab, &c, err, sizeof(err)), AG_ERR_ARG);
+        ck_assert_ptr_null(c);
+        run_assert_has(err, "is not in the vocabulary");
+    }
+    ag_text_free(h);
+    free(ids);
+    ag_text_free(a);
+    ag_text_free(b);
+    file_rmdir(dir);
+}
+
+/* Ids take one byte up to 256 characters, two above; both read back the
+ * same as they were parsed. */
+START_TEST(test_narrow_ids)
+{
+    /* one-byte ids, with characters of 2, 3 and 4 bytes among ASCII ones */
+    const char *mixed = "ab\xc3\xa9 c\xe2\x82\xac\n\xf0\x9d\x84\x9ez\xc3\xa9b";
+    check_load_matches_parse(mixed, strlen(mixed), 1);
+    /* 256 characters: still one byte; 257: two */
+    for (int distinct = 256; distinct <= 257; distinct++) {
+        size_t n = 3000;
+        char *s = malloc(4 * n);
+        ck_assert_ptr_nonnull(s);
+        size_t len = 0;
+        ag_rng rng = ag_rng_new(5);
+        for (size_t i = 0; i < n; i++) {
+            /* ASCII letters and newlines, then code points from U+0100 on */
+            int k = i < (size_t)distinct ? (int)i : (int)ag_rng_below(&rng, (uint32_t)distinct);
+            int cp = k < 53 ? (k == 52 ? '\n' : k < 26 ? 'a' + k : 'A' + k - 26) : 0x100 + k;
+            if (cp < 0x80) {
+                s[len++] = (char)cp;
+            } else if (cp < 0x800) {
+                s[len++] = (char)(0xC0 | (cp >> 6));
+                s[len++] = (char)(0x80 | (cp & 63));
+            } else {
+                s[len++] = (char)(0xE0 | (cp >> 12));
+                s[len++] = (char)(0x80 | ((cp >> 6) & 63));
+                s[len++] = (char)(0x80 | (cp & 63));
+            }
+        }
+        check_load_matches_parse(s, len, distinct <= 256 ? 1 : 2);
+        free(s);
+    }
+}
+END_TEST
+
 Suite *suite_text(void)
 {
     Suite *s = suite_create("text");
@@ -233,6 +321,7 @@ Suite *suite_text(void)
     tcase_add_test(tc, test_split_and_windows);
     tcase_add_test(tc, test_one_character);
     tcase_add_test(tc, test_text_load);
+    tcase_add_test(tc, test_narrow_ids);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -159,7 +159,7 @@ const Gpt = (function () {
                     chart.val.push([s, va]);
                 }
             drawChart();
-            Page.say('gpt-result', `${done.result} seconds=${done.seconds.toFixed(2)}` + (done.stopped ? '   (stopped)' : ''));
+            Page.say('gpt-result', `${done.result} seconds=${done.seconds.toFixed(2)} val_seconds=${done.valSeconds.toFixed(2)}` + (done.stopped ? '   (stopped)' : ''));
             $('gpt-bar').style.width = '100%';
             showCheckpoint();
         } catch (e) {

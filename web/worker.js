@@ -81,6 +81,7 @@ async function gptTrain(m) {
         }
         const t0 = performance.now();
         if (M._agw_gpt_finish(h) !== 0) throw failure(M, 'the validation loss failed');
+        const valSeconds = (performance.now() - t0) / 1000;
         const ests = [[M._agw_gpt_est_step(h), M._agw_gpt_train_est(h), M._agw_gpt_val_est(h)]];
         const path = cString(M, CHECKPOINT);
         const saved = M._agw_gpt_save(h, path);
@@ -94,6 +95,7 @@ async function gptTrain(m) {
                 type: 'gpt-done',
                 result,
                 seconds: ms / 1000,
+                valSeconds,
                 finishSeconds: (performance.now() - t0) / 1000,
                 stopped: stopRequested,
                 step: M._agw_gpt_step(h),

@@ -562,8 +562,8 @@ const ag_batch *ag_trainer_held_out(const ag_trainer *t); /* borrowed: labels fo
  *     ag_text *text;
  *     char err[256];
  *     if (ag_text_load("play.txt", NULL, &text, err, sizeof(err)) != AG_OK) ...
- *     // text->vocab: the file's distinct characters; text->ids: the file as ids;
- *     // ids[0 .. n_train) train, ids[n_train .. len) validate
+ *     // text->vocab: the file's distinct characters; ag_text_id(text, i): the
+ *     // file's character i as an id; ids [0 .. n_train) train, [n_train .. len) validate
  *     ag_text_free(text);
  * ------------------------------------------------------------------------ */
 #define AG_VOCAB_MAX 65536           /* most distinct characters a vocabulary holds */
@@ -604,12 +604,15 @@ ag_status ag_vocab_encode(const ag_vocab *v, const char *s, size_t len, int *ids
 ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **ids, size_t *n,
                           char *err, size_t errlen);
 
-/* A text as token ids, split for training and validation. */
+/* A text as token ids, split for training and validation. The ids take
+ * the fewest bytes the vocabulary allows: 1 for up to 256 characters, else
+ * 2; read them with ag_text_id or ag_text_ids. The raw text is not kept. */
 typedef struct ag_text {
     ag_vocab *vocab; /* owned: the file's characters, or a copy of the one given */
-    int *ids;        /* (len) token ids, one per character */
+    void *ids;       /* (len) token ids, one per character, id_size bytes each */
+    int id_size;     /* 1 (uint8_t ids) or 2 (uint16_t) */
     size_t len;      /* characters */
-    size_t n_train;  /* len * 9 / 10: ids[0 .. n_train) train, the rest validate */
+    size_t n_train;  /* len * 9 / 10: ids [0 .. n_train) train, the rest validate */
 } ag_text;
 
 /* Read the UTF-8 text file at path (at most AG_TEXT_MAX_BYTES). With vocab
@@ -631,6 +634,10 @@ ag_status ag_text_load_eval(const char *path, const ag_vocab *vocab, ag_text **o
 ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
                         ag_text **out, char *err, size_t errlen);
 void ag_text_free(ag_text *t); /* NULL does nothing */
+/* Token id i of t (i < t->len) */
+int ag_text_id(const ag_text *t, size_t i);
+/* ids i = from .. from + n - 1 of t as ints into out */
+void ag_text_ids(const ag_text *t, size_t from, size_t n, int *out);
 
 enum { AG_SPLIT_TRAIN = 0, AG_SPLIT_VAL = 1 };
 /* Whether windows of seq characters fit both parts: training draws

@@ -70,11 +70,13 @@ int ag_cli_text_plot_heads(const char *png, ag_gpt *g, const ag_text *text, int 
     double *attn = malloc(cells * sizeof(*attn));
     char(*labels)[8] = malloc((size_t)T * sizeof(*labels));
     const char **names = malloc((size_t)T * sizeof(*names));
-    int ok = p && attn && labels && names;
+    int *ids = malloc((size_t)T * sizeof(*ids));
+    int ok = p && attn && labels && names && ids;
     if (!ok)
         snprintf(err, errlen, "out of memory");
     /* the first window of the full validation loss: val[0 .. T) */
-    const int *ids = text->ids + text->n_train;
+    if (ok)
+        ag_text_ids(text, text->n_train, (size_t)T, ids);
     ok = ok && ag_gpt_attention(g, ids, T, p, err, errlen) == AG_OK;
     if (ok) {
         for (size_t i = 0; i < cells; i++)
@@ -87,6 +89,7 @@ int ag_cli_text_plot_heads(const char *png, ag_gpt *g, const ag_text *text, int 
                  T);
         ok = ag_cli_plot_gpt_heads(png, title, L, H, T, attn, names, sig, err, errlen);
     }
+    free(ids);
     free(names);
     free(labels);
     free(attn);

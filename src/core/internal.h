@@ -281,6 +281,7 @@ typedef struct ag_attn_op {
     ag_real *lse;       /* fast: (B,H,tpad) each query's log-sum-exp, in the tiles' unit */
     size_t tpad;        /* fast: T rounded up to the tiles' query block */
     const void *tiles;  /* fast: the tiles it ran (an ag_attn_kernel, attn_tile.h) */
+    ag_real *w;         /* fast, short sequences (no tiles): the weights P, (B,H,T,T) */
     int reference;      /* 1: the reference kernel ran forward */
 } ag_attn_op;
 

@@ -17,7 +17,13 @@ int ag_utf8_valid(const unsigned char *s, size_t len)
     while (i < len) {
         unsigned c = s[i];
         if (c < 0x80) {
-            i++;
+            /* ASCII, most of most text: eight bytes at a time while no byte has its top bit */
+            for (i++; len - i >= 8; i += 8) {
+                uint64_t w;
+                memcpy(&w, s + i, 8);
+                if (w & 0x8080808080808080u)
+                    break;
+            }
             continue;
         }
         size_t n;

@@ -197,6 +197,8 @@ static void weights_head(void *ctx, size_t t)
 
 ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p)
 {
+    if (ag_attn_small(a->T))
+        return ag_attn_small_forward(tape, a, out, p);
     size_t B = a->B, H = a->H, Ts = a->T, dd = a->d;
     size_t rows = B * Ts, dh = dd / H;
     const ag_attn_kernel *kern = ag_attn_kernel_for(Ts);
@@ -349,6 +351,8 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
      * <dP, P> = <dO V^T, P> = <dO, P V> = <dO, O>, which needs no P). The
      * tiles recompute P from L and add these products block by block.
      */
+    if (a->w) /* forward took the short sequences' path */
+        return ag_attn_small_backward(tape, a, dout, g);
     const ag_attn_kernel *kern = a->tiles;
     size_t B = a->B, T = a->T, d = a->d, H = a->H, dh = d / H, tpad = a->tpad;
     const ag_real *w[3] = {a->wq, a->wk, a->wv};

@@ -26,6 +26,39 @@ typedef struct add_job {
     size_t repeats; /* x's size / n */
 } add_job;
 
+/* The element loops, built per instruction set: the residual stream's
+ * adds are three of the step's passes over (B,T,C), in and out of L2. */
+AG_CLONES static void add_n(const ag_real *restrict x, const ag_real *restrict b,
+                            ag_real *restrict y, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        y[k] = x[k] + b[k];
+}
+
+AG_CLONES static void acc_n(const ag_real *restrict dy, ag_real *restrict dx, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        dx[k] += dy[k];
+}
+
+/* dx = 0 + dy (into an unset dx: the same bits as adding into zeros, -0
+ * becoming +0), and the same into dz when it is not NULL: one read of dy
+ * for both of an add's inputs */
+AG_CLONES static void set_n(const ag_real *restrict dy, ag_real *restrict dx, ag_real *restrict dz,
+                            size_t n)
+{
+    if (dz) {
+        for (size_t k = 0; k < n; k++) {
+            ag_real v = (ag_real)0 + dy[k];
+            dx[k] = v;
+            dz[k] = v;
+        }
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        dx[k] = (ag_real)0 + dy[k];
+}
+
 /* y[i] = x[i] + b[i mod n] for i in [lo, hi) */
 static void add_range(void *ctx, size_t lo, size_t hi)
 {
@@ -33,10 +66,7 @@ static void add_range(void *ctx, size_t lo, size_t hi)
     size_t n = j->n;
     for (size_t i = lo; i < hi;) {
         size_t c = i % n, end = hi - i < n - c ? hi : i + (n - c);
-        const ag_real *x = j->x + i, *b = j->b + c;
-        ag_real *y = j->y + i;
-        for (size_t k = 0; k < end - i; k++)
-            y[k] = x[k] + b[k];
+        add_n(j->x + i, j->b + c, j->y + i, end - i);
         i = end;
     }
 }
@@ -45,17 +75,14 @@ static void add_range(void *ctx, size_t lo, size_t hi)
 static void add_dx_range(void *ctx, size_t lo, size_t hi)
 {
     const add_job *j = ctx;
-    for (size_t i = lo; i < hi; i++)
-        j->dx[i] += j->dy[i];
+    acc_n(j->dy + lo, j->dx + lo, hi - lo);
 }
 
-/* dx[i] = 0 + dy[i] (into an unset dx: the same bits as adding into zeros,
- * -0 becoming +0) for i in [lo, hi) */
+/* dx[i] = 0 + dy[i], and db[i] too when db is set, for i in [lo, hi) */
 static void set_dx_range(void *ctx, size_t lo, size_t hi)
 {
     const add_job *j = ctx;
-    for (size_t i = lo; i < hi; i++)
-        j->dx[i] = (ag_real)0 + j->dy[i];
+    set_n(j->dy + lo, j->dx + lo, j->db ? j->db + lo : NULL, hi - lo);
 }
 
 /* db[c] += dy[c] + dy[n + c] + ... in that order, for columns c in [lo, hi) */
@@ -79,6 +106,12 @@ void ag_fast_add_grad(const ag_real *dy, ag_real *dx, size_t size, int set)
 {
     add_job j = {.dy = dy, .dx = dx};
     ag_parallel_range(size, ADD_GRAIN, set ? set_dx_range : add_dx_range, &j);
+}
+
+void ag_fast_add_grad_both(const ag_real *dy, ag_real *da, ag_real *db, size_t size)
+{
+    add_job j = {.dy = dy, .dx = da, .db = db};
+    ag_parallel_range(size, ADD_GRAIN, set_dx_range, &j);
 }
 
 void ag_fast_add_grad_repeated(const ag_real *dy, ag_real *db, size_t size, size_t n)

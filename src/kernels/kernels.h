@@ -49,11 +49,21 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
 ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const ag_real *dout,
                                      const ag_attn_grads *g);
 
+/* ---- attn_small.c: the same for sequences too short for tiles ---- */
+/* 1 when sequences of T positions take this path (the fast kernel's choice) */
+int ag_attn_small(size_t T);
+/* Q, K, V as rows, the weights P kept; what ag_fast_attention_* compute */
+ag_status ag_attn_small_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p);
+ag_status ag_attn_small_backward(ag_tape *tape, const ag_attn_op *a, const ag_real *dout,
+                                 const ag_attn_grads *g);
+
 /* ---- elementwise.c ---- */
 /* y = x + b, b (n) repeated over x (size) */
 void ag_fast_add(const ag_real *x, const ag_real *b, ag_real *y, size_t size, size_t n);
 /* dx += dy (or, when set, dx = 0 + dy) */
 void ag_fast_add_grad(const ag_real *dy, ag_real *dx, size_t size, int set);
+/* da = 0 + dy and db = 0 + dy into two unset gradients, in one pass */
+void ag_fast_add_grad_both(const ag_real *dy, ag_real *da, ag_real *db, size_t size);
 /* db += dy summed over its repeats: db[c] += dy[c] + dy[n + c] + ..., in that order */
 void ag_fast_add_grad_repeated(const ag_real *dy, ag_real *db, size_t size, size_t n);
 /* out (= or, with add, +=) in * (ag_dropout_bits(key, i) >= threshold ? scale : 0) */

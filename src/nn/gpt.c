@@ -604,7 +604,6 @@ ag_status ag_gpt_val_loss_on(ag_tape *tape, ag_gpt *g, const ag_text *text, doub
         return AG_ERR_NOMEM;
     }
     int *y = x + cells;
-    const int *val = text->ids + text->n_train;
     double sum = 0;
     ag_status st = AG_OK;
     size_t done = 0;
@@ -614,8 +613,8 @@ ag_status ag_gpt_val_loss_on(ag_tape *tape, ag_gpt *g, const ag_text *text, doub
         if (ag_progress_report("validation", (double)w0, (double)W) != AG_OK)
             break;
         /* window i: x = val[i*T .. (i+1)*T), y = val[i*T+1 .. (i+1)*T] */
-        memcpy(x, val + w0 * (size_t)T, n * (size_t)T * sizeof(int));
-        memcpy(y, val + w0 * (size_t)T + 1, n * (size_t)T * sizeof(int));
+        ag_text_ids(text, text->n_train + w0 * (size_t)T, n * (size_t)T, x);
+        ag_text_ids(text, text->n_train + w0 * (size_t)T + 1, n * (size_t)T, y);
         double acc = 0;
         st = eval_windows(tape, g, x, y, (int)n, T, buf, &acc, (double)w0, (double)W, err, errlen);
         if (st == AG_OK && !isfinite(acc)) {

@@ -145,26 +145,40 @@ static int stopped(const char *name, size_t done, size_t len, char *err, size_t 
     return 1;
 }
 
+/* The vocabulary of s, checked already (check_utf8): one bit per code
+ * point marks the characters present. */
 static ag_vocab *vocab_of(const char *s, size_t len, const char *name, char *err, size_t errlen)
 {
-    if (!check_utf8(s, len, name, err, errlen))
-        return NULL;
-    /* one bit per code point marks the characters present */
     uint64_t *seen = ag_calloc((MAX_CODE_POINT + 64) / 64, sizeof(uint64_t));
     uint32_t *cp = NULL;
     ag_vocab *v = NULL;
     if (!seen)
         goto nomem;
     const unsigned char *u = (const unsigned char *)s;
+    unsigned char ascii[128] = {0}; /* stores that wait on nothing, unlike setting bits */
     size_t i = 0;
     uint32_t c;
-    for (size_t k = 0; i < len && utf8_next(u, len, &i, &c); k++) {
-        seen[c / 64] |= (uint64_t)1 << (c % 64);
-        if ((k & PIECE_MASK) == PIECE_MASK && stopped(name, i / 2, len, err, errlen)) {
+    while (i < len) {
+        /* a piece at a time, so that a long text shows its progress and stops when asked */
+        size_t end = len - i > PIECE_MASK ? i + PIECE_MASK + 1 : len;
+        while (i < end) {
+            if (u[i] < 0x80) { /* most text: one byte, one character */
+                ascii[u[i++]] = 1;
+            } else if (utf8_next(u, len, &i, &c)) {
+                seen[c / 64] |= (uint64_t)1 << (c % 64);
+            } else {
+                break; /* not reached: checked */
+            }
+        }
+        if (i < len && stopped(name, i / 2, len, err, errlen)) {
             free(seen); /* the first half of tokenizing: finding the characters */
             return NULL;
         }
+        if (i < end)
+            break;
     }
+    for (c = 0; c < 128; c++)
+        seen[c / 64] |= (uint64_t)ascii[c] << (c % 64);
     size_t n = 0;
     for (c = 0; c <= MAX_CODE_POINT; c++)
         n += seen[c / 64] >> (c % 64) & 1;
@@ -199,7 +213,7 @@ ag_vocab *ag_vocab_from_utf8(const char *s, size_t len, char *err, size_t errlen
         ag_err(AG_ERR_ARG, err, errlen, "vocabulary: the text is NULL");
         return NULL;
     }
-    return vocab_of(s, len, "text", err, errlen);
+    return check_utf8(s, len, "text", err, errlen) ? vocab_of(s, len, "text", err, errlen) : NULL;
 }
 
 ag_vocab *ag_vocab_from_chars(const char *chars, char *err, size_t errlen)
@@ -289,41 +303,99 @@ size_t ag_vocab_utf8(const ag_vocab *v, int id, char *buf)
     return n;
 }
 
-/* Encode s, naming it in messages (NULL: no name). A character outside v
- * is an error from character number `strict_from` on; before it, id 0.
- * half: the second half of tokenizing (vocab_of was the first), for the
- * progress shown. */
-static ag_status encode(const ag_vocab *v, const char *s, size_t len, int *ids, size_t *n,
-                        const char *name, size_t strict_from, int half, char *err, size_t errlen)
+#if defined(__GNUC__)
+#define ENCODE_INLINE static inline __attribute__((always_inline))
+#else
+#define ENCODE_INLINE static inline
+#endif
+
+/* Characters of u from byte *i on, up to character `stop`, as ids of size
+ * bytes each (1, 2, or 4: int) from id *k on, counting lines in *line.
+ * Returns the code point of the first character outside v from character
+ * strict_from on (*i past it), or UINT32_MAX when there is none. Inlined
+ * with a constant size, so that the store is one instruction. */
+ENCODE_INLINE uint32_t encode_run(const ag_vocab *v, const int *ascii, const unsigned char *u,
+                                  size_t len, size_t *i, void *ids, size_t *k, size_t stop,
+                                  size_t strict_from, size_t *line, const int size)
+{
+    size_t at = *i, n = *k, lines = *line;
+    uint32_t c = 0, missing = UINT32_MAX;
+    while (at < len && n < stop) {
+        int id;
+        if (u[at] < 0x80) { /* most text: one byte, one character, a table */
+            c = u[at++];
+            id = ascii[c];
+        } else if (utf8_next(u, len, &at, &c)) {
+            id = ag_vocab_id(v, c);
+        } else {
+            break; /* not reached: checked */
+        }
+        if (id < 0) {
+            if (n >= strict_from) {
+                missing = c;
+                break;
+            }
+            id = 0; /* not evaluated: any id will do */
+        }
+        lines += c == '\n';
+        if (size == 1)
+            ((unsigned char *)ids)[n++] = (unsigned char)id;
+        else if (size == 2)
+            ((uint16_t *)ids)[n++] = (uint16_t)id;
+        else
+            ((int *)ids)[n++] = id;
+    }
+    *i = at;
+    *k = n;
+    *line = lines;
+    return missing;
+}
+
+/* Encode s into ids of size bytes each, naming s in messages (NULL: no
+ * name). checked: s is known to be UTF-8. A character outside v is an
+ * error from character number `strict_from` on; before it, id 0. half: the
+ * second half of tokenizing (vocab_of was the first), for the progress
+ * shown. ids may be s itself when size is 1: id k is written after
+ * character k's bytes are read, and they start at byte k or later. */
+static ag_status encode(const ag_vocab *v, const char *s, size_t len, void *ids, int size,
+                        size_t *n, const char *name, size_t strict_from, int half, int checked,
+                        char *err, size_t errlen)
 {
     const unsigned char *u = (const unsigned char *)s;
     const char *sep = name ? ": " : "";
     name = name ? name : "";
-    if (!ag_utf8_valid(u, len)) {
+    if (!checked && !ag_utf8_valid(u, len)) {
         size_t line, off;
         find_invalid(u, len, &line, &off);
         return ag_err(AG_ERR_FORMAT, err, errlen,
                       "%s%snot UTF-8 text: invalid byte 0x%02x on line %zu (byte %zu)", name, sep,
                       u[off], line, off);
     }
+    int ascii[128]; /* the ids of one-byte characters, -1 when not in v */
+    for (uint32_t c = 0; c < 128; c++)
+        ascii[c] = ag_vocab_id(v, c);
     size_t i = 0, k = 0, line = 1;
-    uint32_t c;
-    while (i < len && utf8_next(u, len, &i, &c)) {
-        if ((k & PIECE_MASK) == PIECE_MASK &&
-            stopped(name, half ? len / 2 + i / 2 : i, len, err, errlen))
+    while (i < len) {
+        /* a piece at a time, so that a long text shows its progress and stops when asked */
+        if (k > 0 && stopped(name, half ? len / 2 + i / 2 : i, len, err, errlen))
             return AG_ERR_STOPPED;
-        int id = ag_vocab_id(v, c);
-        if (id < 0 && k < strict_from) {
-            id = 0; /* not evaluated: any id will do */
-        } else if (id < 0) {
+        size_t stop = k + PIECE_MASK + 1, k0 = k;
+        uint32_t c;
+        if (size == 1)
+            c = encode_run(v, ascii, u, len, &i, ids, &k, stop, strict_from, &line, 1);
+        else if (size == 2)
+            c = encode_run(v, ascii, u, len, &i, ids, &k, stop, strict_from, &line, 2);
+        else
+            c = encode_run(v, ascii, u, len, &i, ids, &k, stop, strict_from, &line, 4);
+        if (c != UINT32_MAX) {
             char label[32];
             return ag_err(AG_ERR_ARG, err, errlen,
                           "%s%scharacter %s on line %zu%s is not in the vocabulary", name, sep,
                           char_label(c, label, sizeof(label)), line,
                           strict_from ? " (in the validation part, the last 10%)" : "");
         }
-        line += c == '\n';
-        ids[k++] = id;
+        if (k == k0)
+            break; /* not reached: checked */
     }
     *n = k;
     return AG_OK;
@@ -334,7 +406,7 @@ ag_status ag_vocab_encode(const ag_vocab *v, const char *s, size_t len, int *ids
 {
     if (!v || (!s && len) || !ids || !n)
         return ag_err(AG_ERR_ARG, err, errlen, "vocabulary: encode: a NULL argument");
-    return encode(v, s, len, ids, n, NULL, 0, 0, err, errlen);
+    return encode(v, s, len, ids, (int)sizeof(int), n, NULL, 0, 0, 0, err, errlen);
 }
 
 ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **ids, size_t *n,
@@ -353,7 +425,7 @@ ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **id
         out[0] = nl >= 0 ? nl : 0;
         *n = 1;
     } else {
-        st = encode(v, s, len, out, n, NULL, 0, 0, err, errlen);
+        st = encode(v, s, len, out, (int)sizeof(int), n, NULL, 0, 0, 0, err, errlen);
     }
     if (st != AG_OK) {
         free(out);
@@ -366,26 +438,44 @@ ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **id
 
 /* ---- texts ---- */
 
-/* ag_text_parse, and with val_only the training part's characters need
- * not be in vocab (ag_text_load_eval). */
-static ag_status parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
-                       int val_only, ag_text **out, char *err, size_t errlen)
+/* The bytes of an id for a vocabulary of n characters: 1 up to 256, else
+ * 2 (a vocabulary holds at most AG_VOCAB_MAX = 65536: 4 is never needed). */
+static int id_size_for(int n)
 {
-    if (!out)
-        return ag_err(AG_ERR_ARG, err, errlen, "text: out is NULL");
+    return n <= 256 ? 1 : 2;
+}
+
+/* ag_text_parse, and with val_only the training part's characters need
+ * not be in vocab (ag_text_load_eval). own: s's buffer when the caller
+ * gives it up (ag_text_load), to hold one-byte ids in place, shrunk to
+ * them; parse frees it in every case. */
+static ag_status parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
+                       int val_only, unsigned char *own, ag_text **out, char *err, size_t errlen)
+{
+    ag_status st = AG_ERR_NOMEM;
+    ag_text *t = NULL;
+    if (!out) {
+        st = ag_err(AG_ERR_ARG, err, errlen, "text: out is NULL");
+        goto fail;
+    }
     *out = NULL;
     name = name ? name : "<text>";
-    if (!s && len)
-        return ag_err(AG_ERR_ARG, err, errlen, "%s: the text is NULL", name);
-    if (len > AG_TEXT_MAX_BYTES)
-        return ag_err(AG_ERR_FORMAT, err, errlen, "%s: larger than %u bytes", name,
-                      AG_TEXT_MAX_BYTES);
-    if (!check_utf8(s, len, name, err, errlen))
-        return AG_ERR_FORMAT;
-    ag_text *t = ag_calloc(1, sizeof(*t));
+    if (!s && len) {
+        st = ag_err(AG_ERR_ARG, err, errlen, "%s: the text is NULL", name);
+        goto fail;
+    }
+    if (len > AG_TEXT_MAX_BYTES) {
+        st =
+            ag_err(AG_ERR_FORMAT, err, errlen, "%s: larger than %u bytes", name, AG_TEXT_MAX_BYTES);
+        goto fail;
+    }
+    if (!check_utf8(s, len, name, err, errlen)) {
+        st = AG_ERR_FORMAT;
+        goto fail;
+    }
+    t = ag_calloc(1, sizeof(*t));
     if (!t)
-        return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name);
-    ag_status st = AG_ERR_NOMEM;
+        goto nomem;
     if (vocab) {
         t->vocab = vocab_make(vocab->cp, vocab->n);
         if (!t->vocab)
@@ -395,7 +485,9 @@ static ag_status parse(const char *s, size_t len, const char *name, const ag_voc
         st = ag_interrupted() ? AG_ERR_STOPPED : AG_ERR_FORMAT;
         goto fail;
     }
-    t->ids = ag_malloc(len * sizeof(int)); /* a character is at least one byte */
+    t->id_size = id_size_for(t->vocab->n);
+    /* a character is at least one byte: len ids are room enough */
+    t->ids = own && t->id_size == 1 ? own : ag_malloc(len * (size_t)t->id_size);
     if (!t->ids)
         goto nomem;
     size_t strict_from = 0;
@@ -405,25 +497,33 @@ static ag_status parse(const char *s, size_t len, const char *name, const ag_voc
             chars += ((unsigned char)s[i] & 0xC0) != 0x80;
         strict_from = chars * 9 / 10;
     }
-    st = encode(t->vocab, s, len, t->ids, &t->len, name, strict_from, !vocab, err, errlen);
+    st = encode(t->vocab, s, len, t->ids, t->id_size, &t->len, name, strict_from, !vocab, 1, err,
+                errlen);
+    if (t->ids == own) {
+        own = NULL; /* the text's now */
+        void *fit = st == AG_OK && t->len < len ? realloc(t->ids, t->len ? t->len : 1) : NULL;
+        t->ids = fit ? fit : t->ids;
+    }
     if (st != AG_OK)
         goto fail;
     if (len > PIECE_MASK)
         ag_progress_report("tokenizing", (double)len, (double)len);
     t->n_train = t->len * 9 / 10; /* len <= AG_TEXT_MAX_BYTES: no overflow */
     *out = t;
+    free(own);
     return AG_OK;
 nomem:
     ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", name);
 fail:
     ag_text_free(t);
+    free(own);
     return st;
 }
 
 ag_status ag_text_parse(const char *s, size_t len, const char *name, const ag_vocab *vocab,
                         ag_text **out, char *err, size_t errlen)
 {
-    return parse(s, len, name, vocab, 0, out, err, errlen);
+    return parse(s, len, name, vocab, 0, NULL, out, err, errlen);
 }
 
 static ag_status load(const char *path, const ag_vocab *vocab, int val_only, ag_text **out,
@@ -437,9 +537,8 @@ static ag_status load(const char *path, const ag_vocab *vocab, int val_only, ag_
     ag_status st = ag_io_read_file(path, AG_TEXT_MAX_BYTES, &buf, &len, err, errlen);
     if (st != AG_OK)
         return st;
-    st = parse((const char *)buf, len, path, vocab, val_only, out, err, errlen);
-    free(buf);
-    return st;
+    /* the bytes are given up: one-byte ids replace them, and the raw text is not kept */
+    return parse((const char *)buf, len, path, vocab, val_only, buf, out, err, errlen);
 }
 
 ag_status ag_text_load(const char *path, const ag_vocab *vocab, ag_text **out, char *err,
@@ -478,15 +577,33 @@ ag_status ag_text_check_seq(const ag_text *t, int seq, char *err, size_t errlen)
     return AG_OK;
 }
 
+int ag_text_id(const ag_text *t, size_t i)
+{
+    return t->id_size == 1 ? ((const unsigned char *)t->ids)[i] : ((const uint16_t *)t->ids)[i];
+}
+
+void ag_text_ids(const ag_text *t, size_t from, size_t n, int *out)
+{
+    if (t->id_size == 1) {
+        const unsigned char *p = (const unsigned char *)t->ids + from;
+        for (size_t i = 0; i < n; i++)
+            out[i] = p[i];
+    } else {
+        const uint16_t *p = (const uint16_t *)t->ids + from;
+        for (size_t i = 0; i < n; i++)
+            out[i] = p[i];
+    }
+}
+
 void ag_text_batch(const ag_text *t, int split, int batch, int seq, ag_rng *rng, int *x, int *y)
 {
-    const int *part = split == AG_SPLIT_VAL ? t->ids + t->n_train : t->ids;
+    size_t start = split == AG_SPLIT_VAL ? t->n_train : 0;
     size_t len = split == AG_SPLIT_VAL ? t->len - t->n_train : t->n_train;
     size_t T = (size_t)seq;
     for (int b = 0; b < batch; b++) {
         size_t i = ag_rng_below(rng, (uint32_t)(len - T)); /* len <= 2^30, see ag_text_parse */
-        memcpy(x + (size_t)b * T, part + i, T * sizeof(int));
-        memcpy(y + (size_t)b * T, part + i + 1, T * sizeof(int));
+        ag_text_ids(t, start + i, T, x + (size_t)b * T);
+        ag_text_ids(t, start + i + 1, T, y + (size_t)b * T);
     }
 }
 

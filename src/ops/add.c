@@ -58,6 +58,13 @@ static void add_backward(ag_tape *tape, const ag_entry *e)
     /* forward: y = a + b (b repeated), so da += dy and db += dy summed over repeats */
     ag_tensor *a = e->in[0], *b = e->in[1];
     const ag_real *dy = e->out->grad;
+    /* both unset (a residual add's two branches): both stored from one read of dy */
+    if (a != b && a->grad && b->grad && a->size == b->size && ag_grad_is_unset(tape, a) &&
+        ag_grad_is_unset(tape, b) && !ag_reference_kernels()) {
+        ag_grad_first(tape, a), ag_grad_first(tape, b);
+        ag_fast_add_grad_both(dy, a->grad, b->grad, a->size);
+        return;
+    }
     if (a->grad)
         add_grad(dy, a->grad, a->size, ag_grad_first(tape, a));
     if (!b->grad)

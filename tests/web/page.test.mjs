@@ -43,7 +43,7 @@ function native(argv, cwd) {
     return {code: r.status, stdout: r.stdout, stderr: r.stderr};
 }
 
-const noSeconds = (s) => s.replace(/ seconds=[0-9.]+/g, ' seconds=S');
+const noSeconds = (s) => s.replace(/ (val_)?seconds=[0-9.]+/g, ' $1seconds=S');
 
 /* attograd.run in the page; files go in and come out as arrays of bytes. */
 async function run(argv, files) {
