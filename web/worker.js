@@ -96,7 +96,6 @@ async function gptTrain(m) {
                 result,
                 seconds: ms / 1000,
                 valSeconds,
-                finishSeconds: (performance.now() - t0) / 1000,
                 stopped: stopRequested,
                 step: M._agw_gpt_step(h),
                 ests,

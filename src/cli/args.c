@@ -271,8 +271,13 @@ static int set_value(const ag_command *cmd, const ag_option *o, const char *v, v
     case AG_OPT_PATH:
         if (!*v)
             return !ag_cli_usage_error(cmd, "%s: the file name is empty", o->name);
-        /* fall through */
-    case AG_OPT_STRING: *(const char **)field = v; return 1;
+        *(const char **)field = v; /* a file name is any bytes */
+        return 1;
+    case AG_OPT_STRING: /* text a command reads (a prompt): UTF-8, as every text is */
+        if (!ag_utf8_valid((const unsigned char *)v, strlen(v)))
+            return !ag_cli_usage_error(cmd, "%s: not UTF-8 text", o->name);
+        *(const char **)field = v;
+        return 1;
     case AG_OPT_CHOICE: return set_choice(cmd, o, v, field);
     case AG_OPT_LIST: return set_list(cmd, o, v, field);
     }

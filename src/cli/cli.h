@@ -32,7 +32,7 @@ enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
  *   AG_OPT_LONG     long within lo..hi
  *   AG_OPT_U64      uint64_t, any (--seed)
  *   AG_OPT_DOUBLE   double within lo..hi, finite
- *   AG_OPT_STRING   const char *, the argument itself
+ *   AG_OPT_STRING   const char *, the argument itself: UTF-8 text
  *   AG_OPT_PATH     const char *, a file name: not empty
  *   AG_OPT_CHOICE   int (or an int-sized enum): the number k of the word
  *                   given, word(k) for k = lo, lo + 1, ... until NULL

@@ -61,8 +61,6 @@ int ag_cli_sample_parse(int argc, char **argv, ag_sample_opts *o)
         return r;
     if (!o->load_path)
         return ag_cli_usage_error(cmd, "--load CKPT is required: the model to sample from");
-    if (o->prompt && !ag_utf8_valid((const unsigned char *)o->prompt, strlen(o->prompt)))
-        return ag_cli_usage_error(cmd, "--prompt: not UTF-8 text");
     return AG_CLI_GO;
 }
 
