@@ -115,6 +115,39 @@ UNROLL
     }
 }
 
+/*
+ * qk_rows for R rows whose first `skip` vectors of queries the causal mask
+ * hides in every row (on a block's diagonal, the queries before the rows'
+ * first key): those are stored as what masking makes of them, -inf scores
+ * and 0 weights (dS is stored 0 there too: its products never read it), and
+ * only the other vectors are computed. The same bits as computing them all.
+ */
+TARGET INLINE void NAME(qk_skip)(size_t dh, const float *a, size_t lda, const float *b,
+                                 size_t ldb, float *t, size_t br, int mode, const float *vec,
+                                 const float *pt, float *mx, int masked, long k0, int skip,
+                                 const int R, const int NV)
+{
+    VEC fill = mode == MODE_S ? VSET1(-INFINITY) : VZERO();
+    /* unrolled to a few vector stores (as a loop it became a slow rep stos) */
+UNROLL
+    for (int i = 0; i < R; i++)
+UNROLL
+        for (int v = 0; v < NV - 1; v++)
+            if (v < skip)
+                VSTORE(t + i * br + v * W, fill);
+    size_t o = (size_t)skip * W; /* the first vector computed */
+#define QK_PART(S)                                                                              \
+    NAME(qk_rows)(dh, a, lda, b + o, ldb, t + o, br, mode, vec ? vec + o : NULL,               \
+                  pt ? pt + o : NULL, mx ? mx + o : NULL, masked, k0 - (long)o, R, NV - (S))
+    switch (skip) {
+    case 0: QK_PART(0); break;
+    case 1: if (NV > 1) QK_PART(1); break;
+    case 2: if (NV > 2) QK_PART(2); break;
+    default: if (NV > 3) QK_PART(3); break;
+    }
+#undef QK_PART
+}
+
 /* Rows c < nc of a tile: micro-tiles of TILE_ROWS rows, then 8, 4, 1.
  * diag is the block's first key minus its first query. */
 TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t lda, const float *b,
@@ -123,11 +156,15 @@ TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t ld
 {
     const size_t br = (size_t)NV * W;
     size_t c = 0;
+    /* causal: rows from key c on need no query before it, whole vectors of them skipped */
 #define QK_ROWS(R)                                                                              \
-    for (; c + (R) <= nc; c += (R))                                                             \
-        NAME(qk_rows)(dh, a + c * lda, lda, b, ldb, t + c * br, br, mode, vec,                  \
-                      pt ? pt + c * br : NULL, mx, causal && diag + (long)(c + (R)-1) > 0,      \
-                      diag + (long)c, (R), NV);
+    for (; c + (R) <= nc; c += (R)) {                                                           \
+        long k0 = diag + (long)c;                                                               \
+        int skip = causal && k0 >= W ? (int)min_of((size_t)k0 / W, (size_t)NV - 1) : 0;        \
+        NAME(qk_skip)(dh, a + c * lda, lda, b, ldb, t + c * br, br, mode, vec,                  \
+                      pt ? pt + c * br : NULL, mx, causal && diag + (long)(c + (R)-1) > 0, k0,  \
+                      skip, (R), NV);                                                           \
+    }
     QK_ROWS(TILE_ROWS(QK_ACC, NV))
     if (TILE_ROWS(QK_ACC, NV) > 8)
         QK_ROWS(8)
@@ -408,7 +445,7 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         NAME(qk_tile)(nc, dh, kj, dh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, NULL,
                       b->causal, diag, NV);
         NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
-                      b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV);
+                      b->wrong ? NULL : b->dsum + r0, p, NULL, b->causal, diag, NV);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
         int diagonal = b->causal && r0 == c0;   /* a key sees only the queries from its own on */
         int lower = diagonal ? TRI_LOWER : TRI_NONE, upper = diagonal ? TRI_UPPER : TRI_NONE;
