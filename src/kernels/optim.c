@@ -75,21 +75,28 @@ typedef struct clip_job {
     double scale;
 } clip_job;
 
+/* s[l] += g[k]^2 for the elements k = l mod 8 of g[0, n): eight running
+ * sums (a vector of them, not one chain of dependent adds), compiled per
+ * instruction set; each lane adds in the same order in every version. */
+AG_CLONES static void square_sums(const ag_real *restrict g, size_t n, double *restrict s)
+{
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int l = 0; l < 8; l++)
+            s[l] += (double)g[k + l] * (double)g[k + l];
+    for (int l = 0; k < n; k++, l++)
+        s[l] += (double)g[k] * (double)g[k];
+}
+
 static void square_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
 {
     clip_job *j = ctx;
     const ag_real *g = j->params[i]->grad;
     if (!g)
         return;
-    /* eight running sums, element k into sum k mod 8 (a vector of them, not
-     * one chain of dependent adds), then added in order */
+    /* the eight sums, then added in order */
     double s[8] = {0};
-    size_t k = lo;
-    for (; k + 8 <= hi; k += 8)
-        for (int l = 0; l < 8; l++)
-            s[l] += (double)g[k + l] * (double)g[k + l];
-    for (int l = 0; k < hi; k++, l++)
-        s[l] += (double)g[k] * (double)g[k];
+    square_sums(g + lo, hi - lo, s);
     double sq = j->sq[chunk];
     for (int l = 0; l < 8; l++)
         sq += s[l];
