@@ -228,6 +228,9 @@ static size_t round_up(size_t a, size_t b)
     return (a + b - 1) / b * b;
 }
 
+/* Source rows packed per run of pack_transposed. */
+#define PACK_RUN 16
+
 #if defined(__GNUC__)
 #define AG_INLINE static inline __attribute__((always_inline))
 #else
@@ -244,15 +247,21 @@ AG_INLINE void pack_transposed(const ag_real *src, size_t ld, size_t i0, size_t 
                                size_t kc, ag_real *restrict dst, const size_t r)
 {
     size_t full = mc / r * r;
-    for (size_t p = 0; p < kc; p++) {
-        const ag_real *x = src + (p0 + p) * ld + i0;
-        ag_real *d = dst + p * r;
+    /* PACK_RUN source rows at a time, panel by panel: each panel gets one
+     * contiguous run of writes, while the rows stay in L1. (Row by row, the
+     * writes went to every panel in turn, panels kc r reals apart: a
+     * multiple of 4 KB, so all of them in the same L1 set.) */
+    for (size_t pb = 0; pb < kc; pb += PACK_RUN) {
+        size_t np = min_size(PACK_RUN, kc - pb);
+        const ag_real *x = src + (p0 + pb) * ld + i0;
+        ag_real *d = dst + pb * r;
         /* a constant size: a few inline vector moves, not a call */
         for (size_t ir = 0; ir < full; ir += r, d += r * kc)
-            memcpy(d, x + ir, r * sizeof(ag_real));
-        if (full < mc) /* the last panel, zero-padded */
+            for (size_t p = 0; p < np; p++)
+                memcpy(d + p * r, x + p * ld + ir, r * sizeof(ag_real));
+        for (size_t p = 0; full < mc && p < np; p++) /* the last panel, zero-padded */
             for (size_t i = 0; i < r; i++)
-                d[i] = full + i < mc ? x[full + i] : 0;
+                d[p * r + i] = full + i < mc ? x[p * ld + full + i] : 0;
     }
 }
 
