@@ -14,6 +14,7 @@
  * without a tape, for sampling.
  */
 #include "gpt.h"
+#include "../kernels/threads.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -453,18 +454,51 @@ ag_tensor *ag_gpt_loss(ag_tape *tape, ag_gpt *g, const int *ids, const int *targ
 
 /* ---- evaluation ---- */
 
-/* -log softmax(z)[y] = logsumexp(z) - z[y] of each of rows rows of logits
- * z (rows, V), summed in double into *acc in row order. */
+/* -log softmax(z)[y] = logsumexp(z) - z[y] for one row of V logits. */
+static double row_loss(const ag_real *z, size_t V, int y)
+{
+    double max = z[0];
+    for (size_t j = 1; j < V; j++)
+        max = z[j] > max ? z[j] : max;
+    double s = exp((double)z[0] - max);
+    for (size_t j = 1; j < V; j++)
+        s += exp((double)z[j] - max);
+    return log(s) + max - (double)z[y];
+}
+
+/* The rows' losses are summed LOSS_ROWS at a time, in row order, over the
+ * threads; the chunks' sums are then added in order (LOSS_CHUNKS at a
+ * time), so any number of threads gives the same bits. */
+#define LOSS_ROWS 64
+#define LOSS_CHUNKS 256
+
+typedef struct loss_job {
+    const ag_real *z; /* (rows, V) */
+    const int *y;
+    size_t V;
+    double sums[LOSS_CHUNKS];
+} loss_job;
+
+static void loss_chunk(void *ctx, size_t lo, size_t hi)
+{
+    loss_job *j = ctx;
+    double s = 0;
+    for (size_t r = lo; r < hi; r++)
+        s += row_loss(j->z + r * j->V, j->V, j->y[r]);
+    j->sums[lo / LOSS_ROWS] = s;
+}
+
+/* The loss of each of rows rows of logits z (rows, V) against y, summed
+ * in double into *acc. */
 static void rows_loss(const ag_real *z, const int *y, size_t rows, size_t V, double *acc)
 {
-    for (size_t r = 0; r < rows; r++, z += V) {
-        double max = z[0];
-        for (size_t j = 1; j < V; j++)
-            max = z[j] > max ? z[j] : max;
-        double s = exp((double)z[0] - max);
-        for (size_t j = 1; j < V; j++)
-            s += exp((double)z[j] - max);
-        *acc += log(s) + max - (double)z[y[r]];
+    loss_job j = {.V = V};
+    for (size_t r0 = 0; r0 < rows; r0 += LOSS_ROWS * LOSS_CHUNKS) {
+        size_t n = rows - r0 < LOSS_ROWS * LOSS_CHUNKS ? rows - r0 : LOSS_ROWS * LOSS_CHUNKS;
+        j.z = z + r0 * V, j.y = y + r0;
+        ag_parallel_range(n, LOSS_ROWS, loss_chunk, &j);
+        for (size_t c = 0; c < (n + LOSS_ROWS - 1) / LOSS_ROWS; c++)
+            *acc += j.sums[c];
     }
 }
 
@@ -520,6 +554,26 @@ static ag_status tape_error(ag_tape *tape, char *err, size_t errlen)
     return st;
 }
 
+/* dst[0, n) = src[0, n), shared out over the threads 64 KB at a time. */
+#define COPY_GRAIN 16384
+
+typedef struct copy_job {
+    ag_real *dst;
+    const ag_real *src;
+} copy_job;
+
+static void copy_chunk(void *ctx, size_t lo, size_t hi)
+{
+    const copy_job *j = ctx;
+    memcpy(j->dst + lo, j->src + lo, (hi - lo) * sizeof(ag_real));
+}
+
+static void copy_stream(ag_real *dst, const ag_real *src, size_t n)
+{
+    copy_job j = {dst, src};
+    ag_parallel_range(n, COPY_GRAIN, copy_chunk, &j);
+}
+
 /* The summed loss of n windows x (n,T) against y, forward only: the stream
  * goes through one block at a time (each block's tensors released before the
  * next, the stream kept in buf, n*T*C values), and the head's logits through
@@ -528,8 +582,10 @@ static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int 
                               ag_real *buf, double *acc, double w0, double W, char *err,
                               size_t errlen)
 {
-    int C = g->cfg.dim, shape[3] = {n, T, C};
+    int C = g->cfg.dim;
     size_t cells = (size_t)n * (size_t)T, V = (size_t)g->cfg.vocab;
+    /* the stream between blocks: buf itself, read in place by the next block */
+    ag_tensor stream = {3, {n, T, C, 1}, cells * (size_t)C, buf, NULL};
     ag_tape_reset(tape);
     ag_tensor *h = embed(tape, g, x, n, T, NULL);
     for (int l = 0; l <= g->cfg.layers; l++) {
@@ -539,20 +595,19 @@ static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int 
             h = ag_gpt_block(tape, g, l, h, NULL);
         if (!h)
             return tape_error(tape, err, errlen);
-        memcpy(buf, h->data, cells * (size_t)C * sizeof(ag_real));
+        copy_stream(buf, h->data, stream.size);
         ag_tape_reset(tape);
         /* a block of a long chunk may take a while: its part of the chunk done */
         double part = (double)n * (l + 1) / (g->cfg.layers + 2);
         if (ag_progress_report("validation", w0 + part, W) != AG_OK)
             return ag_err(AG_ERR_STOPPED, err, errlen, "validation: stopped (interrupted)");
-        if (l < g->cfg.layers)
-            h = ag_tensor_from(tape, 3, shape, buf);
+        h = &stream;
     }
     size_t step = ag_gpt_head_rows(&g->cfg);
     for (size_t r0 = 0; r0 < cells; r0 += step) {
         size_t rows = cells - r0 < step ? cells - r0 : step;
-        ag_tensor *hr = ag_tensor_from(tape, 2, (int[]){(int)rows, C}, buf + r0 * (size_t)C);
-        ag_tensor *z = ag_matmul_bt(tape, hr, g->wte);
+        ag_tensor hr = {2, {(int)rows, C, 1, 1}, rows * (size_t)C, buf + r0 * (size_t)C, NULL};
+        ag_tensor *z = ag_matmul_bt(tape, &hr, g->wte);
         if (!z)
             return tape_error(tape, err, errlen);
         rows_loss(z->data, y + r0, rows, V, acc);
