@@ -45,11 +45,18 @@ static size_t min_size(size_t a, size_t b)
 
 /* Head rows (T, dh) from a (T, ld) buffer's columns at row; nothing when
  * they are the same storage (one head). */
+/* dst[0, n) = src[0, n): restrict lets the compiler copy whole vectors (or
+ * call memcpy); without it, a value at a time. */
+static void copy_values(ag_real *restrict dst, const ag_real *restrict src, size_t n)
+{
+    for (size_t p = 0; p < n; p++)
+        dst[p] = src[p];
+}
+
 static void relayout_head(const ag_real *row, size_t ld, ag_real *head, size_t T, size_t dh)
 {
     for (size_t r = 0; row != head && r < T; r++, row += ld, head += dh)
-        for (size_t p = 0; p < dh; p++) /* a loop: a head is often only 8 or 16 wide */
-            head[p] = row[p];
+        copy_values(head, row, dh);
 }
 
 /* The heads of a (B,T,d) buffer one after the other, (B,H,T,dh). */
@@ -321,8 +328,7 @@ static void sum_head(void *ctx, size_t t)
     const ag_real *dq = j->dq + t * T * dh;
     ag_real *row = j->d_o + t / j->H * T * d + t % j->H * dh;
     for (size_t r = 0; r < T; r++, row += d, dq += dh) {
-        for (size_t p = 0; p < dh; p++)
-            row[p] = dq[p];
+        copy_values(row, dq, dh);
         /* group g's rows start at its first key block's first query */
         for (size_t g = 1; g < j->groups && (!j->causal || r >= g * bc / br * br); g++) {
             const ag_real *part_g = dq + g * part;
