@@ -630,7 +630,8 @@ END_TEST
  * against the op-by-op layer: sequences of one block, of several with a
  * ragged last one, heads 3 to 80 wide (one vector, several, more than a
  * micro-tile holds, and partial ones; 32, which has blocks of its own),
- * causal or not. */
+ * causal or not; rows up to 128 wide read in place, wider ones laid out
+ * head by head. */
 START_TEST(test_fused_kernels_match_ops)
 {
     static const char *const kernels[] = {"generic", "avx2", "avx512"};
@@ -644,6 +645,9 @@ START_TEST(test_fused_kernels_match_ops)
         {{1, 200, 80}, 1}, /* dh 80: more than one micro-tile's columns; four groups */
         {{4, 128, 32}, 8}, /* 32 heads a chunk: one group, dQ added in its rows directly */
         {{1, 150, 64}, 2}, /* dh 32: the blocks specialised for it, a ragged last one */
+        {{2, 64, 128}, 4}, /* the GPT's heads: dh 32, one block, rows read in place */
+        {{1, 70, 160}, 4}, /* dh 40, rows too wide to read in place: heads laid out */
+        {{2, 66, 256}, 8}, /* dh 32 laid out head by head */
     };
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))

@@ -6,9 +6,11 @@
  * matrix is ever made, and a causal layer never computes the tiles the
  * mask hides. Forward keeps Q, K, V and O and, per query, L = the
  * log-sum-exp of its scores; backward recomputes each tile's weights as
- * exp(S - L). Memory grows with T, not T^2. Q, K and V are kept head by
- * head, (B,H,T,dh), so that a tile reads contiguous rows; O stays (B,T,d)
- * for out = O wo.
+ * exp(S - L). Memory grows with T, not T^2. Q, K and V are kept as the
+ * products make them, (B,T,d) rows, and a tile reads its head's columns in
+ * place when the rows are short (IN_PLACE_MAX); wider rows are laid out
+ * head by head, (B,H,T,dh), so that a tile's rows are contiguous. O stays
+ * (B,T,d) for out = O wo.
  *
  * Threads: forward shares out (batch, head, query block) items, backward
  * (batch, head, group of key blocks) items, and each block is computed the
@@ -35,6 +37,11 @@
 #define BWD_ITEMS 32
 /* ...but at most this many, each group costing a (rows, d) partial dQ. */
 #define MAX_GROUPS 4
+/* Rows of at most this many values are read in place. A tile reads 64 of
+ * them: 2 KB apart or more, they would crowd into a few L1 sets (64 sets of
+ * 64 bytes), which copying the heads out first avoids; at 512 bytes they
+ * spread over 8 or more sets, each with room for them. */
+#define IN_PLACE_MAX 128
 
 static size_t min_size(size_t a, size_t b)
 {
@@ -91,6 +98,7 @@ static void relayout(size_t B, size_t H, size_t T, size_t d, const ag_real *rows
 typedef struct head_job {
     const ag_attn_kernel *kern;
     size_t H, T, d, dh, tpad;
+    size_t ldh; /* rows of q, k, v (and d_oh) ldh apart: d (in place) or dh (heads) */
     ag_real scale;
     int causal, wrong;
     /* forward: items are (head, query block); backward: (head, group) */
@@ -103,14 +111,28 @@ typedef struct head_job {
     ag_real *o, *lse;         /* (B,T,d), (B,H,tpad); backward: from the chunk's */
     /* backward, for a chunk of the batch, its heads = nb H heads and rows = nb T rows: */
     size_t heads;
-    ag_real *d_o;       /* (rows, d): dO, then dQ (sum_head) */
-    ag_real *d_oh;      /* (heads, T, dh): dO head by head */
+    ag_real *d_o;       /* (rows, d): dO */
+    ag_real *d_oh;      /* dO as the tiles read it: d_o itself (in place), or (heads, T, dh) */
+    ag_real *dq_rows;   /* (rows, d): dQ (with one group the tiles', else sum_head's) */
     ag_real *qt, *d_ot; /* (heads, dh, tpad): Q^T (scaled), dO^T in blocks (attn_tile.h) */
     ag_real *dsum;      /* (heads, tpad): D */
     ag_real *dq;        /* (groups, heads, T, dh): partial sums of dS K; or with one
                                      group, the rows of dQ, (rows, d) (in d_o) */
     ag_real *dk, *dv;   /* (rows, d) */
 } head_job;
+
+/* The row stride of Q, K and V as forward keeps them: the rows' own, d,
+ * when short enough to read in place, else a head's width. */
+static size_t head_stride(size_t d, size_t H)
+{
+    return d <= IN_PLACE_MAX ? d : d / H;
+}
+
+/* Where head t = b H + h starts in a buffer laid out as the job's Q. */
+static size_t head_at(const head_job *j, size_t t)
+{
+    return j->ldh == j->d ? t / j->H * j->T * j->d + t % j->H * j->dh : t * j->T * j->dh;
+}
 
 static void fwd_lane(void *ctx, size_t lane)
 {
@@ -120,15 +142,17 @@ static void fwd_lane(void *ctx, size_t lane)
     for (size_t it, from = 0; (it = ag_runs_take(j->runs, j->lanes, lane, &from)) != SIZE_MAX;) {
         /* a head's longest blocks (the last, when causal) first */
         size_t t = it / j->blocks, qb = j->blocks - 1 - it % j->blocks; /* t = b H + h */
+        size_t at = head_at(j, t);
         ag_attn_fwd f = {
             T,
             dh,
             j->d,
+            j->ldh,
             j->causal,
             j->scale,
-            j->q + t * T * dh,
-            j->k + t * T * dh,
-            j->v + t * T * dh,
+            j->q + at,
+            j->k + at,
+            j->v + at,
             j->o + t / j->H * T * j->d + t % j->H * dh,
             j->lse + t * j->tpad,
         };
@@ -171,6 +195,7 @@ static head_job head_job_of(const ag_attn_op *a)
         .d = a->d,
         .dh = dh,
         .tpad = a->tpad,
+        .ldh = head_stride(a->d, a->H),
         .scale = (ag_real)(1.0 / sqrt((double)dh)),
         .causal = a->causal,
     };
@@ -179,24 +204,23 @@ static head_job head_job_of(const ag_attn_op *a)
 /* ---- the weights, for showing ---- */
 
 typedef struct weights_job {
-    size_t T, dh;
-    ag_real scale;
-    int causal, simd;     /* simd: ag_cpu_row_level() */
-    const ag_real *q, *k; /* (B,H,T,dh) */
-    ag_real *p;           /* (B,H,T,T) */
+    const head_job *heads; /* the sizes, and the layout of q and k */
+    int simd;              /* ag_cpu_row_level() */
+    ag_real *p;            /* (B,H,T,T) */
 } weights_job;
 
 /* P of head t = b H + h: the scores into its tile, softmaxed in place. */
 static void weights_head(void *ctx, size_t t)
 {
-    const weights_job *j = ctx;
-    size_t T = j->T, dh = j->dh;
-    ag_real *p = j->p + t * T * T;
-    ag_gemm(0, 1, T, T, dh, j->scale, j->q + t * T * dh, dh, j->k + t * T * dh, dh, 0, p, T);
+    const weights_job *w = ctx;
+    const head_job *j = w->heads;
+    size_t T = j->T, at = head_at(j, t);
+    ag_real *p = w->p + t * T * T;
+    ag_gemm(0, 1, T, T, j->dh, j->scale, j->q + at, j->ldh, j->k + at, j->ldh, 0, p, T);
     for (size_t r = 0; r < T; r++) {
         /* causal: query r sees keys 0..r, the rest get weight exactly 0 */
         size_t n = j->causal ? r + 1 : T;
-        ag_fast_softmax_row(p + r * T, p + r * T, n, j->simd);
+        ag_fast_softmax_row(p + r * T, p + r * T, n, w->simd);
         for (size_t c = n; c < T; c++)
             p[r * T + c] = 0;
     }
@@ -224,13 +248,16 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
     a->tiles = kern;
     a->tpad = tpad;
 
-    /* Q = x wq etc., each made in O's storage (not yet in use) and kept head by head */
+    /* Q = x wq etc., kept as rows, or made in O's storage (not yet in use)
+     * and laid out head by head */
     const ag_real *w[3] = {a->wq, a->wk, a->wv};
     ag_real *qkv[3] = {a->q, a->k, a->v};
+    int in_place = head_stride(dd, H) == dd;
     for (int i = 0; i < 3; i++) {
-        ag_real *rows_i = H == 1 ? qkv[i] : a->o;
+        ag_real *rows_i = in_place ? qkv[i] : a->o;
         ag_gemm(0, 0, rows, dd, dd, 1, a->x, dd, w[i], dd, 0, rows_i, dd);
-        relayout(B, H, Ts, dd, rows_i, qkv[i]);
+        if (!in_place)
+            relayout(B, H, Ts, dd, rows_i, qkv[i]);
     }
     for (size_t i = 0; i < n_lse / sizeof(ag_real); i++)
         a->lse[i] = INFINITY; /* past T: no weight in backward's recomputed tiles */
@@ -248,7 +275,7 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
     run_lanes(&job, lanes, fwd_lane);
     ag_gemm(0, 0, rows, dd, dd, 1, a->o, dd, a->wo, dd, 0, out, dd);
     if (p) {
-        weights_job wj = {Ts, dh, job.scale, a->causal, ag_cpu_row_level(), a->q, a->k, p};
+        weights_job wj = {&job, ag_cpu_row_level(), p};
         ag_parallel_for(B * H, weights_head, &wj);
     }
     return AG_OK;
@@ -261,15 +288,16 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
 static void prep_head(void *ctx, size_t t)
 {
     const head_job *j = ctx;
-    size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad, br = j->kern->br;
+    size_t T = j->T, d = j->d, dh = j->dh, ldh = j->ldh, tpad = j->tpad, br = j->kern->br;
     size_t off = t / j->H * T * d + t % j->H * dh; /* head h of batch b in (rows, d) */
-    const ag_real *q = j->q + t * T * dh;
-    ag_real *d_oh = j->d_oh + t * T * dh, *qt = j->qt + t * dh * tpad;
+    const ag_real *q = j->q + head_at(j, t);
+    ag_real *d_oh = j->d_oh + head_at(j, t), *qt = j->qt + t * dh * tpad;
     ag_real *d_ot = j->d_ot + t * dh * tpad, *dsum = j->dsum + t * tpad;
-    relayout_head(j->d_o + off, d, d_oh, T, dh);
+    relayout_head(j->d_o + off, d, d_oh, T, dh); /* (read in place: the same rows, no copy) */
     for (size_t r0 = 0; r0 < T; r0 += br)
-        j->kern->prep(q + r0 * dh, d_oh + r0 * dh, j->o + off + r0 * d, d, min_size(br, T - r0), dh,
-                      j->scale * j->kern->score_unit, qt + r0 * dh, d_ot + r0 * dh, dsum + r0);
+        j->kern->prep(q + r0 * ldh, d_oh + r0 * ldh, ldh, j->o + off + r0 * d, d,
+                      min_size(br, T - r0), dh, j->scale * j->kern->score_unit, qt + r0 * dh,
+                      d_ot + r0 * dh, dsum + r0);
 }
 
 static void bwd_lane(void *ctx, size_t lane)
@@ -279,11 +307,12 @@ static void bwd_lane(void *ctx, size_t lane)
     size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad;
     for (size_t it, from = 0; (it = ag_runs_take(j->runs, j->lanes, lane, &from)) != SIZE_MAX;) {
         size_t t = it / j->groups, g = it % j->groups; /* head t = b H + h of the chunk */
-        size_t off = t / j->H * T * d + t % j->H * dh, hoff = t * T * dh;
+        size_t off = t / j->H * T * d + t % j->H * dh, hoff = head_at(j, t);
         ag_attn_bwd b = {
             .T = T,
             .dh = dh,
             .ldo = d,
+            .ldh = j->ldh,
             .tpad = tpad,
             .causal = j->causal,
             .wrong = j->wrong,
@@ -299,7 +328,7 @@ static void bwd_lane(void *ctx, size_t lane)
             .dk = j->dk + off,
             .dv = j->dv + off,
         };
-        if (j->dq == j->d_o) { /* one group, straight into dQ's rows */
+        if (j->dq == j->dq_rows) { /* one group, straight into dQ's rows */
             b.dq = j->dq + off;
             b.ldq = d;
         } else {
@@ -316,8 +345,7 @@ static void bwd_lane(void *ctx, size_t lane)
     }
 }
 
-/* dQ of head t as rows, into d_o (dO is no longer needed): its groups'
- * partial sums, added in order. When causal, group g's first key block,
+/* dQ of head t as rows, into dq_rows: its groups' partial sums, added in order. When causal, group g's first key block,
  * g, reaches only queries from its own block on: its rows before that are
  * not set, and count as 0. */
 static void sum_head(void *ctx, size_t t)
@@ -326,7 +354,7 @@ static void sum_head(void *ctx, size_t t)
     size_t T = j->T, d = j->d, dh = j->dh, part = j->heads * T * dh; /* one group's size */
     size_t br = j->kern->br, bc = j->kern->bc;
     const ag_real *dq = j->dq + t * T * dh;
-    ag_real *row = j->d_o + t / j->H * T * d + t % j->H * dh;
+    ag_real *row = j->dq_rows + t / j->H * T * d + t % j->H * dh;
     for (size_t r = 0; r < T; r++, row += d, dq += dh) {
         copy_values(row, dq, dh);
         /* group g's rows start at its first key block's first query */
@@ -377,7 +405,8 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
     size_t n_parts = groups_for(chunk, H, blocks) * chunk,
            n_last = groups_for(last, H, blocks) * last;
     n_parts = (n_parts > n_last ? n_parts : n_last) * T * d;
-    /* dO as rows and as heads (with one head, the same), dK, dV; dQ's partials; Q^T, dO^T, D */
+    /* dO as rows, and with more than one head either as heads or (dO read in
+     * place) dQ's rows; dK, dV; dQ's partials; Q^T, dO^T, D */
     size_t n_heads = H == 1 ? 0 : 1;
     if (!ag_mul_size(3 + n_heads, n * sizeof(ag_real), &n_bytes) ||
         n_parts > (SIZE_MAX - n_bytes) / sizeof(ag_real) ||
@@ -390,14 +419,18 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
     ag_real *tiles = grads ? ag_arena_alloc(tape, t_bytes) : NULL;
     if (!tiles)
         return tape->status; /* the arena set the tape's error */
-    ag_real *d_o = grads;    /* dO as rows; once the tiles have run, dQ as rows */
+    ag_real *d_o = grads;    /* dO as rows */
     ag_real *rest = grads + (1 + n_heads) * n, *parts = rest + 2 * n;
     head_job job = head_job_of(a);
+    int in_place = job.ldh == d;
     job.wrong = g->wrong;
     job.blocks = blocks;
     job.per_lane = kern->bwd_scratch(dh);
     job.d_o = d_o;
-    job.d_oh = grads + n_heads * n;
+    /* dO head by head, unless read in place (or one head: the same layout) */
+    job.d_oh = H > 1 && !in_place ? grads + n : d_o;
+    /* dQ's rows: where the tiles read dO, only once they have run (sum_head) */
+    job.dq_rows = H > 1 && in_place ? grads + n : d_o;
     job.dk = rest, job.dv = rest + n;
     job.qt = tiles, job.d_ot = tiles + n_t, job.dsum = tiles + 2 * n_t;
     size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS); /* at most that many items */
@@ -417,15 +450,14 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
         ag_parallel_for(heads, prep_head, &job);
         job.groups = groups_for(nb, H, blocks);
         job.items = heads * job.groups;
-        /* dQ as rows: with one group the tiles write them, into d_o (which
-         * they no longer read: they read dO head by head, unless there is
-         * one head, whose dQ partial is already rows); with more, the
-         * partials are added up afterwards */
-        job.dq = job.groups == 1 && H > 1 ? d_o : parts;
+        /* dQ as rows: with one group the tiles write them, into dq_rows
+         * (with one head, the group's partial is already rows); with more,
+         * the partials are added up afterwards */
+        job.dq = job.groups == 1 && H > 1 ? job.dq_rows : parts;
         run_lanes(&job, lanes, bwd_lane);
         if (job.groups > 1)
             ag_parallel_for(heads, sum_head, &job);
-        const ag_real *dq = job.groups == 1 ? job.dq : d_o;
+        const ag_real *dq = job.groups == 1 ? job.dq : job.dq_rows;
         /* Q = x wq: dwq += x^T dQ and dx += dQ wq^T; the same for K and V.
          * dQ and dK still lack the scale: it goes in as alpha. */
         const ag_real *xc = a->x + b0 * T * d, *dqkv[3] = {dq, job.dk, job.dv};

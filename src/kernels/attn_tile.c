@@ -22,23 +22,24 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-/* dst (dh, br) = scale src^T for n rows src (n, dh), zeros past n */
-static void ref_pack(const ag_real *src, size_t n, size_t dh, ag_real scale, ag_real *dst)
+/* dst (dh, br) = scale src^T for n rows src (n, dh, rows ld apart), zeros past n */
+static void ref_pack(const ag_real *src, size_t ld, size_t n, size_t dh, ag_real scale,
+                     ag_real *dst)
 {
     for (size_t p = 0; p < dh; p++)
         for (size_t r = 0; r < REF_BR; r++)
-            dst[p * REF_BR + r] = r < n ? scale * src[r * dh + p] : 0;
+            dst[p * REF_BR + r] = r < n ? scale * src[r * ld + p] : 0;
 }
 
-static void ref_prep(const ag_real *q, const ag_real *d_o, const ag_real *o, size_t ldo, size_t n,
-                     size_t dh, ag_real qscale, ag_real *qt, ag_real *d_ot, ag_real *dsum)
+static void ref_prep(const ag_real *q, const ag_real *d_o, size_t ldh, const ag_real *o, size_t ldo,
+                     size_t n, size_t dh, ag_real qscale, ag_real *qt, ag_real *d_ot, ag_real *dsum)
 {
-    ref_pack(q, n, dh, qscale, qt);
-    ref_pack(d_o, n, dh, 1, d_ot);
+    ref_pack(q, ldh, n, dh, qscale, qt);
+    ref_pack(d_o, ldh, n, dh, 1, d_ot);
     for (size_t r = 0; r < REF_BR; r++) {
         ag_real sum = 0;
         for (size_t p = 0; r < n && p < dh; p++)
-            sum += d_o[r * dh + p] * o[r * ldo + p];
+            sum += d_o[r * ldh + p] * o[r * ldo + p];
         dsum[r] = sum;
     }
 }
@@ -60,12 +61,12 @@ static size_t ref_fwd_scratch(size_t dh)
 
 static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
 {
-    size_t dh = f->dh, ldo = f->ldo, br = REF_BR, nr = min_size(br, f->T - r0);
+    size_t dh = f->dh, ldo = f->ldo, ldh = f->ldh, br = REF_BR, nr = min_size(br, f->T - r0);
     ag_real *qt = scratch;          /* (dh, br): scale Q_i^T */
     ag_real *s = qt + dh * br;      /* (bc, br): scores, then weights */
     ag_real *acc = s + REF_BC * br; /* (br, dh): O_i before dividing by l */
     ag_real *m = acc + br * dh, *l = m + br;
-    ref_pack(f->q + r0 * dh, nr, dh, f->scale, qt);
+    ref_pack(f->q + r0 * ldh, ldh, nr, dh, f->scale, qt);
     for (size_t r = 0; r < nr; r++) {
         m[r] = -INFINITY;
         l[r] = 0;
@@ -74,7 +75,7 @@ static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
     for (size_t c0 = 0; c0 < keys; c0 += REF_BC) {
         size_t nc = min_size(REF_BC, keys - c0);
         /* S_ij^T = K_j (scale Q_i)^T */
-        ag_gemm(0, 0, nc, nr, dh, 1, f->k + c0 * dh, dh, qt, br, 0, s, br);
+        ag_gemm(0, 0, nc, nr, dh, 1, f->k + c0 * ldh, ldh, qt, br, 0, s, br);
         for (size_t r = 0; r < nr; r++) {
             size_t n = keys_seen(f->causal, c0, nc, r0 + r);
             ag_real mx = m[r];
@@ -96,7 +97,7 @@ static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
                 acc[r * dh + p] *= a;
         }
         /* O_i += P_ij V_j, P_ij being the tile read transposed */
-        ag_gemm(1, 0, nr, dh, nc, 1, s, br, f->v + c0 * dh, dh, c0 ? 1 : 0, acc, dh);
+        ag_gemm(1, 0, nr, dh, nc, 1, s, br, f->v + c0 * ldh, ldh, c0 ? 1 : 0, acc, dh);
     }
     for (size_t r = 0; r < nr; r++) {
         ag_real inv = l[r] > 0 ? 1 / l[r] : 0; /* l = 0: no key seen, O = 0 */
@@ -114,10 +115,10 @@ static size_t ref_bwd_scratch(size_t dh)
 
 static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
 {
-    size_t dh = b->dh, ldo = b->ldo, br = REF_BR, nc = min_size(REF_BC, b->T - c0);
+    size_t dh = b->dh, ldo = b->ldo, ldh = b->ldh, br = REF_BR, nc = min_size(REF_BC, b->T - c0);
     ag_real *p = scratch, *ds = p + REF_BC * br;            /* (bc, br) */
     ag_real *dk = b->dk + c0 * ldo, *dv = b->dv + c0 * ldo; /* the block's rows */
-    const ag_real *kj = b->k + c0 * dh, *vj = b->v + c0 * dh;
+    const ag_real *kj = b->k + c0 * ldh, *vj = b->v + c0 * ldh;
     /* causal: query blocks ending before c0 see none of these keys */
     size_t r_first = b->causal ? c0 / br * br : 0;
     for (size_t r0 = r_first; r0 < b->T; r0 += br) {
@@ -125,8 +126,8 @@ static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
         ag_real beta = r0 == r_first ? 0 : 1;
         /* P_ij^T = exp(K_j (scale Q_i)^T - L_i), the forward's weights again;
          * dP_ij^T = V_j dO_i^T */
-        ag_gemm(0, 0, nc, nr, dh, 1, kj, dh, b->qt + r0 * dh, br, 0, p, br);
-        ag_gemm(0, 0, nc, nr, dh, 1, vj, dh, b->d_ot + r0 * dh, br, 0, ds, br);
+        ag_gemm(0, 0, nc, nr, dh, 1, kj, ldh, b->qt + r0 * dh, br, 0, p, br);
+        ag_gemm(0, 0, nc, nr, dh, 1, vj, ldh, b->d_ot + r0 * dh, br, 0, ds, br);
         for (size_t c = 0; c < nc; c++)
             for (size_t r = 0; r < nr; r++) {
                 size_t i = c * br + r;
@@ -139,9 +140,10 @@ static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
                 ds[i] = p[i] * (ds[i] - (b->wrong ? 0 : b->dsum[r0 + r]));
             }
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
-        ag_gemm(0, 0, nc, dh, nr, 1, p, br, b->d_o + r0 * dh, dh, beta, dv, ldo);
-        ag_gemm(0, 0, nc, dh, nr, 1, ds, br, b->q + r0 * dh, dh, beta, dk, ldo);
-        ag_gemm(1, 0, nr, dh, nc, 1, ds, br, kj, dh, b->first ? 0 : 1, b->dq + r0 * b->ldq, b->ldq);
+        ag_gemm(0, 0, nc, dh, nr, 1, p, br, b->d_o + r0 * ldh, ldh, beta, dv, ldo);
+        ag_gemm(0, 0, nc, dh, nr, 1, ds, br, b->q + r0 * ldh, ldh, beta, dk, ldo);
+        ag_gemm(1, 0, nr, dh, nc, 1, ds, br, kj, ldh, b->first ? 0 : 1, b->dq + r0 * b->ldq,
+                b->ldq);
     }
 }
 

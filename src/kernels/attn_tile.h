@@ -27,12 +27,14 @@
 
 #include <stddef.h>
 
-/* One head of the forward pass. Its Q, K and V are contiguous (T, dh)
- * blocks (rows a head's width apart, so a tile's rows never compete for the
- * same cache sets); row t of O is at o + t * ldo (head h of a (B,T,d)
- * buffer is its columns h*dh .., so ldo = d). */
+/* One head of the forward pass. Row t of its Q, K and V is at q + t * ldh
+ * (and so on): contiguous (T, dh) blocks, ldh = dh, or a head's columns of
+ * (T, d) rows read in place, ldh = d (attention.c takes that only for rows
+ * short enough that a tile's rows do not crowd into a few cache sets). Row t
+ * of O is at o + t * ldo (head h of a (B,T,d) buffer is its columns h*dh ..,
+ * so ldo = d). */
 typedef struct ag_attn_fwd {
-    size_t T, dh, ldo;
+    size_t T, dh, ldo, ldh;
     int causal;               /* key c is hidden from query r when c > r */
     ag_real scale;            /* 1 / sqrt(dh) */
     const ag_real *q, *k, *v; /* (T, dh) */
@@ -45,11 +47,11 @@ typedef struct ag_attn_fwd {
  * up to the kernel's br: the per-query vectors below are read a whole block
  * at a time. */
 typedef struct ag_attn_bwd {
-    size_t T, dh, ldo, tpad;
+    size_t T, dh, ldo, ldh, tpad; /* ldh: the row stride of q, k, v and d_o, as forward's */
     int causal;
     int wrong; /* AG_BUG_SOFTMAX: D taken as 0 (the - P P^T term dropped) */
     ag_real scale;
-    const ag_real *q, *k, *v, *d_o; /* (T, dh) */
+    const ag_real *q, *k, *v, *d_o; /* (T, dh), rows ldh apart */
     const ag_real *qt, *d_ot;       /* (tpad / br, dh, br): scale score_unit Q^T and dO^T a
                                     query block at a time (block i at i dh br), zero past T */
     const ag_real *lse;             /* (tpad): L from forward (in score_unit), +inf past T */
@@ -77,10 +79,11 @@ typedef struct ag_attn_kernel {
     size_t (*fwd_scratch)(size_t dh);
     size_t (*bwd_scratch)(size_t dh);
     /* A block of n <= br queries as backward's tiles read it: qt (dh, br) =
-     * qscale q^T and d_ot (dh, br) = d_o^T, from q and d_o (n, dh), and
-     * dsum[r] = <d_o row r, o row r> (o's rows ldo apart); zeros past n. */
-    void (*prep)(const ag_real *q, const ag_real *d_o, const ag_real *o, size_t ldo, size_t n,
-                 size_t dh, ag_real qscale, ag_real *qt, ag_real *d_ot, ag_real *dsum);
+     * qscale q^T and d_ot (dh, br) = d_o^T, from q and d_o (n, dh, rows ldh
+     * apart), and dsum[r] = <d_o row r, o row r> (o's rows ldo apart);
+     * zeros past n. */
+    void (*prep)(const ag_real *q, const ag_real *d_o, size_t ldh, const ag_real *o, size_t ldo,
+                 size_t n, size_t dh, ag_real qscale, ag_real *qt, ag_real *d_ot, ag_real *dsum);
 } ag_attn_kernel;
 
 /* The kernel for sequences of T positions: the SIMD one of the gemm kernel

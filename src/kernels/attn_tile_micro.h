@@ -119,8 +119,8 @@ UNROLL
  * qk_rows for R rows whose first `skip` vectors of queries the causal mask
  * hides in every row (on a block's diagonal, the queries before the rows'
  * first key): those are stored as what masking makes of them, -inf scores
- * and 0 weights (dS is stored 0 there too: its products never read it), and
- * only the other vectors are computed. The same bits as computing them all.
+ * (0 weights in MODE_P), and only the other vectors are computed. The same
+ * bits as computing them all. Forward's score tiles use it.
  */
 TARGET INLINE void NAME(qk_skip)(size_t dh, const float *a, size_t lda, const float *b,
                                  size_t ldb, float *t, size_t br, int mode, const float *vec,
@@ -149,21 +149,27 @@ UNROLL
 }
 
 /* Rows c < nc of a tile: micro-tiles of TILE_ROWS rows, then 8, 4, 1.
- * diag is the block's first key minus its first query. */
-TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t lda, const float *b,
-                                 size_t ldb, float *t, int mode, const float *vec, const float *pt,
-                                 float *mx, int causal, long diag, const int NV)
+ * diag is the block's first key minus its first query. SKIP (a constant):
+ * leave out the vectors of queries a causal mask hides from a whole row
+ * group (qk_skip), which only rows on a block's diagonal have. */
+TARGET INLINE void NAME(qk_rows_of)(size_t nc, size_t dh, const float *a, size_t lda,
+                                    const float *b, size_t ldb, float *t, int mode,
+                                    const float *vec, const float *pt, float *mx, int causal,
+                                    long diag, const int NV, const int SKIP)
 {
     const size_t br = (size_t)NV * W;
     size_t c = 0;
-    /* causal: rows from key c on need no query before it, whole vectors of them skipped */
 #define QK_ROWS(R)                                                                              \
     for (; c + (R) <= nc; c += (R)) {                                                           \
         long k0 = diag + (long)c;                                                               \
-        int skip = causal && k0 >= W ? (int)min_of((size_t)k0 / W, (size_t)NV - 1) : 0;        \
-        NAME(qk_skip)(dh, a + c * lda, lda, b, ldb, t + c * br, br, mode, vec,                  \
-                      pt ? pt + c * br : NULL, mx, causal && diag + (long)(c + (R)-1) > 0, k0,  \
-                      skip, (R), NV);                                                           \
+        int masked = causal && diag + (long)(c + (R)-1) > 0;                                    \
+        if (SKIP)                                                                               \
+            NAME(qk_skip)(dh, a + c * lda, lda, b, ldb, t + c * br, br, mode, vec,              \
+                          pt ? pt + c * br : NULL, mx, masked, k0,                              \
+                          k0 >= W ? (int)min_of((size_t)k0 / W, (size_t)NV - 1) : 0, (R), NV);  \
+        else                                                                                    \
+            NAME(qk_rows)(dh, a + c * lda, lda, b, ldb, t + c * br, br, mode, vec,              \
+                          pt ? pt + c * br : NULL, mx, masked, k0, (R), NV);                    \
     }
     QK_ROWS(TILE_ROWS(QK_ACC, NV))
     if (TILE_ROWS(QK_ACC, NV) > 8)
@@ -172,6 +178,18 @@ TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t ld
         QK_ROWS(4)
     QK_ROWS(1)
 #undef QK_ROWS
+}
+
+/* qk_rows_of, skipping hidden vectors only where some row can have them:
+ * off the diagonal every row's code stays the plain micro-tile. */
+TARGET INLINE void NAME(qk_tile)(size_t nc, size_t dh, const float *a, size_t lda, const float *b,
+                                 size_t ldb, float *t, int mode, const float *vec, const float *pt,
+                                 float *mx, int causal, long diag, const int NV)
+{
+    if (causal && diag + (long)nc > W)
+        NAME(qk_rows_of)(nc, dh, a, lda, b, ldb, t, mode, vec, pt, mx, causal, diag, NV, 1);
+    else
+        NAME(qk_rows_of)(nc, dh, a, lda, b, ldb, t, mode, vec, pt, mx, causal, diag, NV, 0);
 }
 
 /* ---- rows x dh products ---- */
@@ -303,9 +321,9 @@ TARGET INLINE void NAME(pv_dh)(size_t M, size_t n, size_t K, const float *a, siz
 
 /* ---- the blocks ---- */
 
-/* dst (dh, br) = scale src^T, src a block of n rows (n, dh), zeros past n */
-TARGET INLINE void NAME(pack)(const float *src, size_t n, size_t dh, float scale, float *dst,
-                              const int NV)
+/* dst (dh, br) = scale src^T, src a block of n rows (n, dh) ld apart, zeros past n */
+TARGET INLINE void NAME(pack)(const float *src, size_t ld, size_t n, size_t dh, float scale,
+                              float *dst, const int NV)
 {
     const size_t br = (size_t)NV * W;
     VEC vs = VSET1(scale), col[W];
@@ -313,7 +331,7 @@ TARGET INLINE void NAME(pack)(const float *src, size_t n, size_t dh, float scale
         int rows = n <= r0 ? 0 : n - r0 >= W ? W : (int)(n - r0);
         for (size_t p0 = 0; p0 < dh; p0 += W) {
             int cols = dh - p0 >= W ? W : (int)(dh - p0);
-            VTRANSPOSE(src + r0 * dh + p0, dh, rows, cols, col);
+            VTRANSPOSE(src + r0 * ld + p0, ld, rows, cols, col);
             for (int j = 0; j < cols; j++)
                 VSTORE(dst + (p0 + j) * br + r0, VMUL(vs, col[j]));
         }
@@ -323,9 +341,9 @@ TARGET INLINE void NAME(pack)(const float *src, size_t n, size_t dh, float scale
 /* attn_tile.h's prep: Q, dO and O transposed a W x W block at a time in
  * registers (one block at a time, so as not to run out of them), D summed
  * from the columns of O and of dO^T as just stored. */
-TARGET INLINE void NAME(prep)(const float *q, const float *d_o, const float *o, size_t ldo,
-                              size_t n, size_t dh, float qscale, float *qt, float *d_ot,
-                              float *dsum, const int NV)
+TARGET INLINE void NAME(prep)(const float *q, const float *d_o, size_t ldh, const float *o,
+                              size_t ldo, size_t n, size_t dh, float qscale, float *qt,
+                              float *d_ot, float *dsum, const int NV)
 {
     const size_t br = (size_t)NV * W;
     VEC vs = VSET1(qscale), col[W];
@@ -334,10 +352,10 @@ TARGET INLINE void NAME(prep)(const float *q, const float *d_o, const float *o, 
         VEC sum = VZERO();
         for (size_t p0 = 0; p0 < dh; p0 += W) {
             int cols = dh - p0 >= W ? W : (int)(dh - p0);
-            VTRANSPOSE(q + r0 * dh + p0, dh, rows, cols, col);
+            VTRANSPOSE(q + r0 * ldh + p0, ldh, rows, cols, col);
             for (int j = 0; j < cols; j++)
                 VSTORE(qt + (p0 + j) * br + r0, VMUL(vs, col[j]));
-            VTRANSPOSE(d_o + r0 * dh + p0, dh, rows, cols, col);
+            VTRANSPOSE(d_o + r0 * ldh + p0, ldh, rows, cols, col);
             for (int j = 0; j < cols; j++)
                 VSTORE(d_ot + (p0 + j) * br + r0, col[j]);
             VTRANSPOSE(o + r0 * ldo + p0, ldo, rows, cols, col);
@@ -372,12 +390,12 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
                              const size_t DH)
 {
     const size_t br = (size_t)NV * W, bc = br;
-    size_t dh = DH ? DH : f->dh, ldo = f->ldo, nr = min_of(br, f->T - r0);
+    size_t dh = DH ? DH : f->dh, ldo = f->ldo, ldh = f->ldh, nr = min_of(br, f->T - r0);
     float *qt = scratch;            /* (dh, br): scale log2(e) Q_i^T */
     float *s = qt + dh * br;        /* (bc, br): scores, then weights */
     float *acc = s + bc * br;       /* (br, dh): O_i before dividing by l */
     float *m = acc + br * dh, *mt = m + br, *l = mt + br, *alpha = l + br;   /* (br) each */
-    NAME(pack)(f->q + r0 * dh, nr, dh, f->scale * LOG2E, qt, NV);
+    NAME(pack)(f->q + r0 * ldh, ldh, nr, dh, f->scale * LOG2E, qt, NV);
     for (size_t v = 0; v < br; v += W) {
         VSTORE(m + v, VSET1(-INFINITY));
         VSTORE(l + v, VZERO());
@@ -389,7 +407,7 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
          * new max mt, from the old one and the scores as they are stored */
         for (size_t v = 0; v < br; v += W)
             VSTORE(mt + v, VLOAD(m + v));
-        NAME(qk_tile)(nc, dh, f->k + c0 * dh, dh, qt, br, s, MODE_S, NULL, NULL, mt, f->causal,
+        NAME(qk_tile)(nc, dh, f->k + c0 * ldh, ldh, qt, br, s, MODE_S, NULL, NULL, mt, f->causal,
                       (long)c0 - (long)r0, NV);
         /* the online softmax, a vector of queries at a time: the weights
          * relative to the new max, the sums so far rescaled to it (while a
@@ -410,9 +428,9 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
         /* O_i = alpha O_i + P_ij V_j */
         int tri = f->causal && c0 == r0 ? TRI_UPPER : TRI_NONE;   /* the diagonal */
         if (c0)
-            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v + c0 * dh, dh, acc, dh, 1, alpha, tri, DH);
+            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v + c0 * ldh, ldh, acc, dh, 1, alpha, tri, DH);
         else
-            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v, dh, acc, dh, 0, NULL, tri, DH);
+            NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v, ldh, acc, dh, 0, NULL, tri, DH);
     }
     for (size_t r = 0; r < nr; r++) {
         f->lse[r0 + r] = l[r] > 0 ? m[r] + log2f(l[r]) : INFINITY;
@@ -426,9 +444,9 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
                              const size_t DH)
 {
     const size_t br = (size_t)NV * W, bc = br;
-    size_t dh = DH ? DH : b->dh, ldo = b->ldo, nc = min_of(bc, b->T - c0);
+    size_t dh = DH ? DH : b->dh, ldo = b->ldo, ldh = b->ldh, nc = min_of(bc, b->T - c0);
     float *p = scratch, *ds = p + bc * br;                     /* (bc, br) */
-    const float *kj = b->k + c0 * dh, *vj = b->v + c0 * dh;
+    const float *kj = b->k + c0 * ldh, *vj = b->v + c0 * ldh;
     size_t r_first = b->causal ? c0 / br * br : 0;   /* causal: earlier queries see none */
     /* dK_j and dV_j: summed over several query blocks in scratch, rows dh
      * apart, and written to their rows once (summed in place, ldo apart,
@@ -442,16 +460,18 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         int add = r0 != r_first;
         long diag = (long)c0 - (long)r0;
         /* P_ij^T = 2^(K_j (scale log2(e) Q_i)^T - L_i); dS_ij^T = P (V_j dO_i^T - D_i) */
-        NAME(qk_tile)(nc, dh, kj, dh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, NULL,
-                      b->causal, diag, NV);
-        NAME(qk_tile)(nc, dh, vj, dh, b->d_ot + r0 * dh, br, ds, MODE_DS,
-                      b->wrong ? NULL : b->dsum + r0, p, NULL, b->causal, diag, NV);
+        /* (skipping the hidden vectors here too gained 1-3% at T = 64, but cost
+         * as much at T = 4096, where it only moved the code of the other tiles) */
+        NAME(qk_rows_of)(nc, dh, kj, ldh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, NULL,
+                         b->causal, diag, NV, 0);
+        NAME(qk_rows_of)(nc, dh, vj, ldh, b->d_ot + r0 * dh, br, ds, MODE_DS,
+                         b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV, 0);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
         int diagonal = b->causal && r0 == c0;   /* a key sees only the queries from its own on */
         int lower = diagonal ? TRI_LOWER : TRI_NONE, upper = diagonal ? TRI_UPPER : TRI_NONE;
-        NAME(pv_dh)(nc, dh, nr, p, br, 1, b->d_o + r0 * dh, dh, dv, ldk, add, NULL, lower, DH);
-        NAME(pv_dh)(nc, dh, nr, ds, br, 1, b->q + r0 * dh, dh, dk, ldk, add, NULL, lower, DH);
-        NAME(pv_dh)(nr, dh, nc, ds, 1, br, kj, dh, b->dq + r0 * b->ldq, b->ldq, !b->first, NULL,
+        NAME(pv_dh)(nc, dh, nr, p, br, 1, b->d_o + r0 * ldh, ldh, dv, ldk, add, NULL, lower, DH);
+        NAME(pv_dh)(nc, dh, nr, ds, br, 1, b->q + r0 * ldh, ldh, dk, ldk, add, NULL, lower, DH);
+        NAME(pv_dh)(nr, dh, nc, ds, 1, br, kj, ldh, b->dq + r0 * b->ldq, b->ldq, !b->first, NULL,
                     upper, DH);
     }
     if (!direct) {
@@ -484,11 +504,12 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     {                                                                                           \
         return 2 * (NVV) * W * (NVV) * W + 2 * (NVV) * W * dh;                                  \
     }                                                                                           \
-    TARGET static void NAME(prep##NVV)(const ag_real *q, const ag_real *d_o, const ag_real *o,     \
-                                       size_t ldo, size_t n, size_t dh, ag_real qscale,         \
-                                       ag_real *qt, ag_real *d_ot, ag_real *dsum)               \
+    TARGET static void NAME(prep##NVV)(const ag_real *q, const ag_real *d_o, size_t ldh,         \
+                                       const ag_real *o, size_t ldo, size_t n, size_t dh,       \
+                                       ag_real qscale, ag_real *qt, ag_real *d_ot,              \
+                                       ag_real *dsum)                                           \
     {                                                                                           \
-        NAME(prep)(q, d_o, o, ldo, n, dh, qscale, qt, d_ot, dsum, NVV);                         \
+        NAME(prep)(q, d_o, ldh, o, ldo, n, dh, qscale, qt, d_ot, dsum, NVV);                    \
     }                                                                                           \
     static const ag_attn_kernel NAME(kernel##NVV) = {                                           \
         KERNEL_NAME,        (NVV) * W,      (NVV) * W,        LOG2E, NAME(fwd##NVV),             \
