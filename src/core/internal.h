@@ -276,7 +276,7 @@ typedef struct ag_attn_op {
     int causal;
     const ag_real *x, *wq, *wk, *wv, *wo; /* borrowed from the op's inputs */
     /* kept by forward, in its kernel's layout, in the arena: */
-    ag_real *q, *k, *v; /* (B,T,d) rows (reference) or (B,H,T,dh) heads (fast) */
+    ag_real *q, *k, *v; /* (B,T,d) rows, or in the fast kernel for d > 128 (B,H,T,dh) heads */
     ag_real *o;         /* (B,T,d): the heads' outputs side by side */
     ag_real *lse;       /* fast: (B,H,tpad) each query's log-sum-exp, in the tiles' unit */
     size_t tpad;        /* fast: T rounded up to the tiles' query block */
