@@ -50,8 +50,6 @@ static size_t min_size(size_t a, size_t b)
 
 /* ---- the layouts ---- */
 
-/* Head rows (T, dh) from a (T, ld) buffer's columns at row; nothing when
- * they are the same storage (one head). */
 /* dst[0, n) = src[0, n): restrict lets the compiler copy whole vectors (or
  * call memcpy); without it, a value at a time. */
 static void copy_values(ag_real *restrict dst, const ag_real *restrict src, size_t n)
@@ -60,6 +58,8 @@ static void copy_values(ag_real *restrict dst, const ag_real *restrict src, size
         dst[p] = src[p];
 }
 
+/* Head rows (T, dh) from a (T, ld) buffer's columns at row; nothing when
+ * they are the same storage (one head, or rows read in place). */
 static void relayout_head(const ag_real *row, size_t ld, ag_real *head, size_t T, size_t dh)
 {
     for (size_t r = 0; row != head && r < T; r++, row += ld, head += dh)
