@@ -345,9 +345,9 @@ static void bwd_lane(void *ctx, size_t lane)
     }
 }
 
-/* dQ of head t as rows, into dq_rows: its groups' partial sums, added in order. When causal, group g's first key block,
- * g, reaches only queries from its own block on: its rows before that are
- * not set, and count as 0. */
+/* dQ of head t as rows, into dq_rows: its groups' partial sums, added in
+ * order. When causal, group g's first key block, g, reaches only queries
+ * from its own block on: its rows before that are not set, and count as 0. */
 static void sum_head(void *ctx, size_t t)
 {
     const head_job *j = ctx;

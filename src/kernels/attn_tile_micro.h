@@ -487,14 +487,14 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         if ((NVV) == 4 && DH_SPECIAL && f->dh == DH_SPECIAL)                                    \
             NAME(fwd)(f, r0, scratch, NVV, DH_SPECIAL);                                         \
         else                                                                                    \
-            NAME(fwd)(f, r0, scratch, NVV, 0);                                                       \
+            NAME(fwd)(f, r0, scratch, NVV, 0);                                                  \
     }                                                                                           \
     TARGET static void NAME(bwd##NVV)(const ag_attn_bwd *b, size_t c0, ag_real *scratch)        \
     {                                                                                           \
         if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL)                                    \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL);                                         \
         else                                                                                    \
-            NAME(bwd)(b, c0, scratch, NVV, 0);                                                       \
+            NAME(bwd)(b, c0, scratch, NVV, 0);                                                  \
     }                                                                                           \
     static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
