@@ -401,7 +401,9 @@ static const err_case cases[] = {
     {{"attend", "--load", "DIR/gpt.safetensors", "--prompt", "ab\xff"},
      2,
      "--prompt: not UTF-8 text"},
-    {{"explain", "block", "--load", "DIR/gpt.safetensors", "--prompt", "\xc0\x80ab"},
+    {{"explain", "block", "--load", "DIR/gpt.safetensors", "--prompt",
+      "\xc0\x80"
+      "ab"},
      2,
      "--prompt: not UTF-8 text"},
     {{"attend", "--load", "DIR/gpt.safetensors", "--prompt", "ab\xe2\x82"},
