@@ -295,6 +295,24 @@ typedef struct ag_attn_grads {
     int wrong; /* AG_BUG_SOFTMAX: the softmax's - P P^T term dropped */
 } ag_attn_grads;
 
+/* ag_gemm's contract: ag_ref_gemm, or the fast ag_gemm a kernel passes in. */
+typedef void (*ag_gemm_fn)(int trans_a, int trans_b, size_t M, size_t N, size_t K, ag_real alpha,
+                           const ag_real *A, size_t lda, const ag_real *B, size_t ldb, ag_real beta,
+                           ag_real *C, size_t ldc);
+
+/* What every attention kernel's forward keeps, in the arena: a->q, k, v and
+ * o, (B,T,d) each. AG_OK, or the arena's error (also the tape's). */
+ag_status ag_attn_keep_rows(ag_tape *tape, ag_attn_op *a);
+/* Q = x wq, K = x wk, V = x wv into a->q, k, v as rows, through gemm. */
+void ag_attn_project(const ag_attn_op *a, ag_gemm_fn gemm);
+/* The projections' backward for sequences b0 .. b0+nb-1, from the rows of
+ * dQ, dK, dV there (dqkv, each (nb T, d)) times alpha[i]: dwq += alpha x^T dQ
+ * and dx += alpha dQ wq^T, the same for K and V, through gemm. dx's rows
+ * are stored by the first product when g->dx_first. */
+void ag_attn_project_backward(const ag_attn_op *a, const ag_attn_grads *g, size_t b0, size_t nb,
+                              const ag_real *const dqkv[3], const ag_real alpha[3],
+                              ag_gemm_fn gemm);
+
 ag_status ag_ref_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p);
 ag_status ag_ref_attention_backward(ag_tape *tape, const ag_attn_op *a, const ag_real *dout,
                                     const ag_attn_grads *g);

@@ -3,7 +3,9 @@
  * layer's math written out head by head, every (T, T) row of weights made
  * and used at once, one thread. The fast kernel (src/kernels/attention.c)
  * computes the same tile by tile without any (T, T) matrix; the tests hold
- * it to this.
+ * it to this. The projections around the heads (Q, K, V as rows, and their
+ * backward) are written once, here, for every kernel, with the product
+ * passed in.
  *
  *   Q = x wq, K = x wk, V = x wv                 (B,T,d)
  *   head h: columns h*dh .. h*dh+dh-1 of each
@@ -86,24 +88,53 @@ void ag_ref_attention_head_backward(const ag_real *q, const ag_real *k, const ag
     ag_attention_head_backward(q, k, v, d_o, ld, T, dh, causal, dq, dk, dv, scratch, 0);
 }
 
+/* ---- the projections, which the fast kernels share ---- */
+
+ag_status ag_attn_keep_rows(ag_tape *tape, ag_attn_op *a)
+{
+    size_t bytes = a->B * a->T * a->d * sizeof(ag_real); /* fits: x has as many values */
+    a->q = ag_arena_alloc(tape, bytes);
+    a->k = a->q ? ag_arena_alloc(tape, bytes) : NULL;
+    a->v = a->k ? ag_arena_alloc(tape, bytes) : NULL;
+    a->o = a->v ? ag_arena_alloc(tape, bytes) : NULL;
+    return a->o ? AG_OK : tape->status;
+}
+
+void ag_attn_project(const ag_attn_op *a, ag_gemm_fn gemm)
+{
+    size_t rows = a->B * a->T, d = a->d;
+    gemm(0, 0, rows, d, d, 1, a->x, d, a->wq, d, 0, a->q, d);
+    gemm(0, 0, rows, d, d, 1, a->x, d, a->wk, d, 0, a->k, d);
+    gemm(0, 0, rows, d, d, 1, a->x, d, a->wv, d, 0, a->v, d);
+}
+
+void ag_attn_project_backward(const ag_attn_op *a, const ag_attn_grads *g, size_t b0, size_t nb,
+                              const ag_real *const dqkv[3], const ag_real alpha[3], ag_gemm_fn gemm)
+{
+    size_t rows = nb * a->T, d = a->d, first = b0 * a->T * d;
+    const ag_real *x = a->x + first, *w[3] = {a->wq, a->wk, a->wv};
+    ag_real *dw[3] = {g->dwq, g->dwk, g->dwv};
+    for (int i = 0; i < 3; i++) {
+        if (dw[i])
+            gemm(1, 0, d, d, rows, alpha[i], x, d, dqkv[i], d, 1, dw[i], d);
+        if (g->dx)
+            gemm(0, 1, rows, d, d, alpha[i], dqkv[i], d, w[i], d, i == 0 && g->dx_first ? 0 : 1,
+                 g->dx + first, d);
+    }
+}
+
 /* ---- the whole op ---- */
 
 ag_status ag_ref_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p)
 {
     size_t B = a->B, T = a->T, d = a->d, H = a->H, dh = d / H, rows = B * T;
-    size_t bytes = rows * d * sizeof(ag_real); /* fits: x has rows * d values */
-    a->q = ag_arena_alloc(tape, bytes);
-    a->k = a->q ? ag_arena_alloc(tape, bytes) : NULL;
-    a->v = a->k ? ag_arena_alloc(tape, bytes) : NULL;
-    a->o = a->v ? ag_arena_alloc(tape, bytes) : NULL;
-    ag_real *scratch = a->o ? ag_arena_alloc(tape, T * sizeof(ag_real)) : NULL;
+    ag_real *scratch =
+        ag_attn_keep_rows(tape, a) == AG_OK ? ag_arena_alloc(tape, T * sizeof(ag_real)) : NULL;
     if (!scratch)
         return tape->status;
     a->reference = 1;
     /* Q = x wq, K = x wk, V = x wv, kept as rows: head h is columns h*dh .. */
-    ag_ref_gemm(0, 0, rows, d, d, 1, a->x, d, a->wq, d, 0, a->q, d);
-    ag_ref_gemm(0, 0, rows, d, d, 1, a->x, d, a->wk, d, 0, a->k, d);
-    ag_ref_gemm(0, 0, rows, d, d, 1, a->x, d, a->wv, d, 0, a->v, d);
+    ag_attn_project(a, ag_ref_gemm);
     for (size_t b = 0; b < B; b++)
         for (size_t h = 0; h < H; h++) {
             size_t off = b * T * d + h * dh; /* head h of sequence b */
@@ -138,14 +169,7 @@ ag_status ag_ref_attention_backward(ag_tape *tape, const ag_attn_op *a, const ag
                                        a->causal, dq + off, dk + off, dv + off, scratch, g->wrong);
         }
     /* Q = x wq: dwq += x^T dQ, dx += dQ wq^T; the same for K and V */
-    const ag_real *dqkv[3] = {dq, dk, dv}, *w[3] = {a->wq, a->wk, a->wv};
-    ag_real *dw[3] = {g->dwq, g->dwk, g->dwv};
-    for (int i = 0; i < 3; i++) {
-        if (dw[i])
-            ag_ref_gemm(1, 0, d, d, rows, 1, a->x, d, dqkv[i], d, 1, dw[i], d);
-        if (g->dx)
-            ag_ref_gemm(0, 1, rows, d, d, 1, dqkv[i], d, w[i], d, i == 0 && g->dx_first ? 0 : 1,
-                        g->dx, d);
-    }
+    const ag_real *dqkv[3] = {dq, dk, dv}, ones[3] = {1, 1, 1};
+    ag_attn_project_backward(a, g, 0, B, dqkv, ones, ag_ref_gemm);
     return AG_OK;
 }

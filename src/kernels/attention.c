@@ -237,12 +237,7 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
     if (!ag_mul_size(B * H, tpad * sizeof(ag_real), &n_lse))
         return ag_tape_fail(tape, AG_ERR_NOMEM, "attention: x is [%zux%zux%zu]: too large", B, Ts,
                             dd);
-    size_t bytes = rows * dd * sizeof(ag_real); /* fits: x exists */
-    a->q = ag_arena_alloc(tape, bytes);
-    a->k = a->q ? ag_arena_alloc(tape, bytes) : NULL;
-    a->v = a->k ? ag_arena_alloc(tape, bytes) : NULL;
-    a->o = a->v ? ag_arena_alloc(tape, bytes) : NULL;
-    a->lse = a->o ? ag_arena_alloc(tape, n_lse) : NULL;
+    a->lse = ag_attn_keep_rows(tape, a) == AG_OK ? ag_arena_alloc(tape, n_lse) : NULL;
     if (!a->lse)
         return tape->status;
     a->tiles = kern;
@@ -250,14 +245,15 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
 
     /* Q = x wq etc., kept as rows, or made in O's storage (not yet in use)
      * and laid out head by head */
-    const ag_real *w[3] = {a->wq, a->wk, a->wv};
-    ag_real *qkv[3] = {a->q, a->k, a->v};
-    int in_place = head_stride(dd, H) == dd;
-    for (int i = 0; i < 3; i++) {
-        ag_real *rows_i = in_place ? qkv[i] : a->o;
-        ag_gemm(0, 0, rows, dd, dd, 1, a->x, dd, w[i], dd, 0, rows_i, dd);
-        if (!in_place)
-            relayout(B, H, Ts, dd, rows_i, qkv[i]);
+    if (head_stride(dd, H) == dd) {
+        ag_attn_project(a, ag_gemm);
+    } else {
+        const ag_real *w[3] = {a->wq, a->wk, a->wv};
+        ag_real *qkv[3] = {a->q, a->k, a->v};
+        for (int i = 0; i < 3; i++) {
+            ag_gemm(0, 0, rows, dd, dd, 1, a->x, dd, w[i], dd, 0, a->o, dd);
+            relayout(B, H, Ts, dd, a->o, qkv[i]);
+        }
     }
     for (size_t i = 0; i < n_lse / sizeof(ag_real); i++)
         a->lse[i] = INFINITY; /* past T: no weight in backward's recomputed tiles */
@@ -389,12 +385,10 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
         return ag_attn_small_backward(tape, a, dout, g);
     const ag_attn_kernel *kern = a->tiles;
     size_t B = a->B, T = a->T, d = a->d, H = a->H, dh = d / H, tpad = a->tpad;
-    const ag_real *w[3] = {a->wq, a->wk, a->wv};
-    ag_real *dw[3] = {g->dwq, g->dwk, g->dwv};
     /* out = O wo: dwo += O^T dout (dO is made chunk by chunk below) */
     if (g->dwo)
         ag_gemm(1, 0, d, d, B * T, 1, a->o, d, dout, d, 1, g->dwo, d);
-    if ((!g->dx && !dw[0] && !dw[1] && !dw[2]) || B == 0 || T == 0)
+    if ((!g->dx && !g->dwq && !g->dwk && !g->dwv) || B == 0 || T == 0)
         return AG_OK;
 
     size_t chunk = min_size(B, T >= CHUNK_ROWS ? 1 : CHUNK_ROWS / T);
@@ -436,8 +430,6 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
     size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS); /* at most that many items */
     if (!lanes)
         return tape->status;
-    /* dx's first product of each chunk stores (beta 0) when dx is unset */
-    ag_real x_beta = g->dx_first ? 0 : 1;
     for (size_t b0 = 0; b0 < B; b0 += chunk) {
         size_t nb = min_size(B - b0, chunk), rows = nb * T, heads = nb * H;
         ag_gemm(0, 1, rows, d, d, 1, dout + b0 * T * d, d, a->wo, d, 0, d_o, d);
@@ -460,15 +452,8 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
         const ag_real *dq = job.groups == 1 ? job.dq : job.dq_rows;
         /* Q = x wq: dwq += x^T dQ and dx += dQ wq^T; the same for K and V.
          * dQ and dK still lack the scale: it goes in as alpha. */
-        const ag_real *xc = a->x + b0 * T * d, *dqkv[3] = {dq, job.dk, job.dv};
-        ag_real alpha[3] = {job.scale, job.scale, 1};
-        for (int i = 0; i < 3; i++) {
-            if (dw[i])
-                ag_gemm(1, 0, d, d, rows, alpha[i], xc, d, dqkv[i], d, 1, dw[i], d);
-            if (g->dx)
-                ag_gemm(0, 1, rows, d, d, alpha[i], dqkv[i], d, w[i], d, i ? 1 : x_beta,
-                        g->dx + b0 * T * d, d);
-        }
+        const ag_real *dqkv[3] = {dq, job.dk, job.dv}, alpha[3] = {job.scale, job.scale, 1};
+        ag_attn_project_backward(a, g, b0, nb, dqkv, alpha, ag_gemm);
     }
     return AG_OK;
 }

@@ -65,18 +65,13 @@ static void head_forward(const ag_real *restrict q, const ag_real *restrict k,
 ag_status ag_attn_small_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p)
 {
     size_t B = a->B, T = a->T, d = a->d, H = a->H, dh = d / H, rows = B * T;
-    size_t bytes = rows * d * sizeof(ag_real); /* fits: x exists */
-    a->q = ag_arena_alloc(tape, bytes);
-    a->k = a->q ? ag_arena_alloc(tape, bytes) : NULL;
-    a->v = a->k ? ag_arena_alloc(tape, bytes) : NULL;
-    a->o = a->v ? ag_arena_alloc(tape, bytes) : NULL;
     /* B H T T < B T d * T / dh: fits, T being small */
-    a->w = a->o ? ag_arena_alloc(tape, B * H * T * T * sizeof(ag_real)) : NULL;
+    a->w = ag_attn_keep_rows(tape, a) == AG_OK
+               ? ag_arena_alloc(tape, B * H * T * T * sizeof(ag_real))
+               : NULL;
     if (!a->w)
         return tape->status;
-    ag_gemm(0, 0, rows, d, d, 1, a->x, d, a->wq, d, 0, a->q, d);
-    ag_gemm(0, 0, rows, d, d, 1, a->x, d, a->wk, d, 0, a->k, d);
-    ag_gemm(0, 0, rows, d, d, 1, a->x, d, a->wv, d, 0, a->v, d);
+    ag_attn_project(a, ag_gemm);
     ag_real scale = (ag_real)(1.0 / sqrt((double)dh));
     for (size_t t = 0; t < B * H; t++) {
         size_t off = t / H * T * d + t % H * dh; /* head h = t % H of sequence t / H */
@@ -149,14 +144,7 @@ ag_status ag_attn_small_backward(ag_tape *tape, const ag_attn_op *a, const ag_re
                       a->causal, scale, g->wrong, dq + off, dk + off, dv + off, dp);
     }
     /* Q = x wq: dwq += x^T dQ, dx += dQ wq^T; the same for K and V */
-    const ag_real *dqkv[3] = {dq, dk, dv}, *w[3] = {a->wq, a->wk, a->wv};
-    ag_real *dw[3] = {g->dwq, g->dwk, g->dwv};
-    for (int i = 0; i < 3; i++) {
-        if (dw[i])
-            ag_gemm(1, 0, d, d, rows, 1, a->x, d, dqkv[i], d, 1, dw[i], d);
-        if (g->dx)
-            ag_gemm(0, 1, rows, d, d, 1, dqkv[i], d, w[i], d, i == 0 && g->dx_first ? 0 : 1, g->dx,
-                    d);
-    }
+    const ag_real *dqkv[3] = {dq, dk, dv}, ones[3] = {1, 1, 1};
+    ag_attn_project_backward(a, g, 0, B, dqkv, ones, ag_gemm);
     return AG_OK;
 }
