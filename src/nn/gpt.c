@@ -454,18 +454,6 @@ ag_tensor *ag_gpt_loss(ag_tape *tape, ag_gpt *g, const int *ids, const int *targ
 
 /* ---- evaluation ---- */
 
-/* -log softmax(z)[y] = logsumexp(z) - z[y] for one row of V logits. */
-static double row_loss(const ag_real *z, size_t V, int y)
-{
-    double max = z[0];
-    for (size_t j = 1; j < V; j++)
-        max = z[j] > max ? z[j] : max;
-    double s = exp((double)z[0] - max);
-    for (size_t j = 1; j < V; j++)
-        s += exp((double)z[j] - max);
-    return log(s) + max - (double)z[y];
-}
-
 /* The rows' losses are summed LOSS_ROWS at a time, in row order, over the
  * threads; the chunks' sums are then added in order (LOSS_CHUNKS at a
  * time), so any number of threads gives the same bits. */
@@ -484,7 +472,7 @@ static void loss_chunk(void *ctx, size_t lo, size_t hi)
     loss_job *j = ctx;
     double s = 0;
     for (size_t r = lo; r < hi; r++)
-        s += row_loss(j->z + r * j->V, j->V, j->y[r]);
+        s += ag_cross_entropy_row(j->z + r * j->V, j->V, j->y[r], NULL); /* -log softmax(z)[y] */
     j->sums[lo / LOSS_ROWS] = s;
 }
 
