@@ -26,4 +26,8 @@ ag_tensor *ag_nn_attend(ag_tape *tape, const ag_tensor *q, const ag_tensor *k, c
 #define AG_MODEL_MAX_PARAMS 8
 size_t ag_model_layout(const ag_model_config *cfg, const char **names, int (*shape)[2]);
 
+/* The bytes of a text's token id for a vocabulary of n characters (text.c):
+ * 1 up to 256, else 2. */
+int ag_text_id_size(int n);
+
 #endif /* AG_NN_H */

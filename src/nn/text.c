@@ -438,11 +438,9 @@ ag_status ag_vocab_prompt(const ag_vocab *v, const char *s, size_t len, int **id
 
 /* ---- texts ---- */
 
-/* The bytes of an id for a vocabulary of n characters: 1 up to 256, else
- * 2 (a vocabulary holds at most AG_VOCAB_MAX = 65536: 4 is never needed). */
-static int id_size_for(int n)
+int ag_text_id_size(int n)
 {
-    return n <= 256 ? 1 : 2;
+    return n <= 256 ? 1 : 2; /* a vocabulary holds at most AG_VOCAB_MAX = 65536: 4 never */
 }
 
 /* ag_text_parse, and with val_only the training part's characters need
@@ -485,7 +483,7 @@ static ag_status parse(const char *s, size_t len, const char *name, const ag_voc
         st = ag_interrupted() ? AG_ERR_STOPPED : AG_ERR_FORMAT;
         goto fail;
     }
-    t->id_size = id_size_for(t->vocab->n);
+    t->id_size = ag_text_id_size(t->vocab->n);
     /* a character is at least one byte: len ids are room enough */
     t->ids = own && t->id_size == 1 ? own : ag_malloc(len * (size_t)t->id_size);
     if (!t->ids)
