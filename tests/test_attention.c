@@ -573,6 +573,18 @@ START_TEST(test_threads_bit_identical)
 }
 END_TEST
 
+/* The first i < n where got[i] and want[i] differ by more than tol times
+ * |want[i]| (floored at 1, for values near 0), or n when none does: one
+ * assertion per comparison, since Check reports every passing assertion to
+ * its parent process, which a million of them would make slow. */
+static size_t first_apart(const ag_real *got, const ag_real *want, size_t n, double tol)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs(got[i] - want[i]) <= tol * fmax(1, fabs(want[i]))))
+            return i;
+    return n;
+}
+
 /* The fused op against the op-by-op layer on one shape: out, P and every
  * gradient, within rounding. */
 static void check_fused_matches_ops(const int *sh, int heads, int causal, int threads,
@@ -590,15 +602,10 @@ static void check_fused_matches_ops(const int *sh, int heads, int causal, int th
     ck_assert_ptr_nonnull(ops);
     layer_step(threads, causal, 1, sh, heads, fused, n);
     layer_step(1, causal, 0, sh, heads, ops, n);
-    /* one assertion per case: Check reports every passing assertion to its
-     * parent process, which a million of them would make slow */
-    size_t bad = n;
+    size_t bad = first_apart(fused, ops, n, tol);
     double scale = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         scale = fmax(scale, fabs(ops[i]));
-        if (bad == n && !(fabs(fused[i] - ops[i]) <= tol * fmax(1, fabs(ops[i]))))
-            bad = i;
-    }
     ck_assert_msg(bad == n,
                   "%s (%d,%d,%d) heads %d causal %d: value %zu of %zu: fused %.9g, op "
                   "by op %.9g",
@@ -684,10 +691,7 @@ START_TEST(test_short_path_matches_reference)
                 ck_assert_int_eq(ag_set_kernels("reference"), AG_OK);
                 layer_step(1, causal, 1, sh, heads, ref, n);
                 ck_assert_int_eq(ag_set_kernels("fast"), AG_OK);
-                size_t bad = n;
-                for (size_t i = 0; i < n && bad == n; i++)
-                    if (!(fabs(fast[i] - ref[i]) <= tol * fmax(1, fabs(ref[i]))))
-                        bad = i;
+                size_t bad = first_apart(fast, ref, n, tol);
                 ck_assert_msg(bad == n, "T %d heads %d causal %d: value %zu: fast %.9g, ref %.9g",
                               T, heads, causal, bad, bad < n ? (double)fast[bad] : 0.0,
                               bad < n ? (double)ref[bad] : 0.0);
