@@ -97,7 +97,9 @@ ag_status ag_attn_keep_rows(ag_tape *tape, ag_attn_op *a)
     a->k = a->q ? ag_arena_alloc(tape, bytes) : NULL;
     a->v = a->k ? ag_arena_alloc(tape, bytes) : NULL;
     a->o = a->v ? ag_arena_alloc(tape, bytes) : NULL;
-    return a->o ? AG_OK : tape->status;
+    if (!a->q || !a->k || !a->v || !a->o)
+        return tape->status != AG_OK ? tape->status : AG_ERR_NOMEM; /* (the arena set it) */
+    return AG_OK;
 }
 
 void ag_attn_project(const ag_attn_op *a, ag_gemm_fn gemm)
