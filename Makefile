@@ -5,6 +5,8 @@
 #   make check           the whole test suite, in float and in double
 #   make REAL=double     build with ag_real = double
 #   make PORTABLE=1      plain C kernels only, no x86 SIMD (build/float-portable)
+#   make WERROR=1        warnings are errors (CI builds so; in a fresh build directory, as
+#                        objects already built are not compiled again)
 #   make check SANITIZE=address,undefined
 #   TSAN_OPTIONS=die_after_fork=0 make check SANITIZE=thread
 #   make install PREFIX=/usr/local DESTDIR=
@@ -20,6 +22,9 @@ REAL ?= float
 SANITIZE ?=
 # PORTABLE=1: plain C only, no x86 kernels (for other machines, WebAssembly)
 PORTABLE ?= 0
+# WERROR=1: -Werror, so that no warning stands (off by default: another
+# compiler's new warning should not stop a user's build)
+WERROR ?= 0
 
 ifeq ($(filter $(REAL),float double),)
 $(error REAL must be float or double, not '$(REAL)')
@@ -32,6 +37,9 @@ comma := ,
 BUILD_TAG := $(if $(filter 1,$(PORTABLE)),-portable)$(if $(SANITIZE),-san-$(subst $(comma),-,$(SANITIZE)))$(if $(filter-out cc,$(CC)),-$(notdir $(CC)))
 BUILD := $(BUILDROOT)/$(REAL)$(BUILD_TAG)
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
 # -fno-math-errno: nothing here reads errno after a math function, and without it
 # GCC will not vectorise a loop that calls sqrt (the optimizers' element loops)
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -fno-math-errno -Iinclude -MMD -MP
