@@ -636,7 +636,8 @@ END_TEST
 /* Every tile kernel this CPU runs (they follow the gemm kernel in use)
  * against the op-by-op layer: sequences of one block, of several with a
  * ragged last one, heads 3 to 80 wide (one vector, several, more than a
- * micro-tile holds, and partial ones; 32, which has blocks of its own),
+ * micro-tile holds, and partial ones; 32, and one vector in a one-vector
+ * block, which have blocks of their own),
  * causal or not; rows up to 128 wide read in place, wider ones laid out
  * head by head. */
 START_TEST(test_fused_kernels_match_ops)
@@ -646,6 +647,8 @@ START_TEST(test_fused_kernels_match_ops)
         int shape[3], heads;
     } cases[] = {
         {{2, 9, 12}, 3},   /* dh 4, T within a vector */
+        {{3, 8, 16}, 1},   /* dh 16, T within a vector: AVX-512's one-vector blocks of their own */
+        {{2, 12, 16}, 2},  /* dh 8: AVX2's */
         {{3, 17, 6}, 2},   /* dh 3, T just over one */
         {{1, 70, 16}, 2},  /* dh 8, two blocks */
         {{2, 130, 48}, 1}, /* dh 48: three vectors of 16 */

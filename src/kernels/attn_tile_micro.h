@@ -486,6 +486,8 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     {                                                                                           \
         if ((NVV) == 4 && DH_SPECIAL && f->dh == DH_SPECIAL)                                    \
             NAME(fwd)(f, r0, scratch, NVV, DH_SPECIAL);                                         \
+        else if ((NVV) == 1 && f->dh == W)                                                      \
+            NAME(fwd)(f, r0, scratch, NVV, W);                                                  \
         else                                                                                    \
             NAME(fwd)(f, r0, scratch, NVV, 0);                                                  \
     }                                                                                           \
@@ -493,6 +495,8 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     {                                                                                           \
         if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL)                                    \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL);                                         \
+        else if ((NVV) == 1 && b->dh == W)                                                      \
+            NAME(bwd)(b, c0, scratch, NVV, W);                                                  \
         else                                                                                    \
             NAME(bwd)(b, c0, scratch, NVV, 0);                                                  \
     }                                                                                           \
