@@ -99,12 +99,3 @@ void ag_arena_free(ag_arena *a)
     blocks_free(a->first);
     *a = (ag_arena){0};
 }
-
-int ag_arena_owns(const ag_arena *a, const void *p)
-{
-    uintptr_t x = (uintptr_t)p;
-    for (const ag_block *b = a->first; b; b = b->next)
-        if (x >= (uintptr_t)b->mem && x < (uintptr_t)b->mem + b->used)
-            return 1;
-    return 0;
-}

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <string.h>
 
 #define AG_MAX_INPUTS 5
 
@@ -97,8 +98,23 @@ typedef struct ag_node {
     int grad_unset; /* t.grad not written yet in this backward, so it means 0 */
 } ag_node;
 
+/* Whether p points into one of a's blocks. Inline, as the two below: backward
+ * asks it of every entry's tensors, and for a small layer's step the calls
+ * cost more than the test. */
+static inline int ag_arena_owns(const ag_arena *a, const void *p)
+{
+    uintptr_t x = (uintptr_t)p;
+    for (const ag_block *b = a->first; b; b = b->next)
+        if (x >= (uintptr_t)b->mem && x < (uintptr_t)b->mem + b->used)
+            return 1;
+    return 0;
+}
+
 /* t's node when this tape made t (t lies in its arena), else NULL. */
-ag_node *ag_tape_node(const ag_tape *tape, const ag_tensor *t);
+static inline ag_node *ag_tape_node(const ag_tape *tape, const ag_tensor *t)
+{
+    return ag_arena_owns(&tape->arena, t) ? (ag_node *)(void *)t : NULL;
+}
 
 /* ---- errors (error.c) ---- */
 /* Format a one-line message into err (when err is not NULL and errlen > 0)
@@ -120,8 +136,6 @@ void *ag_arena_alloc(ag_tape *tape, size_t bytes);
  * calls malloc zero times. */
 void ag_arena_rewind(ag_arena *a);
 void ag_arena_free(ag_arena *a);
-/* Whether p points into one of a's blocks. */
-int ag_arena_owns(const ag_arena *a, const void *p);
 
 /* ---- optimizers ---- */
 /* Whether opt's last step is known to have left every parameter finite
@@ -153,11 +167,29 @@ char *ag_dims_str(int ndim, const int *shape, char *buf, size_t len);
  * those in the op's first_write, for which backward asks ag_grad_first
  * right before writing the gradient: 1 means "this buffer holds garbage:
  * store", 0 "add as usual". Either way the mark is gone afterwards. */
-int ag_grad_first(ag_tape *tape, ag_tensor *t);
+static inline int ag_grad_first(ag_tape *tape, ag_tensor *t)
+{
+    ag_node *n = ag_tape_node(tape, t);
+    if (!n)
+        return 0;
+    int first = n->grad_unset;
+    n->grad_unset = 0;
+    return first;
+}
+
 /* Whether t's gradient is still unset (nothing wrote it yet): it means 0. */
-int ag_grad_is_unset(const ag_tape *tape, const ag_tensor *t);
+static inline int ag_grad_is_unset(const ag_tape *tape, const ag_tensor *t)
+{
+    const ag_node *n = ag_tape_node(tape, t);
+    return n && n->grad_unset;
+}
+
 /* Zero t's gradient if it is still unset (nothing wrote it). */
-void ag_grad_settle(ag_tape *tape, ag_tensor *t);
+static inline void ag_grad_settle(ag_tape *tape, ag_tensor *t)
+{
+    if (t->grad && ag_grad_first(tape, t))
+        memset(t->grad, 0, t->size * sizeof(ag_real));
+}
 
 /* ---- making op outputs ---- */
 /* A tape tensor of the given shape; zeroed data when zero_data. Gets a

@@ -129,33 +129,6 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
     return t;
 }
 
-ag_node *ag_tape_node(const ag_tape *tape, const ag_tensor *t)
-{
-    return ag_arena_owns(&tape->arena, t) ? (ag_node *)t : NULL;
-}
-
-int ag_grad_first(ag_tape *tape, ag_tensor *t)
-{
-    ag_node *n = ag_tape_node(tape, t);
-    if (!n)
-        return 0;
-    int first = n->grad_unset;
-    n->grad_unset = 0;
-    return first;
-}
-
-int ag_grad_is_unset(const ag_tape *tape, const ag_tensor *t)
-{
-    const ag_node *n = ag_tape_node(tape, t);
-    return n && n->grad_unset;
-}
-
-void ag_grad_settle(ag_tape *tape, ag_tensor *t)
-{
-    if (t->grad && ag_grad_first(tape, t))
-        memset(t->grad, 0, t->size * sizeof(ag_real));
-}
-
 const ag_op ag_op_leaf = {"leaf", NULL, 0, 0};
 
 ag_tensor *ag_param_new(int ndim, const int *shape)
