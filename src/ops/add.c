@@ -80,7 +80,7 @@ static void add_backward(ag_tape *tape, const ag_entry *e)
         ag_fast_add_grad_repeated(dy, b->grad, a->size, n);
         return;
     }
-    for (size_t r = 0; r < a->size / n; r++)
+    for (size_t row = 0; row < a->size; row += n) /* each repeat of b, in order */
         for (size_t c = 0; c < n; c++)
-            b->grad[c] += dy[r * n + c];
+            b->grad[c] += dy[row + c];
 }
