@@ -1,6 +1,7 @@
 /*
  * tensor.c - making tensors (on the tape or as parameters), shapes and
- * sizes, and the first-write marks of op outputs' gradients.
+ * sizes, and the first-write marks of op outputs' gradients (set here;
+ * read and cleared by the inline functions of internal.h).
  */
 #include "internal.h"
 

@@ -20,7 +20,8 @@
  *   PV_NV          vectors per row of a product's micro-tile, at most
  *   DH_SPECIAL     a head width whose widest blocks get code of their own,
  *                  with the width a constant (loops unrolled, the products
- *                  inlined), or 0 for none
+ *                  inlined), or 0 for none; blocks of one vector get such
+ *                  code for heads one vector wide (dh = W) in any case
  * and the includer's enums MODE_* (what a keys x queries tile stores) and
  * BETA_* (what a product does with C).
  *
