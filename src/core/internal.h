@@ -98,9 +98,9 @@ typedef struct ag_node {
     int grad_unset; /* t.grad not written yet in this backward, so it means 0 */
 } ag_node;
 
-/* Whether p points into one of a's blocks. Inline, as the two below: backward
- * asks it of every entry's tensors, and for a small layer's step the calls
- * cost more than the test. */
+/* Whether p points into one of a's blocks. Inline, as the mark's functions
+ * that use it: backward asks them of every entry's tensors, and for a small
+ * layer's step the calls cost more than the test. */
 static inline int ag_arena_owns(const ag_arena *a, const void *p)
 {
     uintptr_t x = (uintptr_t)p;
@@ -338,7 +338,7 @@ ag_status ag_attn_keep_rows(ag_tape *tape, ag_attn_op *a);
 /* Q = x wq, K = x wk, V = x wv into a->q, k, v as rows, through gemm. */
 void ag_attn_project(const ag_attn_op *a, ag_gemm_fn gemm);
 /* The projections' backward for sequences b0 .. b0+nb-1, from the rows of
- * dQ, dK, dV there (dqkv, each (nb T, d)) times alpha[i]: dwq += alpha x^T dQ
+ * dQ, dK, dV there (dqkv, each (nb T, d)) times alpha[i] (alpha NULL: 1): dwq += alpha x^T dQ
  * and dx += alpha dQ wq^T, the same for K and V, through gemm. dx's rows
  * are stored by the first product when g->dx_first. */
 void ag_attn_project_backward(const ag_attn_op *a, const ag_attn_grads *g, size_t b0, size_t nb,

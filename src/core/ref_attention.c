@@ -117,10 +117,11 @@ void ag_attn_project_backward(const ag_attn_op *a, const ag_attn_grads *g, size_
     const ag_real *x = a->x + first, *w[3] = {a->wq, a->wk, a->wv};
     ag_real *dw[3] = {g->dwq, g->dwk, g->dwv};
     for (int i = 0; i < 3; i++) {
+        ag_real s = alpha ? alpha[i] : 1;
         if (dw[i])
-            gemm(1, 0, d, d, rows, alpha[i], x, d, dqkv[i], d, 1, dw[i], d);
+            gemm(1, 0, d, d, rows, s, x, d, dqkv[i], d, 1, dw[i], d);
         if (g->dx)
-            gemm(0, 1, rows, d, d, alpha[i], dqkv[i], d, w[i], d, i == 0 && g->dx_first ? 0 : 1,
+            gemm(0, 1, rows, d, d, s, dqkv[i], d, w[i], d, i == 0 && g->dx_first ? 0 : 1,
                  g->dx + first, d);
     }
 }
@@ -171,7 +172,7 @@ ag_status ag_ref_attention_backward(ag_tape *tape, const ag_attn_op *a, const ag
                                        a->causal, dq + off, dk + off, dv + off, scratch, g->wrong);
         }
     /* Q = x wq: dwq += x^T dQ, dx += dQ wq^T; the same for K and V */
-    const ag_real *dqkv[3] = {dq, dk, dv}, ones[3] = {1, 1, 1};
-    ag_attn_project_backward(a, g, 0, B, dqkv, ones, ag_ref_gemm);
+    const ag_real *dqkv[3] = {dq, dk, dv};
+    ag_attn_project_backward(a, g, 0, B, dqkv, NULL, ag_ref_gemm);
     return AG_OK;
 }

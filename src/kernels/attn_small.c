@@ -144,7 +144,7 @@ ag_status ag_attn_small_backward(ag_tape *tape, const ag_attn_op *a, const ag_re
                       a->causal, scale, g->wrong, dq + off, dk + off, dv + off, dp);
     }
     /* Q = x wq: dwq += x^T dQ, dx += dQ wq^T; the same for K and V */
-    const ag_real *dqkv[3] = {dq, dk, dv}, ones[3] = {1, 1, 1};
-    ag_attn_project_backward(a, g, 0, B, dqkv, ones, ag_gemm);
+    const ag_real *dqkv[3] = {dq, dk, dv};
+    ag_attn_project_backward(a, g, 0, B, dqkv, NULL, ag_gemm);
     return AG_OK;
 }

@@ -104,9 +104,10 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
         add(m, "the validation", val_values(c, (double)ag_gpt_val_chunk(c)) * REAL);
     if (run->sample)
         add(m, "sampling", (2 * c->layers * T * C + 9 * C + T + V) * REAL + 8 * V + 4 * T);
-    /* the file, whose bytes one-byte ids replace; two-byte ones are made beside it */
+    /* the file, whose bytes one-byte ids replace; wider ones are made beside it */
+    int id = ag_text_id_size(c->vocab);
     if (run->text_bytes > 0)
-        add(m, "the text", run->text_bytes * (ag_text_id_size(c->vocab) == 1 ? 1 : 3) + VOCAB_BITS);
+        add(m, "the text", run->text_bytes * (id == 1 ? 1 : 1 + id) + VOCAB_BITS);
     if (run->file_bytes > 0) /* the file, and its weights on the way into the model */
         add(m, "the checkpoint read", run->file_bytes + W);
     add(m, "the program", PROGRAM_BYTES + THREAD_BYTES * (run->threads > 1 ? run->threads : 1));
