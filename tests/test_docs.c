@@ -22,6 +22,8 @@
  *   compared. `masked` in the info string masks the numbers with a point or
  *   an exponent in every build (rounding noise, such as a gradient check's
  *   errors); whole numbers (counts, shapes) must still match.
+ * - `long` in the info string: a training run of several seconds, not run
+ *   in a sanitizer build (where it takes ten times as long).
  * - `needs-PROGRAM` in the info string (`needs-dot`, `needs-gnuplot`): the
  *   block draws a picture with an optional program; where it is not on PATH
  *   the block's commands are not run.
@@ -233,7 +235,7 @@ typedef struct doc_cmd {
     char where[320]; /* "docs/tutorial.md:42" */
     char *cmd;
     lines want;
-    int float_only, masked;
+    int float_only, masked, long_run;
     char needs[64]; /* a program the command needs (needs-PROGRAM), or "" */
 } doc_cmd;
 
@@ -255,6 +257,7 @@ static doc_cmd *add_cmd(const char *file, int line, const char *cmd, const char 
     strcpy(c->cmd, cmd);
     c->float_only = strstr(info, "float-only") != NULL;
     c->masked = strstr(info, "masked") != NULL;
+    c->long_run = strstr(info, "long") != NULL;
     const char *needs = strstr(info, "needs-");
     if (needs)
         snprintf(c->needs, sizeof(c->needs), "%.*s", (int)strcspn(needs + 6, " \t"), needs + 6);
@@ -422,6 +425,9 @@ START_TEST(test_doc_command)
     const doc_cmd *c = &cmds[_i];
     if (c->needs[0] && !run_have(c->needs))
         return; /* an optional program this machine lacks */
+    if (c->long_run && run_sanitized())
+        return; /* a long training run: minutes under the sanitizers, whose
+                   code other tests run there in fewer steps */
     int status, skip;
     int how = compare_mode(c, &skip);
     char *out = run_doc_cmd(c->cmd, &status);
