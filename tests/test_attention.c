@@ -656,6 +656,7 @@ START_TEST(test_fused_kernels_match_ops)
         {{4, 128, 32}, 8}, /* 32 heads a chunk: one group, dQ added in its rows directly */
         {{1, 150, 64}, 2}, /* dh 32: the blocks specialised for it, a ragged last one */
         {{2, 64, 128}, 4}, /* the GPT's heads: dh 32, one block, rows read in place */
+        {{2, 45, 64}, 2},  /* dh 32, one ragged block: causal backward's tiles of its own */
         {{1, 70, 160}, 4}, /* dh 40, rows too wide to read in place: heads laid out */
         {{2, 66, 256}, 8}, /* dh 32 laid out head by head */
     };

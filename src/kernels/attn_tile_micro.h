@@ -412,15 +412,20 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
                       (long)c0 - (long)r0, NV);
         /* the online softmax, a vector of queries at a time: the weights
          * relative to the new max, the sums so far rescaled to it (while a
-         * query has seen nothing, its max stands in as 0: weights 0) */
+         * query has seen nothing, its max stands in as 0: weights 0). Keys
+         * from `seen` on are hidden from the whole vector (causal, on the
+         * diagonal): their weights are 0 without an exp, the same bits. */
         for (size_t v = 0; v < br; v += W) {
             VEC mold = VLOAD(m + v), mx = VLOAD(mt + v), sum = VZERO();
             VEC mu = VPOS_OR_ZERO(mx);
-            for (size_t c = 0; c < nc; c++) {
+            size_t seen = f->causal ? min_of(nc, r0 + v + W - c0) : nc, c = 0;
+            for (; c < seen; c++) {
                 VEC e = VEXP2(VSUB(VLOAD(s + c * br + v), mu));
                 VSTORE(s + c * br + v, e);
                 sum = VADD(sum, e);
             }
+            for (; c < nc; c++)
+                VSTORE(s + c * br + v, VZERO());
             VEC a = VEXP2(VSUB(mold, mu));
             VSTORE(l + v, VFMA(a, VLOAD(l + v), sum));
             VSTORE(m + v, mx);
@@ -440,9 +445,13 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
     NAME(rows_out)(acc, nr, dh, alpha, f->o + r0 * ldo, ldo);
 }
 
-/* Backward of one key block, br = bc = NV W (attn_tile.h); DH as for fwd. */
+/* Backward of one key block, br = bc = NV W (attn_tile.h); DH as for fwd.
+ * SKIP (a constant): the P and dS tiles leave out the vectors of queries
+ * the causal mask hides (qk_skip); only for causal sequences of one block,
+ * whose every tile is on the diagonal. No product reads those entries
+ * there, so the results are the same bits. */
 TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, const int NV,
-                             const size_t DH)
+                             const size_t DH, const int SKIP)
 {
     const size_t br = (size_t)NV * W, bc = br;
     size_t dh = DH ? DH : b->dh, ldo = b->ldo, ldh = b->ldh, nc = min_of(bc, b->T - c0);
@@ -461,12 +470,13 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         int add = r0 != r_first;
         long diag = (long)c0 - (long)r0;
         /* P_ij^T = 2^(K_j (scale log2(e) Q_i)^T - L_i); dS_ij^T = P (V_j dO_i^T - D_i) */
-        /* (skipping the hidden vectors here too gained 1-3% at T = 64, but cost
-         * as much at T = 4096, where it only moved the code of the other tiles) */
+        /* (skipping the hidden vectors in every diagonal tile gained 1-3% at
+         * T = 64, but cost as much at T = 4096, where it only moved the code
+         * of the other tiles: hence a kernel of its own for one block) */
         NAME(qk_rows_of)(nc, dh, kj, ldh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, NULL,
-                         b->causal, diag, NV, 0);
+                         b->causal, diag, NV, SKIP);
         NAME(qk_rows_of)(nc, dh, vj, ldh, b->d_ot + r0 * dh, br, ds, MODE_DS,
-                         b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV, 0);
+                         b->wrong ? NULL : b->dsum + r0, p, NULL, SKIP, diag, NV, SKIP);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
         int diagonal = b->causal && r0 == c0;   /* a key sees only the queries from its own on */
         int lower = diagonal ? TRI_LOWER : TRI_NONE, upper = diagonal ? TRI_UPPER : TRI_NONE;
@@ -494,12 +504,15 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     }                                                                                           \
     TARGET static void NAME(bwd##NVV)(const ag_attn_bwd *b, size_t c0, ag_real *scratch)        \
     {                                                                                           \
-        if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL)                                    \
-            NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL);                                         \
+        int one_block = b->causal && b->T <= (NVV) * W;                                         \
+        if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL && one_block)                       \
+            NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1);                                      \
+        else if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL)                               \
+            NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0);                                      \
         else if ((NVV) == 1 && b->dh == W)                                                      \
-            NAME(bwd)(b, c0, scratch, NVV, W);                                                  \
+            NAME(bwd)(b, c0, scratch, NVV, W, 0);                                               \
         else                                                                                    \
-            NAME(bwd)(b, c0, scratch, NVV, 0);                                                  \
+            NAME(bwd)(b, c0, scratch, NVV, 0, 0);                                               \
     }                                                                                           \
     static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
