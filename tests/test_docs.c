@@ -243,6 +243,20 @@ static doc_cmd *cmds;
 static size_t n_cmds, cap_cmds;
 static char docs_error[512];
 
+/* Whether the info string has word as one of its words (so `long` is not
+ * found inside some longer word). */
+static int info_has(const char *info, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *w = info; (w = strstr(w, word)) != NULL; w += n) {
+        int starts = w == info || w[-1] == ' ' || w[-1] == '\t';
+        int ends = w[n] == '\0' || w[n] == ' ' || w[n] == '\t';
+        if (starts && ends)
+            return 1;
+    }
+    return 0;
+}
+
 /* Append a command. The pointer is valid until the next add. */
 static doc_cmd *add_cmd(const char *file, int line, const char *cmd, const char *info)
 {
@@ -255,9 +269,9 @@ static doc_cmd *add_cmd(const char *file, int line, const char *cmd, const char 
     snprintf(c->where, sizeof(c->where), "%.300s:%d", file, line);
     c->cmd = xrealloc(NULL, strlen(cmd) + 1);
     strcpy(c->cmd, cmd);
-    c->float_only = strstr(info, "float-only") != NULL;
-    c->masked = strstr(info, "masked") != NULL;
-    c->long_run = strstr(info, "long") != NULL;
+    c->float_only = info_has(info, "float-only");
+    c->masked = info_has(info, "masked");
+    c->long_run = info_has(info, "long");
     const char *needs = strstr(info, "needs-");
     if (needs)
         snprintf(c->needs, sizeof(c->needs), "%.*s", (int)strcspn(needs + 6, " \t"), needs + 6);
