@@ -476,7 +476,7 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         NAME(qk_rows_of)(nc, dh, kj, ldh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, NULL,
                          b->causal, diag, NV, SKIP);
         NAME(qk_rows_of)(nc, dh, vj, ldh, b->d_ot + r0 * dh, br, ds, MODE_DS,
-                         b->wrong ? NULL : b->dsum + r0, p, NULL, SKIP, diag, NV, SKIP);
+                         b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV, SKIP);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
         int diagonal = b->causal && r0 == c0;   /* a key sees only the queries from its own on */
         int lower = diagonal ? TRI_LOWER : TRI_NONE, upper = diagonal ? TRI_UPPER : TRI_NONE;
@@ -504,12 +504,12 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     }                                                                                           \
     TARGET static void NAME(bwd##NVV)(const ag_attn_bwd *b, size_t c0, ag_real *scratch)        \
     {                                                                                           \
-        int one_block = b->causal && b->T <= (NVV) * W;                                         \
-        if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL && one_block)                       \
-            NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1);                                      \
-        else if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL)                               \
-            NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0);                                      \
-        else if ((NVV) == 1 && b->dh == W)                                                      \
+        if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL) {                                  \
+            if (b->causal && b->T <= (NVV) * W) /* one block: every tile on the diagonal */     \
+                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1);                                  \
+            else                                                                                \
+                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0);                                  \
+        } else if ((NVV) == 1 && b->dh == W)                                                        \
             NAME(bwd)(b, c0, scratch, NVV, W, 0);                                               \
         else                                                                                    \
             NAME(bwd)(b, c0, scratch, NVV, 0, 0);                                               \
