@@ -3,9 +3,12 @@
  * reference kernel (every optional input, rows shorter and longer than the
  * vector lanes, a large mean), backward by finite differences with each of
  * weight and bias present or not, a deliberately wrong backward caught, the
- * same bits for any thread count, and the errors.
+ * same bits for any thread count and for every vector kernel, and the
+ * errors.
  */
 #include "test_util.h"
+#include "kernels/cpu.h"
+#include "kernels/kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +204,65 @@ START_TEST(test_threads_same_bits)
 }
 END_TEST
 
+/* Every vector level this CPU has against the plain rows (level 0), bit
+ * for bit, forward and backward: widths around the 16 lanes and the
+ * vectors, row counts around the four-row groups, with and without a
+ * weight, a bias and each gradient. */
+static void same_bits_as_plain(ag_tape *tape, ag_rng *rng, size_t rows, size_t C, int mode,
+                               int level)
+{
+    size_t n = rows * C, st = 2 * rows;
+    ag_real *buf = calloc(6 * n + 4 * st + 6 * C, sizeof(ag_real));
+    ck_assert_ptr_nonnull(buf);
+    ag_real *x = buf, *dy = x + n, *y[2] = {dy + n, dy + 2 * n}, *dx[2] = {dy + 3 * n, dy + 4 * n};
+    ag_real *stats[2] = {dx[1] + n, dx[1] + n + st}, *w = stats[1] + st, *b = w + C;
+    ag_real *dw[2] = {b + C, b + 2 * C}, *db[2] = {b + 3 * C, b + 4 * C};
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (ag_real)(3 * ag_rng_normal(rng) + 1);
+        dy[i] = (ag_real)ag_rng_normal(rng);
+        dx[0][i] = dx[1][i] = (ag_real)ag_rng_normal(rng);
+    }
+    for (size_t c = 0; c < C; c++) {
+        w[c] = (ag_real)ag_rng_normal(rng);
+        b[c] = (ag_real)ag_rng_normal(rng);
+    }
+    const ag_real *wp = mode & W ? w : NULL, *bp = mode & B ? b : NULL;
+    for (int k = 0; k < 2; k++) {
+        int lv = k ? level : 0;
+        ag_fast_layernorm_level(x, wp, bp, y[k], stats[k], rows, C, lv);
+        ck_assert_int_eq(ag_fast_layernorm_backward_level(
+                             tape, x, wp, stats[k], dy, mode & 4 ? NULL : dx[k],
+                             mode & W ? dw[k] : NULL, mode & B ? db[k] : NULL, rows, C, lv),
+                         AG_OK);
+    }
+    const char *what[5] = {"y", "stats", "dx", "dw", "db"};
+    const ag_real *got[5] = {y[1], stats[1], dx[1], dw[1], db[1]};
+    const ag_real *want[5] = {y[0], stats[0], dx[0], dw[0], db[0]};
+    size_t len[5] = {n, st, n, C, C};
+    for (int v = 0; v < 5; v++)
+        if (memcmp(got[v], want[v], len[v] * sizeof(ag_real)) != 0)
+            ck_abort_msg("level %d, %zu rows of %zu, mode %d: %s differs from the plain rows",
+                         level, rows, C, mode, what[v]);
+    free(buf);
+}
+
+START_TEST(test_vector_rows_same_bits)
+{
+    ag_rng rng = ag_rng_new(7);
+    ag_tape *tape = ag_tape_new();
+    static const size_t widths[] = {1, 5, 8, 15, 16, 17, 31, 32, 33, 48, 70, 128, 130};
+    static const size_t row_counts[] = {1, 3, 4, 5, 9, 40};
+    for (int level = 1; level <= ag_cpu_row_level(); level++)
+        for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++)
+            for (size_t r = 0; r < sizeof(row_counts) / sizeof(row_counts[0]); r++)
+                for (int mode = 0; mode < 8; mode++) {
+                    same_bits_as_plain(tape, &rng, row_counts[r], widths[i], mode, level);
+                    ag_tape_reset(tape);
+                }
+    ag_tape_free(tape);
+}
+END_TEST
+
 /* ---- errors ---- */
 
 START_TEST(test_errors)
@@ -261,6 +323,7 @@ Suite *suite_layernorm(void)
     tcase_add_test(tc, test_backward_by_hand);
     tcase_add_test(tc, test_wrong_backward_is_caught);
     tcase_add_test(tc, test_threads_same_bits);
+    tcase_add_test(tc, test_vector_rows_same_bits);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_errors);

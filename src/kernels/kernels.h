@@ -42,6 +42,14 @@ void ag_fast_layernorm(const ag_real *x, const ag_real *w, const ag_real *b, ag_
 ag_status ag_fast_layernorm_backward(ag_tape *tape, const ag_real *x, const ag_real *w,
                                      const ag_real *stats, const ag_real *dy, ag_real *dx,
                                      ag_real *dw, ag_real *db, size_t rows, size_t C);
+/* The two at vector level `level` (ag_cpu_row_level(), or 0 for the plain
+ * rows): every level gives the same bits. Exposed for the tests. */
+void ag_fast_layernorm_level(const ag_real *x, const ag_real *w, const ag_real *b, ag_real *y,
+                             ag_real *stats, size_t rows, size_t C, int level);
+ag_status ag_fast_layernorm_backward_level(ag_tape *tape, const ag_real *x, const ag_real *w,
+                                           const ag_real *stats, const ag_real *dy, ag_real *dx,
+                                           ag_real *dw, ag_real *db, size_t rows, size_t C,
+                                           int level);
 
 /* ---- attention.c: the fused attention op, whole (ag_attn_op) ---- */
 /* What ag_ref_attention_forward and _backward compute, tile by tile. */

@@ -1,17 +1,91 @@
 /*
  * layernorm.c - the fast layer norm: rows in blocks shared out over the
- * threads, each row's sums in interleaved partial sums the compiler turns
- * into vector code (compiled per instruction set, clones.h). The math, and
- * the plain row the tests compare with, is ag_ref_layernorm
+ * threads, each row's sums in 16 interleaved partial sums. The plain rows
+ * below are written so the compiler vectorises them (compiled per
+ * instruction set, clones.h); on x86 in float, layernorm_kernel.h computes
+ * the same sums in the same order with the lanes in registers, four rows
+ * at a time (the plain rows folded their lanes through memory, each row
+ * waiting on its own chain of sums: 1.2% of a GPT step). The math, and the
+ * plain row the tests compare with, is ag_ref_layernorm
  * (src/core/ref_rows.c). The normalised row xhat is recomputed in backward
  * rather than kept (one (rows, C) buffer less per layer norm).
  */
 #include "clones.h"
+#include "cpu.h"
 #include "kernels.h"
 #include "threads.h"
 
 #include <math.h>
 #include <string.h>
+
+#if defined(AG_X86_KERNELS) && !defined(AG_REAL_DOUBLE)
+#define AG_LN_SIMD 1
+#include <immintrin.h>
+
+/* 8 lanes folded pairwise to lane 0: k += k+4, k += k+2, k += k+1 */
+__attribute__((target("avx2"))) static inline float fold8(__m256 v)
+{
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_add_ss(a, _mm_shuffle_ps(a, a, 1)));
+}
+
+/* ---- AVX2: 16 lanes in two vectors ---- */
+#define NAME(f) f##_avx2
+#define TARGET __attribute__((target("avx2")))
+#define V __m256
+#define W 8
+#define SET1 _mm256_set1_ps
+#define LOAD _mm256_loadu_ps
+#define STORE _mm256_storeu_ps
+#define ADD _mm256_add_ps
+#define SUB _mm256_sub_ps
+#define MUL _mm256_mul_ps
+#define ZERO _mm256_setzero_ps
+#define FOLD(acc) fold8(_mm256_add_ps((acc)[0], (acc)[1]))
+#include "layernorm_kernel.h"
+#undef NAME
+#undef TARGET
+#undef V
+#undef W
+#undef SET1
+#undef LOAD
+#undef STORE
+#undef ADD
+#undef SUB
+#undef MUL
+#undef ZERO
+#undef FOLD
+
+/* ---- AVX-512F: 16 lanes in one vector ---- */
+#define NAME(f) f##_avx512
+#define TARGET __attribute__((target("avx512f")))
+#define V __m512
+#define W 16
+#define SET1 _mm512_set1_ps
+#define LOAD _mm512_loadu_ps
+#define STORE _mm512_storeu_ps
+#define ADD _mm512_add_ps
+#define SUB _mm512_sub_ps
+#define MUL _mm512_mul_ps
+#define ZERO _mm512_setzero_ps
+#define FOLD(acc)                                                                                  \
+    fold8(_mm256_add_ps(_mm512_castps512_ps256((acc)[0]),                                          \
+                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((acc)[0]), 1))))
+#include "layernorm_kernel.h"
+#undef NAME
+#undef TARGET
+#undef V
+#undef W
+#undef SET1
+#undef LOAD
+#undef STORE
+#undef ADD
+#undef SUB
+#undef MUL
+#undef ZERO
+#undef FOLD
+#endif /* AG_LN_SIMD */
 
 /* Rows are handled in blocks of this many: the unit of work for the
  * threads, and in backward the unit whose weight and bias gradients are
@@ -32,7 +106,14 @@ typedef struct ln_job {
     ag_real *dx;              /* (rows, C), or NULL */
     ag_real *dw, *db;         /* (blocks, C) per-block sums, or NULL */
     size_t rows, C;
+    int simd; /* ag_cpu_row_level(): the vector rows of layernorm_kernel.h, or 0 */
 } ln_job;
+
+/* The rows [r0, r1) of block t. */
+static size_t block_end(const ln_job *j, size_t t)
+{
+    return (t + 1) * BLOCK_ROWS < j->rows ? (t + 1) * BLOCK_ROWS : j->rows;
+}
 
 /* sum = the sum of term over i = 0 .. C-1 of one row, in LANES interleaved
  * partial sums (lane k takes the i = k mod LANES of the whole blocks; the
@@ -64,7 +145,7 @@ typedef struct ln_job {
  * the mean is large against the spread). */
 AG_CLONES static void forward_block(const ln_job *j, size_t t)
 {
-    size_t C = j->C, r1 = (t + 1) * BLOCK_ROWS < j->rows ? (t + 1) * BLOCK_ROWS : j->rows;
+    size_t C = j->C, r1 = block_end(j, t);
     ag_real inv_c = (ag_real)1 / (ag_real)C;
     for (size_t r = t * BLOCK_ROWS; r < r1; r++) {
         const ag_real *x = j->x + r * C;
@@ -83,6 +164,17 @@ AG_CLONES static void forward_block(const ln_job *j, size_t t)
 
 static void forward_task(void *ctx, size_t t)
 {
+#ifdef AG_LN_SIMD
+    const ln_job *j = ctx;
+    if (j->simd) {
+        size_t r = t * BLOCK_ROWS, n = block_end(j, t) - r, C = j->C;
+        if (j->simd == 2)
+            ln_forward_avx512(j->x + r * C, j->w, j->b, j->y + r * C, j->stats + 2 * r, n, C);
+        else
+            ln_forward_avx2(j->x + r * C, j->w, j->b, j->y + r * C, j->stats + 2 * r, n, C);
+        return;
+    }
+#endif
     forward_block(ctx, t);
 }
 
@@ -97,17 +189,26 @@ static void run_blocks(const ln_job *j, void (*task)(void *, size_t))
     ag_parallel_for(blocks, task, (void *)j);
 }
 
+/* Block t's rows of the per-block sums of dw and db (NULL when not
+ * wanted), zeroed. */
+static void block_sums(const ln_job *j, size_t t, ag_real **dw, ag_real **db)
+{
+    *dw = j->dw ? j->dw + t * j->C : NULL;
+    *db = j->db ? j->db + t * j->C : NULL;
+    if (*dw)
+        memset(*dw, 0, j->C * sizeof(ag_real));
+    if (*db)
+        memset(*db, 0, j->C * sizeof(ag_real));
+}
+
 /* Block t of rows: dx for its rows, and into row t of dw and db the sums of
  * dy * xhat and of dy over its rows. */
 AG_CLONES static void backward_block(const ln_job *j, size_t t)
 {
-    size_t C = j->C, r1 = (t + 1) * BLOCK_ROWS < j->rows ? (t + 1) * BLOCK_ROWS : j->rows;
+    size_t C = j->C, r1 = block_end(j, t);
     ag_real inv_c = (ag_real)1 / (ag_real)C;
-    ag_real *dw = j->dw ? j->dw + t * C : NULL, *db = j->db ? j->db + t * C : NULL;
-    if (dw)
-        memset(dw, 0, C * sizeof(ag_real));
-    if (db)
-        memset(db, 0, C * sizeof(ag_real));
+    ag_real *dw, *db;
+    block_sums(j, t, &dw, &db);
     for (size_t r = t * BLOCK_ROWS; r < r1; r++) {
         const ag_real *x = j->x + r * C, *dy = j->dy + r * C;
         ag_real mean = j->stats[2 * r], rstd = j->stats[2 * r + 1];
@@ -134,19 +235,49 @@ AG_CLONES static void backward_block(const ln_job *j, size_t t)
 
 static void backward_task(void *ctx, size_t t)
 {
+#ifdef AG_LN_SIMD
+    const ln_job *j = ctx;
+    if (j->simd) {
+        size_t C = j->C, r = t * BLOCK_ROWS, n = block_end(j, t) - r;
+        float *dw, *db;
+        block_sums(j, t, &dw, &db);
+        float *dx = j->dx ? j->dx + r * C : NULL;
+        if (j->simd == 2)
+            ln_backward_avx512(j->x + r * C, j->w, j->stats + 2 * r, j->dy + r * C, dx, dw, db, n,
+                               C);
+        else
+            ln_backward_avx2(j->x + r * C, j->w, j->stats + 2 * r, j->dy + r * C, dx, dw, db, n, C);
+        return;
+    }
+#endif
     backward_block(ctx, t);
+}
+
+void ag_fast_layernorm_level(const ag_real *x, const ag_real *w, const ag_real *b, ag_real *y,
+                             ag_real *stats, size_t rows, size_t C, int level)
+{
+    ln_job job = {x, w, b, y, stats, NULL, NULL, NULL, NULL, rows, C, level};
+    run_blocks(&job, forward_task);
 }
 
 void ag_fast_layernorm(const ag_real *x, const ag_real *w, const ag_real *b, ag_real *y,
                        ag_real *stats, size_t rows, size_t C)
 {
-    ln_job job = {x, w, b, y, stats, NULL, NULL, NULL, NULL, rows, C};
-    run_blocks(&job, forward_task);
+    ag_fast_layernorm_level(x, w, b, y, stats, rows, C, ag_cpu_row_level());
 }
 
 ag_status ag_fast_layernorm_backward(ag_tape *tape, const ag_real *x, const ag_real *w,
                                      const ag_real *stats, const ag_real *dy, ag_real *dx,
                                      ag_real *dw, ag_real *db, size_t rows, size_t C)
+{
+    return ag_fast_layernorm_backward_level(tape, x, w, stats, dy, dx, dw, db, rows, C,
+                                            ag_cpu_row_level());
+}
+
+ag_status ag_fast_layernorm_backward_level(ag_tape *tape, const ag_real *x, const ag_real *w,
+                                           const ag_real *stats, const ag_real *dy, ag_real *dx,
+                                           ag_real *dw, ag_real *db, size_t rows, size_t C,
+                                           int level)
 {
     size_t blocks = (rows + BLOCK_ROWS - 1) / BLOCK_ROWS;
     int has_dw = dw != NULL, has_db = db != NULL;
@@ -173,7 +304,8 @@ ag_status ag_fast_layernorm_backward(ag_tape *tape, const ag_real *x, const ag_r
                   has_dw ? part : NULL,
                   has_db ? part + (has_dw ? blocks * C : 0) : NULL,
                   rows,
-                  C};
+                  C,
+                  level};
     run_blocks(&job, backward_task);
     for (size_t t = 0; t < blocks; t++)
         for (size_t c = 0; c < C; c++) {
