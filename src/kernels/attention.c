@@ -6,7 +6,8 @@
  * matrix is ever made, and a causal layer never computes the tiles the
  * mask hides. Forward keeps Q, K, V and O and, per query, L = the
  * log-sum-exp of its scores; backward recomputes each tile's weights as
- * exp(S - L). Memory grows with T, not T^2. Q, K and V are kept as the
+ * exp(S - L) (but for a sequence of one block, whose one tile per head
+ * forward keeps). Memory grows with T, not T^2. Q, K and V are kept as the
  * products make them, (B,T,d) rows, and a tile reads its head's columns in
  * place when the rows are short (IN_PLACE_MAX); wider rows are laid out
  * head by head, (B,H,T,dh), so that a tile's rows are contiguous. O stays
@@ -109,6 +110,7 @@ typedef struct head_job {
     size_t per_lane;
     const ag_real *q, *k, *v; /* (B,H,T,dh); backward: from the chunk's first batch */
     ag_real *o, *lse;         /* (B,T,d), (B,H,tpad); backward: from the chunk's */
+    ag_real *pk;              /* (B,H,tpad,tpad): one block's kept weights, or NULL */
     /* backward, for a chunk of the batch, its heads = nb H heads and rows = nb T rows: */
     size_t heads;
     ag_real *d_o;       /* (rows, d): dO */
@@ -155,6 +157,7 @@ static void fwd_lane(void *ctx, size_t lane)
             j->v + at,
             j->o + t / j->H * T * j->d + t % j->H * dh,
             j->lse + t * j->tpad,
+            j->pk ? j->pk + t * j->tpad * j->tpad : NULL,
         };
         j->kern->fwd_block(&f, qb * j->kern->br, scratch);
     }
@@ -226,6 +229,16 @@ static void weights_head(void *ctx, size_t t)
     }
 }
 
+size_t ag_attn_kept_tile(size_t T)
+{
+    if (ag_attn_small(T))
+        return 0;
+    /* one block of queries and keys, not mostly padding (at most 2 T^2
+     * values: the portable tiles' 64 rows are too many for T = 32) */
+    size_t br = ag_attn_kernel_for(T)->br;
+    return T <= br && br * br <= 2 * T * T ? br : 0;
+}
+
 ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p)
 {
     if (ag_attn_small(a->T))
@@ -258,6 +271,19 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
     for (size_t i = 0; i < n_lse / sizeof(ag_real); i++)
         a->lse[i] = INFINITY; /* past T: no weight in backward's recomputed tiles */
     size_t blocks = (Ts + kern->br - 1) / kern->br;
+    /* One block of queries and keys (the GPT's 64 positions): its weights
+     * are kept for backward, which then neither recomputes them (one
+     * product of five and the exps) nor transposes Q. At most 64 values a
+     * query, as L and the rows are kept already. */
+    if (a->train && ag_attn_kept_tile(Ts) == tpad) {
+        size_t bytes;
+        a->pk = ag_mul_size(n_lse, tpad, &bytes) ? ag_arena_alloc(tape, bytes) : NULL;
+        if (!a->pk)
+            return tape->status != AG_OK
+                       ? tape->status
+                       : ag_tape_fail(tape, AG_ERR_NOMEM,
+                                      "attention: x is [%zux%zux%zu]: too large", B, Ts, dd);
+    }
     head_job job = head_job_of(a);
     job.items = B * H * blocks;
     job.blocks = blocks;
@@ -265,6 +291,7 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
     job.q = a->q, job.k = a->k, job.v = a->v;
     job.o = a->o;
     job.lse = a->lse;
+    job.pk = a->pk;
     size_t lanes = lanes_alloc(tape, &job, job.items);
     if (!lanes)
         return tape->status;
@@ -287,13 +314,13 @@ static void prep_head(void *ctx, size_t t)
     size_t T = j->T, d = j->d, dh = j->dh, ldh = j->ldh, tpad = j->tpad, br = j->kern->br;
     size_t off = t / j->H * T * d + t % j->H * dh; /* head h of batch b in (rows, d) */
     const ag_real *q = j->q + head_at(j, t);
-    ag_real *d_oh = j->d_oh + head_at(j, t), *qt = j->qt + t * dh * tpad;
+    ag_real *d_oh = j->d_oh + head_at(j, t), *qt = j->qt ? j->qt + t * dh * tpad : NULL;
     ag_real *d_ot = j->d_ot + t * dh * tpad, *dsum = j->dsum + t * tpad;
     relayout_head(j->d_o + off, d, d_oh, T, dh); /* (read in place: the same rows, no copy) */
     for (size_t r0 = 0; r0 < T; r0 += br)
         j->kern->prep(q + r0 * ldh, d_oh + r0 * ldh, ldh, j->o + off + r0 * d, d,
-                      min_size(br, T - r0), dh, j->scale * j->kern->score_unit, qt + r0 * dh,
-                      d_ot + r0 * dh, dsum + r0);
+                      min_size(br, T - r0), dh, j->scale * j->kern->score_unit,
+                      qt ? qt + r0 * dh : NULL, d_ot + r0 * dh, dsum + r0);
 }
 
 static void bwd_lane(void *ctx, size_t lane)
@@ -317,9 +344,10 @@ static void bwd_lane(void *ctx, size_t lane)
             .k = j->k + hoff,
             .v = j->v + hoff,
             .d_o = j->d_oh + hoff,
-            .qt = j->qt + t * dh * tpad,
+            .qt = j->qt ? j->qt + t * dh * tpad : NULL,
             .d_ot = j->d_ot + t * dh * tpad,
             .lse = j->lse + t * tpad,
+            .p = j->pk ? j->pk + t * tpad * tpad : NULL,
             .dsum = j->dsum + t * tpad,
             .dk = j->dk + off,
             .dv = j->dv + off,
@@ -404,7 +432,7 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
     size_t n_heads = H == 1 ? 0 : 1;
     if (!ag_mul_size(3 + n_heads, n * sizeof(ag_real), &n_bytes) ||
         n_parts > (SIZE_MAX - n_bytes) / sizeof(ag_real) ||
-        !ag_mul_size(2 * n_t + chunk * H * tpad, sizeof(ag_real), &t_bytes)) {
+        !ag_mul_size((a->pk ? 1 : 2) * n_t + chunk * H * tpad, sizeof(ag_real), &t_bytes)) {
         return ag_tape_fail(tape, AG_ERR_NOMEM, "attention: backward of %zu positions is too large",
                             T);
     }
@@ -426,7 +454,9 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
     /* dQ's rows: where the tiles read dO, only once they have run (sum_head) */
     job.dq_rows = H > 1 && in_place ? grads + n : d_o;
     job.dk = rest, job.dv = rest + n;
-    job.qt = tiles, job.d_ot = tiles + n_t, job.dsum = tiles + 2 * n_t;
+    /* Q^T only where the tiles recompute the weights */
+    job.d_ot = tiles, job.dsum = tiles + n_t,
+    job.qt = a->pk ? NULL : tiles + n_t + chunk * H * tpad;
     size_t lanes = lanes_alloc(tape, &job, chunk * H * MAX_GROUPS); /* at most that many items */
     if (!lanes)
         return tape->status;
@@ -438,6 +468,7 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
         job.v = a->v + b0 * T * d;
         job.o = a->o + b0 * T * d;
         job.lse = a->lse + b0 * H * tpad;
+        job.pk = a->pk ? a->pk + b0 * H * tpad * tpad : NULL;
         job.heads = heads;
         ag_parallel_for(heads, prep_head, &job);
         job.groups = groups_for(nb, H, blocks);

@@ -34,7 +34,8 @@ static void ref_pack(const ag_real *src, size_t ld, size_t n, size_t dh, ag_real
 static void ref_prep(const ag_real *q, const ag_real *d_o, size_t ldh, const ag_real *o, size_t ldo,
                      size_t n, size_t dh, ag_real qscale, ag_real *qt, ag_real *d_ot, ag_real *dsum)
 {
-    ref_pack(q, ldh, n, dh, qscale, qt);
+    if (qt)
+        ref_pack(q, ldh, n, dh, qscale, qt);
     ref_pack(d_o, ldh, n, dh, 1, d_ot);
     for (size_t r = 0; r < REF_BR; r++) {
         ag_real sum = 0;
@@ -104,7 +105,12 @@ static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
         for (size_t p = 0; p < dh; p++)
             f->o[(r0 + r) * ldo + p] = acc[r * dh + p] * inv;
         f->lse[r0 + r] = l[r] > 0 ? m[r] + AG_LOG(l[r]) : INFINITY;
+        m[r] = inv;
     }
+    /* one block: its weights, the tile's exps over l (in m now), for backward */
+    for (size_t c = 0; f->p && c < REF_BC; c++)
+        for (size_t r = 0; r < REF_BR; r++)
+            f->p[c * REF_BR + r] = c < keys && r < nr ? s[c * br + r] * m[r] : 0;
 }
 
 static size_t ref_bwd_scratch(size_t dh)
@@ -117,6 +123,7 @@ static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
 {
     size_t dh = b->dh, ldo = b->ldo, ldh = b->ldh, br = REF_BR, nc = min_size(REF_BC, b->T - c0);
     ag_real *p = scratch, *ds = p + REF_BC * br;            /* (bc, br) */
+    const ag_real *pk = b->p ? b->p : p;                    /* P: kept by forward, or made */
     ag_real *dk = b->dk + c0 * ldo, *dv = b->dv + c0 * ldo; /* the block's rows */
     const ag_real *kj = b->k + c0 * ldh, *vj = b->v + c0 * ldh;
     /* causal: query blocks ending before c0 see none of these keys */
@@ -124,9 +131,10 @@ static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
     for (size_t r0 = r_first; r0 < b->T; r0 += br) {
         size_t nr = min_size(br, b->T - r0);
         ag_real beta = r0 == r_first ? 0 : 1;
-        /* P_ij^T = exp(K_j (scale Q_i)^T - L_i), the forward's weights again;
-         * dP_ij^T = V_j dO_i^T */
-        ag_gemm(0, 0, nc, nr, dh, 1, kj, ldh, b->qt + r0 * dh, br, 0, p, br);
+        /* P_ij^T = exp(K_j (scale Q_i)^T - L_i), the forward's weights again
+         * (unless forward kept them); dP_ij^T = V_j dO_i^T */
+        if (!b->p)
+            ag_gemm(0, 0, nc, nr, dh, 1, kj, ldh, b->qt + r0 * dh, br, 0, p, br);
         ag_gemm(0, 0, nc, nr, dh, 1, vj, ldh, b->d_ot + r0 * dh, br, 0, ds, br);
         for (size_t c = 0; c < nc; c++)
             for (size_t r = 0; r < nr; r++) {
@@ -136,11 +144,12 @@ static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
                     continue;
                 }
                 /* the softmax's backward, dS = P (dP - D), D = rowsum(dP P) = rowsum(dO O) */
-                p[i] = AG_EXP(p[i] - b->lse[r0 + r]);
-                ds[i] = p[i] * (ds[i] - (b->wrong ? 0 : b->dsum[r0 + r]));
+                if (!b->p)
+                    p[i] = AG_EXP(p[i] - b->lse[r0 + r]);
+                ds[i] = pk[i] * (ds[i] - (b->wrong ? 0 : b->dsum[r0 + r]));
             }
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */
-        ag_gemm(0, 0, nc, dh, nr, 1, p, br, b->d_o + r0 * ldh, ldh, beta, dv, ldo);
+        ag_gemm(0, 0, nc, dh, nr, 1, pk, br, b->d_o + r0 * ldh, ldh, beta, dv, ldo);
         ag_gemm(0, 0, nc, dh, nr, 1, ds, br, b->q + r0 * ldh, ldh, beta, dk, ldo);
         ag_gemm(1, 0, nr, dh, nc, 1, ds, br, kj, ldh, b->first ? 0 : 1, b->dq + r0 * b->ldq,
                 b->ldq);

@@ -41,6 +41,10 @@ typedef struct ag_attn_fwd {
     ag_real *o;               /* (T, ldo): written */
     ag_real *lse;             /* (T): L in the kernel's score_unit, written; +inf for a
                                     query that sees no key */
+    ag_real *p;               /* (bc, br): NULL, or for a sequence of one block (T <= br)
+                                 its weights P, keys by queries (p[c * br + r]), written
+                                 for backward to read instead of recomputing them; 0 for
+                                 hidden keys and past T */
 } ag_attn_fwd;
 
 /* One head of the backward pass, laid out as forward's. tpad is T rounded
@@ -55,6 +59,8 @@ typedef struct ag_attn_bwd {
     const ag_real *qt, *d_ot;       /* (tpad / br, dh, br): scale score_unit Q^T and dO^T a
                                     query block at a time (block i at i dh br), zero past T */
     const ag_real *lse;             /* (tpad): L from forward (in score_unit), +inf past T */
+    const ag_real *p;               /* NULL, or forward's P of a one-block sequence (see
+                                       ag_attn_fwd): then L and qt are not read */
     const ag_real *dsum;            /* (tpad): D = rowsum(dO * O), 0 past T */
     ag_real *dq;                    /* (T, ldq): dS K added, or written when first */
     size_t ldq;
@@ -79,9 +85,9 @@ typedef struct ag_attn_kernel {
     size_t (*fwd_scratch)(size_t dh);
     size_t (*bwd_scratch)(size_t dh);
     /* A block of n <= br queries as backward's tiles read it: qt (dh, br) =
-     * qscale q^T and d_ot (dh, br) = d_o^T, from q and d_o (n, dh, rows ldh
-     * apart), and dsum[r] = <d_o row r, o row r> (o's rows ldo apart);
-     * zeros past n. */
+     * qscale q^T (not made when qt is NULL: P kept) and d_ot (dh, br) =
+     * d_o^T, from q and d_o (n, dh, rows ldh apart), and dsum[r] = <d_o row
+     * r, o row r> (o's rows ldo apart); zeros past n. */
     void (*prep)(const ag_real *q, const ag_real *d_o, size_t ldh, const ag_real *o, size_t ldo,
                  size_t n, size_t dh, ag_real qscale, ag_real *qt, ag_real *d_ot, ag_real *dsum);
 } ag_attn_kernel;

@@ -8,6 +8,7 @@
  *   VEC, W, MASK   the float vector type, its width, a lane mask type
  *   VLOAD VSTORE VSET1 VFMA(a, b, c) = a*b + c, VMUL, VSUB, VADD, VMAX, VZERO
  *   VLOAD_M(p, m), VSTORE_M(p, m, v)   masked load (zeros elsewhere) / store
+ *   VSTREAM(p, v)  an aligned store that bypasses the caches
  *   VMASK(n)       a mask of the first n lanes (0 < n <= W)
  *   VEXP2(x)       2^x, lane by lane (src/kernels/vexp.h)
  *   VFILL_BELOW(x, k, fill)   x with its lanes below k (k may be <= 0 or
@@ -353,9 +354,11 @@ TARGET INLINE void NAME(prep)(const float *q, const float *d_o, size_t ldh, cons
         VEC sum = VZERO();
         for (size_t p0 = 0; p0 < dh; p0 += W) {
             int cols = dh - p0 >= W ? W : (int)(dh - p0);
-            VTRANSPOSE(q + r0 * ldh + p0, ldh, rows, cols, col);
-            for (int j = 0; j < cols; j++)
-                VSTORE(qt + (p0 + j) * br + r0, VMUL(vs, col[j]));
+            if (qt) {
+                VTRANSPOSE(q + r0 * ldh + p0, ldh, rows, cols, col);
+                for (int j = 0; j < cols; j++)
+                    VSTORE(qt + (p0 + j) * br + r0, VMUL(vs, col[j]));
+            }
             VTRANSPOSE(d_o + r0 * ldh + p0, ldh, rows, cols, col);
             for (int j = 0; j < cols; j++)
                 VSTORE(d_ot + (p0 + j) * br + r0, col[j]);
@@ -438,11 +441,23 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
         else
             NAME(pv_dh)(nr, dh, nc, s, 1, br, f->v, ldh, acc, dh, 0, NULL, tri, DH);
     }
-    for (size_t r = 0; r < nr; r++) {
-        f->lse[r0 + r] = l[r] > 0 ? m[r] + log2f(l[r]) : INFINITY;
-        alpha[r] = l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
+    for (size_t r = 0; r < br; r++) {
+        if (r < nr)
+            f->lse[r0 + r] = l[r] > 0 ? m[r] + log2f(l[r]) : INFINITY;
+        alpha[r] = r < nr && l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
     }
     NAME(rows_out)(acc, nr, dh, alpha, f->o + r0 * ldo, ldo);
+    /* One block: its weights, the tile's exps over l, for backward to read
+     * long after; streamed past the caches (the tiles are 64-byte aligned),
+     * which saves reading the lines before writing them, and fenced, since
+     * another thread may read them. */
+    if (!f->p)
+        return;
+    for (size_t c = 0; c < bc; c++)
+        for (size_t v = 0; v < br; v += W)
+            VSTREAM(f->p + c * br + v,
+                    c < keys ? VMUL(VLOAD(s + c * br + v), VLOAD(alpha + v)) : VZERO());
+    _mm_sfence();
 }
 
 /* Backward of one key block, br = bc = NV W (attn_tile.h); DH as for fwd.
@@ -455,7 +470,8 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
 {
     const size_t br = (size_t)NV * W, bc = br;
     size_t dh = DH ? DH : b->dh, ldo = b->ldo, ldh = b->ldh, nc = min_of(bc, b->T - c0);
-    float *p = scratch, *ds = p + bc * br;                     /* (bc, br) */
+    float *pm = scratch, *ds = pm + bc * br;                   /* (bc, br) */
+    const float *p = b->p ? b->p : pm;   /* P: forward's (one block), or made below */
     const float *kj = b->k + c0 * ldh, *vj = b->v + c0 * ldh;
     size_t r_first = b->causal ? c0 / br * br : 0;   /* causal: earlier queries see none */
     /* dK_j and dV_j: summed over several query blocks in scratch, rows dh
@@ -473,8 +489,9 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         /* (skipping the hidden vectors in every diagonal tile gained 1-3% at
          * T = 64, but cost as much at T = 4096, where it only moved the code
          * of the other tiles: hence a kernel of its own for one block) */
-        NAME(qk_rows_of)(nc, dh, kj, ldh, b->qt + r0 * dh, br, p, MODE_P, b->lse + r0, NULL, NULL,
-                         b->causal, diag, NV, SKIP);
+        if (!b->p)
+            NAME(qk_rows_of)(nc, dh, kj, ldh, b->qt + r0 * dh, br, pm, MODE_P, b->lse + r0, NULL,
+                             NULL, b->causal, diag, NV, SKIP);
         NAME(qk_rows_of)(nc, dh, vj, ldh, b->d_ot + r0 * dh, br, ds, MODE_DS,
                          b->wrong ? NULL : b->dsum + r0, p, NULL, 0, diag, NV, SKIP);
         /* dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i, dQ_i += dS_ij K_j */

@@ -97,6 +97,7 @@ AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds,
 #define VSTORE _mm512_storeu_ps
 #define VLOAD_M(p, m) _mm512_maskz_loadu_ps(m, p)
 #define VSTORE_M _mm512_mask_storeu_ps
+#define VSTREAM _mm512_stream_ps
 #define VSET1 _mm512_set1_ps
 #define VFMA _mm512_fmadd_ps
 #define VMUL _mm512_mul_ps
@@ -130,6 +131,7 @@ AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds,
 #undef VSTORE
 #undef VLOAD_M
 #undef VSTORE_M
+#undef VSTREAM
 #undef VSET1
 #undef VFMA
 #undef VMUL
@@ -198,6 +200,7 @@ AG_VEXP_AVX2 static inline void transpose_avx2(const float *src, size_t lds, int
 #define VSTORE _mm256_storeu_ps
 #define VLOAD_M _mm256_maskload_ps
 #define VSTORE_M _mm256_maskstore_ps
+#define VSTREAM _mm256_stream_ps
 #define VSET1 _mm256_set1_ps
 #define VFMA _mm256_fmadd_ps
 #define VMUL _mm256_mul_ps

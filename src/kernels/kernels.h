@@ -52,6 +52,10 @@ ag_status ag_fast_layernorm_backward_level(ag_tape *tape, const ag_real *x, cons
                                            int level);
 
 /* ---- attention.c: the fused attention op, whole (ag_attn_op) ---- */
+/* The side of the weights tile forward keeps per head for backward when it
+ * trains on sequences of T positions (T rounded up to the tiles' block,
+ * when that is one block of at most 2 T^2 values), or 0 when it keeps none. */
+size_t ag_attn_kept_tile(size_t T);
 /* What ag_ref_attention_forward and _backward compute, tile by tile. */
 ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p);
 ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const ag_real *dout,

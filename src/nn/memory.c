@@ -12,6 +12,7 @@
  * of overflowing.
  */
 #include "gpt.h"
+#include "../kernels/kernels.h"
 
 #include <string.h>
 
@@ -45,13 +46,17 @@ double ag_gpt_config_weights(const ag_gpt_config *c)
 /* The fused attention's backward scratch in one block, for B windows of T
  * positions: it goes through the windows a chunk at a time (at most 512
  * positions, at least one window), and its tiles pad T to whole tiles of
- * queries (64 at the most), which is what counts when T is small. */
+ * queries (64 at the most), which is what counts when T is small. A
+ * sequence of one tile block has its weights kept from forward, a tile per
+ * head. */
 static double attn_scratch(double B, double T, double C, double H)
 {
     double chunk = 512 / T < 1 ? 1 : (double)(long)(512 / T);
     chunk = chunk < B ? chunk : B;
     double tpad = 64 * (double)(long)((T + 63) / 64);
-    return chunk * tpad * (2 * C + H) + 8 * chunk * T * C;
+    double tile = (double)ag_attn_kept_tile(T <= 65536 ? (size_t)T : 65536);
+    double kept = B * H * tile * tile;
+    return chunk * tpad * (2 * C + H) + 8 * chunk * T * C + kept;
 }
 
 /* The training step's tape for a batch of B windows: per block, per
@@ -135,7 +140,7 @@ void ag_train_memory(const ag_train_config *c, int threads, double file_bytes, a
     double B = c->batch > AG_TRAINER_HELD_OUT ? c->batch : AG_TRAINER_HELD_OUT;
     double row = 24 * d + 5 * AC + 8 * H + 32;
     add(m, "a step and the held-out evaluation",
-        (B * T * row + 10 * H * T * T + T * row + attn_scratch(c->batch, T, d, H) +
+        (B * T * row + 10 * H * T * T + T * row + attn_scratch(B, T, d, H) +
          2 * TAPE_LAYER_VALUES) *
             REAL);
     add(m, "the batches", (c->batch + AG_TRAINER_HELD_OUT) * T * (3 + AC) * sizeof(int));

@@ -14,8 +14,9 @@
  * (src/kernels/attention.c) works tile by tile with an online softmax, so
  * that no (T,T) matrix is ever made and memory grows with T, not T^2: it
  * keeps Q, K, V, O and each query's log-sum-exp L, and backward recomputes
- * the weights as exp(S - L). The weights P are made only when the caller
- * asks for them (p_out), for showing.
+ * the weights as exp(S - L) (but for a sequence of one tile block, whose
+ * tiles forward keeps). The weights P are made only when the caller asks
+ * for them (p_out), for showing.
  */
 #include "../kernels/kernels.h"
 
@@ -75,6 +76,7 @@ ag_tensor *ag_attention_fused(ag_tape *tape, const ag_tensor *x, const ag_tensor
         .wk = wk->data,
         .wv = wv->data,
         .wo = wo->data,
+        .train = out->grad != NULL,
     };
     e->iarg = heads;
     e->saved = a;
