@@ -1,9 +1,14 @@
 /*
  * test_cross_entropy.c - the fused softmax cross-entropy: values by hand,
  * stability with huge logits, the (softmax - onehot) / rows gradient,
- * ignored rows, and errors naming the bad row.
+ * ignored rows, every vector row against the plain one, and errors naming
+ * the bad row.
  */
 #include "test_util.h"
+#include "kernels/cpu.h"
+#include "kernels/kernels.h"
+
+#include <string.h>
 
 START_TEST(test_ce_value)
 {
@@ -85,6 +90,53 @@ static ag_tensor *build_ce(ag_tape *tape, ag_tensor *const *in, void *ctx)
     return ag_cross_entropy(tape, in[0], c->targets, c->n);
 }
 
+/* Every vector row this CPU has against the plain row (ag_cross_entropy_row,
+ * libm's exp in double): the loss to a few ulp of a double and the
+ * probabilities to an ulp of a float, widths 1..70 and past the rows' kept
+ * exps (512), logits near and far apart, -inf classes, and rows with a NaN
+ * or +inf (NaN out, as the plain row); the levels to the same bits. */
+START_TEST(test_ce_vector_rows)
+{
+    ag_rng rng = ag_rng_new(31);
+    static ag_real z[600], want_p[600], got_p[2][600];
+    for (int n = 1; n <= 600; n = n < 70 ? n + 1 : n + 265) {
+        for (int kind = 0; kind < 5; kind++) {
+            double spread = kind == 1 ? 200 : 6;
+            for (int j = 0; j < n; j++)
+                z[j] = (ag_real)(spread * (ag_rng_uniform(&rng) - 0.5));
+            int t = (int)ag_rng_below(&rng, (uint32_t)n);
+            if (kind == 2 && n > 1)
+                z[(t + 1) % n] = -INFINITY;
+            if (kind == 3)
+                z[n - 1] = NAN;
+            if (kind == 4)
+                z[n / 2] = INFINITY;
+            double want = ag_cross_entropy_row(z, (size_t)n, t, want_p);
+            double got[2] = {0, 0};
+            for (int level = 1; level <= ag_cpu_row_level(); level++) {
+                got[level - 1] =
+                    ag_fast_cross_entropy_row(z, (size_t)n, t, got_p[level - 1], level);
+                if (isnan(want)) {
+                    ck_assert_msg(isnan(got[level - 1]), "level %d n %d kind %d: %g, want NaN",
+                                  level, n, kind, got[level - 1]);
+                    continue;
+                }
+                if (!(fabs(got[level - 1] - want) <= 1e-14 * fabs(want) + 1e-300))
+                    ck_abort_msg("level %d n %d kind %d: loss %.17g, want %.17g", level, n, kind,
+                                 got[level - 1], want);
+                for (int j = 0; j < n; j++) /* ck_abort_msg: one report, not one per class */
+                    if (!(fabs(got_p[level - 1][j] - want_p[j]) <= 1.2e-7 * want_p[j]))
+                        ck_abort_msg("level %d n %d kind %d class %d: %.9g, want %.9g", level, n,
+                                     kind, j, (double)got_p[level - 1][j], (double)want_p[j]);
+            }
+            if (ag_cpu_row_level() == 2 && !isnan(want))
+                ck_assert_msg(got[0] == got[1] && !memcmp(got_p[0], got_p[1], n * sizeof(ag_real)),
+                              "n %d kind %d: AVX2 and AVX-512 differ", n, kind);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_ce_grad)
 {
     ag_rng rng = ag_rng_new(5);
@@ -139,6 +191,7 @@ Suite *suite_cross_entropy(void)
     tcase_add_test(tc, test_ce_value);
     tcase_add_test(tc, test_ce_stable);
     tcase_add_test(tc, test_ce_ignore);
+    tcase_add_test(tc, test_ce_vector_rows);
     suite_add_tcase(s, tc);
     tc = tcase_create("backward");
     tcase_add_test(tc, test_ce_grad);

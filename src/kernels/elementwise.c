@@ -180,35 +180,6 @@ void ag_fast_dropout(const ag_real *in, ag_real *out, size_t n, ag_real scale, u
     ag_parallel_for(chunks, mask_task, &j);
 }
 
-/* ---- cross-entropy: each row's loss and probabilities ---- */
-
-/* Rows per chunk shared out over the threads. */
-#define CE_GRAIN 64
-
-typedef struct ce_job {
-    const ag_real *z;
-    const int *tg;
-    ag_real *probs; /* or NULL */
-    double *loss;   /* (rows) */
-    size_t C;
-} ce_job;
-
-static void ce_rows(void *ctx, size_t lo, size_t hi)
-{
-    const ce_job *j = ctx;
-    for (size_t r = lo; r < hi; r++)
-        if (j->tg[r] != AG_IGNORE_INDEX)
-            j->loss[r] = ag_cross_entropy_row(j->z + r * j->C, j->C, j->tg[r],
-                                              j->probs ? j->probs + r * j->C : NULL);
-}
-
-void ag_fast_cross_entropy(const ag_real *z, const int *targets, ag_real *probs, double *loss,
-                           size_t rows, size_t C)
-{
-    ce_job j = {z, targets, probs, loss, C};
-    ag_parallel_range(rows, CE_GRAIN, ce_rows, &j);
-}
-
 /* ---- mse ---- */
 
 /* Independent partial sums in the forward: enough to fill vector registers

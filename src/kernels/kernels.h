@@ -81,9 +81,13 @@ void ag_fast_add_grad_repeated(const ag_real *dy, ag_real *db, size_t size, size
 /* out (= or, with add, +=) in * (ag_dropout_bits(key, i) >= threshold ? scale : 0) */
 void ag_fast_dropout(const ag_real *in, ag_real *out, size_t n, ag_real scale, uint64_t key,
                      uint32_t threshold, int add);
-/* loss[r] = ag_cross_entropy_row of every row not ignored (probs may be NULL) */
+/* ---- cross_entropy.c ---- */
+/* loss[r] = -log softmax(z_r)[target r] of every row not ignored, and the
+ * rows' softmax into probs (may be NULL): ag_cross_entropy_row's math. */
 void ag_fast_cross_entropy(const ag_real *z, const int *targets, ag_real *probs, double *loss,
                            size_t rows, size_t C);
+/* One row at vector level `level` (ag_cpu_row_level(); 0: the plain row). */
+double ag_fast_cross_entropy_row(const ag_real *z, size_t C, int target, ag_real *probs, int level);
 /* sum_i (p_i - t_i)^2 in double, in a fixed order of partial sums */
 double ag_fast_sq_diff_sum(size_t n, const ag_real *restrict p, const ag_real *restrict t);
 /* dx_i += s (p_i - t_i) */

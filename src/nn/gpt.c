@@ -14,6 +14,8 @@
  * without a tape, for sampling.
  */
 #include "gpt.h"
+#include "../kernels/cpu.h"
+#include "../kernels/kernels.h"
 #include "../kernels/threads.h"
 
 #include <math.h>
@@ -464,6 +466,7 @@ typedef struct loss_job {
     const ag_real *z; /* (rows, V) */
     const int *y;
     size_t V;
+    int level; /* the rows' vector level (kernels.h), 0 for the plain row */
     double sums[LOSS_CHUNKS];
 } loss_job;
 
@@ -471,8 +474,8 @@ static void loss_chunk(void *ctx, size_t lo, size_t hi)
 {
     loss_job *j = ctx;
     double s = 0;
-    for (size_t r = lo; r < hi; r++)
-        s += ag_cross_entropy_row(j->z + r * j->V, j->V, j->y[r], NULL); /* -log softmax(z)[y] */
+    for (size_t r = lo; r < hi; r++) /* -log softmax(z)[y], as cross_entropy's rows */
+        s += ag_fast_cross_entropy_row(j->z + r * j->V, j->V, j->y[r], NULL, j->level);
     j->sums[lo / LOSS_ROWS] = s;
 }
 
@@ -480,7 +483,7 @@ static void loss_chunk(void *ctx, size_t lo, size_t hi)
  * in double into *acc. */
 static void rows_loss(const ag_real *z, const int *y, size_t rows, size_t V, double *acc)
 {
-    loss_job j = {.V = V};
+    loss_job j = {.V = V, .level = ag_reference_kernels() ? 0 : ag_cpu_row_level()};
     for (size_t r0 = 0; r0 < rows; r0 += LOSS_ROWS * LOSS_CHUNKS) {
         size_t n = rows - r0 < LOSS_ROWS * LOSS_CHUNKS ? rows - r0 : LOSS_ROWS * LOSS_CHUNKS;
         j.z = z + r0 * V, j.y = y + r0;
