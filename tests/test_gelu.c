@@ -241,6 +241,38 @@ START_TEST(test_grad_dense)
 }
 END_TEST
 
+/* The kernels take a few vectors at a time and skip erfc when all of them
+ * stay in erf's small range: runs of 8 values, each all small (|x| < 1.4)
+ * or all large at random, so that every mix of vectors comes up at both
+ * widths; forward and backward against the formulas in double (to 64 ulp:
+ * a lane sent down the wrong path is off by far more, and the dense tests
+ * above hold the accuracy). */
+START_TEST(test_mixed_ranges)
+{
+    ag_rng rng = ag_rng_new(5);
+    ag_tape *tape = ag_tape_new();
+    size_t n = 8 * 4096 + 5;
+    ag_tensor *x = ag_requires_grad(tape, ag_tensor_new(tape, 1, (int[]){(int)n}));
+    for (size_t i = 0; i < n; i += 8) {
+        int large = ag_rng_below(&rng, 2) == 1;
+        for (size_t k = i; k < i + 8 && k < n; k++) {
+            double u = 2 * ag_rng_uniform(&rng) - 1;
+            x->data[k] = (ag_real)(large ? (u < 0 ? -2 : 2) + 4 * u : 1.4 * u);
+        }
+    }
+    ag_tensor *y = ag_gelu(tape, x);
+    ck_assert_int_eq(ag_backward(tape, ag_sum(tape, y)), AG_OK);
+    for (size_t i = 0; i < n; i++) { /* ck_abort_msg: see test_util.h */
+        double xi = x->data[i], want = gelu_ref(xi), dwant = gelu_grad_ref(xi);
+        if (!(fabs(y->data[i] - want) <= 64 * ULP * tail(xi) * fabs(want) + 1e-36))
+            ck_abort_msg("gelu(%.9g) = %.9g, want %.9g", xi, (double)y->data[i], want);
+        if (!(fabs(x->grad[i] - dwant) <= 64 * ULP * fmax(fabs(dwant), 1)))
+            ck_abort_msg("gelu'(%.9g) = %.9g, want %.9g", xi, (double)x->grad[i], dwant);
+    }
+    ag_tape_free(tape);
+}
+END_TEST
+
 /* A plausible mistake: dy/dx = Phi(x), the x Phi'(x) term forgotten. */
 static void wrong_backward(ag_tape *tape, const ag_entry *e)
 {
@@ -303,6 +335,7 @@ Suite *suite_gelu(void)
     tc = tcase_create("backward");
     tcase_add_test(tc, test_gelu_gradcheck);
     tcase_add_test(tc, test_grad_dense);
+    tcase_add_test(tc, test_mixed_ranges);
     tcase_add_test(tc, test_wrong_backward_is_caught);
     tcase_add_test(tc, test_threads_same_bits);
     suite_add_tcase(s, tc);
