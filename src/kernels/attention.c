@@ -330,6 +330,8 @@ static void bwd_lane(void *ctx, size_t lane)
     size_t T = j->T, d = j->d, dh = j->dh, tpad = j->tpad;
     for (size_t it, from = 0; (it = ag_runs_take(j->runs, j->lanes, lane, &from)) != SIZE_MAX;) {
         size_t t = it / j->groups, g = it % j->groups; /* head t = b H + h of the chunk */
+        if (j->groups == 1) /* then no other item reads this head's prep */
+            prep_head(j, t);
         size_t off = t / j->H * T * d + t % j->H * dh, hoff = head_at(j, t);
         ag_attn_bwd b = {
             .T = T,
@@ -470,9 +472,12 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
         job.lse = a->lse + b0 * H * tpad;
         job.pk = a->pk ? a->pk + b0 * H * tpad * tpad : NULL;
         job.heads = heads;
-        ag_parallel_for(heads, prep_head, &job);
         job.groups = groups_for(nb, H, blocks);
         job.items = heads * job.groups;
+        /* each head's Q^T, dO^T and D, before any of its groups runs: by
+         * the lane that takes the head when it is one item */
+        if (job.groups > 1)
+            ag_parallel_for(heads, prep_head, &job);
         /* dQ as rows: with one group the tiles write them, into dq_rows
          * (with one head, the group's partial is already rows); with more,
          * the partials are added up afterwards */
