@@ -113,6 +113,8 @@ const char *ag_gemm_kernel_name(void)
 
 /* ---- per-thread packing buffers ---- */
 
+_Thread_local ag_gemm_ahead ag_ahead;
+
 static _Thread_local ag_real *pack_buf; /* (pack_cap) */
 static _Thread_local size_t pack_cap;
 static pthread_key_t pack_key; /* frees a thread's buffer when it exits */
@@ -335,6 +337,25 @@ static void pack_b(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t n
 
 static void gemm_small(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1);
 
+/* Point ag_ahead at the source of the block of A^T that gemm_blocked
+ * packs after block (ic, pc) of rows [i0, i1), or at nothing. A^T is A
+ * stored (K x M): the block's K rows, each mc of them wide. (Only A^T:
+ * a row-major A is read in place, or, when packed, already in cache.) */
+static void ahead_a(const gemm_args *g, size_t i0, size_t i1, size_t ic, size_t pc)
+{
+    const ag_gemm_kernel *k = g->k;
+    size_t nic = ic + k->mc < i1 ? ic + k->mc : i0, npc = nic == i0 ? pc + k->kc : pc;
+    ag_ahead.rows = 0;
+    if (!g->ta || g->apack || npc >= g->K)
+        return;
+    ag_ahead = (ag_gemm_ahead){(const char *)(g->A + npc * g->lda + nic),
+                               g->lda * sizeof(ag_real),
+                               min_size(k->kc, g->K - npc),
+                               min_size(k->mc, i1 - nic) * sizeof(ag_real),
+                               0,
+                               0};
+}
+
 /* The block [i0, i1) x [j0, j1) of C, blocked and packed. */
 static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, size_t j1)
 {
@@ -370,6 +391,7 @@ static void gemm_blocked(const gemm_args *g, size_t i0, size_t i1, size_t j0, si
                     ap = g->apack + pc * g->mpad + ic * kc;
                 else if (!in_place)
                     pack_a(g, ic, mc, pc, kc, abuf);
+                ahead_a(g, i0, i1, ic, pc);
                 for (size_t jr = 0; jr < nc; jr += nr) {
                     size_t cols = min_size(nr, nc - jr);
                     const ag_real *bp = bbuf + jr * kc;

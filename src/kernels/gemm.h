@@ -79,6 +79,38 @@ typedef struct ag_gemm_kernel {
     ag_micro_rows_fn micro_rows; /* micro with A in place (no packing of A), or NULL */
 } ag_gemm_kernel;
 
+/*
+ * Memory to bring into cache while the packed micro-kernel runs: the block
+ * of A^T the next packing will copy (gemm.c sets it). A weight gradient's
+ * A^T (dW = X^T dY) was made in forward, long before, and comes from
+ * memory; packing it was a pass that waited on every line while the
+ * products before it left the memory idle. The micro-kernel now asks for
+ * the next block a line at a time, one every AG_AHEAD_EVERY steps of its
+ * loop, and the packing finds it in L2. Row r of the block starts at base
+ * + r * ld (bytes), its first width bytes are asked for; row and col are
+ * the next line's place. Per thread.
+ */
+typedef struct ag_gemm_ahead {
+    const char *base;
+    size_t ld, rows, width;
+    size_t row, col;
+} ag_gemm_ahead;
+extern _Thread_local ag_gemm_ahead ag_ahead;
+#define AG_AHEAD_EVERY 4
+
+/* Ask for the next line of *ah, if any is left. */
+static inline void ag_ahead_step(ag_gemm_ahead *ah)
+{
+    if (ah->row >= ah->rows)
+        return;
+    __builtin_prefetch(ah->base + ah->row * ah->ld + ah->col, 0, 2);
+    ah->col += 64;
+    if (ah->col >= ah->width) {
+        ah->col = 0;
+        ah->row++;
+    }
+}
+
 /* The SIMD kernels, or NULL when this compiler or architecture has none.
  * They do not check the CPU: the caller does (avx512 also needs AVX2). */
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void);

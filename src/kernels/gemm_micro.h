@@ -47,6 +47,7 @@ MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
                                     ag_real alpha, ag_real beta, int rows, int cols)
 {
     VEC acc[MR][NV];
+    ag_gemm_ahead ah = ag_ahead; /* the next block to pack (gemm.h): a line now and then */
     MICRO_PREFETCH_C(c, ldc, rows);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++)
@@ -55,6 +56,8 @@ MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
             acc[i][v] = VZERO();
     for (size_t p = 0; p < kc; p++) {
         VEC bv[NV];
+        if (p % AG_AHEAD_EVERY == 0)
+            ag_ahead_step(&ah);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
             bv[v] = VLOAD(b + v * W);
@@ -68,6 +71,7 @@ MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
         a += MR;
         b += NV * W;
     }
+    ag_ahead.row = ah.row, ag_ahead.col = ah.col;
     MICRO_STORE_NAME(acc, c, ldc, alpha, beta, rows, cols);
 }
 
