@@ -77,6 +77,9 @@ typedef struct ag_gemm_kernel {
     ag_direct_fn direct;         /* NULL when there is none */
     ag_transpose_fn transpose;   /* a fast transpose for packing, or NULL */
     ag_micro_rows_fn micro_rows; /* micro with A in place (no packing of A), or NULL */
+    /* c[j] += alpha t[j] for j < n, rounded as micro adds a pass into C
+     * (beta 1): t the raw sums of the pass */
+    void (*combine)(size_t n, ag_real alpha, const ag_real *t, ag_real *c);
 } ag_gemm_kernel;
 
 /*

@@ -111,6 +111,20 @@ MICRO_TARGET static void MICRO_ROWS_NAME(size_t kc, const ag_real *restrict a, s
     MICRO_STORE_NAME(acc, c, ldc, alpha, beta, rows, cols);
 }
 
+/* c[j] += alpha t[j], j < n: the micro-kernels' pass with beta 1, with the
+ * pass's sums made elsewhere (t) */
+MICRO_TARGET static void MICRO_COMBINE_NAME(size_t n, ag_real alpha, const ag_real *t, ag_real *c)
+{
+    VEC va = VSET1(alpha);
+    size_t j = 0;
+    for (; j + W <= n; j += W)
+        VSTORE(c + j, VFMA(va, VLOAD(t + j), VMUL(VSET1(1), VLOAD(c + j))));
+    if (j < n) {
+        MASK m = VMASK((int)(n - j));
+        VSTORE_M(c + j, m, VFMA(va, VLOAD_M(t + j, m), VLOAD_M(c + j, m)));
+    }
+}
+
 /* c = alpha acc + beta c on the tile's first rows x cols (c not read when
  * beta == 0). */
 MICRO_TARGET static inline __attribute__((always_inline)) void

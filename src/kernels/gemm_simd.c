@@ -30,6 +30,7 @@
 #define MICRO_NAME micro_avx2
 #define MICRO_ROWS_NAME micro_rows_avx2
 #define MICRO_STORE_NAME micro_store_avx2
+#define MICRO_COMBINE_NAME combine_avx2
 #define DIRECT_NAME direct_avx2
 #define DIRECT_TILE direct_tile_avx2
 #define MICRO_TARGET __attribute__((target("avx2,fma")))
@@ -71,6 +72,7 @@ enum { AVX2_MR = MR, AVX2_NR = NV * W, AVX2_DIRECT_N = DIRECT_NV * W };
 #undef MICRO_NAME
 #undef MICRO_ROWS_NAME
 #undef MICRO_STORE_NAME
+#undef MICRO_COMBINE_NAME
 #undef DIRECT_NAME
 #undef DIRECT_TILE
 #undef MICRO_TARGET
@@ -96,6 +98,7 @@ enum { AVX2_MR = MR, AVX2_NR = NV * W, AVX2_DIRECT_N = DIRECT_NV * W };
 #define MICRO_NAME micro_avx512
 #define MICRO_ROWS_NAME micro_rows_avx512
 #define MICRO_STORE_NAME micro_store_avx512
+#define MICRO_COMBINE_NAME combine_avx512
 #define DIRECT_NAME direct_avx512
 #define DIRECT_TILE direct_tile_avx512
 #define MICRO_TARGET __attribute__((target("avx512f")))
@@ -214,12 +217,23 @@ __attribute__((target("avx2"))) static void transpose_avx2(size_t rows, size_t c
  * than 256 and 144 at n = 512 and 1024, float and double, on Zen 5 (48 KB
  * L1, 1 MB L2): fewer passes over C outweigh a B panel larger than L1. */
 static const ag_gemm_kernel kernel_avx2 = {
-    "avx2",      AVX2_MR,        AVX2_NR,         256, 144, 2048, micro_avx2, AVX2_DIRECT_N,
-    direct_avx2, transpose_avx2, micro_rows_avx2,
+    "avx2",      AVX2_MR,        AVX2_NR,         256,
+    144,         2048,           micro_avx2,      AVX2_DIRECT_N,
+    direct_avx2, transpose_avx2, micro_rows_avx2, combine_avx2,
 };
 static const ag_gemm_kernel kernel_avx512 = {
-    "avx512",      AVX512_MR,      AVX512_NR,         512, 96, 2048, micro_avx512, AVX512_DIRECT_N,
-    direct_avx512, transpose_avx2, micro_rows_avx512,
+    "avx512",
+    AVX512_MR,
+    AVX512_NR,
+    512,
+    96,
+    2048,
+    micro_avx512,
+    AVX512_DIRECT_N,
+    direct_avx512,
+    transpose_avx2,
+    micro_rows_avx512,
+    combine_avx512,
 };
 
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void)
