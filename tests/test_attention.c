@@ -672,6 +672,70 @@ START_TEST(test_fused_kernels_match_ops)
 }
 END_TEST
 
+/* The largest |got - want| of each part of a layer_step's results (out, P,
+ * the four weights' gradients, x's) over that part's largest |want|. */
+static double worst_part_error(const ag_real *got, const ag_real *want, const int *sh, int heads)
+{
+    size_t bt = (size_t)sh[0] * sh[1], d = (size_t)sh[2];
+    size_t len[7] = {bt * d, (size_t)sh[0] * heads * sh[1] * sh[1], d * d, d * d, d * d, d * d,
+                     bt * d};
+    double worst = 0;
+    for (size_t part = 0, at = 0; part < 7; at += len[part++]) {
+        double err = 0, scale = 0;
+        for (size_t i = at; i < at + len[part]; i++) {
+            err = fmax(err, fabs(got[i] - want[i]));
+            scale = fmax(scale, fabs(want[i]));
+        }
+        worst = fmax(worst, scale > 0 ? err / scale : err);
+    }
+    return worst;
+}
+
+/* Sequences of one tile block, whose weights forward keeps for backward
+ * (ag_attn_kept_tile), on every kernel this CPU runs, against the
+ * reference kernel, each part of the results to a few float roundings of
+ * its largest value: the GPT's heads (dh 32, causal: a kernel of their
+ * own), other head widths, one- and two-vector blocks, not causal too. A
+ * 1e-4 relative error in the kept weights fails it. */
+START_TEST(test_kept_weights_match_reference)
+{
+#ifdef AG_REAL_DOUBLE
+    const double tol = 1e-12;
+#else
+    const double tol = 1e-5;
+#endif
+    static const char *const kernels[] = {"generic", "avx2", "avx512"};
+    static const struct {
+        int shape[3], heads;
+    } cases[] = {{{3, 64, 128}, 4}, {{2, 50, 48}, 3}, {{3, 16, 16}, 1}, {{2, 30, 24}, 2}};
+    for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
+        if (!ag_gemm_use(kernels[k]))
+            continue; /* not on this CPU */
+        for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int *sh = cases[c].shape;
+                int heads = cases[c].heads;
+                if (!ag_attn_kept_tile((size_t)sh[1]))
+                    continue; /* this kernel's tiles are too large for T: none kept */
+                size_t n = 2 * (size_t)sh[0] * sh[1] * sh[2] +
+                           (size_t)sh[0] * heads * sh[1] * sh[1] + 4 * (size_t)sh[2] * sh[2];
+                ag_real *fast = malloc(n * sizeof(ag_real)), *ref = malloc(n * sizeof(ag_real));
+                ck_assert(fast && ref);
+                layer_step(1, causal, 1, sh, heads, fast, n);
+                ck_assert_int_eq(ag_set_kernels("reference"), AG_OK);
+                layer_step(1, causal, 1, sh, heads, ref, n);
+                ck_assert_int_eq(ag_set_kernels("fast"), AG_OK);
+                double err = worst_part_error(fast, ref, sh, heads);
+                ck_assert_msg(err <= tol, "%s (%d,%d,%d) heads %d causal %d: off by %.3g of a part",
+                              kernels[k], sh[0], sh[1], sh[2], heads, causal, err);
+                free(fast);
+                free(ref);
+            }
+    }
+    ck_assert(ag_gemm_use("auto"));
+}
+END_TEST
+
 /* The fast kernel's path for sequences too short for tiles against the
  * reference kernel, every T it takes (and the first it leaves to the
  * tiles), one to three heads, causal or not: out, P and every gradient. */
@@ -777,6 +841,7 @@ Suite *suite_attention(void)
     tcase_add_test(tc, test_fused_matches_ops);
     tcase_add_test(tc, test_fused_kernels_match_ops);
     tcase_add_test(tc, test_short_path_matches_reference);
+    tcase_add_test(tc, test_kept_weights_match_reference);
     tcase_add_test(tc, test_fused_memory_linear);
     tcase_add_test(tc, test_fused_bug_caught);
     tcase_add_test(tc, test_weights_p_grad);

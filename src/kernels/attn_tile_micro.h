@@ -8,7 +8,6 @@
  *   VEC, W, MASK   the float vector type, its width, a lane mask type
  *   VLOAD VSTORE VSET1 VFMA(a, b, c) = a*b + c, VMUL, VSUB, VADD, VMAX, VZERO
  *   VLOAD_M(p, m), VSTORE_M(p, m, v)   masked load (zeros elsewhere) / store
- *   VSTREAM(p, v)  an aligned store that bypasses the caches
  *   VMASK(n)       a mask of the first n lanes (0 < n <= W)
  *   VEXP2(x)       2^x, lane by lane (src/kernels/vexp.h)
  *   VFILL_BELOW(x, k, fill)   x with its lanes below k (k may be <= 0 or
@@ -23,8 +22,9 @@
  *                  with the width a constant (loops unrolled, the products
  *                  inlined), or 0 for none; blocks of one vector get such
  *                  code for heads one vector wide (dh = W) in any case
- * and the includer's enums MODE_* (what a keys x queries tile stores) and
- * BETA_* (what a product does with C).
+ * and the includer's enums MODE_* (what a keys x queries tile stores),
+ * BETA_* (what a product does with C) and KEPT_* (where backward's weights
+ * come from).
  *
  * Two kinds of micro-tile do all the products, both with a vector of C's
  * columns in registers and A's elements broadcast one at a time:
@@ -447,17 +447,11 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
         alpha[r] = r < nr && l[r] > 0 ? 1 / l[r] : 0;   /* l = 0: no key seen, O = 0 */
     }
     NAME(rows_out)(acc, nr, dh, alpha, f->o + r0 * ldo, ldo);
-    /* One block: its weights, the tile's exps over l, for backward to read
-     * long after; streamed past the caches (the tiles are 64-byte aligned),
-     * which saves reading the lines before writing them, and fenced, since
-     * another thread may read them. */
-    if (!f->p)
-        return;
-    for (size_t c = 0; c < bc; c++)
+    /* one block: its weights, the tile's exps over l, for backward to read */
+    for (size_t c = 0; f->p && c < bc; c++)
         for (size_t v = 0; v < br; v += W)
-            VSTREAM(f->p + c * br + v,
-                    c < keys ? VMUL(VLOAD(s + c * br + v), VLOAD(alpha + v)) : VZERO());
-    _mm_sfence();
+            VSTORE(f->p + c * br + v,
+                   c < keys ? VMUL(VLOAD(s + c * br + v), VLOAD(alpha + v)) : VZERO());
 }
 
 /* Backward of one key block, br = bc = NV W (attn_tile.h); DH as for fwd.
@@ -466,12 +460,13 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
  * whose every tile is on the diagonal. No product reads those entries
  * there, so the results are the same bits. */
 TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, const int NV,
-                             const size_t DH, const int SKIP)
+                             const size_t DH, const int SKIP, const int KEPT)
 {
     const size_t br = (size_t)NV * W, bc = br;
     size_t dh = DH ? DH : b->dh, ldo = b->ldo, ldh = b->ldh, nc = min_of(bc, b->T - c0);
     float *pm = scratch, *ds = pm + bc * br;                   /* (bc, br) */
-    const float *p = b->p ? b->p : pm;   /* P: forward's (one block), or made below */
+    int kept = KEPT == KEPT_YES || (KEPT == KEPT_ASK && b->p);
+    const float *p = kept ? b->p : pm;   /* P: forward's (one block), or made below */
     const float *kj = b->k + c0 * ldh, *vj = b->v + c0 * ldh;
     size_t r_first = b->causal ? c0 / br * br : 0;   /* causal: earlier queries see none */
     /* dK_j and dV_j: summed over several query blocks in scratch, rows dh
@@ -489,7 +484,7 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
         /* (skipping the hidden vectors in every diagonal tile gained 1-3% at
          * T = 64, but cost as much at T = 4096, where it only moved the code
          * of the other tiles: hence a kernel of its own for one block) */
-        if (!b->p)
+        if (!kept)
             NAME(qk_rows_of)(nc, dh, kj, ldh, b->qt + r0 * dh, br, pm, MODE_P, b->lse + r0, NULL,
                              NULL, b->causal, diag, NV, SKIP);
         NAME(qk_rows_of)(nc, dh, vj, ldh, b->d_ot + r0 * dh, br, ds, MODE_DS,
@@ -521,15 +516,22 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     }                                                                                           \
     TARGET static void NAME(bwd##NVV)(const ag_attn_bwd *b, size_t c0, ag_real *scratch)        \
     {                                                                                           \
-        if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL) {                                  \
-            if (b->causal && b->T <= (NVV) * W) /* one block: every tile on the diagonal */     \
-                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1);                                  \
+        /* blocks of 1 or 2 vectors are one block: their tiles ask */                          \
+        int ask = (NVV) < 4 ? KEPT_ASK : KEPT_NO;                                               \
+        if ((NVV) == 4 && b->p) { /* one block, its weights kept */                             \
+            if (DH_SPECIAL && b->dh == DH_SPECIAL && b->causal)                                 \
+                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_YES);                        \
             else                                                                                \
-                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0);                                  \
-        } else if ((NVV) == 1 && b->dh == W)                                                        \
-            NAME(bwd)(b, c0, scratch, NVV, W, 0);                                               \
+                NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_YES);                                 \
+        } else if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL) {                           \
+            if (b->causal && b->T <= (NVV) * W) /* one block: every tile on the diagonal */     \
+                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_NO);                         \
+            else                                                                                \
+                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0, KEPT_NO);                         \
+        } else if ((NVV) == 1 && b->dh == W)                                                    \
+            NAME(bwd)(b, c0, scratch, NVV, W, 0, ask);                                          \
         else                                                                                    \
-            NAME(bwd)(b, c0, scratch, NVV, 0, 0);                                               \
+            NAME(bwd)(b, c0, scratch, NVV, 0, 0, ask);                                          \
     }                                                                                           \
     static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \

@@ -37,6 +37,11 @@ static size_t min_of(size_t a, size_t b)
 enum { MODE_S, MODE_P, MODE_DS };
 /* What a product does with C: overwrites it, adds to it, or scales each row first. */
 enum { BETA_ZERO, BETA_ONE, BETA_ROWS };
+/* Whether a backward block's weights come from forward (ag_attn_bwd's p):
+ * never, always, or as p says. A constant of each kernel, so that the
+ * tiles of long sequences (never) compile as they did before there was a
+ * choice: asking at run time there made T = 4096's backward 3% slower. */
+enum { KEPT_NO, KEPT_YES, KEPT_ASK };
 /* Which of a product's A it reads: all, or on a causal diagonal half (attn_tile_micro.h's pv_any). */
 enum { TRI_NONE, TRI_UPPER, TRI_LOWER };
 
@@ -97,7 +102,6 @@ AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds,
 #define VSTORE _mm512_storeu_ps
 #define VLOAD_M(p, m) _mm512_maskz_loadu_ps(m, p)
 #define VSTORE_M _mm512_mask_storeu_ps
-#define VSTREAM _mm512_stream_ps
 #define VSET1 _mm512_set1_ps
 #define VFMA _mm512_fmadd_ps
 #define VMUL _mm512_mul_ps
@@ -131,7 +135,6 @@ AG_VEXP_AVX512 static inline void transpose_avx512(const float *src, size_t lds,
 #undef VSTORE
 #undef VLOAD_M
 #undef VSTORE_M
-#undef VSTREAM
 #undef VSET1
 #undef VFMA
 #undef VMUL
@@ -200,7 +203,6 @@ AG_VEXP_AVX2 static inline void transpose_avx2(const float *src, size_t lds, int
 #define VSTORE _mm256_storeu_ps
 #define VLOAD_M _mm256_maskload_ps
 #define VSTORE_M _mm256_maskstore_ps
-#define VSTREAM _mm256_stream_ps
 #define VSET1 _mm256_set1_ps
 #define VFMA _mm256_fmadd_ps
 #define VMUL _mm256_mul_ps
