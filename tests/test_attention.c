@@ -672,6 +672,22 @@ START_TEST(test_fused_kernels_match_ops)
 }
 END_TEST
 
+/* layer_step's results on the fast kernel (*fast) and on the reference
+ * (*ref), one thread, malloc'd; *n their length. */
+static void fast_and_reference(const int *sh, int heads, int causal, ag_real **fast, ag_real **ref,
+                               size_t *n)
+{
+    *n = 2 * (size_t)sh[0] * sh[1] * sh[2] + (size_t)sh[0] * heads * sh[1] * sh[1] +
+         4 * (size_t)sh[2] * sh[2];
+    *fast = malloc(*n * sizeof(ag_real));
+    *ref = malloc(*n * sizeof(ag_real));
+    ck_assert(*fast && *ref);
+    layer_step(1, causal, 1, sh, heads, *fast, *n);
+    ck_assert_int_eq(ag_set_kernels("reference"), AG_OK);
+    layer_step(1, causal, 1, sh, heads, *ref, *n);
+    ck_assert_int_eq(ag_set_kernels("fast"), AG_OK);
+}
+
 /* The largest |got - want| of each part of a layer_step's results (out, P,
  * the four weights' gradients, x's) over that part's largest |want|. */
 static double worst_part_error(const ag_real *got, const ag_real *want, const int *sh, int heads)
@@ -707,7 +723,7 @@ START_TEST(test_kept_weights_match_reference)
     static const char *const kernels[] = {"generic", "avx2", "avx512"};
     static const struct {
         int shape[3], heads;
-    } cases[] = {{{3, 64, 128}, 4}, {{2, 50, 48}, 3}, {{3, 16, 16}, 1}, {{2, 30, 24}, 2}};
+    } cases[] = {{{2, 64, 128}, 4}, {{2, 50, 48}, 3}, {{3, 16, 16}, 1}, {{2, 30, 24}, 2}};
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))
             continue; /* not on this CPU */
@@ -715,16 +731,11 @@ START_TEST(test_kept_weights_match_reference)
             for (int causal = 0; causal < 2; causal++) {
                 const int *sh = cases[c].shape;
                 int heads = cases[c].heads;
-                if (!ag_attn_kept_tile((size_t)sh[1]))
+                if (!ag_attn_kept_tile((size_t)sh[1], (size_t)(sh[2] / heads), causal))
                     continue; /* this kernel's tiles are too large for T: none kept */
-                size_t n = 2 * (size_t)sh[0] * sh[1] * sh[2] +
-                           (size_t)sh[0] * heads * sh[1] * sh[1] + 4 * (size_t)sh[2] * sh[2];
-                ag_real *fast = malloc(n * sizeof(ag_real)), *ref = malloc(n * sizeof(ag_real));
-                ck_assert(fast && ref);
-                layer_step(1, causal, 1, sh, heads, fast, n);
-                ck_assert_int_eq(ag_set_kernels("reference"), AG_OK);
-                layer_step(1, causal, 1, sh, heads, ref, n);
-                ck_assert_int_eq(ag_set_kernels("fast"), AG_OK);
+                ag_real *fast, *ref;
+                size_t n;
+                fast_and_reference(sh, heads, causal, &fast, &ref, &n);
                 double err = worst_part_error(fast, ref, sh, heads);
                 ck_assert_msg(err <= tol, "%s (%d,%d,%d) heads %d causal %d: off by %.3g of a part",
                               kernels[k], sh[0], sh[1], sh[2], heads, causal, err);
@@ -751,14 +762,9 @@ START_TEST(test_short_path_matches_reference)
         for (int heads = 1; heads <= 3; heads++)
             for (int causal = 0; causal < 2; causal++) {
                 int sh[3] = {3, T, 2 * heads};
-                size_t n = 2 * (size_t)3 * T * sh[2] + (size_t)3 * heads * T * T +
-                           4 * (size_t)sh[2] * sh[2];
-                ag_real *fast = malloc(n * sizeof(ag_real)), *ref = malloc(n * sizeof(ag_real));
-                ck_assert(fast && ref);
-                layer_step(1, causal, 1, sh, heads, fast, n);
-                ck_assert_int_eq(ag_set_kernels("reference"), AG_OK);
-                layer_step(1, causal, 1, sh, heads, ref, n);
-                ck_assert_int_eq(ag_set_kernels("fast"), AG_OK);
+                ag_real *fast, *ref;
+                size_t n;
+                fast_and_reference(sh, heads, causal, &fast, &ref, &n);
                 size_t bad = first_apart(fast, ref, n, tol);
                 ck_assert_msg(bad == n, "T %d heads %d causal %d: value %zu: fast %.9g, ref %.9g",
                               T, heads, causal, bad, bad < n ? (double)fast[bad] : 0.0,

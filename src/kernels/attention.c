@@ -229,14 +229,9 @@ static void weights_head(void *ctx, size_t t)
     }
 }
 
-size_t ag_attn_kept_tile(size_t T)
+size_t ag_attn_kept_tile(size_t T, size_t dh, int causal)
 {
-    if (ag_attn_small(T))
-        return 0;
-    /* one block of queries and keys, not mostly padding (at most 2 T^2
-     * values: the portable tiles' 64 rows are too many for T = 32) */
-    size_t br = ag_attn_kernel_for(T)->br;
-    return T <= br && br * br <= 2 * T * T ? br : 0;
+    return ag_attn_small(T) ? 0 : ag_attn_kernel_for(T)->kept(T, dh, causal);
 }
 
 ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p)
@@ -275,7 +270,7 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
      * are kept for backward, which then neither recomputes them (one
      * product of five and the exps) nor transposes Q. At most 64 values a
      * query, as L and the rows are kept already. */
-    if (a->train && ag_attn_kept_tile(Ts) == tpad) {
+    if (a->train && ag_attn_kept_tile(Ts, dh, a->causal) == tpad) {
         size_t bytes;
         a->pk = ag_mul_size(n_lse, tpad, &bytes) ? ag_arena_alloc(tape, bytes) : NULL;
         if (!a->pk)

@@ -156,9 +156,17 @@ static void ref_bwd_block(const ag_attn_bwd *b, size_t c0, ag_real *scratch)
     }
 }
 
+/* One block of queries and keys, not mostly padding (at most 2 T^2 values:
+ * 64 rows are too many for T = 32) */
+static size_t ref_kept(size_t T, size_t dh, int causal)
+{
+    (void)dh, (void)causal;
+    return T <= REF_BR && REF_BR * REF_BR <= 2 * T * T ? REF_BR : 0;
+}
+
 static const ag_attn_kernel kernel_ref = {
     "portable",    REF_BR,          REF_BC,          1,        ref_fwd_block,
-    ref_bwd_block, ref_fwd_scratch, ref_bwd_scratch, ref_prep,
+    ref_bwd_block, ref_fwd_scratch, ref_bwd_scratch, ref_prep, ref_kept,
 };
 
 const ag_attn_kernel *ag_attn_kernel_for(size_t T)

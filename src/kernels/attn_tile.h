@@ -90,6 +90,10 @@ typedef struct ag_attn_kernel {
      * r, o row r> (o's rows ldo apart); zeros past n. */
     void (*prep)(const ag_real *q, const ag_real *d_o, size_t ldh, const ag_real *o, size_t ldo,
                  size_t n, size_t dh, ag_real qscale, ag_real *qt, ag_real *d_ot, ag_real *dsum);
+    /* The side of the weights tile forward keeps per head for backward on
+     * sequences of T positions (causal or not, heads dh wide), or 0 when
+     * the kernel recomputes them (ag_attn_fwd's p, ag_attn_bwd's p). */
+    size_t (*kept)(size_t T, size_t dh, int causal);
 } ag_attn_kernel;
 
 /* The kernel for sequences of T positions: the SIMD one of the gemm kernel

@@ -516,22 +516,24 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     }                                                                                           \
     TARGET static void NAME(bwd##NVV)(const ag_attn_bwd *b, size_t c0, ag_real *scratch)        \
     {                                                                                           \
-        /* blocks of 1 or 2 vectors are one block: their tiles ask */                          \
-        int ask = (NVV) < 4 ? KEPT_ASK : KEPT_NO;                                               \
-        if ((NVV) == 4 && b->p) { /* one block, its weights kept */                             \
-            if (DH_SPECIAL && b->dh == DH_SPECIAL && b->causal)                                 \
-                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_YES);                        \
-            else                                                                                \
-                NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_YES);                                 \
-        } else if ((NVV) == 4 && DH_SPECIAL && b->dh == DH_SPECIAL) {                           \
-            if (b->causal && b->T <= (NVV) * W) /* one block: every tile on the diagonal */     \
-                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_NO);                         \
-            else                                                                                \
-                NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0, KEPT_NO);                         \
-        } else if ((NVV) == 1 && b->dh == W)                                                    \
-            NAME(bwd)(b, c0, scratch, NVV, W, 0, ask);                                          \
+        if ((NVV) == 1 && b->dh == W) /* blocks of 1 or 2 vectors are one block: */           \
+            NAME(bwd)(b, c0, scratch, NVV, W, 0, KEPT_ASK); /* kept weights asked for */        \
+        else if ((NVV) < 4)                                                                     \
+            NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_ASK);                                     \
+        else if (DH_SPECIAL && b->dh == DH_SPECIAL && b->p) /* causal, one block: kept */      \
+            NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_YES);                            \
+        else if (DH_SPECIAL && b->dh == DH_SPECIAL)                                             \
+            NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0, KEPT_NO);                             \
         else                                                                                    \
-            NAME(bwd)(b, c0, scratch, NVV, 0, 0, ask);                                          \
+            NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_NO);                                      \
+    }                                                                                           \
+    /* blocks of four vectors keep the weights only where they have code of                    \
+     * their own for it: causal heads DH_SPECIAL wide (the GPT's) */                           \
+    static size_t NAME(kept##NVV)(size_t T, size_t dh, int causal)                              \
+    {                                                                                           \
+        const size_t br = (NVV) * W;                                                            \
+        int fits = T <= br && br * br <= 2 * T * T; /* one block, not mostly padding */          \
+        return fits && ((NVV) < 4 || (DH_SPECIAL && dh == DH_SPECIAL && causal)) ? br : 0;     \
     }                                                                                           \
     static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
@@ -551,6 +553,7 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     static const ag_attn_kernel NAME(kernel##NVV) = {                                           \
         KERNEL_NAME,        (NVV) * W,      (NVV) * W,        LOG2E, NAME(fwd##NVV),             \
         NAME(bwd##NVV),     NAME(fwd_scratch##NVV), NAME(bwd_scratch##NVV), NAME(prep##NVV),     \
+        NAME(kept##NVV),                                                                        \
     };
 KERNELS(1)
 KERNELS(2)

@@ -120,8 +120,6 @@ const char *ag_gemm_kernel_name(void)
 
 /* ---- per-thread packing buffers ---- */
 
-_Thread_local ag_gemm_ahead ag_ahead;
-
 static _Thread_local ag_real *pack_buf; /* (pack_cap) */
 static _Thread_local size_t pack_cap;
 static pthread_key_t pack_key; /* frees a thread's buffer when it exits */

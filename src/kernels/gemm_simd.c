@@ -13,6 +13,10 @@
 #include <immintrin.h>
 #endif
 
+/* The micro-kernels' cursor over what to ask for next (gemm.h): here, with
+ * the kernels that read it, for gemm.c to set (calls go that way only). */
+_Thread_local ag_gemm_ahead ag_ahead;
+
 #ifdef AG_X86_KERNELS
 
 /* The direct kernel's rows per tile when C is one vector wide: enough

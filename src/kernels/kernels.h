@@ -53,9 +53,10 @@ ag_status ag_fast_layernorm_backward_level(ag_tape *tape, const ag_real *x, cons
 
 /* ---- attention.c: the fused attention op, whole (ag_attn_op) ---- */
 /* The side of the weights tile forward keeps per head for backward when it
- * trains on sequences of T positions (T rounded up to the tiles' block,
- * when that is one block of at most 2 T^2 values), or 0 when it keeps none. */
-size_t ag_attn_kept_tile(size_t T);
+ * trains on sequences of T positions, heads dh wide, causal or not (the
+ * tiles' block, when T is one block of at most 2 T^2 values and the tiles
+ * keep them for such heads), or 0 when it keeps none. */
+size_t ag_attn_kept_tile(size_t T, size_t dh, int causal);
 /* What ag_ref_attention_forward and _backward compute, tile by tile. */
 ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p);
 ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const ag_real *dout,
