@@ -387,19 +387,21 @@ static void check_threads_identical(const char *name)
     /* packed (split by rows, each thread packing B once; by columns, A^T
      * likewise), direct (narrow, split by rows), K in several kc blocks, a
      * B too long to keep packed, which every stripe packs for itself, and
-     * A^T B cut in two halves of K (the first two; and 600 x 600 with the
-     * generic kernel, whose second half finds no room in a thread's buffer
-     * and goes into C after the first, as one thread makes it) */
-    static const shape big[] = {{301, 203, 300},  {97, 410, 530},  {2001, 13, 90}, {1500, 40, 100},
-                                {300, 120, 1100}, {40, 12, 40000}, {600, 600, 300}};
+     * A^T B cut in two halves of K (the first (all kernels) and the second
+     * (AVX-512's kc); and the last two, with the generic kernel only, whose
+     * second half finds no room in a thread's buffer, for its size or for
+     * N past nc, and goes into C after the first, as one thread makes it) */
+    static const shape big[] = {{301, 203, 300}, {97, 410, 530},   {2001, 13, 90},
+                                {1500, 40, 100}, {300, 120, 1100}, {40, 12, 40000},
+                                {600, 600, 300}, {128, 1100, 512}};
+    const size_t no_room = 6; /* big[no_room] on */
     for (size_t s = 0; s < sizeof(big) / sizeof(big[0]); s++) {
         size_t m = big[s].m, n = big[s].n, k = big[s].k;
-        int no_room = m * n > 300000; /* only A^T B, and only the generic kernel's buffer */
-        if (no_room && strcmp(name, "generic") != 0)
+        if (s >= no_room && strcmp(name, "generic") != 0)
             continue;
         for (int t = 0; t < 4; t++) {
             int ta = t & 1, tb = t >> 1;
-            if (no_room && !ta)
+            if (s >= no_room && !ta)
                 continue;
             ag_real *A = random_matrix(&rng, m, k), *B = random_matrix(&rng, k, n);
             ag_real *C0 = random_matrix(&rng, m, n);

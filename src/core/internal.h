@@ -314,8 +314,9 @@ typedef struct ag_attn_op {
     size_t tpad;        /* fast: T rounded up to the tiles' query block */
     const void *tiles;  /* fast: the tiles it ran (an ag_attn_kernel, attn_tile.h) */
     ag_real *w;         /* fast, short sequences (no tiles): the weights P, (B,H,T,T) */
-    ag_real *pk;        /* fast, with training, a sequence of one tile block: each head's
-                           weights P as its tile, (B,H,tpad,tpad) (attn_tile.h); else NULL */
+    ag_real *pk;        /* fast, training on a sequence of one tile block whose tiles keep
+                           the weights (ag_attn_kernel's kept): each head's weights P as its
+                           tile, (B,H,tpad,tpad) (attn_tile.h); else NULL */
     int train;          /* backward will run: forward may keep more for it */
     int reference;      /* 1: the reference kernel ran forward */
 } ag_attn_op;

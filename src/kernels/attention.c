@@ -6,8 +6,10 @@
  * matrix is ever made, and a causal layer never computes the tiles the
  * mask hides. Forward keeps Q, K, V and O and, per query, L = the
  * log-sum-exp of its scores; backward recomputes each tile's weights as
- * exp(S - L) (but for a sequence of one block, whose one tile per head
- * forward keeps). Memory grows with T, not T^2. Q, K and V are kept as the
+ * exp(S - L), or, for a sequence of one block whose tiles keep them (the
+ * GPT's causal heads of 32 in AVX-512's blocks of 64, any short enough in
+ * smaller blocks and in the portable tiles), reads them as forward kept
+ * them, one tile a head. Memory grows with T, not T^2. Q, K and V are kept as the
  * products make them, (B,T,d) rows, and a tile reads its head's columns in
  * place when the rows are short (IN_PLACE_MAX); wider rows are laid out
  * head by head, (B,H,T,dh), so that a tile's rows are contiguous. O stays
@@ -116,7 +118,8 @@ typedef struct head_job {
     ag_real *d_o;       /* (rows, d): dO */
     ag_real *d_oh;      /* dO as the tiles read it: d_o itself (in place), or (heads, T, dh) */
     ag_real *dq_rows;   /* (rows, d): dQ (with one group the tiles', else sum_head's) */
-    ag_real *qt, *d_ot; /* (heads, dh, tpad): Q^T (scaled), dO^T in blocks (attn_tile.h) */
+    ag_real *qt, *d_ot; /* (heads, dh, tpad): Q^T (scaled; NULL with the weights kept), dO^T
+                                     in blocks (attn_tile.h) */
     ag_real *dsum;      /* (heads, tpad): D */
     ag_real *dq;        /* (groups, heads, T, dh): partial sums of dS K; or with one
                                      group, the rows of dQ, (rows, d) (in d_o) */
@@ -234,6 +237,20 @@ size_t ag_attn_kept_tile(size_t T, size_t dh, int causal)
     return ag_attn_small(T) ? 0 : ag_attn_kernel_for(T)->kept(T, dh, causal);
 }
 
+/* a->pk, for a sequence of one block whose weights the tiles keep (the
+ * GPT's 64 positions): backward then neither recomputes them (one product
+ * of five and the exps) nor transposes Q. At most 64 values a query, as L
+ * and the rows are kept already. AG_OK, or the tape's error. */
+static ag_status keep_weights(ag_tape *tape, ag_attn_op *a)
+{
+    size_t bytes;
+    if (!ag_mul_size(a->B * a->H, a->tpad * a->tpad * sizeof(ag_real), &bytes))
+        return ag_tape_fail(tape, AG_ERR_NOMEM, "attention: x is [%zux%zux%zu]: too large", a->B,
+                            a->T, a->d);
+    a->pk = ag_arena_alloc(tape, bytes);
+    return a->pk ? AG_OK : tape->status;
+}
+
 ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, ag_real *p)
 {
     if (ag_attn_small(a->T))
@@ -266,19 +283,8 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
     for (size_t i = 0; i < n_lse / sizeof(ag_real); i++)
         a->lse[i] = INFINITY; /* past T: no weight in backward's recomputed tiles */
     size_t blocks = (Ts + kern->br - 1) / kern->br;
-    /* One block of queries and keys (the GPT's 64 positions): its weights
-     * are kept for backward, which then neither recomputes them (one
-     * product of five and the exps) nor transposes Q. At most 64 values a
-     * query, as L and the rows are kept already. */
-    if (a->train && ag_attn_kept_tile(Ts, dh, a->causal) == tpad) {
-        size_t bytes;
-        a->pk = ag_mul_size(n_lse, tpad, &bytes) ? ag_arena_alloc(tape, bytes) : NULL;
-        if (!a->pk)
-            return tape->status != AG_OK
-                       ? tape->status
-                       : ag_tape_fail(tape, AG_ERR_NOMEM,
-                                      "attention: x is [%zux%zux%zu]: too large", B, Ts, dd);
-    }
+    if (a->train && kern->kept(Ts, dh, a->causal) == tpad && keep_weights(tape, a) != AG_OK)
+        return tape->status;
     head_job job = head_job_of(a);
     job.items = B * H * blocks;
     job.blocks = blocks;
@@ -404,7 +410,8 @@ ag_status ag_fast_attention_backward(ag_tape *tape, const ag_attn_op *a, const a
      *   dQ = scale dS K,  dK = scale dS^T Q
      * (the softmax's backward, dS_j = P_j (dP_j - <dP, P>) row by row, with
      * <dP, P> = <dO V^T, P> = <dO, P V> = <dO, O>, which needs no P). The
-     * tiles recompute P from L and add these products block by block.
+     * tiles recompute P from L (or read the weights forward kept) and add
+     * these products block by block.
      */
     if (a->w) /* forward took the short sequences' path */
         return ag_attn_small_backward(tape, a, dout, g);

@@ -105,12 +105,11 @@ static void ref_fwd_block(const ag_attn_fwd *f, size_t r0, ag_real *scratch)
         for (size_t p = 0; p < dh; p++)
             f->o[(r0 + r) * ldo + p] = acc[r * dh + p] * inv;
         f->lse[r0 + r] = l[r] > 0 ? m[r] + AG_LOG(l[r]) : INFINITY;
-        m[r] = inv;
     }
-    /* one block: its weights, the tile's exps over l (in m now), for backward */
+    /* one block: its weights, the tile's exps over l, for backward */
     for (size_t c = 0; f->p && c < REF_BC; c++)
         for (size_t r = 0; r < REF_BR; r++)
-            f->p[c * REF_BR + r] = c < keys && r < nr ? s[c * br + r] * m[r] : 0;
+            f->p[c * REF_BR + r] = c < keys && r < nr && l[r] > 0 ? s[c * br + r] * (1 / l[r]) : 0;
 }
 
 static size_t ref_bwd_scratch(size_t dh)

@@ -56,7 +56,8 @@ typedef struct ag_attn_bwd {
     int wrong; /* AG_BUG_SOFTMAX: D taken as 0 (the - P P^T term dropped) */
     ag_real scale;
     const ag_real *q, *k, *v, *d_o; /* (T, dh), rows ldh apart */
-    const ag_real *qt, *d_ot;       /* (tpad / br, dh, br): scale score_unit Q^T and dO^T a
+    const ag_real *qt, *d_ot;       /* (tpad / br, dh, br): scale score_unit Q^T (NULL when p
+                                       is kept) and dO^T a
                                     query block at a time (block i at i dh br), zero past T */
     const ag_real *lse;             /* (tpad): L from forward (in score_unit), +inf past T */
     const ag_real *p;               /* NULL, or forward's P of a one-block sequence (see

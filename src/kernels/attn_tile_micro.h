@@ -458,7 +458,9 @@ TARGET INLINE void NAME(fwd)(const ag_attn_fwd *f, size_t r0, float *scratch, co
  * SKIP (a constant): the P and dS tiles leave out the vectors of queries
  * the causal mask hides (qk_skip); only for causal sequences of one block,
  * whose every tile is on the diagonal. No product reads those entries
- * there, so the results are the same bits. */
+ * there, so the results are the same bits. KEPT (a constant, KEPT_*):
+ * whether the weights P are forward's, b->p (then neither L nor qt is
+ * read), or recomputed into scratch. */
 TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, const int NV,
                              const size_t DH, const int SKIP, const int KEPT)
 {

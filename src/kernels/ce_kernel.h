@@ -47,8 +47,9 @@ TARGET static inline MASK NAME(tail)(size_t C, size_t j, int v)
  * wider rows take each exp twice. */
 #define CE_KEEP 512
 
-/* -log softmax(z)[target] of a row of C, in double as ag_cross_entropy_row
- * computes it, and softmax(z) into probs when not NULL. */
+/* -log softmax(z)[target] of a row of C, in double (to a few ulp of a
+ * double of ag_cross_entropy_row: the exp and the order of the sum are its
+ * own), and softmax(z) into probs when not NULL. */
 TARGET static double NAME(ce_row)(const float *z, size_t C, int target, float *probs)
 {
     /* the max (any NaN makes the sum NaN below, whichever max it leaves) */

@@ -80,7 +80,7 @@ TARGET static inline V NAME(erf_vec)(V z)
     return UNORD(z, z, LT(ABS(z), SET1(1.0f), small, big));
 }
 
-/* Phi(x) = (1 + erf(x / sqrt 2)) / 2 of G vectors x[0 .. G) into cdf, and
+/* Phi(x) = (1 + erf(x / sqrt 2)) / 2 of G vectors x[0 .. G) into phi, and
  * with e, e[k] = exp(-x[k]^2 / 2). Below -sqrt 2 it is erfc / 2 directly,
  * so the far left tail keeps its digits instead of being 1 + erf(z) with
  * erf(z) near -1. z^2 = x^2 / 2 is taken from x itself (halving is exact),
@@ -91,7 +91,7 @@ TARGET static inline V NAME(erf_vec)(V z)
  * together: one vector's chain of dependent steps is long, and four side
  * by side keep the FPU busy (the GPT's GELU backward ran 1.8 times as
  * fast). */
-TARGET static inline __attribute__((always_inline)) void NAME(cdf)(const V *x, V *cdf, V *e,
+TARGET static inline __attribute__((always_inline)) void NAME(cdf)(const V *x, V *phi, V *e,
                                                                    const int G)
 {
     V z[GROUP_MAX], t[GROUP_MAX], t_lo[GROUP_MAX], mid[GROUP_MAX], ex[GROUP_MAX];
@@ -106,7 +106,7 @@ TARGET static inline __attribute__((always_inline)) void NAME(cdf)(const V *x, V
     }
     if (all_mid && !e) {
         for (int k = 0; k < G; k++)
-            cdf[k] = mid[k];
+            phi[k] = mid[k];
         return;
     }
     for (int k = 0; k < G; k++) {
@@ -116,12 +116,12 @@ TARGET static inline __attribute__((always_inline)) void NAME(cdf)(const V *x, V
     }
     for (int k = 0; k < G; k++) {
         if (all_mid) {
-            cdf[k] = mid[k];
+            phi[k] = mid[k];
             continue;
         }
         V tail = NAME(erf_tail)(z[k], ex[k]);
         V big = LT(z[k], SET1(0.0f), MUL(tail, SET1(0.5f)), FNMA(SET1(0.5f), tail, SET1(1.0f)));
-        cdf[k] = LT(ABS(z[k]), SET1(1.0f), mid[k], big);
+        phi[k] = LT(ABS(z[k]), SET1(1.0f), mid[k], big);
     }
 }
 
@@ -129,20 +129,20 @@ TARGET static inline __attribute__((always_inline)) void NAME(cdf)(const V *x, V
 TARGET static inline __attribute__((always_inline)) void NAME(gelu_vecs)(const V *x, V *y,
                                                                          const int G)
 {
-    V cdf[GROUP_MAX];
-    NAME(cdf)(x, cdf, NULL, G);
+    V phi[GROUP_MAX];
+    NAME(cdf)(x, phi, NULL, G);
     for (int k = 0; k < G; k++)
-        y[k] = MUL(x[k], cdf[k]);
+        y[k] = MUL(x[k], phi[k]);
 }
 
 /* dx + dy (Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi)) of G vectors, into dx */
 TARGET static inline __attribute__((always_inline)) void NAME(grad_vecs)(const V *x, const V *dy,
                                                                          V *dx, const int G)
 {
-    V cdf[GROUP_MAX], e[GROUP_MAX];
-    NAME(cdf)(x, cdf, e, G);
+    V phi[GROUP_MAX], e[GROUP_MAX];
+    NAME(cdf)(x, phi, e, G);
     for (int k = 0; k < G; k++)
-        dx[k] = FMA(dy[k], FMA(MUL(x[k], e[k]), SET1(0.398942280401432678f), cdf[k]), dx[k]);
+        dx[k] = FMA(dy[k], FMA(MUL(x[k], e[k]), SET1(0.398942280401432678f), phi[k]), dx[k]);
 }
 
 /* y[i] = erf(x[i]) for i in [0, n): whole vectors, then the last n mod W

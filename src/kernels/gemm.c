@@ -498,7 +498,7 @@ static int b_shareable(const gemm_args *g, size_t N, size_t K)
 static void pack_shared_b(gemm_args *g, ag_real *buf, int pack)
 {
     const ag_gemm_kernel *k = g->k;
-    size_t npad = round_up(g->N, (size_t)k->nr), kc = min_size(k->kc, g->K);
+    size_t npad = round_up(g->N, (size_t)k->nr), kc = min_size(g->kc, g->K);
     ag_real *bp = buf + k->mc * k->kc;
     for (size_t pc = 0; pack && pc < g->K; pc += kc)
         pack_b(g, pc, min_size(kc, g->K - pc), 0, g->N, bp + pc * npad);
@@ -520,7 +520,7 @@ static int a_shareable(const gemm_args *g, size_t M, size_t K, size_t cols)
 static void pack_shared_a(gemm_args *g, ag_real *buf, int pack)
 {
     const ag_gemm_kernel *k = g->k;
-    size_t mpad = round_up(g->M, (size_t)k->mr), kc = min_size(k->kc, g->K);
+    size_t mpad = round_up(g->M, (size_t)k->mr), kc = min_size(g->kc, g->K);
     ag_real *ap = buf + pack_full_for(k) - g->K * mpad;
     for (size_t pc = 0; pack && pc < g->K; pc += kc)
         pack_a(g, 0, g->M, pc, min_size(kc, g->K - pc), ap + pc * mpad);
@@ -657,11 +657,12 @@ static size_t stripes_for(size_t width, size_t threads, size_t each, size_t leas
  * dW = X^T dY has K (positions) long against M N (the weight), and split
  * by rows or columns every thread packs all of X^T or of dY for itself:
  * on two threads the GPT's (128, 128) weight gradients ran 1.1 to 1.3
- * times as fast as on one. Cut in two halves of K instead, each thread
- * packs half of each operand and makes a half of the sum, the second into
- * a buffer that is then added to C. The cut depends on the shapes alone,
- * and one thread makes the same two passes over K (the first into C, the
- * second added by the micro-kernel as `combine` adds the buffer), so the
+ * times as fast as on one. A^T B with K from SPLIT_K_MIN to 2 kc is made
+ * in two passes over K instead, one a half: on two threads each packs half
+ * of each operand and makes one half of the sum, the second into a buffer
+ * then added to C. The cut depends on the shapes alone, and one thread
+ * (or three or more, in stripes) makes the same two passes into C (the
+ * micro-kernel adding the second as `combine` adds the buffer), so the
  * results are the same bits on any number of threads. */
 #define SPLIT_K_MIN ((size_t)256)
 
@@ -671,46 +672,55 @@ static size_t split_k(const gemm_args *g)
 {
     if (!g->ta || g->K < SPLIT_K_MIN || g->K > 2 * g->k->kc)
         return 0;
-    return (g->K / 2 + 7) / 8 * 8;
+    return (g->K + 1) / 2;
 }
 
 typedef struct halves_job {
     const gemm_args *g;
-    size_t ks;    /* the first half's K */
-    ag_real *t;   /* (M, N): the second half, made by the thread that took it */
-    int fallback; /* the second half found no room: it went into C */
+    ag_real *second; /* (M, N): the second half's sums, made by the thread that took it */
+    int no_room;     /* that thread's buffer had no room for them: they went into C */
 } halves_job;
 
-/* Half t of the product: the first into C, the second into the end of the
- * taking thread's buffer, past what its packing uses (or, without room,
- * after the first into C, as one thread does it). */
-static void half_task(void *ctx, size_t t)
+/* g with its K the second half's (g->kc is the first's) */
+static gemm_args second_half(const gemm_args *g)
+{
+    gemm_args h = *g;
+    h.A += g->kc * g->lda; /* A stored (K x M) */
+    h.B += g->tb ? g->kc : g->kc * g->ldb;
+    h.K -= g->kc;
+    return h;
+}
+
+/* Half `half` of the product: the first into C, the second into the end of
+ * the taking thread's packing buffer, past all that gemm_blocked packs
+ * there (or, without room, nothing: gemm_halves adds it to C after). */
+static void half_task(void *ctx, size_t half)
 {
     halves_job *h = ctx;
     gemm_args g = *h->g;
-    if (t == 0) {
-        g.K = h->ks;
+    if (half == 0) {
+        g.K = g.kc;
         gemm_blocked(&g, 0, g.M, 0, g.N);
         return;
     }
-    size_t full = pack_full_for(g.k), used = (g.k->mc + round_up(g.N, (size_t)g.k->nr)) * g.kc;
+    const ag_gemm_kernel *k = g.k;
+    size_t full = pack_full_for(k), sums = g.M * g.N;
+    size_t used = (k->mc + min_size(k->nc, round_up(g.N, (size_t)k->nr))) * g.kc;
     ag_real *buf = pack_buffer(full);
-    if (!buf || g.M * g.N > full - used) {
-        h->fallback = 1;
+    if (!buf || used > full || sums > full - used) {
+        h->no_room = 1;
         return;
     }
-    h->t = buf + full - g.M * g.N;
-    g.A += h->ks * g.lda; /* A stored (K x M) */
-    g.B += g.tb ? h->ks : h->ks * g.ldb;
-    g.K -= h->ks;
+    h->second = buf + full - sums;
+    g = second_half(&g);
     g.alpha = 1, g.beta = 0;
-    g.C = h->t, g.ldc = g.N;
+    g.C = h->second, g.ldc = g.N;
     gemm_blocked(&g, 0, g.M, 0, g.N);
 }
 
 typedef struct combine_job {
     const gemm_args *g;
-    const ag_real *t;
+    const ag_real *second;
 } combine_job;
 
 static void combine_rows(void *ctx, size_t lo, size_t hi)
@@ -718,24 +728,21 @@ static void combine_rows(void *ctx, size_t lo, size_t hi)
     const combine_job *c = ctx;
     const gemm_args *g = c->g;
     for (size_t i = lo; i < hi; i++)
-        g->k->combine(g->N, g->alpha, c->t + i * g->N, g->C + i * g->ldc);
+        g->k->combine(g->N, g->alpha, c->second + i * g->N, g->C + i * g->ldc);
 }
 
-/* g's product in two halves of K over the threads (g->kc is the half). */
+/* g's product in two halves of K on two threads (g->kc is the first's K). */
 static void gemm_halves(const gemm_args *g)
 {
-    halves_job h = {g, g->kc, NULL, 0};
+    halves_job h = {g, NULL, 0};
     ag_parallel_for(2, half_task, &h);
-    if (h.fallback) { /* the second half as one thread makes it: a pass more over C */
-        gemm_args rest = *g;
-        rest.A += h.ks * g->lda;
-        rest.B += g->tb ? h.ks : h.ks * g->ldb;
-        rest.K -= h.ks;
+    if (h.no_room) { /* the second half as one thread makes it: a pass more over C */
+        gemm_args rest = second_half(g);
         rest.beta = 1;
         gemm_blocked(&rest, 0, g->M, 0, g->N);
         return;
     }
-    combine_job c = {g, h.t};
+    combine_job c = {g, h.second};
     ag_parallel_range(g->M, 16, combine_rows, &c);
 }
 
@@ -751,15 +758,13 @@ static void gemm_run(const gemm_args *g, size_t M, size_t N, size_t K, size_t wo
         (!g->ta || K <= AG_GEMM_DIRECT_TA_K) && gemm_direct(g, work))
         return;
     size_t threads = work < AG_GEMM_PARALLEL_MIN ? 1 : (size_t)ag_parallel_threads();
-    size_t ks = split_k(g);
-    if (ks) {
-        gemm_args h = *g;
-        h.kc = ks;
-        if (threads <= 1)
-            gemm_blocked(&h, 0, M, 0, N);
-        else
-            gemm_halves(&h);
-        return;
+    gemm_args halves = *g;
+    if ((halves.kc = split_k(g)) != 0) {
+        g = &halves; /* two passes over K, whoever makes them */
+        if (threads == 2) {
+            gemm_halves(g);
+            return;
+        }
     }
     if (threads <= 1) {
         gemm_blocked(g, 0, M, 0, N);

@@ -82,13 +82,6 @@ void ag_fast_add_grad_repeated(const ag_real *dy, ag_real *db, size_t size, size
 /* out (= or, with add, +=) in * (ag_dropout_bits(key, i) >= threshold ? scale : 0) */
 void ag_fast_dropout(const ag_real *in, ag_real *out, size_t n, ag_real scale, uint64_t key,
                      uint32_t threshold, int add);
-/* ---- cross_entropy.c ---- */
-/* loss[r] = -log softmax(z_r)[target r] of every row not ignored, and the
- * rows' softmax into probs (may be NULL): ag_cross_entropy_row's math. */
-void ag_fast_cross_entropy(const ag_real *z, const int *targets, ag_real *probs, double *loss,
-                           size_t rows, size_t C);
-/* One row at vector level `level` (ag_cpu_row_level(); 0: the plain row). */
-double ag_fast_cross_entropy_row(const ag_real *z, size_t C, int target, ag_real *probs, int level);
 /* sum_i (p_i - t_i)^2 in double, in a fixed order of partial sums */
 double ag_fast_sq_diff_sum(size_t n, const ag_real *restrict p, const ag_real *restrict t);
 /* dx_i += s (p_i - t_i) */
@@ -97,6 +90,14 @@ void ag_fast_mse_grad(size_t n, ag_real *restrict dx, const ag_real *restrict p,
 /* y = x < 0 ? 0 : x;  dx += x > 0 ? dy : 0 */
 void ag_fast_relu(const ag_real *x, ag_real *y, size_t n);
 void ag_fast_relu_grad(const ag_real *x, const ag_real *dy, ag_real *dx, size_t n);
+
+/* ---- cross_entropy.c ---- */
+/* loss[r] = -log softmax(z_r)[target r] of every row not ignored, and the
+ * rows' softmax into probs (may be NULL): ag_cross_entropy_row's math. */
+void ag_fast_cross_entropy(const ag_real *z, const int *targets, ag_real *probs, double *loss,
+                           size_t rows, size_t C);
+/* One row at vector level `level` (ag_cpu_row_level(); 0: the plain row). */
+double ag_fast_cross_entropy_row(const ag_real *z, size_t C, int target, ag_real *probs, int level);
 
 /* ---- optim.c ---- */
 /* ag_adam_update of every parameter (state: m and v of parameter i at 2 i

@@ -54,6 +54,7 @@ static double attn_scratch(double B, double T, double C, double H)
     double chunk = 512 / T < 1 ? 1 : (double)(long)(512 / T);
     chunk = chunk < B ? chunk : B;
     double tpad = 64 * (double)(long)((T + 63) / 64);
+    /* (T is at most 65536 in a model, but the estimate takes any double) */
     size_t t = T <= 65536 ? (size_t)T : 65536, dh = (size_t)(C / H);
     size_t k0 = ag_attn_kept_tile(t, dh, 0), k1 = ag_attn_kept_tile(t, dh, 1);
     double tile = (double)(k0 > k1 ? k0 : k1);

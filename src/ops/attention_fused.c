@@ -14,8 +14,8 @@
  * (src/kernels/attention.c) works tile by tile with an online softmax, so
  * that no (T,T) matrix is ever made and memory grows with T, not T^2: it
  * keeps Q, K, V, O and each query's log-sum-exp L, and backward recomputes
- * the weights as exp(S - L) (but for a sequence of one tile block, whose
- * tiles forward keeps). The weights P are made only when the caller asks
+ * the weights as exp(S - L) (but for a sequence of one tile block, the
+ * GPT's, whose tiles forward keeps). The weights P are made only when the caller asks
  * for them (p_out), for showing.
  */
 #include "../kernels/kernels.h"
