@@ -252,9 +252,16 @@ test('section 3: a toy run stops, resumes, and ends on the command\'s result lin
     const untrained = await canvasData('#tk-heads canvas:first-child');
     assert.equal(await page.locator('#tk-heads canvas').count(), 2);
     await page.click('#tk-train');
-    await page.waitForFunction(() => Tasks.state().done >= 30);
-    await page.click('#tk-train'); /* stop */
+    /* Stop from inside the page, between two frames of training: a click sent
+       from here lands some frames later, and on a fast core the 600 steps can
+       all be done by then (the click would then start a new run). */
+    await page.waitForFunction(() => {
+        if (Tasks.state().done < 30) return false;
+        document.getElementById('tk-train').click(); /* stop */
+        return true;
+    });
     const stopped = await page.evaluate(() => Tasks.state());
+    assert.ok(stopped.done < stopped.total, `the run ended (${stopped.done} steps) before it could be stopped`);
     assert.equal(stopped.running, false);
     assert.equal(await text('#tk-train'), 'Resume');
     assert.notEqual(await canvasData('#tk-heads canvas:first-child'), untrained, 'the heatmap did not change');
