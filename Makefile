@@ -163,11 +163,14 @@ check-float check-double: check-deps
 # then checks once, at the end, instead of at the exit of each test's forked
 # child, which cost ~45 ms a test, most of the sanitizer run. A crash still
 # fails the run, with the sanitizer's report; CK_FORK=yes forks as usual.
-SANITIZED_FORK = $(if $(SANITIZE),CK_FORK=$${CK_FORK:-no})
+# Sanitized code runs several times slower, so the time bounds (Check's per
+# test, the tests' own on the commands they run) are five times as long.
+# Either variable set in the environment wins.
+SANITIZED_ENV = $(if $(SANITIZE),CK_FORK=$${CK_FORK:-no} CK_TIMEOUT_MULTIPLIER=$${CK_TIMEOUT_MULTIPLIER:-5})
 
 test: $(TEST_BIN) $(BIN) $(EXAMPLES)
 	@echo "== tests: REAL=$(REAL)$(if $(SANITIZE), SANITIZE=$(SANITIZE)) =="
-	AG_BIN=$(BIN) AG_EXAMPLES=$(BUILD)/examples AG_SANITIZE=$(SANITIZE) $(SANITIZED_FORK) $(TEST_BIN)
+	AG_BIN=$(BIN) AG_EXAMPLES=$(BUILD)/examples AG_SANITIZE=$(SANITIZE) $(SANITIZED_ENV) $(TEST_BIN)
 
 $(BUILD)/attograd.pc: Makefile include/attograd.h
 	@mkdir -p $(@D)
