@@ -6,7 +6,8 @@
  * head is a few rows: Q, K, V stay rows of (B,T,d) (head h is columns
  * h dh .. h dh + dh - 1), the weights P are kept, (B,H,T,T), and backward
  * uses them instead of recomputing them. The math is the reference's
- * (src/core/ref_attention.c), row by row; the projections go through
+ * (src/core/ref_attention.c), row by row, but for one division a row (the
+ * weights are the exps times 1 / sum); the projections go through
  * ag_gemm. One thread: the heads are too small to share out, so results do
  * not depend on the thread count.
  */
@@ -48,17 +49,19 @@ static void head_forward(const ag_real *restrict q, const ag_real *restrict k,
                 s[j] = AG_EXP(s[j] - max);
                 sum += s[j];
             }
+            ag_real inv = 1 / sum; /* one division a row */
             for (size_t j = 0; j < n; j++)
-                p[j] = s[j] / sum;
+                p[j] = s[j] * inv;
         }
         for (size_t j = n; j < T; j++)
             p[j] = 0;
         ag_real *oi = o + i * ld;
-        for (size_t c = 0; c < dh; c++)
-            oi[c] = 0;
-        for (size_t j = 0; j < n; j++)
-            for (size_t c = 0; c < dh; c++)
-                oi[c] += p[j] * v[j * ld + c]; /* o_i = sum_j P_ij v_j */
+        for (size_t c = 0; c < dh; c++) { /* o_i = sum_j P_ij v_j, summed in a register */
+            ag_real acc = 0;
+            for (size_t j = 0; j < n; j++)
+                acc += p[j] * v[j * ld + c];
+            oi[c] = acc;
+        }
     }
 }
 

@@ -37,24 +37,36 @@ typedef struct adam_job {
 /* Elements per chunk of the update shared out over the threads. */
 #define ADAM_GRAIN 16384
 
+/* Elements [lo, hi) of parameter p with its state m, v; 1 if one became
+ * non-finite. */
+static int adam_part(ag_tensor *p, ag_real *m, ag_real *v, size_t lo, size_t hi,
+                     const ag_adam_consts *c)
+{
+    if (p->size >= ADAM_WIDE)
+        return adam_update_wide(hi - lo, p->data + lo, p->grad + lo, m + lo, v + lo, c->b1, c->a1,
+                                c->b2, c->a2, c->step, c->rc2, c->eps, c->decay);
+    return ag_adam_update(hi - lo, p->data + lo, p->grad + lo, m + lo, v + lo, c->b1, c->a1, c->b2,
+                          c->a2, c->step, c->rc2, c->eps, c->decay);
+}
+
 static void adam_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
 {
     adam_job *j = ctx;
-    ag_tensor *p = j->params[i];
-    ag_real *m = j->state[2 * i] + lo, *v = j->state[2 * i + 1] + lo;
-    const ag_adam_consts *c = &j->c;
-    int bad;
-    if (p->size >= ADAM_WIDE)
-        bad = adam_update_wide(hi - lo, p->data + lo, p->grad + lo, m, v, c->b1, c->a1, c->b2,
-                               c->a2, c->step, c->rc2, c->eps, c->decay);
-    else
-        bad = ag_adam_update(hi - lo, p->data + lo, p->grad + lo, m, v, c->b1, c->a1, c->b2, c->a2,
-                             c->step, c->rc2, c->eps, c->decay);
+    int bad = adam_part(j->params[i], j->state[2 * i], j->state[2 * i + 1], lo, hi, &j->c);
     j->bad[chunk] |= (unsigned char)bad;
 }
 
 int ag_fast_adam(ag_tensor *const *params, size_t n, ag_real *const *state, const ag_adam_consts *c)
 {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += params[i]->size;
+    if (total <= ADAM_GRAIN) { /* one chunk (small layers): no tasks, no calls per piece */
+        int bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad |= adam_part(params[i], state[2 * i], state[2 * i + 1], 0, params[i]->size, c);
+        return !bad;
+    }
     adam_job j = {.params = params, .state = state, .c = *c};
     /* each element's update is independent: any split gives the same values */
     size_t chunks = ag_params_range(params, n, ADAM_GRAIN, adam_piece, &j);
