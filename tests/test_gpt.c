@@ -1031,6 +1031,59 @@ START_TEST(test_checkpoint_disagrees)
 }
 END_TEST
 
+/* The GPT's loss and parameter gradients, on batch (ids, targets), into
+ * grads (the parameters one after another), with the tape reusing its
+ * gradient buffers or not. Returns how many values. */
+static size_t gpt_grads(ag_gpt *g, const int *ids, const int *targets, int B, int T, int reuse,
+                        ag_real *grads, size_t max)
+{
+    ag_tensor *p[128];
+    size_t n = ag_gpt_params(g, p, NULL, 128), at = 0;
+    ag_tape *tape = ag_tape_new();
+    ag_tape_reuse_grads(tape, reuse);
+    ag_zero_grad(p, n);
+    ag_rng drop = ag_rng_new(9);
+    ag_tensor *l = ag_gpt_loss(tape, g, ids, targets, B, T, &drop, NULL);
+    ck_assert_int_eq(ag_backward(tape, l), AG_OK);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_le(at + p[i]->size, max);
+        memcpy(grads + at, p[i]->grad, p[i]->size * sizeof(ag_real));
+        at += p[i]->size;
+    }
+    grads[at++] = l->data[0];
+    ag_tape_free(tape);
+    return at;
+}
+
+/* The trainer's backward reuses its gradient buffers: the GPT's gradients
+ * (with dropout and without) are the same bits as with every buffer kept. */
+START_TEST(test_reused_grads_same_bits)
+{
+    for (int k = 0; k < 2; k++) {
+        ag_gpt_config c = small_config();
+        c.dropout = k ? 0.2 : 0;
+        ag_gpt *g = small_gpt(&c, 12);
+        scale_weights(g, 0.5, 13);
+        ag_rng rng = ag_rng_new(14);
+        int B = 3, T = c.seq, ids[3 * 6], targets[3 * 6];
+        for (int i = 0; i < B * T; i++) {
+            ids[i] = (int)ag_rng_below(&rng, (uint32_t)c.vocab);
+            targets[i] = (int)ag_rng_below(&rng, (uint32_t)c.vocab);
+        }
+        enum { MAX = 4096 };
+        ag_real *kept = malloc(2 * MAX * sizeof(ag_real)), *reused = kept + MAX;
+        ck_assert_ptr_nonnull(kept);
+        size_t n = gpt_grads(g, ids, targets, B, T, 0, kept, MAX);
+        ck_assert_uint_eq(gpt_grads(g, ids, targets, B, T, 1, reused, MAX), n);
+        ck_assert(kept[0] != 0); /* a gradient, not zeros */
+        ck_assert_msg(memcmp(kept, reused, n * sizeof(ag_real)) == 0, "dropout %g: differ",
+                      c.dropout);
+        free(kept);
+        ag_gpt_free(g);
+    }
+}
+END_TEST
+
 Suite *suite_gpt(void)
 {
     Suite *s = suite_create("gpt");
@@ -1044,6 +1097,7 @@ Suite *suite_gpt(void)
     tcase_add_test(tc, test_gradcheck_block);
     tcase_add_test(tc, test_gradcheck_gpt);
     tcase_add_test(tc, test_gradcheck_gpt_variants);
+    tcase_add_test(tc, test_reused_grads_same_bits);
     suite_add_tcase(s, tc);
     tc = tcase_create("sampling");
     tcase_set_timeout(tc, 120); /* the reference kernels take seconds here; nothing is timed */

@@ -97,6 +97,94 @@ START_TEST(test_first_write_used_twice)
 }
 END_TEST
 
+/* A graph whose op outputs are mostly one size, one of them read by three
+ * ops and by the loss (a residual stream), for ag_tape_reuse_grads: w1, w2 and x get
+ * gradients; h, u, v and r are op outputs (2 x 3). */
+static ag_tensor *build_reused(ag_tape *tape, ag_tensor *w1, ag_tensor *w2, ag_tensor *x,
+                               ag_tensor **outputs)
+{
+    ag_tensor *h = ag_matmul(tape, x, w1);
+    ag_tensor *u = ag_gelu(tape, ag_scale(tape, h, 1.5));
+    ag_tensor *r = ag_add(tape, h, ag_matmul(tape, u, w2)); /* h: read three times */
+    ag_tensor *v = ag_mul(tape, ag_add(tape, r, h), r);
+    outputs[0] = h, outputs[1] = u, outputs[2] = v, outputs[3] = r;
+    return ag_sum(tape, ag_mul(tape, ag_softmax(tape, v), h)); /* and a fourth */
+}
+
+/* The parameters' and the input's gradients after one backward (two when
+ * twice) with reuse on or off, into g (18 + 9 + 6 values). Every op
+ * output's gradient buffer is filled with NaN first: with reuse on, the
+ * ones backward wrote into a spare buffer instead still hold it, counted
+ * in *untouched. */
+static void reused_grads(int reuse, int twice, ag_real *g, int *untouched)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tape_reuse_grads(tape, reuse);
+    ag_rng rng = ag_rng_new(77);
+    ag_tensor *w1 = test_param(&rng, 2, (int[]){3, 3}), *w2 = test_param(&rng, 2, (int[]){3, 3});
+    ag_tensor *x = ag_requires_grad(tape, ag_tensor_new(tape, 2, (int[]){2, 3}));
+    ag_fill_normal(x, &rng, 0, 1);
+    ag_tensor *out[4];
+    ag_tensor *loss = build_reused(tape, w1, w2, x, out);
+    for (int k = 0; k < 4; k++)
+        for (size_t i = 0; i < out[k]->size; i++)
+            out[k]->grad[i] = (ag_real)NAN;
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    if (twice)
+        ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    ck_assert(loss->grad[0] == 1); /* the loss's own stays */
+    memcpy(g, w1->grad, 9 * sizeof(ag_real));
+    memcpy(g + 9, w2->grad, 9 * sizeof(ag_real));
+    memcpy(g + 18, x->grad, 6 * sizeof(ag_real));
+    *untouched = 0;
+    for (int k = 0; k < 4; k++)
+        *untouched += isnan(out[k]->grad[0]);
+    ag_param_free(w1);
+    ag_param_free(w2);
+    ag_tape_free(tape);
+}
+
+START_TEST(test_reuse_grads_same_bits)
+{
+    ag_real kept[24], reused[24];
+    int untouched;
+    for (int twice = 0; twice < 2; twice++) {
+        reused_grads(0, twice, kept, &untouched);
+        ck_assert_int_eq(untouched, 0); /* without reuse backward writes each one */
+        reused_grads(1, twice, reused, &untouched);
+        ck_assert_int_gt(untouched, 0); /* with it some went into others' buffers... */
+        ck_assert_int_lt(untouched, 4);
+        for (int i = 0; i < 24; i++) /* ...and the gradients that stay are the same bits */
+            ck_assert_msg(memcmp(&kept[i], &reused[i], sizeof(ag_real)) == 0,
+                          "twice %d: gradient %d: %.17g kept, %.17g reused", twice, i,
+                          (double)kept[i], (double)reused[i]);
+    }
+}
+END_TEST
+
+/* Anomaly detection reads every gradient, so it keeps them all. */
+START_TEST(test_reuse_grads_off_under_anomaly_detection)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tape_reuse_grads(tape, 1);
+    ag_tape_detect_anomaly(tape, 1);
+    ag_rng rng = ag_rng_new(78);
+    ag_tensor *w1 = test_param(&rng, 2, (int[]){3, 3}), *w2 = test_param(&rng, 2, (int[]){3, 3});
+    ag_tensor *x = ag_tensor_new(tape, 2, (int[]){2, 3}), *out[4];
+    ag_fill_normal(x, &rng, 0, 1);
+    ag_tensor *loss = build_reused(tape, w1, w2, x, out);
+    for (int k = 0; k < 4; k++)
+        for (size_t i = 0; i < out[k]->size; i++)
+            out[k]->grad[i] = (ag_real)NAN;
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    for (int k = 0; k < 4; k++)
+        ck_assert(!isnan(out[k]->grad[0]));
+    ag_param_free(w1);
+    ag_param_free(w2);
+    ag_tape_free(tape);
+}
+END_TEST
+
 START_TEST(test_grad_accumulates)
 {
     /* L = sum(x w) with x = [1 2]: dL/dw = [1 2] per backward */
@@ -376,6 +464,8 @@ Suite *suite_tape(void)
     tcase_add_test(tc, test_tensor_used_twice);
     tcase_add_test(tc, test_first_write_used_twice);
     tcase_add_test(tc, test_grad_accumulates);
+    tcase_add_test(tc, test_reuse_grads_same_bits);
+    tcase_add_test(tc, test_reuse_grads_off_under_anomaly_detection);
     tcase_add_test(tc, test_no_grad_stays_null);
     tcase_add_test(tc, test_requires_grad);
     suite_add_tcase(s, tc);

@@ -33,14 +33,18 @@ static ag_status check_loss(ag_tape *tape, const ag_tensor *loss)
  * its first write rather than cleared first (ag_grad_first). On the first
  * backward after a reset they are that way from when they were made; a
  * second backward marks them again, so that parameters and inputs (which
- * accumulate until ag_zero_grad) get one more gradient, not stale ones. */
+ * accumulate until ag_zero_grad) get one more gradient, not stale ones,
+ * each in its own buffer again (the last backward may have reused them). */
 static void start_gradients(ag_tape *tape)
 {
     if (tape->backward_ran)
         for (size_t k = 0; k < tape->n_entries; k++) {
             ag_entry *e = &tape->entries[k];
-            if (e->op != &ag_op_leaf && e->out->grad)
-                ((ag_node *)e->out)->grad_unset = 1; /* an op output is a node */
+            if (e->op != &ag_op_leaf && e->out->grad) {
+                ag_node *n = (ag_node *)e->out; /* an op output is a node */
+                n->grad_unset = 1;
+                e->out->grad = n->own_grad;
+            }
         }
     tape->backward_ran = 1;
 }
@@ -89,6 +93,7 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     ag_status st = check_loss(tape, loss);
     if (st != AG_OK)
         return st;
+    int reuse = ag_reuse_start(tape);
     start_gradients(tape);
     ag_grad_settle(tape, loss);
     loss->grad[0] += 1; /* dL/dL = 1 (a leaf loss accumulates like any leaf) */
@@ -104,8 +109,12 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
             continue; /* no gradient flows through it */
         if (ag_interrupted())
             return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
+        if (reuse)
+            ag_reuse_take(tape, e);
         settle_unwritten(tape, e);
         backward_entry(tape, e);
+        if (reuse)
+            ag_reuse_give(tape, e, loss);
     }
     if (tape->detect_anomaly)
         return ag_tape_find_anomaly(tape);

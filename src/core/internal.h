@@ -62,6 +62,12 @@ struct ag_entry {
     void *saved;                  /* op-specific data in the arena, or NULL */
 };
 
+/* A gradient buffer backward is done with (backward.c): size elements. */
+typedef struct ag_spare {
+    ag_real *buf;
+    size_t size;
+} ag_spare;
+
 /* One block of the arena. */
 typedef struct ag_block {
     struct ag_block *next;
@@ -88,14 +94,18 @@ struct ag_tape {
     ag_bug bug;         /* AG_BUG_NONE but on ag_gradcheck's tape (opts.bug) */
     const char *bug_op; /* AG_BUG_SCALE: the op whose backward is made wrong */
     int detect_anomaly; /* check every op's output for NaN/Inf */
+    int reuse_grads;    /* backward hands done-with gradient buffers on (backward.c) */
+    ag_spare *spare;    /* (cap_spare) those buffers, free to take again */
+    size_t n_spare, cap_spare;
 };
 
 /* A tensor the tape made (ag_tensor_make: op outputs, ag_tensor_new,
  * ag_tensor_from): the public struct, then what only the tape keeps about
  * it. Nodes live in the tape's arena; parameters are not nodes. */
 typedef struct ag_node {
-    ag_tensor t;    /* first: a node's address is its tensor's */
-    int grad_unset; /* t.grad not written yet in this backward, so it means 0 */
+    ag_tensor t;       /* first: a node's address is its tensor's */
+    int grad_unset;    /* t.grad not written yet in this backward, so it means 0 */
+    ag_real *own_grad; /* the buffer made with it: t.grad but while backward reuses buffers */
 } ag_node;
 
 /* Whether p points into one of a's blocks. Inline, as the mark's functions
@@ -190,6 +200,15 @@ static inline void ag_grad_settle(ag_tape *tape, ag_tensor *t)
     if (t->grad && ag_grad_first(tape, t))
         memset(t->grad, 0, t->size * sizeof(ag_real));
 }
+
+/* ---- reusing gradient buffers (grad_reuse.c) ----
+ * When ag_tape_reuse_grads is on, backward asks ag_reuse_start whether to
+ * reuse this time, then around each entry: ag_reuse_take before it runs
+ * (its unset input gradients take spare buffers), ag_reuse_give after
+ * (its output's gradient becomes a spare). */
+int ag_reuse_start(ag_tape *tape);
+void ag_reuse_take(ag_tape *tape, const ag_entry *e);
+void ag_reuse_give(ag_tape *tape, const ag_entry *e, const ag_tensor *loss);
 
 /* ---- making op outputs ---- */
 /* A tape tensor of the given shape; zeroed data when zero_data. Gets a

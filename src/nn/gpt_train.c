@@ -140,6 +140,7 @@ ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text, const ag_gpt_
         return NULL;
     }
     t->y = t->x + cells;
+    ag_tape_reuse_grads(t->tape, 1); /* only the parameters' gradients are read */
     return t;
 }
 
@@ -173,6 +174,18 @@ const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t)
     return t ? &t->cfg : NULL;
 }
 
+/* Which op made the step's loss or gradients NaN or Inf (the tape's
+ * error), or AG_OK if none. Backward reused the intermediate gradients'
+ * buffers, so it runs again keeping them, for the search to read. (The
+ * parameters' gradients get a second share: the step is not taken.) */
+static ag_status find_anomaly(ag_tape *tape, ag_tensor *loss)
+{
+    ag_tape_reuse_grads(tape, 0);
+    ag_status st = ag_backward(tape, loss);
+    ag_tape_reuse_grads(tape, 1);
+    return st != AG_OK ? st : ag_tape_find_anomaly(tape);
+}
+
 ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen)
 {
     if (!t) {
@@ -200,7 +213,7 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
     /* measures the gradients' norm, and clips them when clip > 0 */
     double norm = st == AG_OK ? ag_clip_grad_norm(g->params, g->n_params, t->cfg.clip) : 0;
     if (st == AG_OK && (!isfinite(l->data[0]) || !isfinite(norm))) {
-        st = ag_tape_find_anomaly(t->tape);
+        st = find_anomaly(t->tape, l);
         if (st == AG_OK)
             st = ag_tape_fail(t->tape, AG_ERR_NUMERIC, "the gradient norm is %g", norm);
     }
