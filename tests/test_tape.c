@@ -111,11 +111,12 @@ static ag_tensor *build_reused(ag_tape *tape, ag_tensor *w1, ag_tensor *w2, ag_t
     return ag_sum(tape, ag_mul(tape, ag_softmax(tape, v), h)); /* and a fourth */
 }
 
-/* The parameters' and the input's gradients after one backward (two when
- * twice) with reuse on or off, into g (18 + 9 + 6 values). Every op
+/* The parameters' and the input's gradients after one backward with reuse
+ * on or off (then, when twice, a second one with it off, of another loss
+ * made from r, u and v), into g (9 + 9 + 6 values). Every op
  * output's gradient buffer is filled with NaN first: with reuse on, the
- * ones backward wrote into a spare buffer instead still hold it, counted
- * in *untouched. */
+ * ones the first backward wrote into a spare buffer instead still hold it,
+ * counted in *untouched. */
 static void reused_grads(int reuse, int twice, ag_real *g, int *untouched)
 {
     ag_tape *tape = ag_tape_new();
@@ -126,19 +127,25 @@ static void reused_grads(int reuse, int twice, ag_real *g, int *untouched)
     ag_fill_normal(x, &rng, 0, 1);
     ag_tensor *out[4];
     ag_tensor *loss = build_reused(tape, w1, w2, x, out);
-    for (int k = 0; k < 4; k++)
+    ag_real *own[4];
+    for (int k = 0; k < 4; k++) {
+        own[k] = out[k]->grad;
         for (size_t i = 0; i < out[k]->size; i++)
-            out[k]->grad[i] = (ag_real)NAN;
+            own[k][i] = (ag_real)NAN;
+    }
     ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
-    if (twice)
-        ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    *untouched = 0;
+    for (int k = 0; k < 4; k++)
+        *untouched += isnan(own[k][0]);
     ck_assert(loss->grad[0] == 1); /* the loss's own stays */
+    if (twice) { /* another loss on the same tape: each gradient in its own buffer again */
+        ag_tape_reuse_grads(tape, 0);
+        ag_tensor *other = ag_sum(tape, ag_mul(tape, ag_mul(tape, out[3], out[1]), out[2]));
+        ck_assert_int_eq(ag_backward(tape, other), AG_OK);
+    }
     memcpy(g, w1->grad, 9 * sizeof(ag_real));
     memcpy(g + 9, w2->grad, 9 * sizeof(ag_real));
     memcpy(g + 18, x->grad, 6 * sizeof(ag_real));
-    *untouched = 0;
-    for (int k = 0; k < 4; k++)
-        *untouched += isnan(out[k]->grad[0]);
     ag_param_free(w1);
     ag_param_free(w2);
     ag_tape_free(tape);

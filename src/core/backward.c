@@ -37,15 +37,15 @@ static ag_status check_loss(ag_tape *tape, const ag_tensor *loss)
  * each in its own buffer again (the last backward may have reused them). */
 static void start_gradients(ag_tape *tape)
 {
-    if (tape->backward_ran)
+    if (tape->backward_ran) {
+        ag_reuse_undo(tape);
         for (size_t k = 0; k < tape->n_entries; k++) {
             ag_entry *e = &tape->entries[k];
-            if (e->op != &ag_op_leaf && e->out->grad) {
-                ag_node *n = (ag_node *)e->out; /* an op output is a node */
-                n->grad_unset = 1;
-                e->out->grad = n->own_grad;
-            }
+            if (e->op != &ag_op_leaf && e->out->grad)
+                ((ag_node *)e->out)->grad_unset = 1; /* an op output is a node */
         }
+    }
+    tape->n_own = 0;
     tape->backward_ran = 1;
 }
 
@@ -86,6 +86,33 @@ static void backward_entry(ag_tape *tape, const ag_entry *e)
         e->op->backward(tape, e);
 }
 
+/* Entry e's backward with the first-write bookkeeping before it: one step
+ * of the walk below (and of grad_reuse.c's). */
+void ag_backward_step(ag_tape *tape, const ag_entry *e)
+{
+    settle_unwritten(tape, e);
+    backward_entry(tape, e);
+}
+
+/*
+ * The chain rule, entry by entry from the last: when entry e is reached,
+ * every entry that used its output has run (they were recorded after it),
+ * so dL/dout is complete, and e adds dL/din = dL/dout dout/din into each
+ * input's gradient. A tensor used twice simply gets two shares.
+ */
+static ag_status walk(ag_tape *tape)
+{
+    for (size_t k = tape->n_entries; k-- > 0;) {
+        const ag_entry *e = &tape->entries[k];
+        if (!e->out->grad || !e->op->backward)
+            continue; /* no gradient flows through it */
+        if (ag_interrupted())
+            return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
+        ag_backward_step(tape, e);
+    }
+    return AG_OK;
+}
+
 ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
 {
     if (!tape)
@@ -93,29 +120,13 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     ag_status st = check_loss(tape, loss);
     if (st != AG_OK)
         return st;
-    int reuse = ag_reuse_start(tape);
     start_gradients(tape);
     ag_grad_settle(tape, loss);
     loss->grad[0] += 1; /* dL/dL = 1 (a leaf loss accumulates like any leaf) */
-    /*
-     * The chain rule, entry by entry from the last: when entry e is reached,
-     * every entry that used its output has run (they were recorded after
-     * it), so dL/dout is complete, and e adds dL/din = dL/dout dout/din into
-     * each input's gradient. A tensor used twice simply gets two shares.
-     */
-    for (size_t k = tape->n_entries; k-- > 0;) {
-        const ag_entry *e = &tape->entries[k];
-        if (!e->out->grad || !e->op->backward)
-            continue; /* no gradient flows through it */
-        if (ag_interrupted())
-            return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
-        if (reuse)
-            ag_reuse_take(tape, e);
-        settle_unwritten(tape, e);
-        backward_entry(tape, e);
-        if (reuse)
-            ag_reuse_give(tape, e, loss);
-    }
+    /* the same walk, handing on gradient buffers, when the tape asks (grad_reuse.c) */
+    st = tape->reuse_grads && ag_reuse_start(tape) ? ag_reuse_walk(tape, loss) : walk(tape);
+    if (st != AG_OK)
+        return st;
     if (tape->detect_anomaly)
         return ag_tape_find_anomaly(tape);
     return tape->status;

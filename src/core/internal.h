@@ -94,8 +94,10 @@ struct ag_tape {
     ag_bug bug;         /* AG_BUG_NONE but on ag_gradcheck's tape (opts.bug) */
     const char *bug_op; /* AG_BUG_SCALE: the op whose backward is made wrong */
     int detect_anomaly; /* check every op's output for NaN/Inf */
-    int reuse_grads;    /* backward hands done-with gradient buffers on (backward.c) */
+    int reuse_grads;    /* backward hands done-with gradient buffers on (grad_reuse.c) */
     ag_spare *spare;    /* (cap_spare) those buffers, free to take again */
+    ag_real **own;      /* (cap_spare) entry k's output's own gradient buffer... */
+    size_t n_own;       /* ...for the first n_own entries, when a backward reused them */
     size_t n_spare, cap_spare;
 };
 
@@ -103,9 +105,8 @@ struct ag_tape {
  * ag_tensor_from): the public struct, then what only the tape keeps about
  * it. Nodes live in the tape's arena; parameters are not nodes. */
 typedef struct ag_node {
-    ag_tensor t;       /* first: a node's address is its tensor's */
-    int grad_unset;    /* t.grad not written yet in this backward, so it means 0 */
-    ag_real *own_grad; /* the buffer made with it: t.grad but while backward reuses buffers */
+    ag_tensor t;    /* first: a node's address is its tensor's */
+    int grad_unset; /* t.grad not written yet in this backward, so it means 0 */
 } ag_node;
 
 /* Whether p points into one of a's blocks. Inline, as the mark's functions
@@ -202,13 +203,15 @@ static inline void ag_grad_settle(ag_tape *tape, ag_tensor *t)
 }
 
 /* ---- reusing gradient buffers (grad_reuse.c) ----
- * When ag_tape_reuse_grads is on, backward asks ag_reuse_start whether to
- * reuse this time, then around each entry: ag_reuse_take before it runs
- * (its unset input gradients take spare buffers), ag_reuse_give after
- * (its output's gradient becomes a spare). */
+ * When ag_tape_reuse_grads is on and ag_reuse_start says yes, ag_backward
+ * walks the entries with ag_reuse_walk: before each step (ag_backward_step,
+ * backward.c) its unset input gradients take spare buffers, after it its
+ * output's gradient becomes one. A later backward on the same tape first
+ * gives every op output its own buffer back: ag_reuse_undo. */
 int ag_reuse_start(ag_tape *tape);
-void ag_reuse_take(ag_tape *tape, const ag_entry *e);
-void ag_reuse_give(ag_tape *tape, const ag_entry *e, const ag_tensor *loss);
+ag_status ag_reuse_walk(ag_tape *tape, const ag_tensor *loss);
+void ag_reuse_undo(ag_tape *tape);
+void ag_backward_step(ag_tape *tape, const ag_entry *e);
 
 /* ---- making op outputs ---- */
 /* A tape tensor of the given shape; zeroed data when zero_data. Gets a

@@ -24,6 +24,7 @@ void ag_tape_free(ag_tape *tape)
     ag_arena_free(&tape->arena);
     free(tape->entries);
     free(tape->spare);
+    free(tape->own);
     free(tape);
 }
 
@@ -159,9 +160,6 @@ ag_tensor *ag_requires_grad(ag_tape *tape, ag_tensor *t)
         if (!t->grad)
             return NULL;
         memset(t->grad, 0, t->size * sizeof(ag_real));
-        ag_node *n = ag_tape_node(tape, t);
-        if (n)
-            n->own_grad = t->grad;
     }
     return t;
 }

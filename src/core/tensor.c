@@ -123,7 +123,7 @@ ag_tensor *ag_tensor_make(ag_tape *tape, int ndim, const int *shape, int zero_da
     ag_tensor *t = &n->t;
     set_shape(t, ndim, shape, size);
     t->data = data;
-    t->grad = n->own_grad = grad;
+    t->grad = grad;
     n->grad_unset = grad != NULL; /* zeroed, or written, in backward */
     if (zero_data)
         memset(data, 0, size * sizeof(ag_real));
