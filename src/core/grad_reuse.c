@@ -52,7 +52,8 @@ int ag_reuse_start(ag_tape *tape)
 void ag_reuse_undo(ag_tape *tape)
 {
     for (size_t k = 0; k < tape->n_own; k++)
-        tape->entries[k].out->grad = tape->own[k];
+        if (tape->own[k]) /* (a gradient made since by ag_requires_grad stays) */
+            tape->entries[k].out->grad = tape->own[k];
     tape->n_own = 0;
 }
 
