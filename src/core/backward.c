@@ -87,8 +87,8 @@ static void backward_entry(ag_tape *tape, const ag_entry *e)
 }
 
 /* Entry e's backward with the first-write bookkeeping before it: one step
- * of the walk below (and of grad_reuse.c's). */
-void ag_backward_step(ag_tape *tape, const ag_entry *e)
+ * of the walk below (and of grad_reuse.c's, which is handed it). */
+static void backward_step(ag_tape *tape, const ag_entry *e)
 {
     settle_unwritten(tape, e);
     backward_entry(tape, e);
@@ -108,7 +108,7 @@ static ag_status walk(ag_tape *tape)
             continue; /* no gradient flows through it */
         if (ag_interrupted())
             return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
-        ag_backward_step(tape, e);
+        backward_step(tape, e);
     }
     return AG_OK;
 }
@@ -124,7 +124,8 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     ag_grad_settle(tape, loss);
     loss->grad[0] += 1; /* dL/dL = 1 (a leaf loss accumulates like any leaf) */
     /* the same walk, handing on gradient buffers, when the tape asks (grad_reuse.c) */
-    st = tape->reuse_grads && ag_reuse_start(tape) ? ag_reuse_walk(tape, loss) : walk(tape);
+    st = tape->reuse_grads && ag_reuse_start(tape) ? ag_reuse_walk(tape, loss, backward_step)
+                                                   : walk(tape);
     if (st != AG_OK)
         return st;
     if (tape->detect_anomaly)

@@ -89,7 +89,7 @@ static void give(ag_tape *tape, const ag_entry *e, const ag_tensor *loss)
 }
 
 /* backward.c's walk, taking and giving around each step */
-ag_status ag_reuse_walk(ag_tape *tape, const ag_tensor *loss)
+ag_status ag_reuse_walk(ag_tape *tape, const ag_tensor *loss, ag_backward_step_fn step)
 {
     for (size_t k = tape->n_entries; k-- > 0;) {
         const ag_entry *e = &tape->entries[k];
@@ -98,7 +98,7 @@ ag_status ag_reuse_walk(ag_tape *tape, const ag_tensor *loss)
         if (ag_interrupted())
             return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
         take(tape, e);
-        ag_backward_step(tape, e);
+        step(tape, e);
         give(tape, e, loss);
     }
     return AG_OK;

@@ -204,14 +204,15 @@ static inline void ag_grad_settle(ag_tape *tape, ag_tensor *t)
 
 /* ---- reusing gradient buffers (grad_reuse.c) ----
  * When ag_tape_reuse_grads is on and ag_reuse_start says yes, ag_backward
- * walks the entries with ag_reuse_walk: before each step (ag_backward_step,
- * backward.c) its unset input gradients take spare buffers, after it its
- * output's gradient becomes one. A later backward on the same tape first
- * gives every op output its own buffer back: ag_reuse_undo. */
+ * walks the entries with ag_reuse_walk, which runs backward.c's step (an
+ * entry's backward) on each: before it, the entry's unset input gradients
+ * take spare buffers; after it, its output's gradient becomes one. A later
+ * backward on the same tape first gives every op output its own buffer
+ * back: ag_reuse_undo. */
+typedef void (*ag_backward_step_fn)(ag_tape *tape, const ag_entry *e);
 int ag_reuse_start(ag_tape *tape);
-ag_status ag_reuse_walk(ag_tape *tape, const ag_tensor *loss);
+ag_status ag_reuse_walk(ag_tape *tape, const ag_tensor *loss, ag_backward_step_fn step);
 void ag_reuse_undo(ag_tape *tape);
-void ag_backward_step(ag_tape *tape, const ag_entry *e);
 
 /* ---- making op outputs ---- */
 /* A tape tensor of the given shape; zeroed data when zero_data. Gets a
