@@ -251,9 +251,11 @@ void ag_tape_detect_anomaly(ag_tape *tape, int on);
  * writes into memory still in cache instead of fresh buffers: a GPT step
  * runs a few percent faster. The parameters' and inputs' gradients are the
  * same bits, and the loss's stays 1; the op outputs' gradients are not
- * kept (their grad buffers hold leftovers: do not read them). The GPT
- * trainer turns it on. Off by default; while anomaly detection is on
- * (it reads every gradient), backward keeps them all. */
+ * kept (their grad buffers hold leftovers: do not read them), so
+ * ag_tape_find_anomaly finds nothing among them: to search, run backward
+ * again with reuse off first. The GPT trainer turns it on. Off by default;
+ * while anomaly detection is on (it reads every gradient), backward keeps
+ * them all. */
 void ag_tape_reuse_grads(ag_tape *tape, int on);
 /* After the fact: scan the step's values in forward order, then its
  * gradients in backward order; the first NaN or Inf is recorded as the

@@ -45,7 +45,6 @@ static void start_gradients(ag_tape *tape)
                 ((ag_node *)e->out)->grad_unset = 1; /* an op output is a node */
         }
     }
-    tape->n_own = 0;
     tape->backward_ran = 1;
 }
 
@@ -86,21 +85,15 @@ static void backward_entry(ag_tape *tape, const ag_entry *e)
         e->op->backward(tape, e);
 }
 
-/* Entry e's backward with the first-write bookkeeping before it: one step
- * of the walk below (and of grad_reuse.c's, which is handed it). */
-static void backward_step(ag_tape *tape, const ag_entry *e)
-{
-    settle_unwritten(tape, e);
-    backward_entry(tape, e);
-}
-
 /*
  * The chain rule, entry by entry from the last: when entry e is reached,
  * every entry that used its output has run (they were recorded after it),
  * so dL/dout is complete, and e adds dL/din = dL/dout dout/din into each
- * input's gradient. A tensor used twice simply gets two shares.
+ * input's gradient. A tensor used twice simply gets two shares. With reuse
+ * (a constant: the walk is compiled once without it), gradient buffers are
+ * handed on around each entry (grad_reuse.c).
  */
-static ag_status walk(ag_tape *tape)
+static inline ag_status walk(ag_tape *tape, const ag_tensor *loss, const int reuse)
 {
     for (size_t k = tape->n_entries; k-- > 0;) {
         const ag_entry *e = &tape->entries[k];
@@ -108,7 +101,12 @@ static ag_status walk(ag_tape *tape)
             continue; /* no gradient flows through it */
         if (ag_interrupted())
             return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
-        backward_step(tape, e);
+        if (reuse)
+            ag_reuse_take(tape, e);
+        settle_unwritten(tape, e);
+        backward_entry(tape, e);
+        if (reuse)
+            ag_reuse_give(tape, e, loss);
     }
     return AG_OK;
 }
@@ -123,9 +121,7 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss)
     start_gradients(tape);
     ag_grad_settle(tape, loss);
     loss->grad[0] += 1; /* dL/dL = 1 (a leaf loss accumulates like any leaf) */
-    /* the same walk, handing on gradient buffers, when the tape asks (grad_reuse.c) */
-    st = tape->reuse_grads && ag_reuse_start(tape) ? ag_reuse_walk(tape, loss, backward_step)
-                                                   : walk(tape);
+    st = tape->reuse_grads && ag_reuse_start(tape) ? walk(tape, loss, 1) : walk(tape, loss, 0);
     if (st != AG_OK)
         return st;
     if (tape->detect_anomaly)

@@ -1,7 +1,7 @@
 /*
  * grad_reuse.c - backward handing on gradient buffers it is done with
  * (ag_tape_reuse_grads): a speed-up beside the chain rule, not part of it;
- * ag_backward walks the tape with ag_reuse_walk instead of its own loop.
+ * backward.c's walk calls ag_reuse_take and ag_reuse_give around each entry.
  *
  * Every op output's gradient has a buffer of its own, made in forward, and
  * a GPT step's are tens of megabytes: more than the caches, so each one
@@ -33,12 +33,12 @@ static int reuse_room(ag_tape *tape, size_t n)
     return 1;
 }
 
-/* Whether this backward reuses buffers: asked for, and nothing reads the
- * intermediate gradients afterwards (anomaly detection does). Notes each
- * entry's own buffer, for ag_reuse_undo. */
+/* Whether this backward, asked to reuse buffers, does: when nothing reads
+ * the intermediate gradients afterwards (anomaly detection does). Notes
+ * each entry's own buffer, for ag_reuse_undo. */
 int ag_reuse_start(ag_tape *tape)
 {
-    if (!tape->reuse_grads || tape->detect_anomaly || tape->bug != AG_BUG_NONE)
+    if (tape->detect_anomaly)
         return 0;
     if (!reuse_room(tape, tape->n_entries))
         return 0; /* out of memory: keep every buffer, as without reuse */
@@ -60,12 +60,12 @@ void ag_reuse_undo(ag_tape *tape)
 /* Before entry e's backward: each input gradient it may write first (an
  * op output's, still unset: nothing in it yet) takes the spare buffer of
  * its size handed on last, if there is one. */
-static void take(ag_tape *tape, const ag_entry *e)
+void ag_reuse_take(ag_tape *tape, const ag_entry *e)
 {
     for (int i = 0; i < e->n_in; i++) {
         ag_tensor *t = e->in[i];
-        if (!ag_grad_is_unset(tape, t) || (i > 0 && t == e->in[i - 1]))
-            continue; /* written already, not an op output's, or just given one */
+        if (!ag_grad_is_unset(tape, t))
+            continue; /* written already, or not an op output's */
         for (size_t k = tape->n_spare; k-- > 0;)
             if (tape->spare[k].size == t->size) {
                 t->grad = tape->spare[k].buf;
@@ -80,28 +80,12 @@ static void take(ag_tape *tape, const ag_entry *e)
 /* After entry e's backward: its output's gradient is done with, and reads
  * as unset (zero) from now on. (The loss's stays: dL/dL = 1 is the
  * caller's to read.) */
-static void give(ag_tape *tape, const ag_entry *e, const ag_tensor *loss)
+void ag_reuse_give(ag_tape *tape, const ag_entry *e, const ag_tensor *loss)
 {
-    if (e->out == loss || e->op == &ag_op_leaf)
+    if (e->out == loss)
         return;
     tape->spare[tape->n_spare++] = (ag_spare){e->out->grad, e->out->size};
     ((ag_node *)e->out)->grad_unset = 1; /* an op output is a node */
-}
-
-/* backward.c's walk, taking and giving around each step */
-ag_status ag_reuse_walk(ag_tape *tape, const ag_tensor *loss, ag_backward_step_fn step)
-{
-    for (size_t k = tape->n_entries; k-- > 0;) {
-        const ag_entry *e = &tape->entries[k];
-        if (!e->out->grad || !e->op->backward)
-            continue;
-        if (ag_interrupted())
-            return ag_tape_fail(tape, AG_ERR_STOPPED, "backward: stopped (interrupted)");
-        take(tape, e);
-        step(tape, e);
-        give(tape, e, loss);
-    }
-    return AG_OK;
 }
 
 void ag_tape_reuse_grads(ag_tape *tape, int on)

@@ -62,7 +62,7 @@ struct ag_entry {
     void *saved;                  /* op-specific data in the arena, or NULL */
 };
 
-/* A gradient buffer backward is done with (backward.c): size elements. */
+/* A gradient buffer backward is done with (grad_reuse.c): size elements. */
 typedef struct ag_spare {
     ag_real *buf;
     size_t size;
@@ -203,15 +203,14 @@ static inline void ag_grad_settle(ag_tape *tape, ag_tensor *t)
 }
 
 /* ---- reusing gradient buffers (grad_reuse.c) ----
- * When ag_tape_reuse_grads is on and ag_reuse_start says yes, ag_backward
- * walks the entries with ag_reuse_walk, which runs backward.c's step (an
- * entry's backward) on each: before it, the entry's unset input gradients
- * take spare buffers; after it, its output's gradient becomes one. A later
- * backward on the same tape first gives every op output its own buffer
- * back: ag_reuse_undo. */
-typedef void (*ag_backward_step_fn)(ag_tape *tape, const ag_entry *e);
+ * When ag_tape_reuse_grads is on and ag_reuse_start says yes, backward's
+ * walk calls ag_reuse_take before each entry (its unset input gradients
+ * take spare buffers) and ag_reuse_give after it (its output's gradient
+ * becomes one). A later backward on the same tape first gives every op
+ * output its own buffer back: ag_reuse_undo. */
 int ag_reuse_start(ag_tape *tape);
-ag_status ag_reuse_walk(ag_tape *tape, const ag_tensor *loss, ag_backward_step_fn step);
+void ag_reuse_take(ag_tape *tape, const ag_entry *e);
+void ag_reuse_give(ag_tape *tape, const ag_entry *e, const ag_tensor *loss);
 void ag_reuse_undo(ag_tape *tape);
 
 /* ---- making op outputs ---- */

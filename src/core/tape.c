@@ -34,6 +34,7 @@ void ag_tape_reset(ag_tape *tape)
         return;
     ag_arena_rewind(&tape->arena);
     tape->backward_ran = 0;
+    tape->n_own = 0; /* the buffers a reusing backward noted were in the arena */
     tape->n_entries = 0;
     tape->status = AG_OK;
     tape->error[0] = '\0';
