@@ -1084,6 +1084,108 @@ START_TEST(test_reused_grads_same_bits)
 }
 END_TEST
 
+/* The parameters' values and gradients, one after another, into out. */
+static size_t params_of(ag_gpt *g, int grads, ag_real *out, size_t max)
+{
+    ag_tensor *p[128];
+    size_t n = ag_gpt_params(g, p, NULL, 128), at = 0;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_le(at + p[i]->size, max);
+        memcpy(out + at, grads ? p[i]->grad : p[i]->data, p[i]->size * sizeof(ag_real));
+        at += p[i]->size;
+    }
+    return at;
+}
+
+/* The parameters' values from src, as params_of wrote them. */
+static void params_set(ag_gpt *g, const ag_real *src)
+{
+    ag_tensor *p[128];
+    size_t n = ag_gpt_params(g, p, NULL, 128), at = 0;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(p[i]->data, src + at, p[i]->size * sizeof(ag_real));
+        at += p[i]->size;
+    }
+}
+
+/* The trainer runs its batch in two halves (the second through the model's
+ * twin): its gradient is the whole batch's, at the weights of that step
+ * (the twin follows the updates), for halves equal or not. */
+START_TEST(test_trainer_halves_make_the_batch)
+{
+    enum { MAX = 4096 };
+    ag_real *w = malloc(3 * MAX * sizeof(ag_real)), *got = w + MAX, *want = w + 2 * MAX;
+    ck_assert_ptr_nonnull(w);
+    ag_text *text = letters(2000, 7);
+    for (int B = 1; B <= 4; B++) {
+        ag_gpt_config cfg = small_config();
+        ag_gpt *g = small_gpt(&cfg, 81);
+        scale_weights(g, 0.5, 82);
+        ag_gpt_train_config tc = ag_gpt_train_defaults();
+        tc.batch = B, tc.clip = 0, tc.lr = 1e-2, tc.seed = 83;
+        char err[256];
+        ag_gpt_trainer *t = ag_gpt_trainer_new(g, text, &tc, err, sizeof(err));
+        ck_assert_msg(t != NULL, "%s", err);
+        for (int step = 0; step < 3; step++) {
+            size_t n = params_of(g, 0, w, MAX);
+            steps(t, 1);
+            params_of(g, 1, got, MAX);
+            ag_real *now = malloc(n * sizeof(ag_real));
+            ck_assert_ptr_nonnull(now);
+            params_of(g, 0, now, MAX);
+            params_set(g, w); /* the step's weights back, for the whole batch's gradient */
+            ck_assert_uint_eq(gpt_grads(g, t->x, t->y, B, cfg.seq, 0, want, MAX), n + 1);
+            double top = 0;
+            for (size_t i = 0; i < n; i++)
+                top = fmax(top, fabs(want[i]));
+            ck_assert(top > 0);
+            for (size_t i = 0; i < n; i++)
+                ck_assert_msg(fabs(got[i] - want[i]) <= 1e-4 * fabs(want[i]) + 1e-5 * top,
+                              "batch %d, step %d, value %zu: %g, the whole batch's %g", B,
+                              step + 1, i, (double)got[i], (double)want[i]);
+            params_set(g, now);
+            free(now);
+        }
+        ag_gpt_trainer_free(t);
+        ag_gpt_free(g);
+    }
+    ag_text_free(text);
+    free(w);
+}
+END_TEST
+
+/* The trainer's steps give the same bits on any number of threads: one
+ * and four run the halves in turn, two and three at once. */
+START_TEST(test_trainer_threads_same_bits)
+{
+    enum { MAX = 4096 };
+    ag_real *first = malloc(2 * MAX * sizeof(ag_real)), *other = first + MAX;
+    ck_assert_ptr_nonnull(first);
+    ag_text *text = letters(2000, 7);
+    for (int B = 3; B <= 4; B++)
+        for (int threads = 1; threads <= 4; threads++) {
+            ag_set_threads(threads);
+            ag_gpt_config cfg = small_config();
+            cfg.dropout = 0.2;
+            ag_gpt *g = small_gpt(&cfg, 84);
+            ag_gpt_train_config tc = ag_gpt_train_defaults();
+            tc.batch = B, tc.lr = 1e-2, tc.seed = 85;
+            char err[256];
+            ag_gpt_trainer *t = ag_gpt_trainer_new(g, text, &tc, err, sizeof(err));
+            ck_assert_msg(t != NULL, "%s", err);
+            steps(t, 4);
+            size_t n = params_of(g, 0, threads == 1 ? first : other, MAX);
+            ck_assert_msg(threads == 1 || memcmp(first, other, n * sizeof(ag_real)) == 0,
+                          "batch %d: %d threads differ from one", B, threads);
+            ag_gpt_trainer_free(t);
+            ag_gpt_free(g);
+        }
+    ag_set_threads(1);
+    ag_text_free(text);
+    free(first);
+}
+END_TEST
+
 Suite *suite_gpt(void)
 {
     Suite *s = suite_create("gpt");
@@ -1111,6 +1213,8 @@ Suite *suite_gpt(void)
     tcase_add_test(tc, test_lr_schedule);
     tcase_add_test(tc, test_trainer_learns);
     tcase_add_test(tc, test_trainer_step_allocates_nothing);
+    tcase_add_test(tc, test_trainer_halves_make_the_batch);
+    tcase_add_test(tc, test_trainer_threads_same_bits);
     suite_add_tcase(s, tc);
     tc = tcase_create("checkpoints");
     tcase_add_test(tc, test_checkpoint_layout);

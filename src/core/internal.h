@@ -149,6 +149,12 @@ void ag_arena_rewind(ag_arena *a);
 void ag_arena_free(ag_arena *a);
 
 /* ---- optimizers ---- */
+/* A twin of a parameter (ag_param_new): the same shape and the same data
+ * (borrowed), with a zeroed gradient of its own, freed with ag_param_free.
+ * Two halves of a batch can then run backward at once, each adding into
+ * its own gradient (the GPT trainer's twin model). NULL when out of memory. */
+ag_tensor *ag_param_twin(const ag_tensor *param);
+
 /* Whether opt's last step is known to have left every parameter finite
  * (AdamW checks as it writes them), so that a trainer can skip scanning
  * them with ag_first_nonfinite_param; 0 when not known. */

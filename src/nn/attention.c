@@ -66,6 +66,22 @@ ag_attention *ag_attention_new(int d_model, int n_heads, int causal, ag_rng *rng
     return layer;
 }
 
+ag_attention *ag_attention_twin(const ag_attention *layer)
+{
+    ag_attention *twin = ag_calloc(1, sizeof(*twin));
+    if (!twin)
+        return NULL;
+    *twin = *layer;
+    for (int i = 0; i < N_WEIGHTS; i++)
+        if (!(twin->w[i] = ag_param_twin(layer->w[i]))) {
+            while (i-- > 0)
+                ag_param_free(twin->w[i]);
+            free(twin);
+            return NULL;
+        }
+    return twin;
+}
+
 void ag_attention_free(ag_attention *layer)
 {
     if (!layer)

@@ -1,7 +1,8 @@
 /*
  * gpt.h - the GPT's private structure, shared by gpt.c (the model and its
  * tape forward), gpt_cache.c (sampling without a tape), gpt_train.c (the
- * trainer) and gpt_file.c (checkpoints). Not installed.
+ * trainer), gpt_twin.c (the trainer's second model) and gpt_file.c
+ * (checkpoints). Not installed.
  */
 #ifndef AG_GPT_H
 #define AG_GPT_H
@@ -40,7 +41,9 @@ struct ag_gpt_trainer {
     ag_gpt *g;           /* borrowed, or own_g */
     const ag_text *text; /* borrowed, or own_text */
     ag_gpt_train_config cfg;
-    ag_tape *tape;
+    ag_tape *tape;      /* the batch's first half (see ag_gpt_twin), and estimates */
+    ag_gpt *twin;       /* g's twin, for the batch's second half */
+    ag_tape *twin_tape; /* and its tape */
     ag_optim *opt[2];   /* AdamW on the 2-D weights, Adam on the rest; NULL when empty */
     int *group;         /* (n_params) which optimizer a parameter is in */
     size_t *index;      /* (n_params) and its index there */
@@ -54,6 +57,13 @@ struct ag_gpt_trainer {
 
 /* Evaluation without gradients: switch every parameter's gradient buffer off
  * (so ops record no gradient and save nothing for backward) and back on. */
+/* g's twin (gpt_twin.c): a model whose parameters hold g's values
+ * (borrowed: g must outlive it) and gradients of their own, zeroed; freed
+ * with ag_gpt_free. NULL when out of memory. ag_gpt_twin_sync copies what
+ * may have changed in g since (its configuration, the layers' fused flag). */
+ag_gpt *ag_gpt_twin(const ag_gpt *g);
+void ag_gpt_twin_sync(ag_gpt *twin, const ag_gpt *g);
+
 void ag_gpt_grads_off(ag_gpt *g);
 void ag_gpt_grads_on(ag_gpt *g);
 

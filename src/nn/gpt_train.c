@@ -7,6 +7,8 @@
  */
 #include "gpt.h"
 
+#include "../kernels/threads.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,16 +133,20 @@ ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text, const ag_gpt_
     t->data_rng = ag_rng_new(cfg->seed ^ DATA_STREAM);
     t->dropout_rng = ag_rng_new(cfg->seed ^ DROPOUT_STREAM);
     t->tape = ag_tape_new();
+    t->twin = ag_gpt_twin(g);
+    t->twin_tape = ag_tape_new();
     t->group = ag_calloc(g->n_params, sizeof(*t->group));
     t->index = ag_calloc(g->n_params, sizeof(*t->index));
     t->x = ag_malloc(2 * cells * sizeof(int));
-    if (!t->tape || !t->group || !t->index || !t->x || !make_optimizers(t)) {
+    if (!t->tape || !t->twin || !t->twin_tape || !t->group || !t->index || !t->x || !make_optimizers(t)) {
         ag_gpt_trainer_free(t);
         ag_err(AG_ERR_NOMEM, err, errlen, "trainer: out of memory");
         return NULL;
     }
     t->y = t->x + cells;
-    ag_tape_reuse_grads(t->tape, 1); /* only the parameters' gradients are read */
+    /* only the parameters' gradients are read */
+    ag_tape_reuse_grads(t->tape, 1);
+    ag_tape_reuse_grads(t->twin_tape, 1);
     return t;
 }
 
@@ -149,6 +155,8 @@ void ag_gpt_trainer_free(ag_gpt_trainer *t)
     if (!t)
         return;
     ag_tape_free(t->tape);
+    ag_tape_free(t->twin_tape);
+    ag_gpt_free(t->twin);
     ag_optim_free(t->opt[0]);
     ag_optim_free(t->opt[1]);
     free(t->group);
@@ -161,7 +169,7 @@ void ag_gpt_trainer_free(ag_gpt_trainer *t)
 
 size_t ag_gpt_trainer_peak_bytes(const ag_gpt_trainer *t)
 {
-    return t ? ag_tape_peak_bytes(t->tape) : 0;
+    return t ? ag_tape_peak_bytes(t->tape) + ag_tape_peak_bytes(t->twin_tape) : 0;
 }
 
 long ag_gpt_trainer_steps(const ag_gpt_trainer *t)
@@ -172,6 +180,88 @@ long ag_gpt_trainer_steps(const ag_gpt_trainer *t)
 const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t)
 {
     return t ? &t->cfg : NULL;
+}
+
+/* ---- the step: the batch in two halves ---- */
+
+/* One half of the batch, through the model or its twin (gpt_twin.c), on a
+ * tape of its own: each half's backward adds into its own gradients. */
+typedef struct half {
+    ag_gpt *g;
+    ag_tape *tape;
+    const int *x, *y; /* (batch, seq) */
+    int batch, seq;
+    ag_rng drop; /* its dropout masks */
+    ag_tensor *loss;
+    ag_status st;
+} half;
+
+static void run_half(void *ctx, size_t i)
+{
+    half *h = (half *)ctx + i;
+    ag_rng *drop = h->g->cfg.dropout > 0 ? &h->drop : NULL;
+    h->loss = ag_gpt_loss(h->tape, h->g, h->x, h->y, h->batch, h->seq, drop, NULL);
+    h->st = ag_backward(h->tape, h->loss);
+}
+
+/* The step's batch as halves (one when the batch is a single window): the
+ * first through g, the second through its twin, each with its own dropout
+ * stream drawn from the run's. Returns how many. */
+static size_t split_batch(ag_gpt_trainer *t, half *hv)
+{
+    int B = t->cfg.batch, T = t->g->cfg.seq, first = (B + 1) / 2;
+    ag_gpt *model[2] = {t->g, t->twin};
+    ag_tape *tape[2] = {t->tape, t->twin_tape};
+    size_t n = B >= 2 ? 2 : 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t at = i ? (size_t)first * (size_t)T : 0;
+        uint64_t seed = t->g->cfg.dropout > 0 ? ag_rng_next(&t->dropout_rng) : 0;
+        hv[i] = (half){model[i], tape[i], t->x + at, t->y + at, i ? B - first : first, T,
+                       ag_rng_new(seed), NULL, AG_OK};
+    }
+    return n;
+}
+
+/* The halves at once when the pool has two or three threads (one each, the
+ * ops inside a half on its thread alone), else one after the other, each op
+ * shared over the threads. The arithmetic is the same either way. */
+static void run_halves(half *hv, size_t n)
+{
+    int threads = ag_get_threads();
+    if (n == 2 && threads >= 2 && threads <= 3)
+        ag_parallel_for(n, run_half, hv);
+    else
+        for (size_t i = 0; i < n; i++)
+            run_half(hv, i);
+}
+
+/* The batch's gradient from the halves': g's = wa g's + wb the twin's
+ * (each half's share of the windows), the twin's zeroed for the next step.
+ * Element by element, so any number of threads gives the same bits. */
+typedef struct combine_job {
+    ag_tensor *const *a, *const *b;
+    ag_real wa, wb;
+} combine_job;
+
+static void combine_piece(void *ctx, size_t chunk, size_t p, size_t lo, size_t hi)
+{
+    const combine_job *j = ctx;
+    ag_real *a = j->a[p]->grad, *b = j->b[p]->grad;
+    (void)chunk;
+    for (size_t i = lo; i < hi; i++) {
+        a[i] = j->wa * a[i] + j->wb * b[i];
+        b[i] = 0;
+    }
+}
+
+#define COMBINE_GRAIN 16384
+
+static void combine_halves(ag_gpt_trainer *t, const half *hv)
+{
+    ag_real B = (ag_real)t->cfg.batch;
+    combine_job j = {t->g->params, t->twin->params, (ag_real)hv[0].batch / B,
+                     (ag_real)hv[1].batch / B};
+    ag_params_range(t->g->params, t->g->n_params, COMBINE_GRAIN, combine_piece, &j);
 }
 
 /* Which op made the step's loss or gradients NaN or Inf (the tape's
@@ -186,46 +276,41 @@ static ag_status find_anomaly(ag_tape *tape, ag_tensor *loss)
     return st != AG_OK ? st : ag_tape_find_anomaly(tape);
 }
 
-ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen)
+/* The halves' forward and backward, the batch's gradient in g's, clipped:
+ * the batch's mean loss in *loss and the gradients' norm in *norm, or the
+ * error with the half whose tape holds it in *bad. */
+static ag_status forward_backward(ag_gpt_trainer *t, double *loss, double *norm, size_t *bad)
 {
-    if (!t) {
-        ag_err(AG_ERR_ARG, err, errlen, "trainer: NULL");
-        return AG_ERR_ARG;
-    }
-    ag_gpt *g = t->g;
-    int B = t->cfg.batch, T = g->cfg.seq;
-    if (t->step >= AG_TRAIN_MAX_STEP)
-        return ag_err(AG_ERR_ARG, err, errlen,
-                      "step %ld: a run stops at %ld steps, the most a checkpoint holds",
-                      t->step + 1, AG_TRAIN_MAX_STEP);
-    /* a step that fails (stopped, or NaN) leaves the run as it was, its
-     * streams too: saved, it resumes with the very same step */
-    ag_rng data = t->data_rng, dropout = t->dropout_rng;
-    ag_text_batch(t->text, AG_SPLIT_TRAIN, B, T, &t->data_rng, t->x, t->y);
-    double lr = ag_gpt_lr_at(&t->cfg, t->step);
-    for (int k = 0; k < 2; k++)
-        if (t->opt[k])
-            ag_optim_set_lr(t->opt[k], lr);
-    ag_zero_grad(g->params, g->n_params);
-    ag_rng *drop = g->cfg.dropout > 0 ? &t->dropout_rng : NULL;
-    ag_tensor *l = ag_gpt_loss(t->tape, g, t->x, t->y, B, T, drop, NULL);
-    ag_status st = ag_backward(t->tape, l);
+    half hv[2];
+    size_t n = split_batch(t, hv);
+    run_halves(hv, n);
+    for (*bad = 0; *bad < n; ++*bad)
+        if (hv[*bad].st != AG_OK)
+            return hv[*bad].st;
+    *bad = 0;
+    if (n == 2)
+        combine_halves(t, hv);
+    *loss = 0;
+    for (size_t i = 0; i < n; i++)
+        *loss += (double)hv[i].batch * (double)hv[i].loss->data[0];
+    *loss /= (double)t->cfg.batch;
     /* measures the gradients' norm, and clips them when clip > 0 */
-    double norm = st == AG_OK ? ag_clip_grad_norm(g->params, g->n_params, t->cfg.clip) : 0;
-    if (st == AG_OK && (!isfinite(l->data[0]) || !isfinite(norm))) {
-        st = find_anomaly(t->tape, l);
-        if (st == AG_OK)
-            st = ag_tape_fail(t->tape, AG_ERR_NUMERIC, "the gradient norm is %g", norm);
+    *norm = ag_clip_grad_norm(t->g->params, t->g->n_params, t->cfg.clip);
+    if (isfinite(*loss) && isfinite(*norm))
+        return AG_OK;
+    for (; *bad < n; ++*bad) {
+        ag_status st = find_anomaly(hv[*bad].tape, hv[*bad].loss);
+        if (st != AG_OK)
+            return st;
     }
-    if (st != AG_OK) {
-        ag_err(AG_ERR_ARG, err, errlen, "step %ld: %s", t->step + 1, ag_tape_error(t->tape));
-        ag_tape_reset(t->tape);
-        t->data_rng = data, t->dropout_rng = dropout;
-        return st;
-    }
-    if (loss)
-        *loss = l->data[0];
-    ag_tape_reset(t->tape);
+    *bad = 0;
+    return ag_tape_fail(t->tape, AG_ERR_NUMERIC, "the gradient norm is %g", *norm);
+}
+
+/* Each parameter's AdamW update: 0, or the error of one left NaN or Inf. */
+static ag_status update(ag_gpt_trainer *t, double lr, double norm, char *err, size_t errlen)
+{
+    ag_gpt *g = t->g;
     int finite = 1;
     for (int k = 0; k < 2; k++)
         if (t->opt[k]) {
@@ -234,16 +319,55 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
         }
     size_t elem;
     long bad = finite ? -1 : ag_first_nonfinite_param(g->params, g->n_params, &elem);
-    if (bad >= 0) {
-        ag_real v = g->params[bad]->data[elem];
-        ag_err(AG_ERR_ARG, err, errlen,
-               "step %ld: the AdamW update (lr %g) made parameter '%s' %s at "
-               "element %zu (the gradient norm was %g)",
-               t->step + 1, lr, g->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
-        return AG_ERR_NUMERIC;
+    if (bad < 0)
+        return AG_OK;
+    ag_real v = g->params[bad]->data[elem];
+    return ag_err(AG_ERR_NUMERIC, err, errlen,
+                  "step %ld: the AdamW update (lr %g) made parameter '%s' %s at element %zu (the "
+                  "gradient norm was %g)",
+                  t->step + 1, lr, g->names[bad], isnan(v) ? "NaN" : "Inf", elem, norm);
+}
+
+ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen)
+{
+    if (!t) {
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: NULL");
+        return AG_ERR_ARG;
     }
-    t->step++;
-    return AG_OK;
+    ag_gpt *g = t->g;
+    if (t->step >= AG_TRAIN_MAX_STEP)
+        return ag_err(AG_ERR_ARG, err, errlen,
+                      "step %ld: a run stops at %ld steps, the most a checkpoint holds",
+                      t->step + 1, AG_TRAIN_MAX_STEP);
+    /* a step that fails (stopped, or NaN) leaves the run as it was, its
+     * streams too: saved, it resumes with the very same step */
+    ag_rng data = t->data_rng, dropout = t->dropout_rng;
+    ag_text_batch(t->text, AG_SPLIT_TRAIN, t->cfg.batch, g->cfg.seq, &t->data_rng, t->x, t->y);
+    double lr = ag_gpt_lr_at(&t->cfg, t->step), l = 0, norm = 0;
+    for (int k = 0; k < 2; k++)
+        if (t->opt[k])
+            ag_optim_set_lr(t->opt[k], lr);
+    ag_zero_grad(g->params, g->n_params);
+    ag_gpt_twin_sync(t->twin, g);
+    size_t bad;
+    ag_status st = forward_backward(t, &l, &norm, &bad);
+    if (st != AG_OK) {
+        ag_err(AG_ERR_ARG, err, errlen, "step %ld: %s", t->step + 1,
+               ag_tape_error(bad ? t->twin_tape : t->tape));
+        ag_tape_reset(t->tape);
+        ag_tape_reset(t->twin_tape);
+        ag_zero_grad(t->twin->params, t->twin->n_params); /* for the next try */
+        t->data_rng = data, t->dropout_rng = dropout;
+        return st;
+    }
+    if (loss)
+        *loss = l;
+    ag_tape_reset(t->tape);
+    ag_tape_reset(t->twin_tape);
+    st = update(t, lr, norm, err, errlen);
+    if (st == AG_OK)
+        t->step++;
+    return st;
 }
 
 ag_status ag_gpt_trainer_estimate(ag_gpt_trainer *t, int split, int iters, double *loss, char *err,

@@ -101,10 +101,13 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
     double W = ag_gpt_config_weights(c) * REAL, T = c->seq, C = c->dim, V = c->vocab;
     add(m, "the weights", W);
     if (run->batch > 0) {
-        double B = run->batch;
-        add(m, "their gradients", W);
+        /* the batch in two halves, each on its own tape, the second
+         * adding into the model's twin's gradients (gpt_twin.c) */
+        double B = run->batch, first = (run->batch + 1) / 2, second = B - first;
+        add(m, "their gradients", W * (second > 0 ? 2 : 1));
         add(m, "AdamW's state", 2 * W);
-        add(m, "a training step", step_values(c, B) * REAL + 2 * B * T * sizeof(int));
+        double tapes = step_values(c, first) + (second > 0 ? step_values(c, second) : 0);
+        add(m, "a training step", tapes * REAL + 2 * B * T * sizeof(int));
         if (run->save)
             add(m, "writing the checkpoint", 3 * W);
     }

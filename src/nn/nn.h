@@ -20,6 +20,11 @@ int ag_nn_check_heads(int dim, int heads, char *err, size_t errlen);
 ag_tensor *ag_nn_attend(ag_tape *tape, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v,
                         int heads, int causal, ag_tensor **p_out);
 
+/* A layer with layer's settings whose weights are twins of its own
+ * (ag_param_twin: the same values, gradients of their own); freed with
+ * ag_attention_free. NULL when out of memory. */
+ag_attention *ag_attention_twin(const ag_attention *layer);
+
 /* The toy model's parameters for cfg (checked by ag_model_config_check),
  * in ag_model_params' order, without making it: names[i] (static strings)
  * and shape[i] (rows, cols). Returns the count, at most AG_MODEL_MAX_PARAMS. */
