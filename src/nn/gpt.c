@@ -565,13 +565,20 @@ static void copy_stream(ag_real *dst, const ag_real *src, size_t n)
     ag_parallel_range(n, COPY_GRAIN, copy_chunk, &j);
 }
 
+/* Whether a validation that reports (report: on the calling thread) or
+ * not (on a worker) was interrupted; done of total windows so far. */
+static int val_stopped(int report, double done, double total)
+{
+    return report ? ag_progress_report("validation", done, total) != AG_OK : ag_interrupted();
+}
+
 /* The summed loss of n windows x (n,T) against y, forward only: the stream
  * goes through one block at a time (each block's tensors released before the
  * next, the stream kept in buf, n*T*C values), and the head's logits through
  * ag_gpt_head_rows rows at a time. Gradients must be off. */
 static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int *y, int n, int T,
-                              ag_real *buf, double *acc, double w0, double W, char *err,
-                              size_t errlen)
+                              ag_real *buf, double *acc, int report, double w0, double W,
+                              char *err, size_t errlen)
 {
     int C = g->cfg.dim;
     size_t cells = (size_t)n * (size_t)T, V = (size_t)g->cfg.vocab;
@@ -590,7 +597,7 @@ static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int 
         ag_tape_reset(tape);
         /* a block of a long chunk may take a while: its part of the chunk done */
         double part = (double)n * (l + 1) / (g->cfg.layers + 2);
-        if (ag_progress_report("validation", w0 + part, W) != AG_OK)
+        if (val_stopped(report, w0 + part, W))
             return ag_err(AG_ERR_STOPPED, err, errlen, "validation: stopped (interrupted)");
         h = &stream;
     }
@@ -607,18 +614,70 @@ static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int 
     return AG_OK;
 }
 
+/* Half of a chunk of validation windows, on its own tape and its part of
+ * the stream's buffer: the chunk's two halves run at once on two or three
+ * threads (a thread each, the ops inside on it alone), else one after the
+ * other; their sums are added in order, so the bits do not depend on it. */
+typedef struct val_half {
+    ag_gpt *g;
+    ag_tape *tape;
+    const int *x, *y;
+    int n, T;
+    ag_real *buf;
+    int report;     /* 1: on the calling thread, progress reported */
+    double w0, W;   /* its first window, of W */
+    double acc;     /* its windows' summed loss */
+    ag_status st;
+    char err[256];
+} val_half;
+
+static void val_half_run(void *ctx, size_t i)
+{
+    val_half *h = (val_half *)ctx + i;
+    h->acc = 0;
+    h->st = eval_windows(h->tape, h->g, h->x, h->y, h->n, h->T, h->buf, &h->acc, h->report, h->w0,
+                         h->W, h->err, sizeof(h->err));
+}
+
+/* The summed loss of the n windows of a chunk (x, y), in halves on tapes[0]
+ * and tapes[1]. */
+static ag_status eval_chunk(ag_tape *tapes[2], ag_gpt *g, const int *x, const int *y, int n,
+                            ag_real *buf, double *acc, double w0, double W, char *err,
+                            size_t errlen)
+{
+    int T = g->cfg.seq, first = (n + 1) / 2, threads = ag_get_threads();
+    size_t halves = n >= 2 ? 2 : 1, at = (size_t)first * (size_t)T;
+    int together = halves == 2 && threads >= 2 && threads <= 3;
+    val_half hv[2] = {
+        {g, tapes[0], x, y, first, T, buf, !together, w0, W, 0, AG_OK, ""},
+        {g, tapes[1], x + at, y + at, n - first, T, buf + at * (size_t)g->cfg.dim, !together,
+         w0 + first, W, 0, AG_OK, ""}};
+    if (together)
+        ag_parallel_for(halves, val_half_run, hv);
+    else
+        for (size_t i = 0; i < halves; i++)
+            val_half_run(hv, i);
+    for (size_t i = 0; i < halves; i++) {
+        if (hv[i].st != AG_OK)
+            return ag_err(hv[i].st, err, errlen, "%s", hv[i].err);
+        *acc += hv[i].acc;
+    }
+    return AG_OK;
+}
+
 ag_status ag_gpt_val_loss(ag_gpt *g, const ag_text *text, double *loss, size_t *windows, char *err,
                           size_t errlen)
 {
-    ag_tape *tape = ag_tape_new();
-    if (!tape)
-        return ag_err(AG_ERR_NOMEM, err, errlen, "validation loss: out of memory");
-    ag_status st = ag_gpt_val_loss_on(tape, g, text, loss, windows, err, errlen);
-    ag_tape_free(tape);
+    ag_tape *tapes[2] = {ag_tape_new(), ag_tape_new()};
+    ag_status st = tapes[0] && tapes[1]
+                       ? ag_gpt_val_loss_on(tapes, g, text, loss, windows, err, errlen)
+                       : ag_err(AG_ERR_NOMEM, err, errlen, "validation loss: out of memory");
+    ag_tape_free(tapes[0]);
+    ag_tape_free(tapes[1]);
     return st;
 }
 
-ag_status ag_gpt_val_loss_on(ag_tape *tape, ag_gpt *g, const ag_text *text, double *loss,
+ag_status ag_gpt_val_loss_on(ag_tape *tapes[2], ag_gpt *g, const ag_text *text, double *loss,
                              size_t *windows, char *err, size_t errlen)
 {
     if (!g || !text || !loss) {
@@ -662,7 +721,7 @@ ag_status ag_gpt_val_loss_on(ag_tape *tape, ag_gpt *g, const ag_text *text, doub
         ag_text_ids(text, text->n_train + w0 * (size_t)T, n * (size_t)T, x);
         ag_text_ids(text, text->n_train + w0 * (size_t)T + 1, n * (size_t)T, y);
         double acc = 0;
-        st = eval_windows(tape, g, x, y, (int)n, T, buf, &acc, (double)w0, (double)W, err, errlen);
+        st = eval_chunk(tapes, g, x, y, (int)n, buf, &acc, (double)w0, (double)W, err, errlen);
         if (st == AG_OK && !isfinite(acc)) {
             char where[64];
             snprintf(where, sizeof(where), " of validation windows %zu..%zu", w0, w0 + n - 1);

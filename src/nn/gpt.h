@@ -87,9 +87,10 @@ ag_status ag_gpt_eval_batch(ag_tape *tape, ag_gpt *g, const int *x, const int *y
 #define AG_GPT_HEAD_VALUES ((size_t)1 << 21)
 size_t ag_gpt_val_chunk(const ag_gpt_config *c); /* windows per chunk */
 size_t ag_gpt_head_rows(const ag_gpt_config *c); /* rows of logits at once */
-/* ag_gpt_val_loss on the caller's tape (reset before and after use), so
- * that its peak can be read. */
-ag_status ag_gpt_val_loss_on(ag_tape *tape, ag_gpt *g, const ag_text *text, double *loss,
+/* ag_gpt_val_loss on the caller's two tapes (reset before and after use;
+ * each chunk's first half of windows goes on the first, its second half on
+ * the second), so that their peaks can be read. */
+ag_status ag_gpt_val_loss_on(ag_tape *tapes[2], ag_gpt *g, const ag_text *text, double *loss,
                              size_t *windows, char *err, size_t errlen);
 
 #endif /* AG_GPT_H */

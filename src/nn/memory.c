@@ -111,8 +111,11 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
         if (run->save)
             add(m, "writing the checkpoint", 3 * W);
     }
-    if (run->validate)
-        add(m, "the validation", val_values(c, (double)ag_gpt_val_chunk(c)) * REAL);
+    if (run->validate) { /* a chunk of windows in two halves, each on its own tape */
+        size_t chunk = ag_gpt_val_chunk(c), first = (chunk + 1) / 2, second = chunk - first;
+        double val = val_values(c, (double)first) + (second ? val_values(c, (double)second) : 0);
+        add(m, "the validation", val * REAL);
+    }
     if (run->sample)
         add(m, "sampling", (2 * c->layers * T * C + 9 * C + T + V) * REAL + 8 * V + 4 * T);
     /* the file, whose bytes one-byte ids replace; wider ones are made beside it */
