@@ -168,7 +168,8 @@ int ag_cli_bench_gpt(int argc, char **argv)
     double sec = tm.seconds;
     double B = tc.batch, T = m.seq, C = m.dim, L = m.layers, V = VOCAB;
     double forward = 2 * B * T * (12 * L * C * C + C * V) + 4 * L * B * C * T * (T + 1) / 2;
-    double state = 4.0 * (double)ag_gpt_n_weights(g) * sizeof(ag_real); /* w, grad, m, v */
+    /* w, grad, m, v, and the twin's grad for a batch's second half */
+    double state = (tc.batch > 1 ? 5.0 : 4.0) * (double)ag_gpt_n_weights(g) * sizeof(ag_real);
     double peak = (double)ag_gpt_trainer_peak_bytes(t) + state;
     printf("bench: op=gpt layers=%d dim=%d heads=%d seq=%d batch=%d threads=%d us_per_step=%.2f "
            "gflops=%.2f peak_bytes=%.0f allocs_per_step=%g %s\n",
