@@ -1,5 +1,5 @@
 /*
- * param_twin.c - a parameter's twin: its shape and its values (borrowed),
+ * twin_param.c - a parameter's twin: its shape and its values (borrowed),
  * with a gradient of its own. The GPT trainer runs the two halves of a
  * batch through the model and a twin of it, so that the halves' backward
  * passes, at once on two threads, each add into their own gradients.
