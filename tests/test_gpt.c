@@ -1142,8 +1142,8 @@ START_TEST(test_trainer_halves_make_the_batch)
             ck_assert(top > 0);
             for (size_t i = 0; i < n; i++)
                 ck_assert_msg(fabs(got[i] - want[i]) <= 1e-4 * fabs(want[i]) + 1e-5 * top,
-                              "batch %d, step %d, value %zu: %g, the whole batch's %g", B,
-                              step + 1, i, (double)got[i], (double)want[i]);
+                              "batch %d, step %d, value %zu: %g, the whole batch's %g", B, step + 1,
+                              i, (double)got[i], (double)want[i]);
             params_set(g, now);
             free(now);
         }

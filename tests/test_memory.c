@@ -83,7 +83,8 @@ START_TEST(test_gpt_within_estimate)
         ag_memory m;
         ag_gpt_memory(&c, &(ag_gpt_run){.batch = batch, .validate = 1, .threads = threads}, &m);
         double step = part(&m, "a training step"), val = part(&m, "the validation");
-        double sp = (double)ag_gpt_trainer_peak_bytes(t), vp = (double)(ag_tape_peak_bytes(vt[0]) + ag_tape_peak_bytes(vt[1]));
+        double sp = (double)ag_gpt_trainer_peak_bytes(t),
+               vp = (double)(ag_tape_peak_bytes(vt[0]) + ag_tape_peak_bytes(vt[1]));
         /* the validation's buffers (the stream, the ids) are outside its tape */
         size_t chunk = ag_gpt_val_chunk(&c), W = ag_text_windows(text, c.seq);
         chunk = chunk < W ? chunk : W;
@@ -144,7 +145,8 @@ START_TEST(test_gpt_within_estimate_large)
         ck_assert_int_eq(ag_gpt_val_loss_on(vt, g, text, &loss, NULL, err, sizeof(err)), AG_OK);
         ag_memory m;
         ag_gpt_memory(&c, &(ag_gpt_run){.batch = q[0], .validate = 1}, &m);
-        double sp = (double)ag_gpt_trainer_peak_bytes(t), vp = (double)(ag_tape_peak_bytes(vt[0]) + ag_tape_peak_bytes(vt[1]));
+        double sp = (double)ag_gpt_trainer_peak_bytes(t),
+               vp = (double)(ag_tape_peak_bytes(vt[0]) + ag_tape_peak_bytes(vt[1]));
         ck_assert_msg(sp <= part(&m, "a training step"), "case %zu: step %.0f > %.0f", k, sp,
                       part(&m, "a training step"));
         ck_assert_msg(vp <= part(&m, "the validation"), "case %zu: validation %.0f > %.0f", k, vp,

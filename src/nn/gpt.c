@@ -577,8 +577,8 @@ static int val_stopped(int report, double done, double total)
  * next, the stream kept in buf, n*T*C values), and the head's logits through
  * ag_gpt_head_rows rows at a time. Gradients must be off. */
 static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int *y, int n, int T,
-                              ag_real *buf, double *acc, int report, double w0, double W,
-                              char *err, size_t errlen)
+                              ag_real *buf, double *acc, int report, double w0, double W, char *err,
+                              size_t errlen)
 {
     int C = g->cfg.dim;
     size_t cells = (size_t)n * (size_t)T, V = (size_t)g->cfg.vocab;
@@ -624,9 +624,9 @@ typedef struct val_half {
     const int *x, *y;
     int n, T;
     ag_real *buf;
-    int report;     /* 1: on the calling thread, progress reported */
-    double w0, W;   /* its first window, of W */
-    double acc;     /* its windows' summed loss */
+    int report;   /* 1: on the calling thread, progress reported */
+    double w0, W; /* its first window, of W */
+    double acc;   /* its windows' summed loss */
     ag_status st;
     char err[256];
 } val_half;
@@ -648,10 +648,9 @@ static ag_status eval_chunk(ag_tape *tapes[2], ag_gpt *g, const int *x, const in
     int T = g->cfg.seq, first = (n + 1) / 2, threads = ag_get_threads();
     size_t halves = n >= 2 ? 2 : 1, at = (size_t)first * (size_t)T;
     int together = halves == 2 && threads >= 2 && threads <= 3;
-    val_half hv[2] = {
-        {g, tapes[0], x, y, first, T, buf, !together, w0, W, 0, AG_OK, ""},
-        {g, tapes[1], x + at, y + at, n - first, T, buf + at * (size_t)g->cfg.dim, !together,
-         w0 + first, W, 0, AG_OK, ""}};
+    val_half hv[2] = {{g, tapes[0], x, y, first, T, buf, !together, w0, W, 0, AG_OK, ""},
+                      {g, tapes[1], x + at, y + at, n - first, T, buf + at * (size_t)g->cfg.dim,
+                       !together, w0 + first, W, 0, AG_OK, ""}};
     if (together)
         ag_parallel_for(halves, val_half_run, hv);
     else

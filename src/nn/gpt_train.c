@@ -138,7 +138,8 @@ ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text, const ag_gpt_
     t->group = ag_calloc(g->n_params, sizeof(*t->group));
     t->index = ag_calloc(g->n_params, sizeof(*t->index));
     t->x = ag_malloc(2 * cells * sizeof(int));
-    if (!t->tape || !t->twin || !t->twin_tape || !t->group || !t->index || !t->x || !make_optimizers(t)) {
+    if (!t->tape || !t->twin || !t->twin_tape || !t->group || !t->index || !t->x ||
+        !make_optimizers(t)) {
         ag_gpt_trainer_free(t);
         ag_err(AG_ERR_NOMEM, err, errlen, "trainer: out of memory");
         return NULL;
@@ -216,8 +217,8 @@ static size_t split_batch(ag_gpt_trainer *t, half *hv)
     for (size_t i = 0; i < n; i++) {
         size_t at = i ? (size_t)first * (size_t)T : 0;
         uint64_t seed = t->g->cfg.dropout > 0 ? ag_rng_next(&t->dropout_rng) : 0;
-        hv[i] = (half){model[i], tape[i], t->x + at, t->y + at, i ? B - first : first, T,
-                       ag_rng_new(seed), NULL, AG_OK};
+        hv[i] = (half){model[i], tape[i],          t->x + at, t->y + at, i ? B - first : first,
+                       T,        ag_rng_new(seed), NULL,      AG_OK};
     }
     return n;
 }

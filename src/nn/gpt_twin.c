@@ -45,8 +45,8 @@ static void point_fields(const ag_gpt *g, ag_gpt *tw)
     for (int l = 0; l < g->cfg.layers; l++) {
         const ag_gpt_layer *a = &g->h[l];
         ag_gpt_layer *b = &tw->h[l];
-        ag_tensor **mine[] = {&b->ln1_w, &b->ln1_b, &b->bq,     &b->bk,   &b->bv,     &b->bo,
-                              &b->ln2_w, &b->ln2_b, &b->w_fc,   &b->b_fc, &b->w_proj, &b->b_proj};
+        ag_tensor **mine[] = {&b->ln1_w, &b->ln1_b, &b->bq,   &b->bk,   &b->bv,     &b->bo,
+                              &b->ln2_w, &b->ln2_b, &b->w_fc, &b->b_fc, &b->w_proj, &b->b_proj};
         const ag_tensor *theirs[] = {a->ln1_w, a->ln1_b, a->bq,   a->bk,   a->bv,     a->bo,
                                      a->ln2_w, a->ln2_b, a->w_fc, a->b_fc, a->w_proj, a->b_proj};
         for (size_t k = 0; k < sizeof(mine) / sizeof(mine[0]); k++)
