@@ -614,15 +614,29 @@ static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int 
     return AG_OK;
 }
 
+int ag_gpt_halves_at_once(size_t halves)
+{
+    int threads = ag_get_threads();
+    return halves == 2 && threads >= 2 && threads <= 3;
+}
+
+void ag_gpt_run_halves(size_t halves, void (*fn)(void *ctx, size_t half), void *ctx)
+{
+    if (ag_gpt_halves_at_once(halves))
+        ag_parallel_for(halves, fn, ctx);
+    else
+        for (size_t i = 0; i < halves; i++)
+            fn(ctx, i);
+}
+
 /* Half of a chunk of validation windows, on its own tape and its part of
- * the stream's buffer: the chunk's two halves run at once on two or three
- * threads (a thread each, the ops inside on it alone), else one after the
- * other; their sums are added in order, so the bits do not depend on it. */
+ * the stream's buffer (ag_gpt_run_halves); the halves' sums are added in
+ * order, so the bits do not depend on whether they ran at once. */
 typedef struct val_half {
     ag_gpt *g;
     ag_tape *tape;
     const int *x, *y;
-    int n, T;
+    int n;
     ag_real *buf;
     int report;   /* 1: on the calling thread, progress reported */
     double w0, W; /* its first window, of W */
@@ -635,8 +649,8 @@ static void val_half_run(void *ctx, size_t i)
 {
     val_half *h = (val_half *)ctx + i;
     h->acc = 0;
-    h->st = eval_windows(h->tape, h->g, h->x, h->y, h->n, h->T, h->buf, &h->acc, h->report, h->w0,
-                         h->W, h->err, sizeof(h->err));
+    h->st = eval_windows(h->tape, h->g, h->x, h->y, h->n, h->g->cfg.seq, h->buf, &h->acc, h->report,
+                         h->w0, h->W, h->err, sizeof(h->err));
 }
 
 /* The summed loss of the n windows of a chunk (x, y), in halves on tapes[0]
@@ -645,17 +659,13 @@ static ag_status eval_chunk(ag_tape *tapes[2], ag_gpt *g, const int *x, const in
                             ag_real *buf, double *acc, double w0, double W, char *err,
                             size_t errlen)
 {
-    int T = g->cfg.seq, first = (n + 1) / 2, threads = ag_get_threads();
-    size_t halves = n >= 2 ? 2 : 1, at = (size_t)first * (size_t)T;
-    int together = halves == 2 && threads >= 2 && threads <= 3;
-    val_half hv[2] = {{g, tapes[0], x, y, first, T, buf, !together, w0, W, 0, AG_OK, ""},
-                      {g, tapes[1], x + at, y + at, n - first, T, buf + at * (size_t)g->cfg.dim,
-                       !together, w0 + first, W, 0, AG_OK, ""}};
-    if (together)
-        ag_parallel_for(halves, val_half_run, hv);
-    else
-        for (size_t i = 0; i < halves; i++)
-            val_half_run(hv, i);
+    int first = (int)ag_gpt_first_half((size_t)n);
+    size_t halves = n >= 2 ? 2 : 1, at = (size_t)first * (size_t)g->cfg.seq;
+    int report = !ag_gpt_halves_at_once(halves); /* a worker must not call the hook */
+    val_half hv[2] = {{g, tapes[0], x, y, first, buf, report, w0, W, 0, AG_OK, ""},
+                      {g, tapes[1], x + at, y + at, n - first, buf + at * (size_t)g->cfg.dim,
+                       report, w0 + first, W, 0, AG_OK, ""}};
+    ag_gpt_run_halves(halves, val_half_run, hv);
     for (size_t i = 0; i < halves; i++) {
         if (hv[i].st != AG_OK)
             return ag_err(hv[i].st, err, errlen, "%s", hv[i].err);

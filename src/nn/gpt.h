@@ -55,8 +55,6 @@ struct ag_gpt_trainer {
     ag_text *own_text;
 };
 
-/* Evaluation without gradients: switch every parameter's gradient buffer off
- * (so ops record no gradient and save nothing for backward) and back on. */
 /* g's twin (gpt_twin.c): a model whose parameters hold g's values
  * (borrowed: g must outlive it) and gradients of their own, zeroed; freed
  * with ag_gpt_free. NULL when out of memory. ag_gpt_twin_sync copies what
@@ -64,6 +62,22 @@ struct ag_gpt_trainer {
 ag_gpt *ag_gpt_twin(const ag_gpt *g);
 void ag_gpt_twin_sync(ag_gpt *twin, const ag_gpt *g);
 
+/* ---- work in two halves (the training step's batch, validation's chunks) ----
+ * n windows go as two halves, the first of ag_gpt_first_half(n) windows
+ * (one half when n is 1), each on a tape of its own. ag_gpt_run_halves
+ * runs fn(ctx, 0) and fn(ctx, 1) at once when ag_gpt_halves_at_once says
+ * so (two or three threads: a half each, every op inside on its thread
+ * alone), else one after the other, each op shared over the threads; the
+ * halves do the same arithmetic either way. */
+static inline size_t ag_gpt_first_half(size_t n)
+{
+    return (n + 1) / 2;
+}
+int ag_gpt_halves_at_once(size_t halves);
+void ag_gpt_run_halves(size_t halves, void (*fn)(void *ctx, size_t half), void *ctx);
+
+/* Evaluation without gradients: switch every parameter's gradient buffer off
+ * (so ops record no gradient and save nothing for backward) and back on. */
 void ag_gpt_grads_off(ag_gpt *g);
 void ag_gpt_grads_on(ag_gpt *g);
 

@@ -183,7 +183,7 @@ const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t)
     return t ? &t->cfg : NULL;
 }
 
-/* ---- the step: the batch in two halves ---- */
+/* ---- the step: the batch in two halves (gpt.h) ---- */
 
 /* One half of the batch, through the model or its twin (gpt_twin.c), on a
  * tape of its own: each half's backward adds into its own gradients. */
@@ -191,7 +191,7 @@ typedef struct half {
     ag_gpt *g;
     ag_tape *tape;
     const int *x, *y; /* (batch, seq) */
-    int batch, seq;
+    int batch;
     ag_rng drop; /* its dropout masks */
     ag_tensor *loss;
     ag_status st;
@@ -201,7 +201,7 @@ static void run_half(void *ctx, size_t i)
 {
     half *h = (half *)ctx + i;
     ag_rng *drop = h->g->cfg.dropout > 0 ? &h->drop : NULL;
-    h->loss = ag_gpt_loss(h->tape, h->g, h->x, h->y, h->batch, h->seq, drop, NULL);
+    h->loss = ag_gpt_loss(h->tape, h->g, h->x, h->y, h->batch, h->g->cfg.seq, drop, NULL);
     h->st = ag_backward(h->tape, h->loss);
 }
 
@@ -210,30 +210,22 @@ static void run_half(void *ctx, size_t i)
  * stream drawn from the run's. Returns how many. */
 static size_t split_batch(ag_gpt_trainer *t, half *hv)
 {
-    int B = t->cfg.batch, T = t->g->cfg.seq, first = (B + 1) / 2;
+    int B = t->cfg.batch, first = (int)ag_gpt_first_half((size_t)B);
     ag_gpt *model[2] = {t->g, t->twin};
     ag_tape *tape[2] = {t->tape, t->twin_tape};
     size_t n = B >= 2 ? 2 : 1;
     for (size_t i = 0; i < n; i++) {
-        size_t at = i ? (size_t)first * (size_t)T : 0;
+        size_t at = i ? (size_t)first * (size_t)t->g->cfg.seq : 0;
         uint64_t seed = t->g->cfg.dropout > 0 ? ag_rng_next(&t->dropout_rng) : 0;
-        hv[i] = (half){model[i], tape[i],          t->x + at, t->y + at, i ? B - first : first,
-                       T,        ag_rng_new(seed), NULL,      AG_OK};
+        hv[i] = (half){.g = model[i],
+                       .tape = tape[i],
+                       .x = t->x + at,
+                       .y = t->y + at,
+                       .batch = i ? B - first : first,
+                       .drop = ag_rng_new(seed),
+                       .st = AG_OK};
     }
     return n;
-}
-
-/* The halves at once when the pool has two or three threads (one each, the
- * ops inside a half on its thread alone), else one after the other, each op
- * shared over the threads. The arithmetic is the same either way. */
-static void run_halves(half *hv, size_t n)
-{
-    int threads = ag_get_threads();
-    if (n == 2 && threads >= 2 && threads <= 3)
-        ag_parallel_for(n, run_half, hv);
-    else
-        for (size_t i = 0; i < n; i++)
-            run_half(hv, i);
 }
 
 /* The batch's gradient from the halves': g's = wa g's + wb the twin's
@@ -279,16 +271,17 @@ static ag_status find_anomaly(ag_tape *tape, ag_tensor *loss)
 
 /* The halves' forward and backward, the batch's gradient in g's, clipped:
  * the batch's mean loss in *loss and the gradients' norm in *norm, or the
- * error with the half whose tape holds it in *bad. */
-static ag_status forward_backward(ag_gpt_trainer *t, double *loss, double *norm, size_t *bad)
+ * error, with the tape that holds its message in *failed. */
+static ag_status forward_backward(ag_gpt_trainer *t, double *loss, double *norm, ag_tape **failed)
 {
     half hv[2];
     size_t n = split_batch(t, hv);
-    run_halves(hv, n);
-    for (*bad = 0; *bad < n; ++*bad)
-        if (hv[*bad].st != AG_OK)
-            return hv[*bad].st;
-    *bad = 0;
+    ag_gpt_run_halves(n, run_half, hv);
+    for (size_t i = 0; i < n; i++)
+        if (hv[i].st != AG_OK) {
+            *failed = hv[i].tape;
+            return hv[i].st;
+        }
     if (n == 2)
         combine_halves(t, hv);
     *loss = 0;
@@ -299,12 +292,14 @@ static ag_status forward_backward(ag_gpt_trainer *t, double *loss, double *norm,
     *norm = ag_clip_grad_norm(t->g->params, t->g->n_params, t->cfg.clip);
     if (isfinite(*loss) && isfinite(*norm))
         return AG_OK;
-    for (; *bad < n; ++*bad) {
-        ag_status st = find_anomaly(hv[*bad].tape, hv[*bad].loss);
-        if (st != AG_OK)
+    for (size_t i = 0; i < n; i++) {
+        ag_status st = find_anomaly(hv[i].tape, hv[i].loss);
+        if (st != AG_OK) {
+            *failed = hv[i].tape;
             return st;
+        }
     }
-    *bad = 0;
+    *failed = t->tape;
     return ag_tape_fail(t->tape, AG_ERR_NUMERIC, "the gradient norm is %g", *norm);
 }
 
@@ -350,11 +345,10 @@ ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t
             ag_optim_set_lr(t->opt[k], lr);
     ag_zero_grad(g->params, g->n_params);
     ag_gpt_twin_sync(t->twin, g);
-    size_t bad;
-    ag_status st = forward_backward(t, &l, &norm, &bad);
+    ag_tape *failed = NULL;
+    ag_status st = forward_backward(t, &l, &norm, &failed);
     if (st != AG_OK) {
-        ag_err(AG_ERR_ARG, err, errlen, "step %ld: %s", t->step + 1,
-               ag_tape_error(bad ? t->twin_tape : t->tape));
+        ag_err(AG_ERR_ARG, err, errlen, "step %ld: %s", t->step + 1, ag_tape_error(failed));
         ag_tape_reset(t->tape);
         ag_tape_reset(t->twin_tape);
         ag_zero_grad(t->twin->params, t->twin->n_params); /* for the next try */

@@ -103,7 +103,8 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
     if (run->batch > 0) {
         /* the batch in two halves, each on its own tape, the second
          * adding into the model's twin's gradients (gpt_twin.c) */
-        double B = run->batch, first = (run->batch + 1) / 2, second = B - first;
+        double B = run->batch, first = (double)ag_gpt_first_half((size_t)run->batch);
+        double second = B - first;
         add(m, "their gradients", W * (second > 0 ? 2 : 1));
         add(m, "AdamW's state", 2 * W);
         double tapes = step_values(c, first) + (second > 0 ? step_values(c, second) : 0);
@@ -112,7 +113,8 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
             add(m, "writing the checkpoint", 3 * W);
     }
     if (run->validate) { /* a chunk of windows in two halves, each on its own tape */
-        size_t chunk = ag_gpt_val_chunk(c), first = (chunk + 1) / 2, second = chunk - first;
+        size_t chunk = ag_gpt_val_chunk(c), first = ag_gpt_first_half(chunk),
+               second = chunk - first;
         double val = val_values(c, (double)first) + (second ? val_values(c, (double)second) : 0);
         add(m, "the validation", val * REAL);
     }
