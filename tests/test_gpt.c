@@ -1187,6 +1187,50 @@ START_TEST(test_trainer_threads_same_bits)
 }
 END_TEST
 
+/* A step that overflows names the op that went NaN or Inf, the same one on
+ * any number of threads, whether its halves shared a tape (one thread:
+ * they run again on tapes of their own for the search) or not; and it
+ * leaves the run where it was. */
+START_TEST(test_trainer_names_the_op)
+{
+#ifdef AG_REAL_DOUBLE
+    const ag_real huge = (ag_real)1e200;
+#else
+    const ag_real huge = (ag_real)1e30;
+#endif
+    ag_text *text = letters(2000, 7);
+    for (int B = 1; B <= 4; B += 3) {
+        char first[256] = "";
+        for (int threads = 1; threads <= 4; threads++) {
+            ag_set_threads(threads);
+            ag_gpt_config cfg = small_config();
+            ag_gpt *g = small_gpt(&cfg, 86);
+            ag_tensor *p[128];
+            size_t n = ag_gpt_params(g, p, NULL, 128);
+            for (size_t i = 0; i < n; i++) /* every weight, so that both halves overflow */
+                for (size_t k = 0; k < p[i]->size; k += 3)
+                    p[i]->data[k] = k % 2 ? huge : -huge;
+            ag_gpt_train_config tc = ag_gpt_train_defaults();
+            tc.batch = B, tc.seed = 87;
+            char err[256];
+            ag_gpt_trainer *t = ag_gpt_trainer_new(g, text, &tc, err, sizeof(err));
+            ck_assert_msg(t != NULL, "%s", err);
+            ck_assert_int_eq(ag_gpt_trainer_step(t, NULL, err, sizeof(err)), AG_ERR_NUMERIC);
+            ck_assert_msg(strncmp(err, "step 1: anomaly: ", 17) == 0 && strstr(err, " of op "),
+                          "no op named: %s", err);
+            if (threads == 1)
+                snprintf(first, sizeof(first), "%s", err);
+            ck_assert_str_eq(err, first);
+            ck_assert_int_eq(ag_gpt_trainer_steps(t), 0);
+            ag_gpt_trainer_free(t);
+            ag_gpt_free(g);
+        }
+    }
+    ag_set_threads(1);
+    ag_text_free(text);
+}
+END_TEST
+
 Suite *suite_gpt(void)
 {
     Suite *s = suite_create("gpt");
@@ -1216,6 +1260,7 @@ Suite *suite_gpt(void)
     tcase_add_test(tc, test_trainer_step_allocates_nothing);
     tcase_add_test(tc, test_trainer_halves_make_the_batch);
     tcase_add_test(tc, test_trainer_threads_same_bits);
+    tcase_add_test(tc, test_trainer_names_the_op);
     suite_add_tcase(s, tc);
     tc = tcase_create("checkpoints");
     tcase_add_test(tc, test_checkpoint_layout);

@@ -850,8 +850,8 @@ void ag_gpt_trainer_free(ag_gpt_trainer *t);
 ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen);
 long ag_gpt_trainer_steps(const ag_gpt_trainer *t); /* steps done */
 /* The most bytes a step's tapes have held (the step runs its batch as two
- * halves, each on a tape of its own: their ag_tape_peak_bytes, summed), for
- * measuring a step's memory. */
+ * halves: at once, each on a tape of its own; one after the other, on one
+ * tape; their ag_tape_peak_bytes, summed), for measuring a step's memory. */
 size_t ag_gpt_trainer_peak_bytes(const ag_gpt_trainer *t);
 const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t);
 /* The mean loss over iters random batches of a part (AG_SPLIT_TRAIN or

@@ -63,9 +63,10 @@ static int print_help(void)
            "US is the median step time in microseconds; G counts the matmuls of\n"
            "forward and backward, three times the forward's 2 B T (12 L C^2 + C V)\n"
            "+ 4 L B C T (T + 1) / 2 (the causal pairs of attention);\n"
-           "P is the step's memory: its two tapes' high-water bytes (the batch runs\n"
-           "as two halves) plus parameters, gradients (the halves' two sets) and\n"
-           "AdamW's state; A is the library's heap allocations per\n"
+           "P is the step's memory: its tapes' high-water bytes (the batch runs as\n"
+           "two halves: on two or three threads at once, a tape each, else on one\n"
+           "tape, one after the other) plus parameters, gradients (the halves' two\n"
+           "sets) and AdamW's state; A is the library's heap allocations per\n"
            "timed step (ag_alloc_count); K and NAME the kernels that ran (fast or\n"
            "reference, and the gemm micro-kernel), as bench matmul says.\n\n",
            bench_gpt_info.usage, VOCAB);

@@ -614,15 +614,14 @@ static ag_status eval_windows(ag_tape *tape, ag_gpt *g, const int *x, const int 
     return AG_OK;
 }
 
-int ag_gpt_halves_at_once(size_t halves)
+int ag_gpt_halves_at_once(size_t halves, int threads)
 {
-    int threads = ag_get_threads();
     return halves == 2 && threads >= 2 && threads <= 3;
 }
 
 void ag_gpt_run_halves(size_t halves, void (*fn)(void *ctx, size_t half), void *ctx)
 {
-    if (ag_gpt_halves_at_once(halves))
+    if (ag_gpt_halves_at_once(halves, ag_get_threads()))
         ag_parallel_for(halves, fn, ctx);
     else
         for (size_t i = 0; i < halves; i++)
@@ -653,18 +652,19 @@ static void val_half_run(void *ctx, size_t i)
                          h->w0, h->W, h->err, sizeof(h->err));
 }
 
-/* The summed loss of the n windows of a chunk (x, y), in halves on tapes[0]
- * and tapes[1]. */
+/* The summed loss of the n windows of a chunk (x, y), in halves: on
+ * tapes[0] and tapes[1] when at once, else both on tapes[0] (gpt.h). */
 static ag_status eval_chunk(ag_tape *tapes[2], ag_gpt *g, const int *x, const int *y, int n,
                             ag_real *buf, double *acc, double w0, double W, char *err,
                             size_t errlen)
 {
     int first = (int)ag_gpt_first_half((size_t)n);
     size_t halves = n >= 2 ? 2 : 1, at = (size_t)first * (size_t)g->cfg.seq;
-    int report = !ag_gpt_halves_at_once(halves); /* a worker must not call the hook */
+    int at_once = ag_gpt_halves_at_once(halves, ag_get_threads());
+    int report = !at_once; /* a worker must not call the hook */
     val_half hv[2] = {{g, tapes[0], x, y, first, buf, report, w0, W, 0, AG_OK, ""},
-                      {g, tapes[1], x + at, y + at, n - first, buf + at * (size_t)g->cfg.dim,
-                       report, w0 + first, W, 0, AG_OK, ""}};
+                      {g, tapes[at_once ? 1 : 0], x + at, y + at, n - first,
+                       buf + at * (size_t)g->cfg.dim, report, w0 + first, W, 0, AG_OK, ""}};
     ag_gpt_run_halves(halves, val_half_run, hv);
     for (size_t i = 0; i < halves; i++) {
         if (hv[i].st != AG_OK)

@@ -64,16 +64,18 @@ void ag_gpt_twin_sync(ag_gpt *twin, const ag_gpt *g);
 
 /* ---- work in two halves (the training step's batch, validation's chunks) ----
  * n windows go as two halves, the first of ag_gpt_first_half(n) windows
- * (one half when n is 1), each on a tape of its own. ag_gpt_run_halves
- * runs fn(ctx, 0) and fn(ctx, 1) at once when ag_gpt_halves_at_once says
- * so (two or three threads: a half each, every op inside on its thread
- * alone), else one after the other, each op shared over the threads; the
- * halves do the same arithmetic either way. */
+ * (one half when n is 1). ag_gpt_run_halves runs fn(ctx, 0) and fn(ctx, 1)
+ * at once when ag_gpt_halves_at_once says so for the threads set
+ * (ag_get_threads: two or three, a half each, every op inside on its
+ * thread alone, each half on a tape of its own), else one after the other,
+ * each op shared over the threads, both on one tape: the second half's
+ * forward then writes the memory the first's backward has just read, still
+ * in cache. The halves do the same arithmetic either way. */
 static inline size_t ag_gpt_first_half(size_t n)
 {
     return (n + 1) / 2;
 }
-int ag_gpt_halves_at_once(size_t halves);
+int ag_gpt_halves_at_once(size_t halves, int threads);
 void ag_gpt_run_halves(size_t halves, void (*fn)(void *ctx, size_t half), void *ctx);
 
 /* Evaluation without gradients: switch every parameter's gradient buffer off
@@ -103,7 +105,8 @@ size_t ag_gpt_val_chunk(const ag_gpt_config *c); /* windows per chunk */
 size_t ag_gpt_head_rows(const ag_gpt_config *c); /* rows of logits at once */
 /* ag_gpt_val_loss on the caller's two tapes (reset before and after use;
  * each chunk's first half of windows goes on the first, its second half on
- * the second), so that their peaks can be read. */
+ * the second when the halves run at once, else on the first too), so that
+ * their peaks can be read. */
 ag_status ag_gpt_val_loss_on(ag_tape *tapes[2], ag_gpt *g, const ag_text *text, double *loss,
                              size_t *windows, char *err, size_t errlen);
 

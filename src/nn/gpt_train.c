@@ -185,44 +185,58 @@ const ag_gpt_train_config *ag_gpt_trainer_config(const ag_gpt_trainer *t)
 
 /* ---- the step: the batch in two halves (gpt.h) ---- */
 
-/* One half of the batch, through the model or its twin (gpt_twin.c), on a
- * tape of its own: each half's backward adds into its own gradients. */
+/* One half of the batch, through the model or its twin (gpt_twin.c): each
+ * half's backward adds into its own gradients. Its tape is kept afterwards
+ * (keep), or reset for the next half to use (gpt.h). */
 typedef struct half {
     ag_gpt *g;
     ag_tape *tape;
+    int keep;
     const int *x, *y; /* (batch, seq) */
     int batch;
-    ag_rng drop; /* its dropout masks */
-    ag_tensor *loss;
+    uint64_t seed;   /* of its dropout masks' stream */
+    ag_tensor *loss; /* on the tape, when kept */
+    double mean;     /* the half's mean loss */
     ag_status st;
 } half;
 
 static void run_half(void *ctx, size_t i)
 {
     half *h = (half *)ctx + i;
-    ag_rng *drop = h->g->cfg.dropout > 0 ? &h->drop : NULL;
-    h->loss = ag_gpt_loss(h->tape, h->g, h->x, h->y, h->batch, h->g->cfg.seq, drop, NULL);
+    ag_rng drop = ag_rng_new(h->seed);
+    h->loss = ag_gpt_loss(h->tape, h->g, h->x, h->y, h->batch, h->g->cfg.seq,
+                          h->g->cfg.dropout > 0 ? &drop : NULL, NULL);
     h->st = ag_backward(h->tape, h->loss);
+    if (h->st != AG_OK)
+        return; /* the tape keeps the error */
+    h->mean = (double)h->loss->data[0];
+    if (!h->keep) {
+        ag_tape_reset(h->tape);
+        h->loss = NULL;
+    }
 }
 
 /* The step's batch as halves (one when the batch is a single window): the
  * first through g, the second through its twin, each with its own dropout
- * stream drawn from the run's. Returns how many. */
+ * stream drawn from the run's. At once, each has a tape of its own, kept;
+ * one after the other, they share t->tape, reset after each. Returns how
+ * many. */
 static size_t split_batch(ag_gpt_trainer *t, half *hv)
 {
     int B = t->cfg.batch, first = (int)ag_gpt_first_half((size_t)B);
-    ag_gpt *model[2] = {t->g, t->twin};
-    ag_tape *tape[2] = {t->tape, t->twin_tape};
     size_t n = B >= 2 ? 2 : 1;
+    int at_once = ag_gpt_halves_at_once(n, ag_get_threads());
+    ag_gpt *model[2] = {t->g, t->twin};
+    ag_tape *tape[2] = {t->tape, at_once ? t->twin_tape : t->tape};
     for (size_t i = 0; i < n; i++) {
         size_t at = i ? (size_t)first * (size_t)t->g->cfg.seq : 0;
-        uint64_t seed = t->g->cfg.dropout > 0 ? ag_rng_next(&t->dropout_rng) : 0;
         hv[i] = (half){.g = model[i],
                        .tape = tape[i],
+                       .keep = at_once,
                        .x = t->x + at,
                        .y = t->y + at,
                        .batch = i ? B - first : first,
-                       .drop = ag_rng_new(seed),
+                       .seed = t->g->cfg.dropout > 0 ? ag_rng_next(&t->dropout_rng) : 0,
                        .st = AG_OK};
     }
     return n;
@@ -269,29 +283,34 @@ static ag_status find_anomaly(ag_tape *tape, ag_tensor *loss)
     return st != AG_OK ? st : ag_tape_find_anomaly(tape);
 }
 
-/* The halves' forward and backward, the batch's gradient in g's, clipped:
- * the batch's mean loss in *loss and the gradients' norm in *norm, or the
- * error, with the tape that holds its message in *failed. */
-static ag_status forward_backward(ag_gpt_trainer *t, double *loss, double *norm, ag_tape **failed)
+/* The error of the first of n halves that failed, with the tape that
+ * holds its message in *failed; AG_OK when none did. */
+static ag_status first_failed(const half *hv, size_t n, ag_tape **failed)
 {
-    half hv[2];
-    size_t n = split_batch(t, hv);
-    ag_gpt_run_halves(n, run_half, hv);
     for (size_t i = 0; i < n; i++)
         if (hv[i].st != AG_OK) {
             *failed = hv[i].tape;
             return hv[i].st;
         }
-    if (n == 2)
-        combine_halves(t, hv);
-    *loss = 0;
-    for (size_t i = 0; i < n; i++)
-        *loss += (double)hv[i].batch * (double)hv[i].loss->data[0];
-    *loss /= (double)t->cfg.batch;
-    /* measures the gradients' norm, and clips them when clip > 0 */
-    *norm = ag_clip_grad_norm(t->g->params, t->g->n_params, t->cfg.clip);
-    if (isfinite(*loss) && isfinite(*norm))
-        return AG_OK;
+    return AG_OK;
+}
+
+/* Which op made the step NaN or Inf. Halves that shared a tape (reset)
+ * run again first, the same windows and masks, each on its own tape, kept
+ * for the search. */
+static ag_status find_anomalies(ag_gpt_trainer *t, half *hv, size_t n, double norm,
+                                ag_tape **failed)
+{
+    if (!hv[0].keep) {
+        for (size_t i = 0; i < n; i++) {
+            hv[i].tape = i ? t->twin_tape : t->tape;
+            hv[i].keep = 1;
+            run_half(hv, i);
+        }
+        ag_status st = first_failed(hv, n, failed);
+        if (st != AG_OK)
+            return st;
+    }
     for (size_t i = 0; i < n; i++) {
         ag_status st = find_anomaly(hv[i].tape, hv[i].loss);
         if (st != AG_OK) {
@@ -300,7 +319,31 @@ static ag_status forward_backward(ag_gpt_trainer *t, double *loss, double *norm,
         }
     }
     *failed = t->tape;
-    return ag_tape_fail(t->tape, AG_ERR_NUMERIC, "the gradient norm is %g", *norm);
+    return ag_tape_fail(t->tape, AG_ERR_NUMERIC, "the gradient norm is %g", norm);
+}
+
+/* The halves' forward and backward, the batch's gradient in g's, clipped:
+ * the batch's mean loss in *loss and the gradients' norm in *norm, or the
+ * error, with the tape that holds its message in *failed. */
+static ag_status forward_backward(ag_gpt_trainer *t, double *loss, double *norm, ag_tape **failed)
+{
+    half hv[2];
+    size_t n = split_batch(t, hv);
+    ag_gpt_run_halves(n, run_half, hv);
+    ag_status st = first_failed(hv, n, failed);
+    if (st != AG_OK)
+        return st;
+    if (n == 2)
+        combine_halves(t, hv);
+    *loss = 0;
+    for (size_t i = 0; i < n; i++)
+        *loss += (double)hv[i].batch * hv[i].mean;
+    *loss /= (double)t->cfg.batch;
+    /* measures the gradients' norm, and clips them when clip > 0 */
+    *norm = ag_clip_grad_norm(t->g->params, t->g->n_params, t->cfg.clip);
+    if (isfinite(*loss) && isfinite(*norm))
+        return AG_OK;
+    return find_anomalies(t, hv, n, *norm, failed);
 }
 
 /* Each parameter's AdamW update: 0, or the error of one left NaN or Inf. */

@@ -101,21 +101,24 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
     double W = ag_gpt_config_weights(c) * REAL, T = c->seq, C = c->dim, V = c->vocab;
     add(m, "the weights", W);
     if (run->batch > 0) {
-        /* the batch in two halves, each on its own tape, the second
-         * adding into the model's twin's gradients (gpt_twin.c) */
+        /* the batch in two halves, the second adding into the model's
+         * twin's gradients (gpt_twin.c): at once, each on its own tape;
+         * one after the other, on one tape (gpt.h) */
         double B = run->batch, first = (double)ag_gpt_first_half((size_t)run->batch);
         double second = B - first;
+        int at_once = ag_gpt_halves_at_once(second > 0 ? 2 : 1, run->threads);
         add(m, "their gradients", W * (second > 0 ? 2 : 1));
         add(m, "AdamW's state", 2 * W);
-        double tapes = step_values(c, first) + (second > 0 ? step_values(c, second) : 0);
+        double tapes = step_values(c, first) + (at_once ? step_values(c, second) : 0);
         add(m, "a training step", tapes * REAL + 2 * B * T * sizeof(int));
         if (run->save)
             add(m, "writing the checkpoint", 3 * W);
     }
-    if (run->validate) { /* a chunk of windows in two halves, each on its own tape */
+    if (run->validate) { /* a chunk of windows in two halves, as the step's */
         size_t chunk = ag_gpt_val_chunk(c), first = ag_gpt_first_half(chunk),
                second = chunk - first;
-        double val = val_values(c, (double)first) + (second ? val_values(c, (double)second) : 0);
+        int at_once = ag_gpt_halves_at_once(second ? 2 : 1, run->threads);
+        double val = val_values(c, (double)first) + (at_once ? val_values(c, (double)second) : 0);
         add(m, "the validation", val * REAL);
     }
     if (run->sample)
