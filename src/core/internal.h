@@ -155,6 +155,11 @@ void ag_arena_free(ag_arena *a);
  * its own gradient (the GPT trainer's twin model). NULL when out of memory. */
 ag_tensor *ag_param_twin(const ag_tensor *param);
 
+/* ag_clip_grad_norm given the norm, measured elsewhere (the GPT trainer
+ * measures it while it weighs its halves' gradients): the gradients scaled
+ * by max_norm / norm when norm > max_norm > 0. Returns norm. */
+double ag_clip_to(ag_tensor *const *params, size_t n, double max_norm, double norm);
+
 /* Whether opt's last step is known to have left every parameter finite
  * (AdamW checks as it writes them), so that a trainer can skip scanning
  * them with ag_first_nonfinite_param; 0 when not known. */

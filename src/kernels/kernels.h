@@ -108,5 +108,11 @@ int ag_fast_adam(ag_tensor *const *params, size_t n, ag_real *const *state,
 double ag_fast_grad_sq_sum(ag_tensor *const *params, size_t n);
 /* Every gradient element times scale. */
 void ag_fast_grad_scale(ag_tensor *const *params, size_t n, double scale);
+/* Two sets of gradients of the same parameters' shapes, made by two parts
+ * of a batch, weighed into one: a[i]'s = wa a[i]'s + wb b[i]'s, b[i]'s
+ * zeroed. Returns the new sum of squares, the same bits as
+ * ag_fast_grad_sq_sum of a afterwards (taken in the same pass). */
+double ag_fast_grad_weigh(ag_tensor *const *a, ag_tensor *const *b, size_t n, ag_real wa,
+                          ag_real wb);
 
 #endif /* AG_KERNELS_H */

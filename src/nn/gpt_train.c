@@ -7,6 +7,7 @@
  */
 #include "gpt.h"
 
+#include "../kernels/kernels.h"
 #include "../kernels/threads.h"
 
 #include <math.h>
@@ -244,7 +245,9 @@ static size_t split_batch(ag_gpt_trainer *t, half *hv)
 
 /* The batch's gradient from the halves': g's = wa g's + wb the twin's
  * (each half's share of the windows), the twin's zeroed for the next step.
- * Element by element, so any number of threads gives the same bits. */
+ * Element by element, so any number of threads gives the same bits. The
+ * fast kernels measure the norm in the same pass (ag_fast_grad_weigh); the
+ * plain loop below is the reference kernels' (ag_reference_kernels). */
 typedef struct combine_job {
     ag_tensor *const *a, *const *b;
     ag_real wa, wb;
@@ -263,12 +266,21 @@ static void combine_piece(void *ctx, size_t chunk, size_t p, size_t lo, size_t h
 
 #define COMBINE_GRAIN 16384
 
-static void combine_halves(ag_gpt_trainer *t, const half *hv)
+/* The batch's gradient in g's from n halves, clipped; returns its norm. */
+static double combine_and_clip(ag_gpt_trainer *t, const half *hv, size_t n)
 {
+    ag_gpt *g = t->g;
+    if (n == 1)
+        return ag_clip_grad_norm(g->params, g->n_params, t->cfg.clip);
     ag_real B = (ag_real)t->cfg.batch;
-    combine_job j = {t->g->params, t->twin->params, (ag_real)hv[0].batch / B,
+    combine_job j = {g->params, t->twin->params, (ag_real)hv[0].batch / B,
                      (ag_real)hv[1].batch / B};
-    ag_params_range(t->g->params, t->g->n_params, COMBINE_GRAIN, combine_piece, &j);
+    if (!ag_reference_kernels()) {
+        double sq = ag_fast_grad_weigh(j.a, j.b, g->n_params, j.wa, j.wb);
+        return ag_clip_to(g->params, g->n_params, t->cfg.clip, sqrt(sq));
+    }
+    ag_params_range(g->params, g->n_params, COMBINE_GRAIN, combine_piece, &j);
+    return ag_clip_grad_norm(g->params, g->n_params, t->cfg.clip);
 }
 
 /* Which op made the step's loss or gradients NaN or Inf (the tape's
@@ -333,14 +345,12 @@ static ag_status forward_backward(ag_gpt_trainer *t, double *loss, double *norm,
     ag_status st = first_failed(hv, n, failed);
     if (st != AG_OK)
         return st;
-    if (n == 2)
-        combine_halves(t, hv);
     *loss = 0;
     for (size_t i = 0; i < n; i++)
         *loss += (double)hv[i].batch * hv[i].mean;
     *loss /= (double)t->cfg.batch;
     /* measures the gradients' norm, and clips them when clip > 0 */
-    *norm = ag_clip_grad_norm(t->g->params, t->g->n_params, t->cfg.clip);
+    *norm = combine_and_clip(t, hv, n);
     if (isfinite(*loss) && isfinite(*norm))
         return AG_OK;
     return find_anomalies(t, hv, n, *norm, failed);

@@ -20,8 +20,12 @@ double ag_clip_grad_norm(ag_tensor *const *params, size_t n, double max_norm)
         for (size_t i = 0; i < n; i++)
             for (size_t k = 0; params[i] && params[i]->grad && k < params[i]->size; k++)
                 sq += (double)params[i]->grad[k] * (double)params[i]->grad[k];
-    double norm = sqrt(sq);
-    if (!(max_norm > 0 && isfinite(norm) && norm > max_norm))
+    return ag_clip_to(params, n, max_norm, sqrt(sq));
+}
+
+double ag_clip_to(ag_tensor *const *params, size_t n, double max_norm, double norm)
+{
+    if (!params || !(max_norm > 0 && isfinite(norm) && norm > max_norm))
         return norm;
     double scale = max_norm / norm;
     if (!ag_reference_kernels()) {
