@@ -4,6 +4,7 @@
  * save and restore, bad arguments, and small fits whose loss must fall.
  */
 #include "test_util.h"
+#include "kernels/kernels.h"
 
 #include <float.h>
 #include <string.h>
@@ -277,6 +278,34 @@ START_TEST(test_set_lr)
 }
 END_TEST
 
+/* Two halves' gradients weighed into one (the GPT trainer's): each element
+ * wa a + wb b, b zeroed, and the sum of squares the same bits as
+ * ag_fast_grad_sq_sum's over the result, for sizes that cut the chunks and
+ * the blocks anywhere. */
+START_TEST(test_grad_weigh)
+{
+    const int sizes[4] = {3, 70001, 129, 40960};
+    ag_tensor *a[5], *b[5], *want[5];
+    ag_rng rng = ag_rng_new(9);
+    for (int i = 0; i < 5; i++) {
+        int n = i == 2 ? 1 : sizes[i % 4];
+        a[i] = ag_param_new(1, &n), b[i] = ag_param_new(1, &n), want[i] = ag_param_new(1, &n);
+        for (int k = 0; k < n; k++) {
+            a[i]->grad[k] = (ag_real)ag_rng_normal(&rng);
+            b[i]->grad[k] = (ag_real)ag_rng_normal(&rng);
+            want[i]->grad[k] = (ag_real)0.25 * a[i]->grad[k] + (ag_real)0.75 * b[i]->grad[k];
+        }
+    }
+    double sq = ag_fast_grad_weigh(a, b, 5, (ag_real)0.25, (ag_real)0.75);
+    ck_assert(sq == ag_fast_grad_sq_sum(want, 5));
+    for (int i = 0; i < 5; i++) {
+        for (size_t k = 0; k < a[i]->size; k++)
+            ck_assert(a[i]->grad[k] == want[i]->grad[k] && b[i]->grad[k] == 0);
+        ag_param_free(a[i]), ag_param_free(b[i]), ag_param_free(want[i]);
+    }
+}
+END_TEST
+
 START_TEST(test_clip)
 {
     ag_tensor *a = ag_param_new(1, (int[]){2}), *b = ag_param_new(1, (int[]){1});
@@ -466,6 +495,7 @@ Suite *suite_optim(void)
     tcase_add_test(tc, test_sgd_reference);
     tcase_add_test(tc, test_set_lr);
     tcase_add_test(tc, test_clip);
+    tcase_add_test(tc, test_grad_weigh);
     tcase_add_test(tc, test_state_restore);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
