@@ -291,7 +291,8 @@ START_TEST(test_grad_weigh)
         int n = i == 2 ? 1 : sizes[i % 4];
         a[i] = ag_param_new(1, &n), b[i] = ag_param_new(1, &n), want[i] = ag_param_new(1, &n);
         for (int k = 0; k < n; k++) {
-            a[i]->grad[k] = (ag_real)ag_rng_normal(&rng);
+            /* magnitudes 2^-14 .. 2^14: the sum rounds, so its order shows */
+            a[i]->grad[k] = (ag_real)ldexp(ag_rng_normal(&rng), k % 29 - 14);
             b[i]->grad[k] = (ag_real)ag_rng_normal(&rng);
             want[i]->grad[k] = (ag_real)0.25 * a[i]->grad[k] + (ag_real)0.75 * b[i]->grad[k];
         }
