@@ -78,8 +78,8 @@ int ag_fast_adam(ag_tensor *const *params, size_t n, ag_real *const *state, cons
 
 /* ---- clipping ---- */
 
-/* Elements per chunk of the sums and the scaling shared out over threads. */
-#define CLIP_GRAIN 16384
+/* Chunks of AG_CLIP_GRAIN elements (kernels.h) for the sums and the
+ * scaling, shared out over the threads. */
 
 typedef struct clip_job {
     ag_tensor *const *params;
@@ -87,10 +87,10 @@ typedef struct clip_job {
     double scale;
 } clip_job;
 
-/* s[l] += g[k]^2 for the elements k = l mod 8 of g[0, n): eight running
- * sums (a vector of them, not one chain of dependent adds), compiled per
- * instruction set; each lane adds in the same order in every version. */
-AG_CLONES static void square_sums(const ag_real *restrict g, size_t n, double *restrict s)
+/* eight running sums (a vector of them, not one chain of dependent adds),
+ * compiled per instruction set; each lane adds in the same order in every
+ * version (kernels.h) */
+AG_CLONES void ag_square_sums(const ag_real *restrict g, size_t n, double *restrict s)
 {
     size_t k = 0;
     for (; k + 8 <= n; k += 8)
@@ -108,7 +108,7 @@ static void square_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi
         return;
     /* the eight sums, then added in order */
     double s[8] = {0};
-    square_sums(g + lo, hi - lo, s);
+    ag_square_sums(g + lo, hi - lo, s);
     double sq = j->sq[chunk];
     for (int l = 0; l < 8; l++)
         sq += s[l];
@@ -132,7 +132,7 @@ double ag_fast_grad_sq_sum(ag_tensor *const *params, size_t n)
      * the chunks depend on the sizes alone, so any number of threads gives
      * the same sum */
     clip_job j = {.params = params};
-    size_t chunks = ag_params_range(params, n, CLIP_GRAIN, square_piece, &j);
+    size_t chunks = ag_params_range(params, n, AG_CLIP_GRAIN, square_piece, &j);
     double sq = 0;
     for (size_t c = 0; c < chunks; c++)
         sq += j.sq[c];
@@ -142,59 +142,5 @@ double ag_fast_grad_sq_sum(ag_tensor *const *params, size_t n)
 void ag_fast_grad_scale(ag_tensor *const *params, size_t n, double scale)
 {
     clip_job j = {.params = params, .scale = scale};
-    ag_params_range(params, n, CLIP_GRAIN, scale_piece, &j);
-}
-
-/* ---- two sets of gradients weighed into one ---- */
-
-typedef struct weigh_job {
-    ag_tensor *const *a, *const *b;
-    ag_real wa, wb;
-    double sq[AG_PARAMS_CHUNKS]; /* each chunk's sum of squares, as clip_job's */
-} weigh_job;
-
-/* a = wa a + wb b, b = 0, over n elements (compiled per instruction set:
- * the same two products and sum, each rounded, in every version). */
-AG_CLONES static void weigh(ag_real *restrict a, ag_real *restrict b, size_t n, ag_real wa,
-                            ag_real wb)
-{
-    for (size_t k = 0; k < n; k++) {
-        a[k] = wa * a[k] + wb * b[k];
-        b[k] = 0;
-    }
-}
-
-/* Elements weighed, then summed while still in L1: a multiple of 8, so
- * that square_sums gives every element the lane one call over the whole
- * piece would. */
-#define WEIGH_BLOCK 2048
-
-static void weigh_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
-{
-    weigh_job *j = ctx;
-    ag_real *a = j->a[i]->grad, *b = j->b[i]->grad;
-    if (!a || !b)
-        return;
-    double s[8] = {0};
-    for (size_t k = lo; k < hi; k += WEIGH_BLOCK) {
-        size_t m = hi - k < WEIGH_BLOCK ? hi - k : WEIGH_BLOCK;
-        weigh(a + k, b + k, m, j->wa, j->wb);
-        square_sums(a + k, m, s);
-    }
-    double sq = j->sq[chunk]; /* as square_piece adds them */
-    for (int l = 0; l < 8; l++)
-        sq += s[l];
-    j->sq[chunk] = sq;
-}
-
-double ag_fast_grad_weigh(ag_tensor *const *a, ag_tensor *const *b, size_t n, ag_real wa,
-                          ag_real wb)
-{
-    weigh_job j = {.a = a, .b = b, .wa = wa, .wb = wb};
-    /* CLIP_GRAIN: the chunks of ag_fast_grad_sq_sum, so the same sum */
-    size_t chunks = ag_params_range(a, n, CLIP_GRAIN, weigh_piece, &j);
-    double sq = 0;
-    for (size_t c = 0; c < chunks; c++)
-        sq += j.sq[c];
-    return sq;
+    ag_params_range(params, n, AG_CLIP_GRAIN, scale_piece, &j);
 }
