@@ -372,6 +372,59 @@ START_TEST(test_arena_reuse)
 }
 END_TEST
 
+/* Coming back to a mark frees what was handed out after it, in the mark's
+ * block and in any block made since; before the mark nothing moves. */
+START_TEST(test_arena_back)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_arena *a = &tape->arena;
+    char *first = ag_arena_alloc(tape, 100);
+    ag_arena_mark m = ag_arena_here(a);
+    char *small = ag_arena_alloc(tape, 100);
+    ag_arena_back(a, m);
+    ck_assert_ptr_eq(ag_arena_alloc(tape, 100), small); /* the same memory again */
+    ag_arena_back(a, m);
+    char *big = ag_arena_alloc(tape, (size_t)1 << 20); /* past the first block */
+    ck_assert_uint_eq(a->n_blocks, 2);
+    ag_arena_back(a, m);
+    ck_assert_uint_eq(a->used, m.used);
+    ck_assert_ptr_eq(ag_arena_alloc(tape, 100), small);
+    ck_assert_ptr_eq(ag_arena_alloc(tape, (size_t)1 << 20), big); /* the new block, again */
+    ck_assert_uint_eq(a->n_blocks, 2);
+    ck_assert(first < small && ag_arena_owns(a, first));
+    ag_tape_free(tape);
+}
+END_TEST
+
+/* Reusing, what an op's backward takes from the arena (layer norm's
+ * partial sums) is free again once it has run: backward leaves the arena
+ * as it found it. */
+START_TEST(test_backward_scratch_freed)
+{
+    ag_tape *tape = ag_tape_new();
+    ag_tape_reuse_grads(tape, 1);
+    ag_tensor *w = ag_param_new(1, (int[]){64});
+    ag_tensor *x = ag_requires_grad(tape, ag_tensor_new(tape, 2, (int[]){300, 64}));
+    ck_assert_ptr_nonnull(x);
+    for (size_t i = 0; i < w->size; i++)
+        w->data[i] = 1;
+    ag_tensor *h = x;
+    for (int k = 0; k < 3; k++)
+        h = ag_layernorm(tape, h, w, NULL);
+    ag_tensor *loss = ag_sum(tape, ag_mul(tape, h, h));
+    ck_assert_ptr_nonnull(loss);
+    size_t used = tape->arena.used, peak = ag_tape_peak_bytes(tape);
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    ck_assert_uint_eq(tape->arena.used, used);
+    size_t once = ag_tape_peak_bytes(tape) - peak; /* one op's scratch at most */
+    ck_assert(once > 0 || ag_reference_kernels()); /* (the plain rows take none) */
+    ck_assert_int_eq(ag_backward(tape, loss), AG_OK);
+    ck_assert_uint_eq(ag_tape_peak_bytes(tape), peak + once);
+    ag_param_free(w);
+    ag_tape_free(tape);
+}
+END_TEST
+
 START_TEST(test_arena_alignment)
 {
     ag_tape *tape = ag_tape_new();
@@ -485,6 +538,8 @@ Suite *suite_tape(void)
     tc = tcase_create("arena");
     tcase_add_test(tc, test_arena_reuse);
     tcase_add_test(tc, test_arena_alignment);
+    tcase_add_test(tc, test_arena_back);
+    tcase_add_test(tc, test_backward_scratch_freed);
     suite_add_tcase(s, tc);
     tc = tcase_create("stopping");
     tcase_add_test(tc, test_interrupt_stops_ops);

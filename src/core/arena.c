@@ -94,6 +94,18 @@ void ag_arena_rewind(ag_arena *a)
     a->used = 0;
 }
 
+void ag_arena_back(ag_arena *a, ag_arena_mark m)
+{
+    if (a->used == m.used)
+        return; /* nothing handed out since */
+    for (ag_block *b = m.cur ? m.cur->next : a->first; b; b = b->next)
+        b->used = 0;
+    if (m.cur)
+        m.cur->used = m.cur_used;
+    a->cur = m.cur ? m.cur : a->first;
+    a->used = m.used;
+}
+
 void ag_arena_free(ag_arena *a)
 {
     blocks_free(a->first);

@@ -10,7 +10,10 @@
  * that buffer on: the next input gradient of the same size to be written
  * takes it (the last handed on, the likeliest still in cache), and the
  * output reads as unset (zero) from then on. The arithmetic is the same,
- * so the parameters' gradients are the same bits.
+ * so the parameters' gradients are the same bits. Likewise what an entry's
+ * backward takes from the arena for itself (scratch: the attention's
+ * per-chunk buffers, layer norm's partial sums) is free again once it has
+ * run, so the next entry's scratch is the same memory, still in cache.
  */
 #include "internal.h"
 
@@ -59,9 +62,10 @@ void ag_reuse_undo(ag_tape *tape)
 
 /* Before entry e's backward: each input gradient it may write first (an
  * op output's, still unset: nothing in it yet) takes the spare buffer of
- * its size handed on last, if there is one. */
+ * its size handed on last, if there is one; the arena's place is noted. */
 void ag_reuse_take(ag_tape *tape, const ag_entry *e)
 {
+    tape->scratch = ag_arena_here(&tape->arena);
     for (int i = 0; i < e->n_in; i++) {
         ag_tensor *t = e->in[i];
         if (!ag_grad_is_unset(tape, t))
@@ -77,11 +81,12 @@ void ag_reuse_take(ag_tape *tape, const ag_entry *e)
     }
 }
 
-/* After entry e's backward: its output's gradient is done with, and reads
- * as unset (zero) from now on. (The loss's stays: dL/dL = 1 is the
- * caller's to read.) */
+/* After entry e's backward: its scratch is free again, and its output's
+ * gradient is done with, reading as unset (zero) from now on. (The loss's
+ * stays: dL/dL = 1 is the caller's to read.) */
 void ag_reuse_give(ag_tape *tape, const ag_entry *e, const ag_tensor *loss)
 {
+    ag_arena_back(&tape->arena, tape->scratch);
     if (e->out == loss)
         return;
     tape->spare[tape->n_spare++] = (ag_spare){e->out->grad, e->out->size};

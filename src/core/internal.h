@@ -84,6 +84,13 @@ typedef struct ag_arena {
     size_t peak; /* the most bytes one step has used */
 } ag_arena;
 
+/* A point of the arena to come back to: what was handed out after it is
+ * free again (blocks after cur are empty until cur moves on to them). */
+typedef struct ag_arena_mark {
+    ag_block *cur;
+    size_t cur_used, used;
+} ag_arena_mark;
+
 struct ag_tape {
     ag_entry *entries; /* (cap_entries) */
     size_t n_entries, cap_entries;
@@ -91,13 +98,14 @@ struct ag_tape {
     int backward_ran; /* ag_backward has run since the last reset */
     ag_status status;
     char error[256];
-    ag_bug bug;         /* AG_BUG_NONE but on ag_gradcheck's tape (opts.bug) */
-    const char *bug_op; /* AG_BUG_SCALE: the op whose backward is made wrong */
-    int detect_anomaly; /* check every op's output for NaN/Inf */
-    int reuse_grads;    /* backward hands done-with gradient buffers on (grad_reuse.c) */
-    ag_spare *spare;    /* (cap_spare) those buffers, free to take again */
-    ag_real **own;      /* (cap_spare) entry k's output's own gradient buffer... */
-    size_t n_own;       /* ...for the first n_own entries, when a backward reused them */
+    ag_bug bug;            /* AG_BUG_NONE but on ag_gradcheck's tape (opts.bug) */
+    const char *bug_op;    /* AG_BUG_SCALE: the op whose backward is made wrong */
+    int detect_anomaly;    /* check every op's output for NaN/Inf */
+    int reuse_grads;       /* backward hands done-with gradient buffers on (grad_reuse.c) */
+    ag_spare *spare;       /* (cap_spare) those buffers, free to take again */
+    ag_arena_mark scratch; /* where the arena stood before an entry's backward */
+    ag_real **own;         /* (cap_spare) entry k's output's own gradient buffer... */
+    size_t n_own;          /* ...for the first n_own entries, when a backward reused them */
     size_t n_spare, cap_spare;
 };
 
@@ -147,6 +155,11 @@ void *ag_arena_alloc(ag_tape *tape, size_t bytes);
  * calls malloc zero times. */
 void ag_arena_rewind(ag_arena *a);
 void ag_arena_free(ag_arena *a);
+static inline ag_arena_mark ag_arena_here(const ag_arena *a)
+{
+    return (ag_arena_mark){a->cur, a->cur ? a->cur->used : 0, a->used};
+}
+void ag_arena_back(ag_arena *a, ag_arena_mark m);
 
 /* ---- optimizers ---- */
 /* A twin of a parameter (ag_param_new): the same shape and the same data
