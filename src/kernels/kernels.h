@@ -106,10 +106,9 @@ int ag_fast_adam(ag_tensor *const *params, size_t n, ag_real *const *state,
                  const ag_adam_consts *c);
 /* The sum of every gradient element's square, in double: taken in chunks
  * of AG_CLIP_GRAIN elements (threads.h, ag_params_range), each piece's by
- * ag_square_sums, s[l] += g[k]^2 for the elements k = l mod 8 of g[0, n). */
+ * square_sums.h. */
 #define AG_CLIP_GRAIN 16384
 double ag_fast_grad_sq_sum(ag_tensor *const *params, size_t n);
-void ag_square_sums(const ag_real *restrict g, size_t n, double *restrict s);
 /* Every gradient element times scale. */
 void ag_fast_grad_scale(ag_tensor *const *params, size_t n, double scale);
 /* ---- weigh.c ---- */

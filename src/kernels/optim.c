@@ -8,6 +8,7 @@
  */
 #include "clones.h"
 #include "kernels.h"
+#include "square_sums.h"
 #include "threads.h"
 
 #include <math.h>
@@ -87,17 +88,10 @@ typedef struct clip_job {
     double scale;
 } clip_job;
 
-/* eight running sums (a vector of them, not one chain of dependent adds),
- * compiled per instruction set; each lane adds in the same order in every
- * version (kernels.h) */
-AG_CLONES void ag_square_sums(const ag_real *restrict g, size_t n, double *restrict s)
+/* square_sums.h's loop, compiled per instruction set */
+AG_CLONES static void square_sums(const ag_real *restrict g, size_t n, double *restrict s)
 {
-    size_t k = 0;
-    for (; k + 8 <= n; k += 8)
-        for (int l = 0; l < 8; l++)
-            s[l] += (double)g[k + l] * (double)g[k + l];
-    for (int l = 0; k < n; k++, l++)
-        s[l] += (double)g[k] * (double)g[k];
+    ag_square_sums(g, n, s);
 }
 
 static void square_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
@@ -108,7 +102,7 @@ static void square_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi
         return;
     /* the eight sums, then added in order */
     double s[8] = {0};
-    ag_square_sums(g + lo, hi - lo, s);
+    square_sums(g + lo, hi - lo, s);
     double sq = j->sq[chunk];
     for (int l = 0; l < 8; l++)
         sq += s[l];

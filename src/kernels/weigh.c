@@ -8,6 +8,7 @@
  */
 #include "clones.h"
 #include "kernels.h"
+#include "square_sums.h"
 #include "threads.h"
 
 typedef struct weigh_job {
@@ -16,15 +17,17 @@ typedef struct weigh_job {
     double sq[AG_PARAMS_CHUNKS]; /* each chunk's sum of squares, as clip_job's */
 } weigh_job;
 
-/* a = wa a + wb b, b = 0, over n elements (compiled per instruction set:
- * the same two products and sum, each rounded, in every version). */
+/* a = wa a + wb b, b = 0, over n elements, then the new a's squares added
+ * into s (square_sums.h), compiled per instruction set: the same two
+ * products and sum, each rounded, in every version. */
 AG_CLONES static void weigh(ag_real *restrict a, ag_real *restrict b, size_t n, ag_real wa,
-                            ag_real wb)
+                            ag_real wb, double *restrict s)
 {
     for (size_t k = 0; k < n; k++) {
         a[k] = wa * a[k] + wb * b[k];
         b[k] = 0;
     }
+    ag_square_sums(a, n, s);
 }
 
 /* Elements weighed, then summed while still in L1: a multiple of 8, so
@@ -41,8 +44,7 @@ static void weigh_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
     double s[8] = {0};
     for (size_t k = lo; k < hi; k += WEIGH_BLOCK) {
         size_t m = hi - k < WEIGH_BLOCK ? hi - k : WEIGH_BLOCK;
-        weigh(a + k, b + k, m, j->wa, j->wb);
-        ag_square_sums(a + k, m, s);
+        weigh(a + k, b + k, m, j->wa, j->wb, s);
     }
     double sq = j->sq[chunk]; /* as optim.c's square_piece adds them */
     for (int l = 0; l < 8; l++)

@@ -1,0 +1,27 @@
+/*
+ * square_sums.h - the sum of squares of a run of gradient elements, in
+ * double, as the clip takes it (optim.c) and as the GPT trainer's weighing
+ * of its halves takes it (weigh.c): both must give the same bits, so both
+ * inline this one loop into their own per-instruction-set functions
+ * (clones.h; each lane adds in the same order in every version).
+ */
+#ifndef AG_SQUARE_SUMS_H
+#define AG_SQUARE_SUMS_H
+
+#include "attograd.h"
+
+#include <stddef.h>
+
+/* s[l] += g[k]^2 for the elements k = l mod 8 of g[0, n): eight running
+ * sums (a vector of them, not one chain of dependent adds). */
+static inline void ag_square_sums(const ag_real *restrict g, size_t n, double *restrict s)
+{
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int l = 0; l < 8; l++)
+            s[l] += (double)g[k + l] * (double)g[k + l];
+    for (int l = 0; k < n; k++, l++)
+        s[l] += (double)g[k] * (double)g[k];
+}
+
+#endif /* AG_SQUARE_SUMS_H */
