@@ -628,9 +628,10 @@ void ag_gpt_run_halves(size_t halves, void (*fn)(void *ctx, size_t half), void *
             fn(ctx, i);
 }
 
-/* Half of a chunk of validation windows, on its own tape and its part of
- * the stream's buffer (ag_gpt_run_halves); the halves' sums are added in
- * order, so the bits do not depend on whether they ran at once. */
+/* Half of a chunk of validation windows, on its tape (its own when the
+ * halves run at once, gpt.h) and its part of the stream's buffer
+ * (ag_gpt_run_halves); the halves' sums are added in order, so the bits do
+ * not depend on whether they ran at once. */
 typedef struct val_half {
     ag_gpt *g;
     ag_tape *tape;
