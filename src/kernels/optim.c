@@ -79,9 +79,8 @@ int ag_fast_adam(ag_tensor *const *params, size_t n, ag_real *const *state, cons
 
 /* ---- clipping ---- */
 
-/* Chunks of AG_CLIP_GRAIN elements (kernels.h) for the sums and the
- * scaling, shared out over the threads. */
-
+/* The sums and the scaling, in chunks of AG_CLIP_GRAIN elements (kernels.h)
+ * shared out over the threads. */
 typedef struct clip_job {
     ag_tensor *const *params;
     double sq[AG_PARAMS_CHUNKS]; /* each chunk's sum of squares */
@@ -100,13 +99,9 @@ static void square_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi
     const ag_real *g = j->params[i]->grad;
     if (!g)
         return;
-    /* the eight sums, then added in order */
     double s[8] = {0};
     square_sums(g + lo, hi - lo, s);
-    double sq = j->sq[chunk];
-    for (int l = 0; l < 8; l++)
-        sq += s[l];
-    j->sq[chunk] = sq;
+    ag_square_sums_fold(&j->sq[chunk], s);
 }
 
 static void scale_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
@@ -122,15 +117,9 @@ static void scale_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
 
 double ag_fast_grad_sq_sum(ag_tensor *const *params, size_t n)
 {
-    /* the sum of squares chunk by chunk, the chunks' sums added in order:
-     * the chunks depend on the sizes alone, so any number of threads gives
-     * the same sum */
     clip_job j = {.params = params};
     size_t chunks = ag_params_range(params, n, AG_CLIP_GRAIN, square_piece, &j);
-    double sq = 0;
-    for (size_t c = 0; c < chunks; c++)
-        sq += j.sq[c];
-    return sq;
+    return ag_square_sums_total(j.sq, chunks);
 }
 
 void ag_fast_grad_scale(ag_tensor *const *params, size_t n, double scale)

@@ -46,10 +46,7 @@ static void weigh_piece(void *ctx, size_t chunk, size_t i, size_t lo, size_t hi)
         size_t m = hi - k < WEIGH_BLOCK ? hi - k : WEIGH_BLOCK;
         weigh(a + k, b + k, m, j->wa, j->wb, s);
     }
-    double sq = j->sq[chunk]; /* as optim.c's square_piece adds them */
-    for (int l = 0; l < 8; l++)
-        sq += s[l];
-    j->sq[chunk] = sq;
+    ag_square_sums_fold(&j->sq[chunk], s);
 }
 
 double ag_fast_grad_weigh(ag_tensor *const *a, ag_tensor *const *b, size_t n, ag_real wa,
@@ -58,8 +55,5 @@ double ag_fast_grad_weigh(ag_tensor *const *a, ag_tensor *const *b, size_t n, ag
     weigh_job j = {.a = a, .b = b, .wa = wa, .wb = wb};
     /* the chunks of ag_fast_grad_sq_sum, so the same sum */
     size_t chunks = ag_params_range(a, n, AG_CLIP_GRAIN, weigh_piece, &j);
-    double sq = 0;
-    for (size_t c = 0; c < chunks; c++)
-        sq += j.sq[c];
-    return sq;
+    return ag_square_sums_total(j.sq, chunks);
 }
