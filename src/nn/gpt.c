@@ -660,7 +660,7 @@ static ag_status eval_chunk(ag_tape *tapes[2], ag_gpt *g, const int *x, const in
                             size_t errlen)
 {
     int first = (int)ag_gpt_first_half((size_t)n);
-    size_t halves = n >= 2 ? 2 : 1, at = (size_t)first * (size_t)g->cfg.seq;
+    size_t halves = ag_gpt_halves((size_t)n), at = (size_t)first * (size_t)g->cfg.seq;
     int at_once = ag_gpt_halves_at_once(halves, ag_get_threads());
     int report = !at_once; /* a worker must not call the hook */
     val_half hv[2] = {{g, tapes[0], x, y, first, buf, report, w0, W, 0, AG_OK, ""},

@@ -63,14 +63,19 @@ ag_gpt *ag_gpt_twin(const ag_gpt *g);
 void ag_gpt_twin_sync(ag_gpt *twin, const ag_gpt *g);
 
 /* ---- work in two halves (the training step's batch, validation's chunks) ----
- * n windows go as two halves, the first of ag_gpt_first_half(n) windows
- * (one half when n is 1). ag_gpt_run_halves runs fn(ctx, 0) and fn(ctx, 1)
- * at once when ag_gpt_halves_at_once says so for the threads set
- * (ag_get_threads: two or three, a half each, every op inside on its
- * thread alone, each half on a tape of its own), else one after the other,
- * each op shared over the threads, both on one tape: the second half's
- * forward then writes the memory the first's backward has just read, still
- * in cache. The halves do the same arithmetic either way. */
+ * n windows go as ag_gpt_halves(n) halves (one when n is 1), the first of
+ * ag_gpt_first_half(n) windows. ag_gpt_halves_at_once says whether they
+ * run at once on that many threads (two or three: a half each, every op
+ * inside on its thread alone, each half on a tape of its own), else they
+ * run one after the other, each op shared over the threads, both on one
+ * tape: the second half's forward then writes the memory the first's
+ * backward has just read, still in cache. ag_gpt_run_halves runs fn(ctx,
+ * 0) and fn(ctx, 1) so for the threads set (ag_get_threads). The halves do
+ * the same arithmetic either way. */
+static inline size_t ag_gpt_halves(size_t n)
+{
+    return n >= 2 ? 2 : 1;
+}
 static inline size_t ag_gpt_first_half(size_t n)
 {
     return (n + 1) / 2;

@@ -225,7 +225,7 @@ static void run_half(void *ctx, size_t i)
 static size_t split_batch(ag_gpt_trainer *t, half *hv)
 {
     int B = t->cfg.batch, first = (int)ag_gpt_first_half((size_t)B);
-    size_t n = B >= 2 ? 2 : 1;
+    size_t n = ag_gpt_halves((size_t)B);
     int at_once = ag_gpt_halves_at_once(n, ag_get_threads());
     ag_gpt *model[2] = {t->g, t->twin};
     ag_tape *tape[2] = {t->tape, at_once ? t->twin_tape : t->tape};

@@ -106,7 +106,7 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
          * one after the other, on one tape (gpt.h) */
         double B = run->batch, first = (double)ag_gpt_first_half((size_t)run->batch);
         double second = B - first;
-        int at_once = ag_gpt_halves_at_once(second > 0 ? 2 : 1, run->threads);
+        int at_once = ag_gpt_halves_at_once(ag_gpt_halves((size_t)run->batch), run->threads);
         add(m, "their gradients", W * (second > 0 ? 2 : 1));
         add(m, "AdamW's state", 2 * W);
         double tapes = step_values(c, first) + (at_once ? step_values(c, second) : 0);
@@ -117,7 +117,7 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
     if (run->validate) { /* a chunk of windows in two halves, as the step's */
         size_t chunk = ag_gpt_val_chunk(c), first = ag_gpt_first_half(chunk),
                second = chunk - first;
-        int at_once = ag_gpt_halves_at_once(second ? 2 : 1, run->threads);
+        int at_once = ag_gpt_halves_at_once(ag_gpt_halves(chunk), run->threads);
         double val = val_values(c, (double)first) + (at_once ? val_values(c, (double)second) : 0);
         add(m, "the validation", val * REAL);
     }
