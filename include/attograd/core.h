@@ -247,16 +247,15 @@ ag_status ag_backward(ag_tape *tape, ag_tensor *loss);
 void ag_tape_detect_anomaly(ag_tape *tape, int on);
 /* Reusing gradient buffers. When on, backward hands the buffer of each
  * intermediate gradient it is done with (an op output's, once that op's
- * backward has run) to the next one of the same size it writes, and the
- * memory an op's backward takes for itself is free again for the next op's,
- * so a step writes into memory still in cache instead of fresh buffers: a
- * GPT step runs a few percent faster, and holds less. The parameters' and inputs' gradients are the
- * same bits, and the loss's stays 1; the op outputs' gradients are not
+ * backward has run) to the next one of the same size it writes, and the memory
+ * an op's backward takes for itself is free again for the next op's, so a step
+ * writes into memory still in cache instead of fresh buffers: a GPT step runs
+ * a few percent faster, and holds less. The parameters' and inputs' gradients
+ * are the same bits, and the loss's stays 1; the op outputs' gradients are not
  * kept (their grad buffers hold leftovers: do not read them), so
- * ag_tape_find_anomaly finds nothing among them: to search, run backward
- * again with reuse off first. The GPT trainer turns it on. Off by default;
- * while anomaly detection is on (it reads every gradient), backward keeps
- * them all. */
+ * ag_tape_find_anomaly finds nothing among them: to search, run backward again
+ * with reuse off first. The GPT trainer turns it on. Off by default; while
+ * anomaly detection is on (it reads every gradient), backward keeps them all. */
 void ag_tape_reuse_grads(ag_tape *tape, int on);
 /* After the fact: scan the step's values in forward order, then its
  * gradients in backward order; the first NaN or Inf is recorded as the

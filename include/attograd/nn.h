@@ -839,14 +839,13 @@ ag_gpt_trainer *ag_gpt_trainer_new(ag_gpt *g, const ag_text *text, const ag_gpt_
  * from ag_gpt_trainer_open, which made them: then they are freed too. */
 void ag_gpt_trainer_free(ag_gpt_trainer *t);
 /* One step: a random training batch, forward, backward, clip, AdamW at
- * ag_gpt_lr_at(step). The batch goes as two halves (their gradients
- * weighted by their windows), at once on two or three threads, so the
- * result is the same bits on any number of threads. *loss (may be NULL)
- * gets the batch's mean loss. A NaN or
- * Inf (in the loss, a gradient or, after the update, a weight) stops it
- * with AG_ERR_NUMERIC and a message naming the op or the parameter; the
- * weights are then not to be trusted. Allocates nothing once the first
- * step has run. */
+ * ag_gpt_lr_at(step). The batch goes as two halves, at once on two or three
+ * threads, their gradients then weighted by their windows element by element:
+ * the result is the same bits on any number of threads. *loss (may be NULL)
+ * gets the batch's mean loss. A NaN or Inf (in the loss, a gradient or, after
+ * the update, a weight) stops it with AG_ERR_NUMERIC and a message naming the
+ * op or the parameter; the weights are then not to be trusted. Allocates
+ * nothing once the first step has run. */
 ag_status ag_gpt_trainer_step(ag_gpt_trainer *t, double *loss, char *err, size_t errlen);
 long ag_gpt_trainer_steps(const ag_gpt_trainer *t); /* steps done */
 /* The most bytes a step's tapes have held (the step runs its batch as two
