@@ -659,6 +659,8 @@ START_TEST(test_fused_kernels_match_ops)
         {{2, 45, 64}, 2},  /* dh 32, one ragged block: causal backward's tiles of its own */
         {{1, 70, 160}, 4}, /* dh 40, rows too wide to read in place: heads laid out */
         {{2, 66, 256}, 8}, /* dh 32 laid out head by head */
+        {{2, 56, 24}, 2},  /* dh 12, T 46..64: AVX2's one block of 64, its column groups */
+        {{1, 47, 40}, 1},  /* dh 40, the shortest sequence AVX2 gives a block of 64 */
     };
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))
@@ -723,7 +725,8 @@ START_TEST(test_kept_weights_match_reference)
     static const char *const kernels[] = {"generic", "avx2", "avx512"};
     static const struct {
         int shape[3], heads;
-    } cases[] = {{{2, 64, 128}, 4}, {{2, 50, 48}, 3}, {{3, 16, 16}, 1}, {{2, 30, 24}, 2}};
+    } cases[] = {{{2, 64, 128}, 4}, {{2, 50, 48}, 3}, {{3, 16, 16}, 1}, {{2, 30, 24}, 2},
+                 {{1, 46, 32}, 1}};
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))
             continue; /* not on this CPU */
@@ -801,17 +804,18 @@ END_TEST
  * op too, which has its own copy of the softmax gradient. */
 START_TEST(test_fused_bug_caught)
 {
-    /* with every tile kernel, and a sequence of two blocks; T = 3 takes the
-     * path for sequences too short for tiles (src/kernels/attn_small.c) */
+    /* with every tile kernel, a sequence of two blocks and one of a block
+     * that keeps its weights (AVX2's block of 64 at T = 60); T = 3 takes
+     * the path for sequences too short for tiles (src/kernels/attn_small.c) */
     static const char *const kernels[] = {"generic", "avx2", "avx512"};
-    static const int shapes[2][3] = {{2, 3, 4}, {1, 70, 4}};
+    static const int shapes[][3] = {{2, 3, 4}, {1, 70, 4}, {1, 60, 4}};
     ck_assert(ag_attn_small(3) && !ag_attn_small(70));
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))
             continue;
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < 3; s++) {
             ag_rng rng = ag_rng_new(301);
-            ag_attention *att = ag_attention_new(4, 2, s, &rng, NULL, 0);
+            ag_attention *att = ag_attention_new(4, 2, s > 0, &rng, NULL, 0); /* causal but T = 3 */
             ag_tensor *in[5];
             in[0] = test_param(&rng, 3, shapes[s]);
             ag_attention_params(att, in + 1, NULL, 4);

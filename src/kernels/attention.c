@@ -7,8 +7,9 @@
  * mask hides. Forward keeps Q, K, V and O and, per query, L = the
  * log-sum-exp of its scores; backward recomputes each tile's weights as
  * exp(S - L), or, for a sequence of one block whose tiles keep them (the
- * GPT's causal heads of 32 in AVX-512's blocks of 64, any short enough in
- * smaller blocks and in the portable tiles), reads them as forward kept
+ * GPT's causal heads of 32 in AVX-512's blocks of 64, sequences of 46 to 64
+ * positions in AVX2's, any short enough in smaller blocks and in the
+ * portable tiles), reads them as forward kept
  * them, one tile a head. Memory grows with T, not T^2. Q, K and V are kept as the
  * products make them, (B,T,d) rows, and a tile reads its head's columns in
  * place when the rows are short (IN_PLACE_MAX); wider rows are laid out

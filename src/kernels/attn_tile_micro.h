@@ -18,6 +18,8 @@
  *                  rows and cols (rows, cols <= W)
  *   QK_ACC, PV_ACC    accumulators per micro-tile of each kind below
  *   PV_NV          vectors per row of a product's micro-tile, at most
+ *   NV_MAX         vectors of queries in the widest block: 4, or 8 (a block
+ *                  for sequences of 64 positions at W = 8)
  *   DH_SPECIAL     a head width whose widest blocks get code of their own,
  *                  with the width a constant (loops unrolled, the products
  *                  inlined), or 0 for none; blocks of one vector get such
@@ -150,16 +152,16 @@ UNROLL
 #undef QK_PART
 }
 
-/* Rows c < nc of a tile: micro-tiles of TILE_ROWS rows, then 8, 4, 1.
- * diag is the block's first key minus its first query. SKIP (a constant):
- * leave out the vectors of queries a causal mask hides from a whole row
- * group (qk_skip), which only rows on a block's diagonal have. */
-TARGET INLINE void NAME(qk_rows_of)(size_t nc, size_t dh, const float *a, size_t lda,
-                                    const float *b, size_t ldb, float *t, int mode,
-                                    const float *vec, const float *pt, float *mx, int causal,
-                                    long diag, const int NV, const int SKIP)
+/* Rows c < nc of a tile (row stride br) NV vectors of queries wide:
+ * micro-tiles of TILE_ROWS rows, then 8, 4, 1. diag is the first key
+ * minus the first query. SKIP (a constant): leave out the vectors of
+ * queries a causal mask hides from a whole row group (qk_skip), which only
+ * rows on a block's diagonal have. */
+TARGET INLINE void NAME(qk_group)(size_t nc, size_t dh, const float *a, size_t lda,
+                                  const float *b, size_t ldb, float *t, size_t br, int mode,
+                                  const float *vec, const float *pt, float *mx, int causal,
+                                  long diag, const int NV, const int SKIP)
 {
-    const size_t br = (size_t)NV * W;
     size_t c = 0;
 #define QK_ROWS(R)                                                                              \
     for (; c + (R) <= nc; c += (R)) {                                                           \
@@ -180,6 +182,26 @@ TARGET INLINE void NAME(qk_rows_of)(size_t nc, size_t dh, const float *a, size_t
         QK_ROWS(4)
     QK_ROWS(1)
 #undef QK_ROWS
+}
+
+/* A micro-tile holds at most QK_GROUP vectors of queries (qk_rows' bv): a
+ * wider block's tile is computed as column groups that wide, each the same
+ * rows of t from its own first query on. */
+#define QK_GROUP 4
+TARGET INLINE void NAME(qk_rows_of)(size_t nc, size_t dh, const float *a, size_t lda,
+                                    const float *b, size_t ldb, float *t, int mode,
+                                    const float *vec, const float *pt, float *mx, int causal,
+                                    long diag, const int NV, const int SKIP)
+{
+    const size_t br = (size_t)NV * W;
+    if (NV <= QK_GROUP) {
+        NAME(qk_group)(nc, dh, a, lda, b, ldb, t, br, mode, vec, pt, mx, causal, diag, NV, SKIP);
+        return;
+    }
+    for (size_t o = 0; o < br; o += QK_GROUP * W)
+        NAME(qk_group)(nc, dh, a, lda, b + o, ldb, t + o, br, mode, vec ? vec + o : NULL,
+                       pt ? pt + o : NULL, mx ? mx + o : NULL, causal, diag - (long)o, QK_GROUP,
+                       SKIP);
 }
 
 /* qk_rows_of, skipping hidden vectors only where some row can have them:
@@ -505,11 +527,16 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     }
 }
 
-/* The kernels for blocks of NVV vectors of queries. */
+/* The widest blocks (NV_MAX vectors) have code of their own for heads
+ * DH_SPECIAL wide. */
+#define SPECIAL(NVV, dh) ((NVV) == NV_MAX && DH_SPECIAL && (dh) == DH_SPECIAL)
+
+/* The kernels for blocks of NVV vectors of queries. Blocks wider than four
+ * vectors are one block a sequence (kernel_for), and keep the weights. */
 #define KERNELS(NVV)                                                                            \
     TARGET static void NAME(fwd##NVV)(const ag_attn_fwd *f, size_t r0, ag_real *scratch)        \
     {                                                                                           \
-        if ((NVV) == 4 && DH_SPECIAL && f->dh == DH_SPECIAL)                                    \
+        if (SPECIAL(NVV, f->dh))                                                                \
             NAME(fwd)(f, r0, scratch, NVV, DH_SPECIAL);                                         \
         else if ((NVV) == 1 && f->dh == W)                                                      \
             NAME(fwd)(f, r0, scratch, NVV, W);                                                  \
@@ -522,10 +549,12 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
             NAME(bwd)(b, c0, scratch, NVV, W, 0, KEPT_ASK); /* kept weights asked for */        \
         else if ((NVV) < 4)                                                                     \
             NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_ASK);                                     \
-        else if (DH_SPECIAL && b->dh == DH_SPECIAL && b->p) /* causal, one block: kept */      \
+        else if (SPECIAL(NVV, b->dh) && b->p && b->causal) /* one block: kept */               \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_YES);                            \
-        else if (DH_SPECIAL && b->dh == DH_SPECIAL)                                             \
+        else if (SPECIAL(NVV, b->dh) && !b->p)                                                  \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0, KEPT_NO);                             \
+        else if ((NVV) > 4)                                                                     \
+            NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_ASK);                                     \
         else                                                                                    \
             NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_NO);                                      \
     }                                                                                           \
@@ -535,7 +564,7 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
     {                                                                                           \
         const size_t br = (NVV) * W;                                                            \
         int fits = T <= br && br * br <= 2 * T * T; /* one block, not mostly padding */          \
-        return fits && ((NVV) < 4 || (DH_SPECIAL && dh == DH_SPECIAL && causal)) ? br : 0;     \
+        return fits && ((NVV) != 4 || (SPECIAL(NVV, dh) && causal)) ? br : 0;                  \
     }                                                                                           \
     static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
@@ -560,11 +589,20 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
 KERNELS(1)
 KERNELS(2)
 KERNELS(4)
+#if NV_MAX == 8
+KERNELS(8)
+#endif
 #undef KERNELS
+#undef SPECIAL
 
-/* Blocks as wide as the sequence needs, up to 4 vectors. */
+/* Blocks as wide as the sequence needs, up to 4 vectors; up to NV_MAX for
+ * a sequence of one block that is not mostly padding (kept##NVV's fits). */
 static const ag_attn_kernel *NAME(kernel_for)(size_t T)
 {
+#if NV_MAX == 8
+    if (T > 4 * W && T <= 8 * W && 8 * W * 8 * W <= 2 * T * T)
+        return &NAME(kernel8);
+#endif
     return T <= W ? &NAME(kernel1) : T <= 2 * W ? &NAME(kernel2) : &NAME(kernel4);
 }
 
