@@ -725,8 +725,8 @@ START_TEST(test_kept_weights_match_reference)
     static const char *const kernels[] = {"generic", "avx2", "avx512"};
     static const struct {
         int shape[3], heads;
-    } cases[] = {{{2, 64, 128}, 4}, {{2, 50, 48}, 3}, {{3, 16, 16}, 1}, {{2, 30, 24}, 2},
-                 {{1, 46, 32}, 1}};
+    } cases[] = {
+        {{2, 64, 128}, 4}, {{2, 50, 48}, 3}, {{3, 16, 16}, 1}, {{2, 30, 24}, 2}, {{1, 46, 32}, 1}};
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))
             continue; /* not on this CPU */
