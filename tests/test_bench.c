@@ -5,6 +5,9 @@
  */
 #include "test_util.h"
 #include "run.h"
+#include "kernels/cpu.h"
+
+#include <limits.h>
 
 /* Run `attograd ARGS` (words split at spaces); returns the exit status. A
  * success says its piece on stdout alone, a failure on stderr alone: that
@@ -112,6 +115,33 @@ START_TEST(test_bench_gpt_line)
 }
 END_TEST
 
+/* AG_CPU caps the kernels at a smaller CPU's: the gemm kernel the line names
+ * is the widest one left (AG_GEMM unset, which would force one). */
+START_TEST(test_bench_cpu_cap)
+{
+    int avx2 = 0; /* this CPU runs the AVX2 kernels */
+#ifdef AG_X86_KERNELS
+    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    static const char *const caps[] = {"generic", "avx2"};
+    for (size_t i = 0; i < 2; i++) {
+        char cmd[PATH_MAX + 128], gemm[16] = "";
+        snprintf(cmd, sizeof(cmd), "unset AG_GEMM; AG_CPU=%s '%s' bench matmul --n 9 --reps 1",
+                 caps[i], run_bin());
+        run_proc p = run_shell(cmd);
+        const char *at = strstr(p.out, " gemm=");
+        ck_assert_msg(p.status == 0 && at && sscanf(at, " gemm=%15[a-z0-9]", gemm) == 1,
+                      "`%s` exited %d: %s%s", cmd, p.status, p.out, p.err);
+        const char *want = ag_reference_kernels() ? "reference"
+                           : i == 1 && avx2       ? "avx2"
+                                                  : "generic";
+        ck_assert_msg(strcmp(gemm, want) == 0, "AG_CPU=%s ran gemm=%s, not %s", caps[i], gemm,
+                      want);
+        run_free(&p);
+    }
+}
+END_TEST
+
 START_TEST(test_bench_usage)
 {
     static const struct {
@@ -171,6 +201,7 @@ Suite *suite_bench(void)
     tcase_add_test(tc, test_bench_attention_line);
     tcase_add_test(tc, test_bench_attention_forms);
     tcase_add_test(tc, test_bench_gpt_line);
+    tcase_add_test(tc, test_bench_cpu_cap);
     tcase_add_test(tc, test_bench_usage);
     suite_add_tcase(s, tc);
     return s;

@@ -14,14 +14,16 @@
  * - Trailing spaces are ignored. Timings are masked: the number in
  *   `seconds=N` (and `val_seconds=N`), the number after `steps/s`, and
  *   `Ns left`.
- * - The docs show what the float build prints with its fast kernels. In the
- *   double build, with the reference kernels (AG_KERNELS=reference) and in a
- *   portable build (make PORTABLE=1), which round differently, every line is
- *   compared with its numbers and the words float/double masked, and a
- *   block whose info string has the word `float-only` is run but not
- *   compared. `masked` in the info string masks the numbers with a point or
- *   an exponent in every build (rounding noise, such as a gradient check's
- *   errors); whole numbers (counts, shapes) must still match.
+ * - The docs show what the float build prints with its fast kernels on a
+ *   CPU with AVX-512. In the double build, with the reference kernels
+ *   (AG_KERNELS=reference), in a portable build (make PORTABLE=1) and with
+ *   the AVX2 kernels (a CPU without AVX-512, or AG_CPU=avx2), which round
+ *   differently, every line is compared with its numbers and the words
+ *   float/double masked, and a block whose info string has the word
+ *   `float-only` is run but not compared. `masked` in the info string masks
+ *   the numbers with a point or an exponent in every build (rounding
+ *   noise, such as a gradient check's errors); whole numbers (counts,
+ *   shapes) must still match.
  * - `long` in the info string: a training run of several seconds, not run
  *   in a sanitizer build (where it takes ten times as long).
  * - `needs-PROGRAM` in the info string (`needs-dot`, `needs-gnuplot`): the
@@ -32,6 +34,7 @@
  */
 #include "test_util.h"
 #include "run.h"
+#include "kernels/cpu.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -396,14 +399,17 @@ static char *run_doc_cmd(const char *cmd, int *status)
 }
 
 /* Whether this run computes what the docs show: the float build's fast
- * kernels on x86. The double build, the reference kernels (AG_KERNELS,
- * which the commands inherit) and a portable build round differently. */
+ * kernels with AVX-512 on x86. The double build, the reference kernels
+ * (AG_KERNELS, which the commands inherit), a portable build and the
+ * narrower AVX2 kernels (a CPU without AVX-512, AG_CPU=avx2, AG_GEMM=avx2)
+ * round differently. */
 static int documented_build(void)
 {
 #if defined(AG_REAL_DOUBLE) || defined(AG_NO_SIMD)
     return 0;
 #else
-    return !ag_reference_kernels();
+    return !ag_reference_kernels() && ag_cpu_row_level() == 2 && ag_cpu_get()->avx512dq &&
+           strcmp(ag_gemm_kernel_name(), "avx512") == 0;
 #endif
 }
 

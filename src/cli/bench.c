@@ -128,7 +128,8 @@ static int bench_matmul(int argc, char **argv)
                "where G is 2 n^3 / seconds / 1e9, the median over the repetitions, K\n"
                "the kernels in use (fast, or reference with AG_KERNELS=reference,\n"
                "which times ag_ref_gemm) and NAME the gemm micro-kernel that ran.\n"
-               "AG_GEMM=generic|avx2|avx512 in the environment forces a kernel.\n\n",
+               "AG_GEMM=generic|avx2|avx512 in the environment forces a kernel;\n"
+               "AG_CPU=avx2|generic keeps every kernel to that much of the CPU.\n\n",
                cmd->usage);
         ag_cli_print_options(cmd);
         return AG_EXIT_OK;

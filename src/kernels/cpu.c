@@ -4,9 +4,25 @@
 #include "cpu.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 static ag_cpu features;
 static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+
+#ifdef AG_X86_KERNELS
+/* AG_CPU=avx2 or AG_CPU=generic: use no more than that, to compute what a
+ * smaller CPU computes (the kernels' arithmetic differs with their width). */
+static void cap_features(const char *cap)
+{
+    if (!cap)
+        return;
+    if (strcmp(cap, "avx2") == 0 || strcmp(cap, "generic") == 0)
+        features.avx512 = features.avx512dq = 0;
+    if (strcmp(cap, "generic") == 0)
+        features.avx2 = 0;
+}
+#endif
 
 static void features_init(void)
 {
@@ -15,6 +31,7 @@ static void features_init(void)
     features.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     features.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
     features.avx512dq = features.avx512 && __builtin_cpu_supports("avx512dq");
+    cap_features(getenv("AG_CPU"));
 #endif
 }
 

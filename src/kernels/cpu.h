@@ -20,7 +20,10 @@ typedef struct ag_cpu {
     int avx512dq; /* AVX-512DQ as well, which the attention tiles use */
 } ag_cpu;
 
-/* This CPU's features, read once (thread-safe). */
+/* This CPU's features, read once (thread-safe), and no more than the
+ * environment variable AG_CPU allows: "avx2" (no AVX-512) or "generic"
+ * (no vector kernels). Functions compiled per instruction set (clones.h)
+ * still pick their own, with the same results at every width. */
 const ag_cpu *ag_cpu_get(void);
 
 /* The widest row kernel of softmax and GELU this CPU runs: 2 for AVX-512F,
