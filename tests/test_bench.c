@@ -119,7 +119,9 @@ END_TEST
  * is the widest one left (AG_GEMM unset, which would force one). */
 START_TEST(test_bench_cpu_cap)
 {
-    int avx2 = 0; /* this CPU runs the AVX2 kernels */
+    /* this CPU runs the AVX2 kernels: asked of the CPU itself, since
+     * ag_cpu_get() obeys this process's own AG_CPU, which may be generic */
+    int avx2 = 0;
 #ifdef AG_X86_KERNELS
     avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif

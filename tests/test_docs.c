@@ -408,7 +408,8 @@ static int documented_build(void)
 #if defined(AG_REAL_DOUBLE) || defined(AG_NO_SIMD)
     return 0;
 #else
-    return !ag_reference_kernels() && ag_cpu_row_level() == 2 && ag_cpu_get()->avx512dq &&
+    /* the attention tiles and the rows follow the gemm kernel's width */
+    return !ag_reference_kernels() && ag_cpu_get()->avx512dq &&
            strcmp(ag_gemm_kernel_name(), "avx512") == 0;
 #endif
 }
