@@ -7,10 +7,9 @@
  * mask hides. Forward keeps Q, K, V and O and, per query, L = the
  * log-sum-exp of its scores; backward recomputes each tile's weights as
  * exp(S - L), or, for a sequence of one block whose tiles keep them (the
- * GPT's causal heads of 32 in AVX-512's blocks of 64, sequences of 46 to 64
- * positions in AVX2's, any short enough in smaller blocks and in the
- * portable tiles), reads them as forward kept
- * them, one tile a head. Memory grows with T, not T^2. Q, K and V are kept as the
+ * GPT's causal heads of 32 in AVX-512's and AVX2's blocks of 64, any
+ * sequence short enough in smaller blocks and in the portable tiles), reads
+ * them as forward kept them, one tile a head. Memory grows with T, not T^2. Q, K and V are kept as the
  * products make them, (B,T,d) rows, and a tile reads its head's columns in
  * place when the rows are short (IN_PLACE_MAX); wider rows are laid out
  * head by head, (B,H,T,dh), so that a tile's rows are contiguous. O stays
@@ -235,7 +234,7 @@ static void weights_head(void *ctx, size_t t)
 
 size_t ag_attn_kept_tile(size_t T, size_t dh, int causal)
 {
-    return ag_attn_small(T) ? 0 : ag_attn_kernel_for(T)->kept(T, dh, causal);
+    return ag_attn_small(T) ? 0 : ag_attn_kernel_for(T, dh, causal)->kept(T, dh, causal);
 }
 
 /* a->pk, for a sequence of one block whose weights the tiles keep (the
@@ -258,7 +257,7 @@ ag_status ag_fast_attention_forward(ag_tape *tape, ag_attn_op *a, ag_real *out, 
         return ag_attn_small_forward(tape, a, out, p);
     size_t B = a->B, H = a->H, Ts = a->T, dd = a->d;
     size_t rows = B * Ts, dh = dd / H;
-    const ag_attn_kernel *kern = ag_attn_kernel_for(Ts);
+    const ag_attn_kernel *kern = ag_attn_kernel_for(Ts, dh, a->causal);
     size_t tpad = (Ts + kern->br - 1) / kern->br * kern->br, n_lse;
     if (!ag_mul_size(B * H, tpad * sizeof(ag_real), &n_lse))
         return ag_tape_fail(tape, AG_ERR_NOMEM, "attention: x is [%zux%zux%zu]: too large", B, Ts,

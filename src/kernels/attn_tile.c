@@ -168,17 +168,17 @@ static const ag_attn_kernel kernel_ref = {
     ref_bwd_block, ref_fwd_scratch, ref_bwd_scratch, ref_prep, ref_kept,
 };
 
-const ag_attn_kernel *ag_attn_kernel_for(size_t T)
+const ag_attn_kernel *ag_attn_kernel_for(size_t T, size_t dh, int causal)
 {
     const ag_attn_kernel *k = NULL;
 #ifndef AG_REAL_DOUBLE
     const char *g = ag_gemm_kernel_name();
     if (strcmp(g, "avx512") == 0)
-        k = ag_attn_kernel_avx512(T);
+        k = ag_attn_kernel_avx512(T, dh, causal);
     if (!k && (strcmp(g, "avx512") == 0 || strcmp(g, "avx2") == 0))
-        k = ag_attn_kernel_avx2(T);
+        k = ag_attn_kernel_avx2(T, dh, causal);
 #else
-    (void)T;
+    (void)T, (void)dh, (void)causal;
 #endif
     return k ? k : &kernel_ref;
 }

@@ -97,15 +97,16 @@ typedef struct ag_attn_kernel {
     size_t (*kept)(size_t T, size_t dh, int causal);
 } ag_attn_kernel;
 
-/* The kernel for sequences of T positions: the SIMD one of the gemm kernel
- * in use (ag_gemm_use, AG_GEMM), in a float build, else the portable one. */
-const ag_attn_kernel *ag_attn_kernel_for(size_t T);
+/* The kernel for sequences of T positions, heads dh wide, causal or not:
+ * the SIMD one of the gemm kernel in use (ag_gemm_use, AG_GEMM), in a float
+ * build, else the portable one. */
+const ag_attn_kernel *ag_attn_kernel_for(size_t T, size_t dh, int causal);
 
 /* The SIMD kernels for T positions (float builds on x86), or NULL. They do
  * not check the CPU (but for AVX-512DQ, which the AVX-512 tiles use besides
  * what the gemm kernel needs): ag_attn_kernel_for does, through the gemm
  * kernel, and falls back to AVX2 without DQ. */
-const ag_attn_kernel *ag_attn_kernel_avx512(size_t T);
-const ag_attn_kernel *ag_attn_kernel_avx2(size_t T);
+const ag_attn_kernel *ag_attn_kernel_avx512(size_t T, size_t dh, int causal);
+const ag_attn_kernel *ag_attn_kernel_avx2(size_t T, size_t dh, int causal);
 
 #endif /* AG_ATTN_TILE_H */

@@ -532,7 +532,8 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
 #define SPECIAL(NVV, dh) ((NVV) == NV_MAX && DH_SPECIAL && (dh) == DH_SPECIAL)
 
 /* The kernels for blocks of NVV vectors of queries. Blocks wider than four
- * vectors are one block a sequence (kernel_for), and keep the weights. */
+ * vectors are one block a sequence (kernel_for); like blocks of four, they
+ * keep the weights for causal heads DH_SPECIAL wide (kept##NVV). */
 #define KERNELS(NVV)                                                                            \
     TARGET static void NAME(fwd##NVV)(const ag_attn_fwd *f, size_t r0, ag_real *scratch)        \
     {                                                                                           \
@@ -553,18 +554,16 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_YES);                            \
         else if (SPECIAL(NVV, b->dh) && !b->p)                                                  \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0, KEPT_NO);                             \
-        else if ((NVV) > 4)                                                                     \
-            NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_ASK);                                     \
         else                                                                                    \
             NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_NO);                                      \
     }                                                                                           \
-    /* blocks of four vectors keep the weights only where they have code of                    \
-     * their own for it: causal heads DH_SPECIAL wide (the GPT's) */                           \
+    /* blocks of four vectors or more keep the weights only where they have                    \
+     * code of their own for it: causal heads DH_SPECIAL wide (the GPT's) */                   \
     static size_t NAME(kept##NVV)(size_t T, size_t dh, int causal)                              \
     {                                                                                           \
         const size_t br = (NVV) * W;                                                            \
         int fits = T <= br && br * br <= 2 * T * T; /* one block, not mostly padding */          \
-        return fits && ((NVV) != 4 || (SPECIAL(NVV, dh) && causal)) ? br : 0;                  \
+        return fits && ((NVV) < 4 || (SPECIAL(NVV, dh) && causal)) ? br : 0;                   \
     }                                                                                           \
     static size_t NAME(fwd_scratch##NVV)(size_t dh)                                             \
     {                                                                                           \
@@ -596,12 +595,17 @@ KERNELS(8)
 #undef SPECIAL
 
 /* Blocks as wide as the sequence needs, up to 4 vectors; up to NV_MAX for
- * a sequence of one block that is not mostly padding (kept##NVV's fits). */
-static const ag_attn_kernel *NAME(kernel_for)(size_t T)
+ * a sequence of one block that is not mostly padding (kept##NVV's fits),
+ * but for causal heads other than DH_SPECIAL wide: those would recompute
+ * their weights in one block, slower than two blocks that skip the one
+ * above the diagonal, or keep them, in more memory than two blocks take. */
+static const ag_attn_kernel *NAME(kernel_for)(size_t T, size_t dh, int causal)
 {
 #if NV_MAX == 8
-    if (T > 4 * W && T <= 8 * W && 8 * W * 8 * W <= 2 * T * T)
+    if (T > 4 * W && T <= 8 * W && 8 * W * 8 * W <= 2 * T * T && (!causal || dh == DH_SPECIAL))
         return &NAME(kernel8);
+#else
+    (void)dh, (void)causal;
 #endif
     return T <= W ? &NAME(kernel1) : T <= 2 * W ? &NAME(kernel2) : &NAME(kernel4);
 }

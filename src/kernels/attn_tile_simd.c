@@ -8,10 +8,13 @@
  * keys, whose two tiles (S or P, and dS) take 16 KB each and whose rows of
  * Q, K, V and dO 8 KB each at dh = 32. Shorter sequences get blocks of 16
  * or 32 queries, so few lanes are padding. AVX2 takes blocks of 32 queries
- * (four vectors), and sequences of 46 to 64 positions one block of 64: one
- * tile a head, whose weights forward keeps for backward (at T = 64, the
- * GPT's, a quarter less time in the attention tiles than two blocks of 32,
- * and a training step of the GPT about 1% faster on Zen 3). ag_attn_kernel_for checks the
+ * (four vectors), and sequences of 46 to 64 positions one block of 64, one
+ * tile a head, but for causal heads other than 32 wide. A causal head 32
+ * wide (the GPT's) keeps its weights from forward for backward, as AVX-512's
+ * blocks of 64 do (at T = 64 a quarter less time in the attention tiles
+ * than two blocks of 32, and the GPT's training step 1-2.5% faster); other
+ * heads recompute them (a layer's step at T = 64 about 4% faster than in
+ * two blocks, in the same memory). ag_attn_kernel_for checks the
  * CPU, through the gemm kernel in use, before it hands these out (and the
  * AVX-512 tiles, which use AVX-512DQ too, check that themselves).
  */
@@ -229,28 +232,28 @@ AG_VEXP_AVX2 static inline void transpose_avx2(const float *src, size_t lds, int
 #define NV_MAX 8
 #include "attn_tile_micro.h"
 
-const ag_attn_kernel *ag_attn_kernel_avx512(size_t T)
+const ag_attn_kernel *ag_attn_kernel_avx512(size_t T, size_t dh, int causal)
 {
     /* the gemm kernel checked AVX-512F; DQ is every AVX-512 Xeon's but not all CPUs' */
-    return ag_cpu_get()->avx512dq ? kernel_for_avx512(T) : NULL;
+    return ag_cpu_get()->avx512dq ? kernel_for_avx512(T, dh, causal) : NULL;
 }
 
-const ag_attn_kernel *ag_attn_kernel_avx2(size_t T)
+const ag_attn_kernel *ag_attn_kernel_avx2(size_t T, size_t dh, int causal)
 {
-    return kernel_for_avx2(T);
+    return kernel_for_avx2(T, dh, causal);
 }
 
 #else /* no SIMD tiles with this compiler, architecture or precision */
 
-const ag_attn_kernel *ag_attn_kernel_avx512(size_t T)
+const ag_attn_kernel *ag_attn_kernel_avx512(size_t T, size_t dh, int causal)
 {
-    (void)T;
+    (void)T, (void)dh, (void)causal;
     return NULL;
 }
 
-const ag_attn_kernel *ag_attn_kernel_avx2(size_t T)
+const ag_attn_kernel *ag_attn_kernel_avx2(size_t T, size_t dh, int causal)
 {
-    (void)T;
+    (void)T, (void)dh, (void)causal;
     return NULL;
 }
 
