@@ -7,9 +7,10 @@
  * mask hides. Forward keeps Q, K, V and O and, per query, L = the
  * log-sum-exp of its scores; backward recomputes each tile's weights as
  * exp(S - L), or, for a sequence of one block whose tiles keep them (the
- * GPT's causal heads of 32 in AVX-512's and AVX2's blocks of 64, any
- * sequence short enough in smaller blocks and in the portable tiles), reads
- * them as forward kept them, one tile a head. Memory grows with T, not T^2. Q, K and V are kept as the
+ * GPT's causal heads of 32 in the SIMD tiles' blocks of 64, a block of one
+ * or two vectors, the portable tiles' block: see each kernel's kept),
+ * reads them as forward kept them, one tile a head. Memory grows with T,
+ * not T^2. Q, K and V are kept as the
  * products make them, (B,T,d) rows, and a tile reads its head's columns in
  * place when the rows are short (IN_PLACE_MAX); wider rows are laid out
  * head by head, (B,H,T,dh), so that a tile's rows are contiguous. O stays

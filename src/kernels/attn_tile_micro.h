@@ -531,9 +531,10 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
  * DH_SPECIAL wide. */
 #define SPECIAL(NVV, dh) ((NVV) == NV_MAX && DH_SPECIAL && (dh) == DH_SPECIAL)
 
-/* The kernels for blocks of NVV vectors of queries. Blocks wider than four
- * vectors are one block a sequence (kernel_for); like blocks of four, they
- * keep the weights for causal heads DH_SPECIAL wide (kept##NVV). */
+/* The kernels for blocks of NVV vectors of queries. The widest (NV_MAX)
+ * keep the weights of causal heads DH_SPECIAL wide on one-block sequences
+ * (kept##NVV); blocks wider than four vectors (AVX2's block of 64) are
+ * chosen for those alone (kernel_for). */
 #define KERNELS(NVV)                                                                            \
     TARGET static void NAME(fwd##NVV)(const ag_attn_fwd *f, size_t r0, ag_real *scratch)        \
     {                                                                                           \
@@ -554,7 +555,7 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_YES);                            \
         else if (SPECIAL(NVV, b->dh) && !b->p)                                                  \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0, KEPT_NO);                             \
-        else                                                                                    \
+        else /* kept##NVV keeps nothing here, so forward made qt */                           \
             NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_NO);                                      \
     }                                                                                           \
     /* blocks of four vectors or more keep the weights only where they have                    \
@@ -594,15 +595,15 @@ KERNELS(8)
 #undef KERNELS
 #undef SPECIAL
 
-/* Blocks as wide as the sequence needs, up to 4 vectors; up to NV_MAX for
- * a sequence of one block that is not mostly padding (kept##NVV's fits),
- * but for causal heads other than DH_SPECIAL wide: those would recompute
- * their weights in one block, slower than two blocks that skip the one
- * above the diagonal, or keep them, in more memory than two blocks take. */
+/* Blocks as wide as the sequence needs, up to 4 vectors. Up to NV_MAX only
+ * for causal heads DH_SPECIAL wide on a sequence of one block that is not
+ * mostly padding (kept##NVV's fits), which keep their weights there: for
+ * other heads one block took more memory (its scratch, its kept weights)
+ * or more time than two. */
 static const ag_attn_kernel *NAME(kernel_for)(size_t T, size_t dh, int causal)
 {
 #if NV_MAX == 8
-    if (T > 4 * W && T <= 8 * W && 8 * W * 8 * W <= 2 * T * T && (!causal || dh == DH_SPECIAL))
+    if (T > 4 * W && T <= 8 * W && 8 * W * 8 * W <= 2 * T * T && causal && dh == DH_SPECIAL)
         return &NAME(kernel8);
 #else
     (void)dh, (void)causal;

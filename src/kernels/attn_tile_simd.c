@@ -8,13 +8,13 @@
  * keys, whose two tiles (S or P, and dS) take 16 KB each and whose rows of
  * Q, K, V and dO 8 KB each at dh = 32. Shorter sequences get blocks of 16
  * or 32 queries, so few lanes are padding. AVX2 takes blocks of 32 queries
- * (four vectors), and sequences of 46 to 64 positions one block of 64, one
- * tile a head, but for causal heads other than 32 wide. A causal head 32
- * wide (the GPT's) keeps its weights from forward for backward, as AVX-512's
- * blocks of 64 do (at T = 64 a quarter less time in the attention tiles
- * than two blocks of 32, and the GPT's training step 1-2.5% faster); other
- * heads recompute them (a layer's step at T = 64 about 4% faster than in
- * two blocks, in the same memory). ag_attn_kernel_for checks the
+ * (four vectors), and for causal heads 32 wide (the GPT's) on 46 to 64
+ * positions one block of 64, one tile a head, whose weights forward keeps
+ * for backward, as AVX-512's blocks of 64 do (at T = 64 a quarter less time
+ * in the attention tiles than two blocks of 32, and the GPT's training step
+ * 1-2.5% faster, for 2.9% more memory). Other heads keep two blocks: in one
+ * block they took more memory (the block's scratch, or kept weights), and
+ * causal ones more time. ag_attn_kernel_for checks the
  * CPU, through the gemm kernel in use, before it hands these out (and the
  * AVX-512 tiles, which use AVX-512DQ too, check that themselves).
  */
