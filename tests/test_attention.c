@@ -660,9 +660,9 @@ START_TEST(test_fused_kernels_match_ops)
         {{1, 70, 160}, 4}, /* dh 40, rows too wide to read in place: heads laid out */
         {{2, 66, 256}, 8}, /* dh 32 laid out head by head */
         {{2, 56, 24}, 2},  /* dh 12, T 46..64: AVX-512's one block, AVX2's two */
-        {{1, 47, 40}, 1},  /* dh 40, as short as one block of 64 gets */
+        {{1, 47, 40}, 1},  /* dh 40, T 47: a ragged block of 64 (AVX-512), two of 32 (AVX2) */
         {{2, 56, 64}, 2},  /* dh 32, T 56: AVX2's one block of 64 too (causal), ragged */
-        {{1, 46, 32}, 1},  /* dh 32, the shortest sequence given one block of 64 */
+        {{1, 46, 32}, 1},  /* dh 32, the shortest sequence AVX2 gives its block of 64 */
     };
     for (size_t k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
         if (!ag_gemm_use(kernels[k]))

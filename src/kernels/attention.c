@@ -10,11 +10,10 @@
  * GPT's causal heads of 32 in the SIMD tiles' blocks of 64, a block of one
  * or two vectors, the portable tiles' block: see each kernel's kept),
  * reads them as forward kept them, one tile a head. Memory grows with T,
- * not T^2. Q, K and V are kept as the
- * products make them, (B,T,d) rows, and a tile reads its head's columns in
- * place when the rows are short (IN_PLACE_MAX); wider rows are laid out
- * head by head, (B,H,T,dh), so that a tile's rows are contiguous. O stays
- * (B,T,d) for out = O wo.
+ * not T^2. Q, K and V are kept as the products make them, (B,T,d) rows,
+ * and a tile reads its head's columns in place when the rows are short
+ * (IN_PLACE_MAX); wider rows are laid out head by head, (B,H,T,dh), so
+ * that a tile's rows are contiguous. O stays (B,T,d) for out = O wo.
  *
  * Threads: forward shares out (batch, head, query block) items, backward
  * (batch, head, group of key blocks) items, and each block is computed the

@@ -533,12 +533,13 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
 
 /* The kernels for blocks of NVV vectors of queries. The widest (NV_MAX)
  * keep the weights of causal heads DH_SPECIAL wide on one-block sequences
- * (kept##NVV); blocks wider than four vectors (AVX2's block of 64) are
- * chosen for those alone (kernel_for). */
+ * (kept##NVV). Blocks wider than four vectors (AVX2's block of 64) are
+ * handed out for those heads alone (kernel_for), so only their code for
+ * DH_SPECIAL is built. */
 #define KERNELS(NVV)                                                                            \
     TARGET static void NAME(fwd##NVV)(const ag_attn_fwd *f, size_t r0, ag_real *scratch)        \
     {                                                                                           \
-        if (SPECIAL(NVV, f->dh))                                                                \
+        if ((NVV) > 4 || SPECIAL(NVV, f->dh))                                                   \
             NAME(fwd)(f, r0, scratch, NVV, DH_SPECIAL);                                         \
         else if ((NVV) == 1 && f->dh == W)                                                      \
             NAME(fwd)(f, r0, scratch, NVV, W);                                                  \
@@ -551,9 +552,9 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
             NAME(bwd)(b, c0, scratch, NVV, W, 0, KEPT_ASK); /* kept weights asked for */        \
         else if ((NVV) < 4)                                                                     \
             NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_ASK);                                     \
-        else if (SPECIAL(NVV, b->dh) && b->p && b->causal) /* one block: kept */               \
+        else if (((NVV) > 4 || SPECIAL(NVV, b->dh)) && b->p && b->causal) /* one block: kept */ \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_YES);                            \
-        else if (SPECIAL(NVV, b->dh) && !b->p)                                                  \
+        else if ((NVV) > 4 || SPECIAL(NVV, b->dh))                                              \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0, KEPT_NO);                             \
         else /* kept##NVV keeps nothing here, so forward made qt */                           \
             NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_NO);                                      \
@@ -595,15 +596,14 @@ KERNELS(8)
 #undef KERNELS
 #undef SPECIAL
 
-/* Blocks as wide as the sequence needs, up to 4 vectors. Up to NV_MAX only
- * for causal heads DH_SPECIAL wide on a sequence of one block that is not
- * mostly padding (kept##NVV's fits), which keep their weights there: for
- * other heads one block took more memory (its scratch, its kept weights)
- * or more time than two. */
+/* Blocks as wide as the sequence needs, up to 4 vectors; NV_MAX = 8 only
+ * where such a block keeps the weights (kept8: causal heads DH_SPECIAL
+ * wide, one block not mostly padding). For other heads one block of 64
+ * took more memory (its scratch, kept weights) or more time than two. */
 static const ag_attn_kernel *NAME(kernel_for)(size_t T, size_t dh, int causal)
 {
 #if NV_MAX == 8
-    if (T > 4 * W && T <= 8 * W && 8 * W * 8 * W <= 2 * T * T && causal && dh == DH_SPECIAL)
+    if (NAME(kept8)(T, dh, causal))
         return &NAME(kernel8);
 #else
     (void)dh, (void)causal;

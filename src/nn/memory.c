@@ -47,8 +47,8 @@ double ag_gpt_config_weights(const ag_gpt_config *c)
  * positions: it goes through the windows a chunk at a time (at most 512
  * positions, at least one window), and its tiles pad T to whole tiles of
  * queries (64 at the most), which is what counts when T is small. A
- * sequence of one tile block has its weights kept from forward, a tile per
- * head. */
+ * sequence of one tile block may keep its weights from forward, a tile per
+ * head: as many as the kernel in use keeps for the GPT's causal heads. */
 static double attn_scratch(double B, double T, double C, double H)
 {
     double chunk = 512 / T < 1 ? 1 : (double)(long)(512 / T);
@@ -56,8 +56,7 @@ static double attn_scratch(double B, double T, double C, double H)
     double tpad = 64 * (double)(long)((T + 63) / 64);
     /* (T is at most 65536 in a model, but the estimate takes any double) */
     size_t t = T <= 65536 ? (size_t)T : 65536, dh = (size_t)(C / H);
-    size_t k0 = ag_attn_kept_tile(t, dh, 0), k1 = ag_attn_kept_tile(t, dh, 1);
-    double tile = (double)(k0 > k1 ? k0 : k1);
+    double tile = (double)ag_attn_kept_tile(t, dh, 1);
     double kept = B * H * tile * tile;
     return chunk * tpad * (2 * C + H) + 8 * chunk * T * C + kept;
 }
