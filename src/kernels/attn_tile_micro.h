@@ -530,16 +530,18 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
 /* The widest blocks (NV_MAX vectors) have code of their own for heads
  * DH_SPECIAL wide. */
 #define SPECIAL(NVV, dh) ((NVV) == NV_MAX && DH_SPECIAL && (dh) == DH_SPECIAL)
+/* Whether a block of NVV vectors runs that code for heads dh wide: blocks
+ * wider than four vectors (AVX2's block of 64) always do, since kernel_for
+ * hands them out for such heads alone, and so build no other. */
+#define RUNS_SPECIAL(NVV, dh) ((NVV) > 4 || SPECIAL(NVV, dh))
 
 /* The kernels for blocks of NVV vectors of queries. The widest (NV_MAX)
  * keep the weights of causal heads DH_SPECIAL wide on one-block sequences
- * (kept##NVV). Blocks wider than four vectors (AVX2's block of 64) are
- * handed out for those heads alone (kernel_for), so only their code for
- * DH_SPECIAL is built. */
+ * (kept##NVV). */
 #define KERNELS(NVV)                                                                            \
     TARGET static void NAME(fwd##NVV)(const ag_attn_fwd *f, size_t r0, ag_real *scratch)        \
     {                                                                                           \
-        if ((NVV) > 4 || SPECIAL(NVV, f->dh))                                                   \
+        if (RUNS_SPECIAL(NVV, f->dh))                                                           \
             NAME(fwd)(f, r0, scratch, NVV, DH_SPECIAL);                                         \
         else if ((NVV) == 1 && f->dh == W)                                                      \
             NAME(fwd)(f, r0, scratch, NVV, W);                                                  \
@@ -552,9 +554,9 @@ TARGET INLINE void NAME(bwd)(const ag_attn_bwd *b, size_t c0, float *scratch, co
             NAME(bwd)(b, c0, scratch, NVV, W, 0, KEPT_ASK); /* kept weights asked for */        \
         else if ((NVV) < 4)                                                                     \
             NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_ASK);                                     \
-        else if (((NVV) > 4 || SPECIAL(NVV, b->dh)) && b->p && b->causal) /* one block: kept */ \
+        else if (RUNS_SPECIAL(NVV, b->dh) && b->p && b->causal) /* one block: kept */           \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 1, KEPT_YES);                            \
-        else if ((NVV) > 4 || SPECIAL(NVV, b->dh))                                              \
+        else if (RUNS_SPECIAL(NVV, b->dh))                                                      \
             NAME(bwd)(b, c0, scratch, NVV, DH_SPECIAL, 0, KEPT_NO);                             \
         else /* kept##NVV keeps nothing here, so forward made qt */                           \
             NAME(bwd)(b, c0, scratch, NVV, 0, 0, KEPT_NO);                                      \
@@ -594,6 +596,7 @@ KERNELS(4)
 KERNELS(8)
 #endif
 #undef KERNELS
+#undef RUNS_SPECIAL
 #undef SPECIAL
 
 /* Blocks as wide as the sequence needs, up to 4 vectors; NV_MAX = 8 only

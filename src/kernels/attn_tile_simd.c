@@ -12,7 +12,7 @@
  * positions one block of 64, one tile a head, whose weights forward keeps
  * for backward, as AVX-512's blocks of 64 do (at T = 64 a quarter less time
  * in the attention tiles than two blocks of 32, and the GPT's training step
- * 1.5-2.5% faster, for 2.9% more memory). Other heads take two blocks: in
+ * 1.5-2% faster, for 2.9% more memory). Other heads take two blocks: in
  * one they took more memory (the block's scratch, or kept weights), and
  * causal ones more time. ag_attn_kernel_for checks the CPU, through the
  * gemm kernel in use, before it hands these out (and the AVX-512 tiles,
