@@ -222,6 +222,54 @@ START_TEST(test_kernel_choice)
 }
 END_TEST
 
+/* A^T B (a weight gradient's layout) reads both operands in place while
+ * their rows are at most 2 KB apart, and packs them past that: the same
+ * products in the same order either way, so the same bits. Each shape is
+ * made twice, once from operands whose rows are wide enough to be packed
+ * (the same values, padded), with edges that are whole micro-tiles and
+ * ragged ones, K in one kc block and in two, and beta 0 and 1. */
+static void check_in_place_bits(const char *name)
+{
+    if (!ag_gemm_use(name))
+        return;
+    ag_rng rng = ag_rng_new(5);
+    static const shape sizes[] = {{12, 32, 40},  {128, 128, 300}, {128, 64, 768},
+                                  {37, 75, 600}, {96, 100, 130},  {13, 33, 1100}};
+    const size_t wide = 4096 / sizeof(ag_real) + 3; /* rows 4 KB apart: packed */
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        size_t m = sizes[s].m, n = sizes[s].n, k = sizes[s].k;
+        ag_real *A = random_matrix(&rng, k, m), *B = random_matrix(&rng, k, n);
+        ag_real *Aw = random_matrix(&rng, k, wide), *Bw = random_matrix(&rng, k, wide);
+        for (size_t p = 0; p < k; p++) {
+            memcpy(Aw + p * wide, A + p * m, m * sizeof(ag_real));
+            memcpy(Bw + p * wide, B + p * n, n * sizeof(ag_real));
+        }
+        for (int beta = 0; beta <= 1; beta++) {
+            ag_real *C = random_matrix(&rng, m, n), *Cw = malloc(m * n * sizeof(ag_real));
+            ck_assert_ptr_nonnull(Cw);
+            memcpy(Cw, C, m * n * sizeof(ag_real));
+            ag_gemm(1, 0, m, n, k, 0.5, A, m, B, n, beta, C, n);
+            ag_gemm(1, 0, m, n, k, 0.5, Aw, wide, Bw, wide, beta, Cw, n);
+            ck_assert_msg(memcmp(C, Cw, m * n * sizeof(ag_real)) == 0,
+                          "%s %zux%zux%zu beta %d: in place differs from packed", name, m, n, k,
+                          beta);
+            free(C);
+            free(Cw);
+        }
+        free(A);
+        free(B);
+        free(Aw);
+        free(Bw);
+    }
+    ck_assert(ag_gemm_use("auto"));
+}
+
+START_TEST(test_in_place_same_bits)
+{
+    check_in_place_bits(kernels[_i]);
+}
+END_TEST
+
 /* ---- batched ---- */
 
 START_TEST(test_batched_equals_loop)
@@ -534,6 +582,7 @@ Suite *suite_gemm(void)
     tcase_add_test(tc, test_k_zero);
     tcase_add_test(tc, test_kernel_choice);
     tcase_add_test(tc, test_batched_equals_loop);
+    tcase_add_loop_test(tc, test_in_place_same_bits, 0, N_KERNELS);
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");
     tcase_set_timeout(tc, 120);

@@ -64,6 +64,15 @@ typedef void (*ag_micro_rows_fn)(size_t kc, const ag_real *a, size_t lda, const 
                                  ag_real *c, size_t ldc, ag_real alpha, ag_real beta, int rows,
                                  int cols);
 
+/* The micro-kernel with its panels' steps as arguments: step p of a at
+ * a + p*as, of b at b + p*bs. Packed panels have as = mr, bs = nr; A^T
+ * (stored K x M) and B (stored K x N) read in place have their row strides
+ * there, so neither needs packing. A panel read in place is whole: all mr
+ * (nr) of each step are read. */
+typedef void (*ag_micro_cols_fn)(size_t kc, const ag_real *a, size_t as, const ag_real *b,
+                                 size_t bs, ag_real *c, size_t ldc, ag_real alpha, ag_real beta,
+                                 int rows, int cols);
+
 /* dst[c*ldd + r] = src[r*lds + c] for r < rows, c < cols. */
 typedef void (*ag_transpose_fn)(size_t rows, size_t cols, const ag_real *src, size_t lds,
                                 ag_real *dst, size_t ldd);
@@ -77,6 +86,7 @@ typedef struct ag_gemm_kernel {
     ag_direct_fn direct;         /* NULL when there is none */
     ag_transpose_fn transpose;   /* a fast transpose for packing, or NULL */
     ag_micro_rows_fn micro_rows; /* micro with A in place (no packing of A), or NULL */
+    ag_micro_cols_fn micro_cols; /* micro with A^T and B in place, or NULL */
     /* c[j] += alpha t[j] for j < n, rounded as micro adds a pass into C
      * (beta 1): t the raw sums of the pass */
     void (*combine)(size_t n, ag_real alpha, const ag_real *t, ag_real *c);

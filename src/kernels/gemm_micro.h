@@ -42,9 +42,12 @@ MICRO_STORE_NAME(VEC acc[MR][NV], ag_real *restrict c, size_t ldc, ag_real alpha
     } while (0)
 #endif
 
-MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
-                                    const ag_real *restrict b, ag_real *restrict c, size_t ldc,
-                                    ag_real alpha, ag_real beta, int rows, int cols)
+/* The tile's loop, with step p of a at a + p*as and of b at b + p*bs: MR
+ * and NR for packed panels, the row strides of operands read in place
+ * (MICRO_COLS_NAME). */
+MICRO_TARGET static inline __attribute__((always_inline)) void
+MICRO_BODY_NAME(size_t kc, const ag_real *restrict a, size_t as, const ag_real *restrict b,
+                size_t bs, ag_real *restrict c, size_t ldc, ag_real alpha, ag_real beta, int rows, int cols)
 {
     VEC acc[MR][NV];
     ag_gemm_ahead ah = ag_ahead; /* the next block to pack (gemm.h): a line now and then */
@@ -68,11 +71,32 @@ MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
             for (int v = 0; v < NV; v++)
                 acc[i][v] = VFMA(ai, bv[v], acc[i][v]);
         }
-        a += MR;
-        b += NV * W;
+        a += as;
+        b += bs;
     }
     ag_ahead.row = ah.row, ag_ahead.col = ah.col;
     MICRO_STORE_NAME(acc, c, ldc, alpha, beta, rows, cols);
+}
+
+MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
+                                    const ag_real *restrict b, ag_real *restrict c, size_t ldc,
+                                    ag_real alpha, ag_real beta, int rows, int cols)
+{
+    MICRO_BODY_NAME(kc, a, MR, b, NV * W, c, ldc, alpha, beta, rows, cols);
+}
+
+/* The same tile with A^T and B read in place (gemm.c's reads_in_place):
+ * a's step p at a + p*as (A stored K x M: as = lda; or a packed panel, as
+ * = MR), b's at b + p*bs (B stored K x N: bs = ldb; or packed, bs = NR).
+ * All MR and NR of a step are read, so a panel read in place must be
+ * whole. The same products in the same order as the packed tile, so the
+ * same numbers. */
+MICRO_TARGET static void MICRO_COLS_NAME(size_t kc, const ag_real *restrict a, size_t as,
+                                         const ag_real *restrict b, size_t bs,
+                                         ag_real *restrict c, size_t ldc, ag_real alpha,
+                                         ag_real beta, int rows, int cols)
+{
+    MICRO_BODY_NAME(kc, a, as, b, bs, c, ldc, alpha, beta, rows, cols);
 }
 
 /* The same tile with A read in place, row i of the tile at a + i*lda (A

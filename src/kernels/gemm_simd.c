@@ -33,6 +33,8 @@ _Thread_local ag_gemm_ahead ag_ahead;
 /* ---- AVX2 + FMA: 6 rows x 2 vectors, 12 accumulators of 16 registers ---- */
 #define MICRO_NAME micro_avx2
 #define MICRO_ROWS_NAME micro_rows_avx2
+#define MICRO_COLS_NAME micro_cols_avx2
+#define MICRO_BODY_NAME micro_body_avx2
 #define MICRO_STORE_NAME micro_store_avx2
 #define MICRO_COMBINE_NAME combine_avx2
 #define DIRECT_NAME direct_avx2
@@ -75,6 +77,8 @@ _Thread_local ag_gemm_ahead ag_ahead;
 enum { AVX2_MR = MR, AVX2_NR = NV * W, AVX2_DIRECT_N = DIRECT_NV * W };
 #undef MICRO_NAME
 #undef MICRO_ROWS_NAME
+#undef MICRO_COLS_NAME
+#undef MICRO_BODY_NAME
 #undef MICRO_STORE_NAME
 #undef MICRO_COMBINE_NAME
 #undef DIRECT_NAME
@@ -101,6 +105,8 @@ enum { AVX2_MR = MR, AVX2_NR = NV * W, AVX2_DIRECT_N = DIRECT_NV * W };
 /* ---- AVX-512F: 12 rows x 2 vectors, 24 accumulators of 32 registers ---- */
 #define MICRO_NAME micro_avx512
 #define MICRO_ROWS_NAME micro_rows_avx512
+#define MICRO_COLS_NAME micro_cols_avx512
+#define MICRO_BODY_NAME micro_body_avx512
 #define MICRO_STORE_NAME micro_store_avx512
 #define MICRO_COMBINE_NAME combine_avx512
 #define DIRECT_NAME direct_avx512
@@ -221,9 +227,10 @@ __attribute__((target("avx2"))) static void transpose_avx2(size_t rows, size_t c
  * than 256 and 144 at n = 512 and 1024, float and double, on Zen 5 (48 KB
  * L1, 1 MB L2): fewer passes over C outweigh a B panel larger than L1. */
 static const ag_gemm_kernel kernel_avx2 = {
-    "avx2",      AVX2_MR,        AVX2_NR,         256,
-    144,         2048,           micro_avx2,      AVX2_DIRECT_N,
-    direct_avx2, transpose_avx2, micro_rows_avx2, combine_avx2,
+    "avx2",       AVX2_MR,        AVX2_NR,         256,
+    144,          2048,           micro_avx2,      AVX2_DIRECT_N,
+    direct_avx2,  transpose_avx2, micro_rows_avx2, micro_cols_avx2,
+    combine_avx2,
 };
 static const ag_gemm_kernel kernel_avx512 = {
     "avx512",
@@ -237,6 +244,7 @@ static const ag_gemm_kernel kernel_avx512 = {
     direct_avx512,
     transpose_avx2,
     micro_rows_avx512,
+    micro_cols_avx512,
     combine_avx512,
 };
 
