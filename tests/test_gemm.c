@@ -1,6 +1,7 @@
 /*
  * test_gemm.c - ag_gemm against a naive double-precision reference, for
- * every kernel this CPU can run (generic, avx2, avx512), every transpose
+ * every kernel this CPU can run (generic, avx2, avx512 in tiles of 8 rows
+ * and of 12), every transpose
  * combination, odd sizes around the micro-tiles and cache blocks, alpha and
  * beta cases and padded leading dimensions; the batched entry point; the
  * thread pool, whose results must equal one thread's bit for bit; and the
@@ -24,7 +25,9 @@
 #define EPS FLT_EPSILON
 #endif
 
-static const char *const kernels[] = {"generic", "avx2", "avx512"};
+/* "avx512" is one of its two tile heights, the one that suits this core:
+ * both are tested, whichever it is */
+static const char *const kernels[] = {"generic", "avx2", "avx512", "avx512-8", "avx512-12"};
 #define N_KERNELS (sizeof(kernels) / sizeof(kernels[0]))
 
 /* One product's layout: op(A) is (m x k), op(B) is (k x n); stored matrices
@@ -267,6 +270,40 @@ static void check_in_place_bits(const char *name)
 START_TEST(test_in_place_same_bits)
 {
     check_in_place_bits(kernels[_i]);
+}
+END_TEST
+
+/* AVX-512's two tile heights make every element with the same products in
+ * the same order, so the same bits: which one a core gets changes nothing
+ * but the speed. Every layout, shapes around both heights and the blocks. */
+START_TEST(test_tile_heights_same_bits)
+{
+    if (!ag_gemm_use("avx512-8"))
+        return; /* no AVX-512 here */
+    ag_rng rng = ag_rng_new(9);
+    static const shape sizes[] = {{8, 32, 16},    {12, 32, 16},   {23, 47, 130},
+                                  {128, 65, 768}, {200, 70, 600}, {97, 410, 530}};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+        for (int t = 0; t < 4; t++) {
+            size_t m = sizes[s].m, n = sizes[s].n, k = sizes[s].k;
+            int ta = t & 1, tb = t >> 1;
+            ag_real *A = random_matrix(&rng, m, k), *B = random_matrix(&rng, k, n);
+            ag_real *C8 = random_matrix(&rng, m, n), *C12 = malloc(m * n * sizeof(ag_real));
+            ck_assert_ptr_nonnull(C12);
+            memcpy(C12, C8, m * n * sizeof(ag_real));
+            ck_assert(ag_gemm_use("avx512-8"));
+            ag_gemm(ta, tb, m, n, k, 0.5, A, ta ? m : k, B, tb ? k : n, 1, C8, n);
+            ck_assert(ag_gemm_use("avx512-12"));
+            ag_gemm(ta, tb, m, n, k, 0.5, A, ta ? m : k, B, tb ? k : n, 1, C12, n);
+            ck_assert_msg(memcmp(C8, C12, m * n * sizeof(ag_real)) == 0,
+                          "ta=%d tb=%d %zux%zux%zu: 8-row tiles differ from 12-row", ta, tb, m, n,
+                          k);
+            free(A);
+            free(B);
+            free(C8);
+            free(C12);
+        }
+    ck_assert(ag_gemm_use("auto"));
 }
 END_TEST
 
@@ -583,6 +620,7 @@ Suite *suite_gemm(void)
     tcase_add_test(tc, test_kernel_choice);
     tcase_add_test(tc, test_batched_equals_loop);
     tcase_add_loop_test(tc, test_in_place_same_bits, 0, N_KERNELS);
+    tcase_add_test(tc, test_tile_heights_same_bits);
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");
     tcase_set_timeout(tc, 120);

@@ -18,6 +18,9 @@ typedef struct ag_cpu {
     int avx2;     /* AVX2 and FMA */
     int avx512;   /* AVX-512F (with AVX2, which its packing uses) */
     int avx512dq; /* AVX-512DQ as well, which the attention tiles use */
+    /* AVX-512 run as two 256-bit halves, one vector FMA a cycle (AMD's Zen
+     * 4): the gemm's tiles are lower there */
+    int avx512_halves;
 } ag_cpu;
 
 /* This CPU's features, read once (thread-safe), and no more than the

@@ -89,7 +89,9 @@ static const ag_gemm_kernel *find_kernel(const char *name)
     if (strcmp(name, "avx2") == 0)
         return ag_cpu_get()->avx2 ? ag_gemm_kernel_avx2() : NULL;
     if (strcmp(name, "avx512") == 0)
-        return ag_cpu_get()->avx512 ? ag_gemm_kernel_avx512() : NULL;
+        return find_kernel(ag_cpu_get()->avx512_halves ? "avx512-8" : "avx512-12");
+    if (strcmp(name, "avx512-8") == 0 || strcmp(name, "avx512-12") == 0)
+        return ag_cpu_get()->avx512 ? ag_gemm_kernel_avx512(atoi(name + 7)) : NULL;
     if (strcmp(name, "auto") == 0) {
         const ag_gemm_kernel *k = find_kernel("avx512");
         if (!k)
@@ -328,6 +330,7 @@ static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t k
     switch (g->k->mr) {
     case 4: pack_panels(A, lda, ta, tr, i0, mc, p0, kc, dst, 4); break;
     case 6: pack_panels(A, lda, ta, tr, i0, mc, p0, kc, dst, 6); break;
+    case 8: pack_panels(A, lda, ta, tr, i0, mc, p0, kc, dst, 8); break;
     case 12: pack_panels(A, lda, ta, tr, i0, mc, p0, kc, dst, 12); break;
     default: pack_panels(A, lda, ta, tr, i0, mc, p0, kc, dst, (size_t)g->k->mr); break;
     }

@@ -28,7 +28,10 @@ void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N,
 
 /*
  * Which micro-kernel runs: "generic" (portable C), "avx2" (AVX2+FMA) or
- * "avx512" (AVX-512F), or "auto" for the best one this CPU supports. The
+ * "avx512" (AVX-512F, with tiles of the height that suits this core: 8
+ * rows where 512-bit vectors run as two halves, else 12; "avx512-8" and
+ * "avx512-12" force one, for tests), or "auto" for the best one this CPU
+ * supports. Every tile height computes the same bits. The
  * first call to ag_gemm reads the environment variable AG_GEMM the same way.
  * ag_gemm_use returns 1 when the kernel is now in use, 0 (nothing changed)
  * when the name is unknown or the CPU or the compiler cannot run it. Not
@@ -127,6 +130,6 @@ static inline void ag_ahead_step(ag_gemm_ahead *ah)
 /* The SIMD kernels, or NULL when this compiler or architecture has none.
  * They do not check the CPU: the caller does (avx512 also needs AVX2). */
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void);
-const ag_gemm_kernel *ag_gemm_kernel_avx512(void);
+const ag_gemm_kernel *ag_gemm_kernel_avx512(int rows); /* tiles of 12 rows or 8 (else NULL) */
 
 #endif /* AG_GEMM_H */

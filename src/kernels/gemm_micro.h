@@ -3,7 +3,11 @@
  * micro-kernel and the direct kernel for narrow products), included by
  * gemm_simd.c once per instruction set: a template, not a header to include
  * elsewhere. The includer defines:
- *   MICRO_NAME, DIRECT_NAME, DIRECT_TILE   the functions' names
+ *   MICRO_NAME, MICRO_ROWS_NAME, MICRO_COLS_NAME, MICRO_BODY_NAME,
+ *   MICRO_STORE_NAME, MICRO_COMBINE_NAME, DIRECT_NAME, DIRECT_TILE
+ *                  the functions' names (without MICRO_COMBINE_NAME and
+ *                  DIRECT_NAME, the micro-kernels alone: another tile
+ *                  height of an instruction set already included)
  *   MICRO_TARGET   its __attribute__((target(...)))
  *   VEC, W, MASK   the vector type, its width in ag_reals, a lane mask type
  *   MR, NV         the tile: MR rows by NV vectors (NR = NV * W columns)
@@ -135,6 +139,7 @@ MICRO_TARGET static void MICRO_ROWS_NAME(size_t kc, const ag_real *restrict a, s
     MICRO_STORE_NAME(acc, c, ldc, alpha, beta, rows, cols);
 }
 
+#ifdef MICRO_COMBINE_NAME
 /* c[j] += alpha t[j], j < n: the micro-kernels' pass with beta 1, with the
  * pass's sums made elsewhere (t) */
 MICRO_TARGET static void MICRO_COMBINE_NAME(size_t n, ag_real alpha, const ag_real *t, ag_real *c)
@@ -148,6 +153,7 @@ MICRO_TARGET static void MICRO_COMBINE_NAME(size_t n, ag_real alpha, const ag_re
         VSTORE_M(c + j, m, VFMA(va, VLOAD_M(t + j, m), VLOAD_M(c + j, m)));
     }
 }
+#endif
 
 /* c = alpha acc + beta c on the tile's first rows x cols (c not read when
  * beta == 0). */
@@ -189,6 +195,7 @@ MICRO_STORE_NAME(VEC acc[MR][NV], ag_real *restrict c, size_t ldc, ag_real alpha
     }
 }
 
+#ifdef DIRECT_NAME
 /*
  * The direct kernel for narrow products (N <= DIRECT_NV * W), no packing:
  *   C = alpha op(A) B + beta C
@@ -300,4 +307,5 @@ MICRO_TARGET static void DIRECT_NAME(size_t M, size_t N, size_t K, ag_real alpha
 #undef DIRECT_ROWS_OF
 }
 #undef DIRECT_ACC
+#endif /* DIRECT_NAME */
 /* clang-format on */

@@ -147,6 +147,29 @@ enum { AVX2_MR = MR, AVX2_NR = NV * W, AVX2_DIRECT_N = DIRECT_NV * W };
 #include "gemm_micro.h"
 enum { AVX512_MR = MR, AVX512_NR = NV * W, AVX512_DIRECT_N = DIRECT_NV * W };
 
+/* The same micro-kernels 8 rows high, for cores that run a 512-bit vector
+ * as two 256-bit halves (AMD's Zen 4): one vector FMA a cycle there, which
+ * 16 accumulators keep busy; micro_rows holds 8 row pointers, not 12; and
+ * the GPT's 128-, 512- and 768-row products split into whole tiles. On a
+ * Zen 4 the GPT step ran 2.2% faster on one thread and 2.5% on two, 1024^3
+ * 9%. The direct kernel and combine are the 12-row build's. */
+#undef MR
+#undef MICRO_NAME
+#undef MICRO_ROWS_NAME
+#undef MICRO_COLS_NAME
+#undef MICRO_BODY_NAME
+#undef MICRO_STORE_NAME
+#undef MICRO_COMBINE_NAME
+#undef DIRECT_NAME
+#define MR 8
+#define MICRO_NAME micro_avx512_8
+#define MICRO_ROWS_NAME micro_rows_avx512_8
+#define MICRO_COLS_NAME micro_cols_avx512_8
+#define MICRO_BODY_NAME micro_body_avx512_8
+#define MICRO_STORE_NAME micro_store_avx512_8
+#include "gemm_micro.h"
+enum { AVX512_8_MR = MR };
+
 /*
  * dst[c*ldd + r] = src[r*lds + c] for r < rows, c < cols: the transposes
  * inside packing (op(A) row-major, op(B) given as B^T), done in registers a
@@ -247,15 +270,30 @@ static const ag_gemm_kernel kernel_avx512 = {
     micro_cols_avx512,
     combine_avx512,
 };
+static const ag_gemm_kernel kernel_avx512_8 = {
+    "avx512",
+    AVX512_8_MR,
+    AVX512_NR,
+    512,
+    96,
+    2048,
+    micro_avx512_8,
+    AVX512_DIRECT_N,
+    direct_avx512,
+    transpose_avx2,
+    micro_rows_avx512_8,
+    micro_cols_avx512_8,
+    combine_avx512,
+};
 
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void)
 {
     return &kernel_avx2;
 }
 
-const ag_gemm_kernel *ag_gemm_kernel_avx512(void)
+const ag_gemm_kernel *ag_gemm_kernel_avx512(int rows)
 {
-    return &kernel_avx512;
+    return rows == 8 ? &kernel_avx512_8 : rows == 12 ? &kernel_avx512 : NULL;
 }
 
 #else /* no x86 kernels with this compiler or architecture */
@@ -265,8 +303,9 @@ const ag_gemm_kernel *ag_gemm_kernel_avx2(void)
     return NULL;
 }
 
-const ag_gemm_kernel *ag_gemm_kernel_avx512(void)
+const ag_gemm_kernel *ag_gemm_kernel_avx512(int rows)
 {
+    (void)rows;
     return NULL;
 }
 
