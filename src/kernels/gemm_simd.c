@@ -102,7 +102,7 @@ enum { AVX2_MR = MR, AVX2_NR = NV * W, AVX2_DIRECT_N = DIRECT_NV * W };
 #undef VMUL
 #undef VZERO
 
-/* ---- AVX-512F: 12 rows x 2 vectors, 24 accumulators of 32 registers ---- */
+/* ---- AVX-512F: 12 rows x 2 vectors, 24 accumulators of 32 registers (or 8 rows, below) ---- */
 #define MICRO_NAME micro_avx512
 #define MICRO_ROWS_NAME micro_rows_avx512
 #define MICRO_COLS_NAME micro_cols_avx512
@@ -151,8 +151,8 @@ enum { AVX512_MR = MR, AVX512_NR = NV * W, AVX512_DIRECT_N = DIRECT_NV * W };
  * as two 256-bit halves (AMD's Zen 4): one vector FMA a cycle there, which
  * 16 accumulators keep busy; micro_rows holds 8 row pointers, not 12; and
  * the GPT's 128-, 512- and 768-row products split into whole tiles. On a
- * Zen 4 the GPT step ran 2.2% faster on one thread and 2.5% on two, 1024^3
- * 9%. The direct kernel and combine are the 12-row build's. */
+ * Zen 4 the GPT step ran 2.7% faster on one thread and 2.5% on two, 1024^3
+ * 8%. The direct kernel and combine are the 12-row build's. */
 #undef MR
 #undef MICRO_NAME
 #undef MICRO_ROWS_NAME
@@ -250,40 +250,49 @@ __attribute__((target("avx2"))) static void transpose_avx2(size_t rows, size_t c
  * than 256 and 144 at n = 512 and 1024, float and double, on Zen 5 (48 KB
  * L1, 1 MB L2): fewer passes over C outweigh a B panel larger than L1. */
 static const ag_gemm_kernel kernel_avx2 = {
-    "avx2",       AVX2_MR,        AVX2_NR,         256,
-    144,          2048,           micro_avx2,      AVX2_DIRECT_N,
-    direct_avx2,  transpose_avx2, micro_rows_avx2, micro_cols_avx2,
-    combine_avx2,
+    .name = "avx2",
+    .mr = AVX2_MR,
+    .nr = AVX2_NR,
+    .kc = 256,
+    .mc = 144,
+    .nc = 2048,
+    .micro = micro_avx2,
+    .direct_n = AVX2_DIRECT_N,
+    .direct = direct_avx2,
+    .transpose = transpose_avx2,
+    .micro_rows = micro_rows_avx2,
+    .micro_cols = micro_cols_avx2,
+    .combine = combine_avx2,
 };
 static const ag_gemm_kernel kernel_avx512 = {
-    "avx512",
-    AVX512_MR,
-    AVX512_NR,
-    512,
-    96,
-    2048,
-    micro_avx512,
-    AVX512_DIRECT_N,
-    direct_avx512,
-    transpose_avx2,
-    micro_rows_avx512,
-    micro_cols_avx512,
-    combine_avx512,
+    .name = "avx512",
+    .mr = AVX512_MR,
+    .nr = AVX512_NR,
+    .kc = 512,
+    .mc = 96,
+    .nc = 2048,
+    .micro = micro_avx512,
+    .direct_n = AVX512_DIRECT_N,
+    .direct = direct_avx512,
+    .transpose = transpose_avx2,
+    .micro_rows = micro_rows_avx512,
+    .micro_cols = micro_cols_avx512,
+    .combine = combine_avx512,
 };
 static const ag_gemm_kernel kernel_avx512_8 = {
-    "avx512",
-    AVX512_8_MR,
-    AVX512_NR,
-    512,
-    96,
-    2048,
-    micro_avx512_8,
-    AVX512_DIRECT_N,
-    direct_avx512,
-    transpose_avx2,
-    micro_rows_avx512_8,
-    micro_cols_avx512_8,
-    combine_avx512,
+    .name = "avx512",
+    .mr = AVX512_8_MR,
+    .nr = AVX512_NR,
+    .kc = 512,
+    .mc = 96,
+    .nc = 2048,
+    .micro = micro_avx512_8,
+    .direct_n = AVX512_DIRECT_N,
+    .direct = direct_avx512,
+    .transpose = transpose_avx2,
+    .micro_rows = micro_rows_avx512_8,
+    .micro_cols = micro_cols_avx512_8,
+    .combine = combine_avx512,
 };
 
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void)
