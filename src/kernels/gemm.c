@@ -381,7 +381,9 @@ static void ahead_a(const gemm_args *g, size_t i0, size_t i1, size_t ic, size_t 
  * kernel can read as it is. Only while rows are at most 2 KB apart: the
  * panels read in place are columns down the rows, and at strides of 4 KB
  * and more those rows share so few cache sets that they fall out of L2
- * between reuses (1024^3 ran 8% slower in place, the GPT's dW 4-5% faster). */
+ * between reuses (1024^3 ran 8% slower in place, the GPT's dW 4-5% faster).
+ * AVX-512's kernels only: AVX2's half-as-wide steps touch a line of each
+ * operand for half as many FMAs, and its GPT step was 1% slower in place. */
 static int reads_in_place(const gemm_args *g)
 {
     const size_t most = 2048 / sizeof(ag_real);

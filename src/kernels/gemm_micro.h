@@ -7,7 +7,8 @@
  *   MICRO_STORE_NAME, MICRO_COMBINE_NAME, DIRECT_NAME, DIRECT_TILE
  *                  the functions' names (without MICRO_COMBINE_NAME and
  *                  DIRECT_NAME, the micro-kernels alone: another tile
- *                  height of an instruction set already included)
+ *                  height of an instruction set already included; without
+ *                  MICRO_COLS_NAME, no kernel reading A^T and B in place)
  *   MICRO_TARGET   its __attribute__((target(...)))
  *   VEC, W, MASK   the vector type, its width in ag_reals, a lane mask type
  *   MR, NV         the tile: MR rows by NV vectors (NR = NV * W columns)
@@ -89,6 +90,7 @@ MICRO_TARGET static void MICRO_NAME(size_t kc, const ag_real *restrict a,
     MICRO_BODY_NAME(kc, a, MR, b, NV * W, c, ldc, alpha, beta, rows, cols);
 }
 
+#ifdef MICRO_COLS_NAME
 /* The same tile with A^T and B read in place (gemm.c's reads_in_place):
  * a's step p at a + p*as (A stored K x M: as = lda; or a packed panel, as
  * = MR), b's at b + p*bs (B stored K x N: bs = ldb; or packed, bs = NR).
@@ -102,6 +104,7 @@ MICRO_TARGET static void MICRO_COLS_NAME(size_t kc, const ag_real *restrict a, s
 {
     MICRO_BODY_NAME(kc, a, as, b, bs, c, ldc, alpha, beta, rows, cols);
 }
+#endif
 
 /* The same tile with A read in place, row i of the tile at a + i*lda (A
  * row-major, not transposed), so A needs no packing: the same products in
