@@ -19,7 +19,7 @@ typedef struct ag_cpu {
     int avx512;   /* AVX-512F (with AVX2, which its packing uses) */
     int avx512dq; /* AVX-512DQ as well, which the attention tiles use */
     /* AVX-512 run as two 256-bit halves, one vector FMA a cycle (AMD's Zen
-     * 4): the gemm's tiles are lower there */
+     * 4): the gemm's tiles are 8 rows high there, not 12 */
     int avx512_halves;
 } ag_cpu;
 
