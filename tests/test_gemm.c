@@ -45,6 +45,15 @@ static ag_real *random_matrix(ag_rng *rng, size_t rows, size_t cols)
     return x;
 }
 
+/* A new copy of the n reals at x: the same C for a second product. */
+static ag_real *copy_of(const ag_real *x, size_t n)
+{
+    ag_real *y = malloc(n * sizeof(*y));
+    ck_assert_ptr_nonnull(y);
+    memcpy(y, x, n * sizeof(*y));
+    return y;
+}
+
 /* Compare ag_gemm with the reference, the error bounded by the classic dot
  * product bound (k + 4) eps sum |a||b| (plus the beta term). */
 static void check_one(ag_rng *rng, int ta, int tb, shape s, size_t pad, double alpha, double beta)
@@ -226,7 +235,8 @@ START_TEST(test_kernel_choice)
 END_TEST
 
 /* A^T B (a weight gradient's layout) reads both operands in place while
- * their rows are at most 2 KB apart, and packs them past that: the same
+ * their rows are at most 2 KB apart (AVX-512's kernels; the others pack
+ * both either way), and packs them past that: the same
  * products in the same order either way, so the same bits. Each shape is
  * made twice, once from operands whose rows are wide enough to be packed
  * (the same values, padded), with edges that are whole micro-tiles and
@@ -248,9 +258,7 @@ static void check_in_place_bits(const char *name)
             memcpy(Bw + p * wide, B + p * n, n * sizeof(ag_real));
         }
         for (int beta = 0; beta <= 1; beta++) {
-            ag_real *C = random_matrix(&rng, m, n), *Cw = malloc(m * n * sizeof(ag_real));
-            ck_assert_ptr_nonnull(Cw);
-            memcpy(Cw, C, m * n * sizeof(ag_real));
+            ag_real *C = random_matrix(&rng, m, n), *Cw = copy_of(C, m * n);
             ag_gemm(1, 0, m, n, k, 0.5, A, m, B, n, beta, C, n);
             ag_gemm(1, 0, m, n, k, 0.5, Aw, wide, Bw, wide, beta, Cw, n);
             ck_assert_msg(memcmp(C, Cw, m * n * sizeof(ag_real)) == 0,
@@ -288,9 +296,7 @@ START_TEST(test_tile_heights_same_bits)
             size_t m = sizes[s].m, n = sizes[s].n, k = sizes[s].k;
             int ta = t & 1, tb = t >> 1;
             ag_real *A = random_matrix(&rng, m, k), *B = random_matrix(&rng, k, n);
-            ag_real *C8 = random_matrix(&rng, m, n), *C12 = malloc(m * n * sizeof(ag_real));
-            ck_assert_ptr_nonnull(C12);
-            memcpy(C12, C8, m * n * sizeof(ag_real));
+            ag_real *C8 = random_matrix(&rng, m, n), *C12 = copy_of(C8, m * n);
             ck_assert(ag_gemm_use("avx512-8"));
             ag_gemm(ta, tb, m, n, k, 0.5, A, ta ? m : k, B, tb ? k : n, 1, C8, n);
             ck_assert(ag_gemm_use("avx512-12"));
@@ -494,9 +500,7 @@ static void check_threads_identical(const char *name)
             ag_real *D = random_matrix(&rng, m, n);
             ag_real *C[3];
             for (int th = 0; th < 3; th++) {
-                C[th] = malloc(m * n * sizeof(ag_real));
-                ck_assert_ptr_nonnull(C[th]);
-                memcpy(C[th], C0, m * n * sizeof(ag_real));
+                C[th] = copy_of(C0, m * n);
                 ag_set_threads(th + 1);
                 ag_gemm(ta, tb, m, n, k, 1, A2, ta ? m : k, B2, tb ? k : n, 0, D, n);
                 ag_gemm(ta, tb, m, n, k, 0.75, A, ta ? m : k, B, tb ? k : n, 0.5, C[th], n);

@@ -97,14 +97,15 @@ typedef struct ag_gemm_kernel {
 
 /*
  * Memory to bring into cache while the packed micro-kernel runs: the block
- * of A^T the next packing will copy (gemm.c sets it). A weight gradient's
- * A^T (dW = X^T dY) was made in forward, long before, and comes from
- * memory; packing it was a pass that waited on every line while the
- * products before it left the memory idle. The micro-kernel now asks for
- * the next block a line at a time, one every AG_AHEAD_EVERY steps of its
- * loop, and the packing finds it in L2. Row r of the block starts at base
- * + r * ld (bytes), its first width bytes are asked for; row and col are
- * the next line's place. Per thread.
+ * of A^T the next packing will copy, or the next micro-kernels will read in
+ * place (gemm.c sets it). A weight gradient's A^T (dW = X^T dY) was made
+ * in forward, long before, and comes from memory; packing it was a pass
+ * that waited on every line while the products before it left the memory
+ * idle. The micro-kernel now asks for the next block a line at a time, one
+ * every AG_AHEAD_EVERY steps of its loop, and the packing (or the kernel)
+ * finds it in L2. Row r of the block starts at base + r * ld (bytes), its
+ * first width bytes are asked for; row and col are the next line's place.
+ * Per thread.
  */
 typedef struct ag_gemm_ahead {
     const char *base;
