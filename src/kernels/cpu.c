@@ -7,10 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef AG_X86_KERNELS
-#include <cpuid.h>
-#endif
-
 static ag_cpu features;
 static pthread_once_t features_once = PTHREAD_ONCE_INIT;
 
@@ -27,19 +23,6 @@ static void cap_features(const char *cap)
         features.avx2 = 0;
 }
 
-/* The family of an AMD CPU, 0 for any other. Family 19h is Zen 3 and Zen
- * 4, and of the two only Zen 4 has AVX-512, in two 256-bit halves. */
-static unsigned amd_family(void)
-{
-    unsigned a, b, c, d;
-    /* "AuthenticAMD", in ebx, edx, ecx */
-    if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541 || d != 0x69746e65 || c != 0x444d4163)
-        return 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d))
-        return 0;
-    unsigned family = (a >> 8) & 0xf;
-    return family == 0xf ? family + ((a >> 20) & 0xff) : family;
-}
 #endif
 
 static void features_init(void)
@@ -49,7 +32,9 @@ static void features_init(void)
     features.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     features.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
     features.avx512dq = features.avx512 && __builtin_cpu_supports("avx512dq");
-    features.avx512_halves = features.avx512 && amd_family() == 0x19;
+    /* AMD's family 19h is Zen 3 and Zen 4, and of the two only Zen 4 has
+     * AVX-512, in two 256-bit halves */
+    features.avx512_halves = features.avx512 && __builtin_cpu_is("amdfam19h");
     cap_features(getenv("AG_CPU"));
 #endif
 }
