@@ -6,6 +6,7 @@
 #include "test_util.h"
 #include "run.h"
 #include "kernels/cpu.h"
+#include "kernels/gemm.h"
 
 #include <limits.h>
 
@@ -144,6 +145,30 @@ START_TEST(test_bench_cpu_cap)
 }
 END_TEST
 
+/* AG_GEMM forces a kernel: bench matmul warns, and still runs, exactly
+ * when the library cannot run the one named here. Its aliases ("avx512-8"
+ * runs under the name "avx512") are not warned about. */
+START_TEST(test_bench_gemm_warning)
+{
+    static const char *const names[] = {"generic",   "avx2", "avx512", "avx512-8",
+                                        "avx512-12", "auto", "nosuch"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        int runs = ag_gemm_use(names[i]); /* this process has the child's AG_CPU */
+        char cmd[PATH_MAX + 128];
+        snprintf(cmd, sizeof(cmd), "AG_GEMM=%s '%s' bench matmul --n 9 --reps 1", names[i],
+                 run_bin());
+        run_proc p = run_shell(cmd);
+        ck_assert_msg(p.status == 0 && strstr(p.out, "bench: op=matmul"), "`%s` exited %d: %s%s",
+                      cmd, p.status, p.out, p.err);
+        int warned = strstr(p.err, "cannot run here") != NULL;
+        ck_assert_msg(warned == !runs && (warned || *p.err == '\0'),
+                      "AG_GEMM=%s (runs here: %d) wrote on stderr: '%s'", names[i], runs, p.err);
+        run_free(&p);
+    }
+    ck_assert(ag_gemm_use("auto"));
+}
+END_TEST
+
 START_TEST(test_bench_usage)
 {
     static const struct {
@@ -204,6 +229,7 @@ Suite *suite_bench(void)
     tcase_add_test(tc, test_bench_attention_forms);
     tcase_add_test(tc, test_bench_gpt_line);
     tcase_add_test(tc, test_bench_cpu_cap);
+    tcase_add_test(tc, test_bench_gemm_warning);
     tcase_add_test(tc, test_bench_usage);
     suite_add_tcase(s, tc);
     return s;

@@ -13,6 +13,7 @@
  */
 #include "cli.h"
 #include "limits.h"
+#include "../kernels/gemm.h" /* ag_gemm_use */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,8 +79,11 @@ static int run_matmul(const matmul_opts *o)
         b[i] = (ag_real)(ag_rng_uniform(&rng) - 0.5);
     }
     ag_set_threads(o->threads);
+    /* The library took AG_GEMM's kernel at its first product if that kernel
+     * runs here; asked again, it says whether it does (a name is not enough:
+     * "avx512-8" runs as "avx512") */
     const char *want = getenv("AG_GEMM");
-    if (want && *want && strcmp(want, "auto") != 0 && strcmp(want, ag_gemm_kernel_name()) != 0)
+    if (want && *want && !ag_gemm_use(want))
         ag_cli_error(&bench_matmul_info, "AG_GEMM=%s cannot run here; using %s", want,
                      ag_gemm_kernel_name());
 
