@@ -263,36 +263,29 @@ static const ag_gemm_kernel kernel_avx2 = {
     .micro_cols = NULL, /* reading A^T and B in place was 1% slower (gemm.c) */
     .combine = combine_avx2,
 };
+/* What AVX-512's two tile heights share: the panels' width, the blocks, the
+ * direct kernel, the transposes and combine. Only the tile's height and the
+ * micro-kernels built for it differ. */
+#define AVX512_SHARED                                                                              \
+    .nr = AVX512_NR, .kc = 512, .mc = 96, .nc = 2048, .direct_n = AVX512_DIRECT_N,                 \
+    .direct = direct_avx512, .transpose = transpose_avx2, .combine = combine_avx512
 static const ag_gemm_kernel kernel_avx512 = {
     .name = "avx512",
     .mr = AVX512_MR,
-    .nr = AVX512_NR,
-    .kc = 512,
-    .mc = 96,
-    .nc = 2048,
     .micro = micro_avx512,
-    .direct_n = AVX512_DIRECT_N,
-    .direct = direct_avx512,
-    .transpose = transpose_avx2,
     .micro_rows = micro_rows_avx512,
     .micro_cols = micro_cols_avx512,
-    .combine = combine_avx512,
+    AVX512_SHARED,
 };
 static const ag_gemm_kernel kernel_avx512_8 = {
     .name = "avx512",
     .mr = AVX512_8_MR,
-    .nr = AVX512_NR,
-    .kc = 512,
-    .mc = 96,
-    .nc = 2048,
     .micro = micro_avx512_8,
-    .direct_n = AVX512_DIRECT_N,
-    .direct = direct_avx512,
-    .transpose = transpose_avx2,
     .micro_rows = micro_rows_avx512_8,
     .micro_cols = micro_cols_avx512_8,
-    .combine = combine_avx512,
+    AVX512_SHARED,
 };
+#undef AVX512_SHARED
 
 const ag_gemm_kernel *ag_gemm_kernel_avx2(void)
 {
