@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* This topic's command (defined with its options below): its errors are
+ * "attograd explain attention: ...", as its usage errors are. */
+static const ag_command explain_attention_info;
+
 enum { N = 3, D = 2 }; /* three words of two numbers each */
 
 /* cat, sat, mat: the seed's words, one per row */
@@ -372,7 +376,7 @@ static int check_step(int bug)
     ag_gradcheck_result r;
     char err[256];
     if (ag_gradcheck(build_loss, NULL, w, N_W, &opts, &r, err, sizeof(err)) != AG_OK) {
-        ag_cli_error(&ag_cmd_explain_info, "gradient check: %s", err);
+        ag_cli_error(&explain_attention_info, "gradient check: %s", err);
         goto done;
     }
     printf("\nGradient check of this step: ag_gradcheck moves each of the %d numbers in wq,\n"
@@ -478,7 +482,7 @@ static int draw_tape(const ag_explain_opts *o, const story *st, const ag_tape *t
                                     sizeof(err)) != AG_OK) ||
         (o->png &&
          !ag_cli_render_dot(o->png, tape, st->names, st->n_names, title, err, sizeof(err)))) {
-        ag_cli_error(&ag_cmd_explain_info, "%s", err);
+        ag_cli_error(&explain_attention_info, "%s", err);
         return 0;
     }
     return 1;
@@ -492,10 +496,13 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
     const char *dot = o->dot;
     const int bug = o->bug;
     if (o->png && !ag_cli_have_program("dot")) { /* before any file is written */
-        ag_cli_error(&ag_cmd_explain_info, "Graphviz's dot is not installed, so no picture "
-                                           "(apt-get install graphviz)");
+        ag_cli_error(&explain_attention_info, "Graphviz's dot is not installed, so no picture "
+                                              "(apt-get install graphviz)");
         return AG_EXIT_FAIL;
     }
+    const ag_cli_file files[] = {{"--dot", o->dot, 1, NULL}, {"--png", o->png, 1, NULL}};
+    if (ag_cli_check_files(&explain_attention_info, files, AG_CLI_COUNT(files)) != AG_EXIT_OK)
+        return AG_EXIT_FAIL;
     story st;
     memset(&st, 0, sizeof(st));
     ag_tape *tape = ag_tape_new();
@@ -513,7 +520,7 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
 
     ag_tensor *loss = forward(tape, st.w, &st.s);
     if (!loss || ag_backward(tape, loss) != AG_OK) {
-        ag_cli_error(&ag_cmd_explain_info, "%s", ag_tape_error(tape));
+        ag_cli_error(&explain_attention_info, "%s", ag_tape_error(tape));
         goto done;
     }
     const step *s = &st.s;
@@ -539,7 +546,7 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
     ag_tape_reset(tape);
     step after;
     if (!forward(tape, st.w, &after)) {
-        ag_cli_error(&ag_cmd_explain_info, "%s", ag_tape_error(tape));
+        ag_cli_error(&explain_attention_info, "%s", ag_tape_error(tape));
         goto done;
     }
     tell_after(&before, &after, lr);
@@ -554,7 +561,7 @@ int ag_cli_explain_attention_run(const ag_explain_opts *o)
         printf("The tape as a picture: %s\n", o->png);
     goto done;
 oom:
-    ag_cli_error(&ag_cmd_explain_info, "out of memory");
+    ag_cli_error(&explain_attention_info, "out of memory");
 done:
     ag_optim_free(sgd);
     for (int m = 0; m < N_W; m++)

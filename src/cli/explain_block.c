@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* This topic's command (defined with its options below): its errors are
+ * "attograd explain block: ...", as its usage errors are. */
+static const ag_command explain_block_info;
+
 /* The tiny block: T positions of C numbers, H heads, weights drawn at STD. */
 enum { TINY_T = 3, TINY_C = 4, TINY_H = 2 };
 #define TINY_STD 0.5
@@ -270,7 +274,7 @@ static int branch_part(const ag_tensor *t, ag_tensor *w, const ag_real *up, ag_r
     if (ok)
         memcpy(dst, p->grad, t->size * sizeof(ag_real));
     else
-        ag_cli_error(&ag_cmd_explain_info, "%s", err);
+        ag_cli_error(&explain_block_info, "%s", err);
     ag_param_free(p);
     return ok;
 }
@@ -346,7 +350,7 @@ static int check_dx(block_story *s)
     ag_real *const numeric[1] = {num};
     int verdict = -1;
     if (!num || !bwd) {
-        ag_cli_error(&ag_cmd_explain_info, "out of memory");
+        ag_cli_error(&explain_block_info, "out of memory");
         goto done;
     }
     memcpy(bwd, s->x->grad, s->x->size * sizeof(ag_real));
@@ -357,7 +361,7 @@ static int check_dx(block_story *s)
     ag_gradcheck_result r;
     char err[AG_CLI_ERR_LEN];
     if (ag_gradcheck(block_loss, s, &s->x, 1, &opts, &r, err, sizeof(err)) != AG_OK) {
-        ag_cli_error(&ag_cmd_explain_info, "gradient check: %s", err);
+        ag_cli_error(&explain_block_info, "gradient check: %s", err);
         goto done;
     }
     int sampled = r.checked < r.total;
@@ -463,7 +467,7 @@ static int make_tiny(block_story *s)
     c.layers = 1, c.heads = TINY_H, c.dim = TINY_C, c.seq = TINY_T;
     ag_rng rng = ag_rng_new(s->o->block_seed);
     if (!(s->g = ag_gpt_new(&c, NULL, err, sizeof(err))))
-        return !ag_cli_error(&ag_cmd_explain_info, "%s", err);
+        return !ag_cli_error(&explain_block_info, "%s", err);
     s->T = TINY_T, s->C = TINY_C;
     for (int k = 0; k < 8; k++) {
         char name[64];
@@ -475,7 +479,7 @@ static int make_tiny(block_story *s)
     s->x = ag_param_new(3, (int[]){1, TINY_T, TINY_C});
     s->up = malloc((size_t)TINY_T * TINY_C * sizeof(ag_real));
     if (!s->x || !s->up)
-        return !ag_cli_error(&ag_cmd_explain_info, "out of memory");
+        return !ag_cli_error(&explain_block_info, "out of memory");
     ag_fill_normal(s->x, &rng, 0, 1);
     for (int i = 0; i < TINY_T * TINY_C; i++)
         s->up[i] = (ag_real)ag_rng_normal(&rng);
@@ -498,13 +502,13 @@ static int load_block(block_story *s)
     const ag_command *cmd = &explain_block_info;
     char err[AG_CLI_ERR_LEN];
     /* one window forward and backward: within a training step's bound */
-    int loaded = ag_cli_gpt_load(&ag_cmd_explain_info, o->load, (ag_gpt_run){.batch = 1},
+    int loaded = ag_cli_gpt_load(&explain_block_info, o->load, (ag_gpt_run){.batch = 1},
                                  "nothing was explained", &s->file, &s->g);
     if (loaded != AG_EXIT_OK)
         return loaded;
     const ag_gpt_config *c = ag_gpt_get_config(s->g);
     if (c->bias || c->no_residual || c->no_layernorm || c->no_mlp)
-        return ag_cli_error(&ag_cmd_explain_info,
+        return ag_cli_error(&explain_block_info,
                             "%s: explain block tells the standard block; this model was trained "
                             "with %s",
                             o->load,
@@ -518,11 +522,11 @@ static int load_block(block_story *s)
     size_t len = strlen(o->prompt), n = 0;
     int *ids = malloc(len * sizeof(int));
     if (!ids)
-        return ag_cli_error(&ag_cmd_explain_info, "out of memory");
+        return ag_cli_error(&explain_block_info, "out of memory");
     if (ag_vocab_encode(ag_gpt_file_vocab(s->file), o->prompt, len, ids, &n, err, sizeof(err)) !=
         AG_OK) {
         free(ids);
-        return ag_cli_error(&ag_cmd_explain_info, "--prompt: %s of %s", err, o->load);
+        return ag_cli_error(&explain_block_info, "--prompt: %s of %s", err, o->load);
     }
     if (n < 2) {
         free(ids);
@@ -537,7 +541,7 @@ static int load_block(block_story *s)
     ag_tensor **resid = calloc((size_t)L, sizeof(*resid));
     int status = AG_EXIT_FAIL;
     if (!s->x || !s->up || !tape || !resid) {
-        ag_cli_error(&ag_cmd_explain_info, "out of memory");
+        ag_cli_error(&explain_block_info, "out of memory");
         goto done;
     }
     /* the whole model on the prompt, its loss, and backward: the block's input
@@ -546,7 +550,7 @@ static int load_block(block_story *s)
     ag_tensor *z = ag_gpt_forward_taps(tape, s->g, ids, 1, T, NULL, &taps);
     ag_tensor *loss = ag_cross_entropy(tape, z, ids + 1, (size_t)T);
     if (ag_backward(tape, loss) != AG_OK) {
-        ag_cli_error(&ag_cmd_explain_info, "%s", ag_tape_error(tape));
+        ag_cli_error(&explain_block_info, "%s", ag_tape_error(tape));
         goto done;
     }
     if (s->layer == 0) {
@@ -610,7 +614,7 @@ static int draw_tape(const block_story *s, const ag_tape *tape)
     if ((o->dot &&
          ag_tape_dot_save(tape, o->dot, s->names, s->n_names, title, err, sizeof(err)) != AG_OK) ||
         (o->png && !ag_cli_render_dot(o->png, tape, s->names, s->n_names, title, err, sizeof(err))))
-        return !ag_cli_error(&ag_cmd_explain_info, "%s", err);
+        return !ag_cli_error(&explain_block_info, "%s", err);
     return 1;
 }
 
@@ -626,14 +630,14 @@ static int tell(block_story *s)
     ag_tape *tape = ag_tape_new();
     int status = AG_EXIT_FAIL;
     if (!tape)
-        return ag_cli_error(&ag_cmd_explain_info, "out of memory");
+        return ag_cli_error(&explain_block_info, "out of memory");
     ag_tensor *loss = block_loss(tape, &s->x, s);
     if (!loss || ag_backward(tape, loss) != AG_OK) {
-        ag_cli_error(&ag_cmd_explain_info, "%s", ag_tape_error(tape));
+        ag_cli_error(&explain_block_info, "%s", ag_tape_error(tape));
         goto done;
     }
     if (!name_tensors(s, tape)) {
-        ag_cli_error(&ag_cmd_explain_info, "the block's tape is not the one this story tells");
+        ag_cli_error(&explain_block_info, "the block's tape is not the one this story tells");
         goto done;
     }
     if (!draw_tape(s, tape)) /* first: a file that cannot be written stops it early */
@@ -670,11 +674,11 @@ done:
 int ag_cli_explain_block_run(const ag_explain_opts *o)
 {
     if (o->png && !ag_cli_have_program("dot")) /* before any file is written */
-        return ag_cli_error(&ag_cmd_explain_info, "Graphviz's dot is not installed, so no "
-                                                  "picture (apt-get install graphviz)");
+        return ag_cli_error(&explain_block_info, "Graphviz's dot is not installed, so no "
+                                                 "picture (apt-get install graphviz)");
     const ag_cli_file files[] = {
         {"--dot", o->dot, 1, NULL}, {"--png", o->png, 1, NULL}, {"--load", o->load, 0, NULL}};
-    int status = ag_cli_check_files(&ag_cmd_explain_info, files, AG_CLI_COUNT(files));
+    int status = ag_cli_check_files(&explain_block_info, files, AG_CLI_COUNT(files));
     if (status != AG_EXIT_OK)
         return status;
     block_story s;

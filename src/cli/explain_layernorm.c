@@ -139,7 +139,7 @@ static int library_layernorm(const double *x, const double *g, const double *w, 
     for (int i = 0; ok && i < n; i++)
         dx[i] = xt->grad[i];
     if (!ok)
-        ag_cli_error(&ag_cmd_explain_info, "%s", err);
+        ag_cli_error(&explain_layernorm_info, "%s", err);
     ag_param_free(xt);
     return ok;
 }

@@ -93,7 +93,7 @@ static double *table_of(const ag_explain_opts *o, int *T, int *d, double **sim)
             v[i] = (double)src[i];
         ag_posenc_similarity(pe, *sim);
     } else {
-        ag_cli_error(&ag_cmd_explain_info, "%s", err);
+        ag_cli_error(&explain_posenc_info, "%s", err);
     }
     ag_posenc_free(pe);
     return v;
@@ -132,13 +132,13 @@ static void print_table(const double *m, int rows, int cols, const char *row_nam
 int ag_cli_explain_posenc_run(const ag_explain_opts *o)
 {
     if (o->plot && !ag_cli_have_program("gnuplot")) { /* before any work */
-        ag_cli_error(&ag_cmd_explain_info, "gnuplot is not installed, so no plot "
+        ag_cli_error(&explain_posenc_info, "gnuplot is not installed, so no plot "
                                            "(apt-get install gnuplot-nox)");
         return AG_EXIT_FAIL;
     }
     char err[AG_CLI_ERR_LEN], shown[AG_QUOTE_LEN];
     const ag_cli_file files[2] = {{"--plot", o->plot, 1, NULL}, {"--load", o->load, 0, NULL}};
-    int checked = ag_cli_check_files(&ag_cmd_explain_info, files, 2);
+    int checked = ag_cli_check_files(&explain_posenc_info, files, 2);
     if (checked != AG_EXIT_OK)
         return checked;
     int T = o->seq, d = o->dim;
@@ -190,7 +190,7 @@ int ag_cli_explain_posenc_run(const ag_explain_opts *o)
         if (ag_cli_plot_posenc(o->plot, title, T, d, pe, sim, &sig, err, sizeof(err))) {
             printf("plot: %s\n", ag_quote(o->plot, shown, sizeof(shown)));
         } else {
-            ag_cli_error(&ag_cmd_explain_info, "%s", err);
+            ag_cli_error(&explain_posenc_info, "%s", err);
             status = sig ? 128 + sig : AG_EXIT_FAIL;
         }
     }
