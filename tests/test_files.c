@@ -5,6 +5,7 @@
  * tensors read from a file checked before they are trusted.
  */
 #include "test_util.h"
+#include "io/io.h"
 #include "run.h"
 
 #include <fcntl.h>
@@ -134,6 +135,54 @@ START_TEST(test_file_is_fd)
     fd = open("/dev/null", O_WRONLY);
     ck_assert(!ag_file_is_fd("/dev/null", fd)); /* a device is not a file to protect */
     close(fd);
+    file_rmdir(dir);
+}
+END_TEST
+
+/* A program that closed a standard stream gets its number back from its
+ * next open. An output must not take it: what is printed to the stream
+ * would land in the file (progress lines in a checkpoint). With stderr
+ * closed, stdout, or all three, a new file, a replaced one and a device
+ * each get a descriptor above 2, and what is printed meanwhile stays out. */
+START_TEST(test_file_not_on_stdio)
+{
+    static const int closed[][3] = {{2, -1, -1}, {1, -1, -1}, {0, 1, 2}};
+    char path[128], err[256] = "";
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "out.txt");
+    const char *const targets[] = {path, path, "/dev/null"}; /* new, replaced, device */
+    int saved[3];
+    for (int fd = 0; fd < 3; fd++)
+        ck_assert_int_ge(saved[fd] = dup(fd), 3);
+    for (int c = 0; c < 3; c++)
+        for (int t = 0; t < 3; t++) {
+            ag_atomic a;
+            int fd = -1, printed_to = -1;
+            for (int k = 0; k < 3; k++)
+                if (closed[c][k] >= 0)
+                    close(closed[c][k]);
+            ag_status st = ag_atomic_open(&a, targets[t], err, sizeof(err));
+            if (st == AG_OK) {
+                fd = fileno(a.f);
+                fputs("kept", a.f);
+                fflush(a.f);
+                for (int k = 0; k < 3; k++) /* printing to a closed stream fails */
+                    if (closed[c][k] > 0 && write(closed[c][k], "noise", 5) == 5)
+                        printed_to = closed[c][k];
+                st = ag_atomic_commit(&a, err, sizeof(err));
+            }
+            for (int k = 0; k < 3; k++)
+                dup2(saved[k], k);
+            ck_assert_msg(st == AG_OK, "%s: %s", targets[t], err);
+            ck_assert_msg(fd > 2 && printed_to < 0,
+                          "%s, opened with %d closed, is descriptor %d (printing to %d worked)",
+                          targets[t], closed[c][0], fd, printed_to);
+            if (targets[t] == path)
+                assert_contents(path, "kept");
+        }
+    for (int fd = 0; fd < 3; fd++)
+        close(saved[fd]);
+    assert_listing("out.txt");
     file_rmdir(dir);
 }
 END_TEST
@@ -299,6 +348,7 @@ Suite *suite_files(void)
     tcase_add_test(tc, test_file_tmp_name);
     tcase_add_test(tc, test_file_same);
     tcase_add_test(tc, test_file_is_fd);
+    tcase_add_test(tc, test_file_not_on_stdio);
     suite_add_tcase(s, tc);
     tc = tcase_create("tensors");
     tcase_add_test(tc, test_st_get_finite);

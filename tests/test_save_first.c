@@ -754,6 +754,66 @@ END_TEST
 
 /* ---- progress ---- */
 
+/* A standard stream the caller closed: the run's files must not take its
+ * number, or what is printed there (progress lines, the summary) lands in
+ * them. Each variant closes one or more and checks that the checkpoint
+ * still loads, the log starts with its header, the graph is a graph, and
+ * that a closed stdout is still a failure to write the output (exit 1). */
+START_TEST(test_closed_streams)
+{
+    static const struct {
+        const char *redirect;
+        int status;
+    } cases[] = {{"2>&-", 0}, {">&-", 1}, {"<&- >&- 2>&-", 1}, {"<&- 2>&-", 0}};
+    scratch s = {.n = 0};
+    file_tmpdir(s.dir, sizeof(s.dir));
+    const char *text = at(&s, "play.txt");
+    write_play(text, 20000, 5);
+    char cmd[4096];
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const char *r = cases[c].redirect;
+        snprintf(cmd, sizeof(cmd),
+                 "cd '%s' && rm -f c.st l.csv t.csv t.st g.dot && export AG_PROGRESS_SECONDS=0 && "
+                 "'%s' train --text play.txt --layers 1 --dim 16 --heads 2 --seq 8 --batch 4 "
+                 "--steps 3 --eval-iters 1 --save c.st --log l.csv %s; a=$?; "
+                 "'%s' train --task lookup --steps 20 --save t.st --log t.csv %s; b=$?; "
+                 "'%s' explain block --dot g.dot %s; g=$?; echo $a $b $g",
+                 s.dir, run_bin(), r, run_bin(), r, run_bin(), r);
+        run_proc p = run_shell(cmd);
+        char want[16];
+        snprintf(want, sizeof(want), "%d %d %d\n", cases[c].status, cases[c].status,
+                 cases[c].status);
+        ck_assert_msg(p.status == 0 && strcmp(p.out + p.out_len - strlen(want), want) == 0,
+                      "%s: exit statuses '%s', not '%s'", r, p.out, want);
+        run_free(&p);
+        static const char *const starts[][2] = {
+            {"l.csv", "step,loss,"}, {"t.csv", "step,loss,"}, {"g.dot", "digraph "}};
+        for (size_t k = 0; k < 3; k++) {
+            char path[512];
+            char *got = file_read(file_path(path, sizeof(path), s.dir, starts[k][0]), NULL);
+            int printed = 0; /* lines of stdout or stderr in the file */
+            static const char *const said[] = {
+                "result: ", "attograd train: ", "saved: ", "forward and backward:"};
+            for (size_t m = 0; got && m < sizeof(said) / sizeof(said[0]); m++)
+                printed |= strstr(got, said[m]) != NULL;
+            ck_assert_msg(got && strncmp(got, starts[k][1], strlen(starts[k][1])) == 0 && !printed,
+                          "%s: %s starts '%.60s'", r, starts[k][0], got ? got : "(none)");
+            free(got);
+        }
+        char ck[512];
+        file_path(ck, sizeof(ck), s.dir, "c.st");
+        p = run_cmd("sample", "--load", ck, "--tokens", "5", NULL);
+        run_assert_status(&p, 0);
+        run_free(&p);
+        file_path(ck, sizeof(ck), s.dir, "t.st");
+        p = run_cmd("train", "--task", "lookup", "--load", ck, "--steps", "1", NULL);
+        run_assert_status(&p, 0);
+        run_free(&p);
+    }
+    file_rmdir(s.dir);
+}
+END_TEST
+
 START_TEST(test_progress_shown)
 {
     scratch s = {.n = 0};
@@ -825,6 +885,7 @@ Suite *suite_save_first(void)
     tcase_add_test(tc, test_nan_saves_the_step_before);
     tcase_add_test(tc, test_values_from_files);
     tcase_add_test(tc, test_progress_shown);
+    tcase_add_test(tc, test_closed_streams);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,10 +5,12 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const ag_command *const commands[] = {
     &ag_cmd_train_info,   &ag_cmd_sample_info,    &ag_cmd_eval_info,
@@ -59,8 +61,27 @@ static int finish(int status)
     return status;
 }
 
+/* A standard stream the caller closed (`attograd train 2>&-`) would be the
+ * number the next open gets: a checkpoint, a log or a graph would also take
+ * what is printed there. Each closed one is held by /dev/null opened the
+ * wrong way round, so that its reads and writes still fail as on a closed
+ * stream (EBADF): a closed stdout is still "cannot write the output". */
+static void hold_closed_streams(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int held = open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+        if (held >= 0 && held != fd) { /* a lower one was closed and is held now */
+            dup2(held, fd);
+            close(held);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    hold_closed_streams();
     /* A reader that goes away (`attograd train | head`) makes writes fail
      * with EPIPE instead of killing the process mid-run, so temporary
      * files are still removed and checkpoints still saved. */

@@ -369,13 +369,28 @@ void ag_atomic_release(ag_atomic *a)
     memset(a, 0, sizeof(*a));
 }
 
+/* fd, or a copy of it at 3 or above when it is 0, 1 or 2 (the original
+ * closed), or -1. A program that closed a standard stream gets that number
+ * back from its next open; a file written there would also take whatever is
+ * printed to the stream (progress lines into a checkpoint). */
+static int above_stdio(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return fd;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return moved;
+}
+
 /* A character device: opened as it is, written through. */
 static ag_status open_device(ag_atomic *a, const char *path, const char *shown, char *err,
                              size_t errlen)
 {
     /* O_NONBLOCK: should path have become a FIFO since it was looked at,
      * the open fails instead of waiting; fstat then confirms the kind */
-    int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = above_stdio(open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
     struct stat sb;
     if (fd < 0) {
         int e = errno;
@@ -452,6 +467,11 @@ ag_status ag_atomic_open(ag_atomic *a, const char *path, char *err, size_t errle
                  (unsigned long)(ag_rng_next(&rng) & 0xffffffffUL));
         fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
         e = errno;
+        if (fd >= 0 && (fd = above_stdio(fd)) < 0) {
+            e = errno;
+            unlink(a->tmp);
+            break;
+        }
         if (fd < 0 && e != EEXIST)
             break;
     }
