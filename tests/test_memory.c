@@ -178,7 +178,9 @@ START_TEST(test_gpt_parts)
     ag_gpt_memory(&c, &(ag_gpt_run){.validate = 1, .text_bytes = 1e8}, &m);
     ck_assert(part(&m, "a training step") == 0);
     ag_gpt_memory(&c, &(ag_gpt_run){.batch = 12, .save = 1, .threads = 4}, &m);
-    ck_assert(part(&m, "writing the checkpoint") == 3 * part(&m, "the weights"));
+    /* made as it is written: no copy of the weights and AdamW's state */
+    ck_assert(part(&m, "writing the checkpoint") > 0);
+    ck_assert(part(&m, "writing the checkpoint") < part(&m, "the weights") / 10);
     ck_assert(part(&m, "the program") > 64e6);
     /* a model no machine holds: a number, not an overflow */
     c.layers = 1024, c.dim = 65536, c.seq = 65536, c.vocab = AG_VOCAB_MAX;

@@ -139,6 +139,16 @@ static inline const char *ag_st_dtype_name(ag_st_type dtype)
                                 : "F32";
 }
 
+/* Values made as they are written: fill(ctx, at, n, out) puts the tensor's
+ * elements at .. at + n - 1 (n at most a few hundred; in the file's order)
+ * into out. */
+typedef void (*ag_st_fill_fn)(const void *ctx, size_t at, size_t n, ag_real *out);
+/* ag_st_add of a tensor whose values fill makes as the file is written (ctx
+ * borrowed until the save): a layout other than memory's is written with
+ * no copy of the whole tensor, so saving needs no memory a model's size. */
+ag_status ag_st_add_fill(ag_st_writer *w, const char *name, int ndim, const int *shape,
+                         ag_st_fill_fn fill, const void *ctx);
+
 /* The whole safetensors file a writer describes, in a new malloc'd buffer
  * the caller owns (*buf, *len): the bytes ag_st_save would write (both lay
  * out and write through the same code in st_write.c). The writer's sticky

@@ -24,7 +24,9 @@ typedef struct st_entry {
     size_t count;           /* elements: product of shape */
     ag_st_type type;        /* how it is stored */
     const ag_real *data;    /* (count) values, borrowed until save; or */
-    const void *raw;        /* (count) values of type itself (ag_st_add_typed) */
+    const void *raw;        /* (count) values of type itself (ag_st_add_typed); or */
+    ag_st_fill_fn fill;     /* made as they are written (ag_st_add_fill), from */
+    const void *ctx;        /* this, borrowed until save */
 } st_entry;
 
 struct ag_st_writer {
@@ -86,10 +88,11 @@ static int is_utf8(const char *s)
     return ag_utf8_valid((const unsigned char *)s, strlen(s));
 }
 
-/* Add a tensor of type: data (ag_real) when typed is 0, else raw (type's own). */
+/* Add a tensor of type whose values are src's data, raw or fill (one of them). */
 static ag_status add_entry(ag_st_writer *w, const char *name, int ndim, const int *shape,
-                           ag_st_type type, const void *data, int typed)
+                           ag_st_type type, const st_entry *src)
 {
+    int has_values = src->data || src->raw || src->fill;
     char q[AG_IO_QUOTE_LEN];
     if (!w)
         return AG_ERR_ARG;
@@ -117,13 +120,10 @@ static ag_status add_entry(ag_st_writer *w, const char *name, int ndim, const in
             return wfail(w, AG_ERR_NOMEM, "ag_st_add: tensor '%s': too many elements", q);
         count *= (size_t)shape[i];
     }
-    if (count > 0 && !data)
+    if (count > 0 && !has_values)
         return wfail(w, AG_ERR_ARG, "ag_st_add: tensor '%s': data is NULL", q);
     st_entry e = {.ndim = ndim, .count = count, .type = type};
-    if (typed)
-        e.raw = data;
-    else
-        e.data = data;
+    e.data = src->data, e.raw = src->raw, e.fill = src->fill, e.ctx = src->ctx;
     for (int i = 0; i < ndim; i++)
         e.shape[i] = shape[i];
     if (!ag_io_grow((void **)&w->e, &w->cap, w->n, sizeof(*w->e)) || !(e.name = strdup(name)))
@@ -135,7 +135,14 @@ static ag_status add_entry(ag_st_writer *w, const char *name, int ndim, const in
 ag_status ag_st_add(ag_st_writer *w, const char *name, int ndim, const int *shape,
                     const ag_real *data)
 {
-    return add_entry(w, name, ndim, shape, w ? w->dtype : AG_ST_F32, data, 0);
+    return add_entry(w, name, ndim, shape, w ? w->dtype : AG_ST_F32, &(st_entry){.data = data});
+}
+
+ag_status ag_st_add_fill(ag_st_writer *w, const char *name, int ndim, const int *shape,
+                         ag_st_fill_fn fill, const void *ctx)
+{
+    return add_entry(w, name, ndim, shape, w ? w->dtype : AG_ST_F32,
+                     &(st_entry){.fill = fill, .ctx = ctx});
 }
 
 ag_status ag_st_add_typed(ag_st_writer *w, const char *name, ag_st_type type, int ndim,
@@ -143,7 +150,7 @@ ag_status ag_st_add_typed(ag_st_writer *w, const char *name, ag_st_type type, in
 {
     if (w && type != AG_ST_F32 && type != AG_ST_F64 && type != AG_ST_I32 && type != AG_ST_I64)
         return wfail(w, AG_ERR_ARG, "ag_st_add_typed: unknown type %d", (int)type);
-    return add_entry(w, name, ndim, shape, type, data, 1);
+    return add_entry(w, name, ndim, shape, type, &(st_entry){.raw = data});
 }
 
 ag_status ag_st_add_tensor(ag_st_writer *w, const char *name, const ag_tensor *t)
@@ -432,6 +439,7 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
 {
     enum { CHUNK = 512 };
     unsigned char buf[CHUNK * 8];
+    ag_real made[CHUNK]; /* a chunk of a filled tensor's values */
     char q[AG_IO_QUOTE_LEN];
     int e = 0;
     if (!emit(k, pl->header.s, pl->header.n))
@@ -448,12 +456,14 @@ static ag_status write_all(const ag_st_writer *w, const plan *pl, sink *k, const
         size_t esize = ag_st_dtype_size(t->type);
         for (size_t at = 0; at < t->count; at += CHUNK) {
             size_t n = t->count - at < CHUNK ? t->count - at : CHUNK;
+            if (t->fill)
+                t->fill(t->ctx, at, n, made);
             for (size_t j = 0; j < n; j++) {
                 if (t->raw) {
                     put_raw(buf + esize * j, t->type, t->raw, at + j);
                     continue;
                 }
-                double v = (double)t->data[at + j];
+                double v = (double)(t->fill ? made[j] : t->data[at + j]);
                 if (t->type == AG_ST_F64) {
                     put_f64(buf + 8 * j, v);
                     continue;

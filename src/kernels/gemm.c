@@ -157,6 +157,17 @@ static size_t pack_full(void)
     return pack_full_for(kernel());
 }
 
+size_t ag_gemm_thread_bytes(void)
+{
+    const ag_gemm_kernel *k[] = {&kernel_generic, ag_gemm_kernel_avx2(), ag_gemm_kernel_avx512(8),
+                                 ag_gemm_kernel_avx512(12)};
+    size_t most = 0;
+    for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+        if (k[i] && pack_full_for(k[i]) > most)
+            most = pack_full_for(k[i]);
+    return most * sizeof(ag_real);
+}
+
 /* Make this thread's buffer hold n reals (buf: one already allocated, or
  * NULL to allocate). Returns it, or NULL when out of memory. */
 static ag_real *pack_install(size_t n, ag_real *buf)

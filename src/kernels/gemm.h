@@ -39,6 +39,11 @@ void ag_gemm_batched(int trans_a, int trans_b, size_t batch, size_t M, size_t N,
  */
 int ag_gemm_use(const char *name);
 
+/* The bytes of the packing buffer each thread that runs products allocates
+ * once, at the size of the largest kernel this library has (whichever runs,
+ * so that a memory estimate does not depend on the CPU). */
+size_t ag_gemm_thread_bytes(void);
+
 /* ---- between gemm.c and the SIMD kernels in gemm_simd.c ---- */
 
 /*

@@ -306,6 +306,20 @@ int ag_parallel_threads(void)
     return in_pool ? 1 : ag_get_threads();
 }
 
+size_t ag_thread_stack_bytes(void)
+{
+    pthread_attr_t attr;
+    size_t stack = 0, guard = 0;
+    if (pthread_attr_init(&attr) != 0)
+        return 0;
+    /* an attribute never set answers with what a new thread gets */
+    if (pthread_attr_getstacksize(&attr, &stack) != 0 ||
+        pthread_attr_getguardsize(&attr, &guard) != 0)
+        stack = guard = 0;
+    pthread_attr_destroy(&attr);
+    return stack + guard;
+}
+
 static void run_serial(size_t n_tasks, ag_task_fn fn, void *ctx)
 {
     for (size_t i = 0; i < n_tasks; i++)

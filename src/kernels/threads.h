@@ -92,4 +92,8 @@ size_t ag_parallel_jobs(void);
 /* The number of threads ag_parallel_for would use right now (1 inside a task). */
 int ag_parallel_threads(void);
 
+/* The stack a worker of the pool reserves, in bytes: the system's default
+ * for a new thread (ulimit -s), which counts against ulimit -v in full. */
+size_t ag_thread_stack_bytes(void);
+
 #endif /* AG_THREADS_H */

@@ -167,25 +167,41 @@ static int map_make(file_map *m, const ag_gpt *g)
     return 1;
 }
 
-/* The file layout of one tensor from per-parameter buffers src[param]. */
-static void pack(const ag_gpt *g, const file_tensor *t, ag_real *const *src, ag_real *dst)
+/* One file tensor as the writer asks for it (ag_st_fill_fn): its parts,
+ * from the per-parameter buffers src[param] (the weights, or a slot of
+ * AdamW's state), stacked, each transposed when the file wants it so. */
+typedef struct file_fill {
+    const ag_gpt *g;
+    const file_tensor *t;
+    ag_real *const *src;
+} file_fill;
+
+static void fill(const void *ctx, size_t at, size_t n, ag_real *out)
 {
-    for (int k = 0; k < t->n; k++) {
-        const ag_tensor *p = g->params[t->param[k]];
-        const ag_real *s = src[t->param[k]];
-        if (!t->transpose) {
-            memcpy(dst, s, p->size * sizeof(ag_real));
-        } else {
-            size_t in = (size_t)p->shape[0], out = (size_t)p->shape[1];
-            for (size_t o = 0; o < out; o++) /* dst (out, in) = s (in, out)^T */
-                for (size_t i = 0; i < in; i++)
-                    dst[o * in + i] = s[i * out + o];
+    const file_fill *f = ctx;
+    size_t start = 0; /* the first element of part k in the file tensor */
+    for (int k = 0; k < f->t->n && n > 0; start += f->g->params[f->t->param[k]]->size, k++) {
+        const ag_tensor *p = f->g->params[f->t->param[k]];
+        const ag_real *s = f->src[f->t->param[k]];
+        if (at >= start + p->size)
+            continue;
+        size_t e = at - start, run = p->size - e < n ? p->size - e : n;
+        if (!f->t->transpose) {
+            memcpy(out, s + e, run * sizeof(*out));
+        } else { /* element e of the (cols, rows) file layout of s (rows, cols) */
+            size_t rows = (size_t)p->shape[0], cols = (size_t)p->shape[1];
+            size_t c = e / rows, r = e % rows;
+            for (size_t j = 0; j < run; j++) {
+                out[j] = s[r * cols + c];
+                if (++r == rows)
+                    r = 0, c++;
+            }
         }
-        dst += p->size;
+        out += run, at += run, n -= run;
     }
 }
 
-/* The inverse of pack: file layout src into dst[param]. */
+/* The inverse of fill: file layout src into dst[param]. */
 static void unpack(const ag_gpt *g, const file_tensor *t, const ag_real *src, ag_real *const *dst)
 {
     for (int k = 0; k < t->n; k++) {
@@ -268,12 +284,14 @@ static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const
                       path, ag_vocab_size(vocab), g->cfg.vocab);
     file_map m;
     int slots = t ? 2 : 0;
-    ag_real **src = malloc(g->n_params * sizeof(*src));
-    ag_real *data = NULL;
+    size_t sets = (size_t)(1 + slots);
+    /* every tensor is made as it is written (fill), from sets of buffers:
+     * the weights, then AdamW's m and v; nothing a model's size is copied */
+    ag_real **src = malloc(sets * g->n_params * sizeof(*src));
+    file_fill *fills = NULL;
     ag_st_writer *w = ag_ckpt_writer_new(FORMAT, VERSION);
-    if (!map_make(&m, g) || !src || !w ||
-        !(data = malloc(m.size * (size_t)(1 + slots) * sizeof(ag_real)))) {
-        free(m.t), free(src), free(data), ag_st_writer_free(w);
+    if (!map_make(&m, g) || !src || !w || !(fills = malloc(sets * m.n * sizeof(*fills)))) {
+        free(m.t), free(src), ag_st_writer_free(w);
         return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);
     }
     add_model_meta(w, g, vocab);
@@ -283,32 +301,29 @@ static ag_status save(ag_gpt *g, const ag_vocab *vocab, ag_gpt_trainer *t, const
         /* the counters within what every reader accepts, so the file loads again */
         st = ag_ckpt_counts_write(w, path, t->step, optim_steps(t), err, errlen);
     }
-    if (st != AG_OK) {
-        free(m.t), free(src), free(data), ag_st_writer_free(w);
-        return st;
-    }
-    ag_real *d = data;
-    for (int slot = -1; slot < slots; slot++) {
-        buffers(g, t, slot, src);
+    for (int slot = -1; st == AG_OK && slot < slots; slot++) {
+        ag_real **set = src + (size_t)(slot + 1) * g->n_params;
+        buffers(g, t, slot, set);
         for (size_t k = 0; k < m.n; k++) {
             file_tensor *ft = &m.t[k];
+            file_fill *f = &fills[(size_t)(slot + 1) * m.n + k];
+            *f = (file_fill){.g = g, .t = ft, .src = set};
             char name[NAME_MAX_LEN + 16];
-            pack(g, ft, src, d);
             if (slot < 0)
                 snprintf(name, sizeof(name), "%s", ft->name);
             else
                 snprintf(name, sizeof(name), "optim.%s.%s", ft->name, slot ? "v" : "m");
-            ag_st_add(w, name, ft->ndim, ft->shape, d);
+            ag_st_add_fill(w, name, ft->ndim, ft->shape, fill, f);
             if (slot < 0 && k == m.wte) /* the tied head: the same numbers again */
-                ag_st_add(w, "lm_head.weight", ft->ndim, ft->shape, d);
-            d += ft->size;
+                ag_st_add_fill(w, "lm_head.weight", ft->ndim, ft->shape, fill, f);
         }
     }
-    st = ag_st_save(w, path, err, errlen);
+    if (st == AG_OK)
+        st = ag_st_save(w, path, err, errlen);
     ag_st_writer_free(w);
     free(m.t);
     free(src);
-    free(data);
+    free(fills);
     return st;
 }
 

@@ -13,16 +13,28 @@
  */
 #include "gpt.h"
 #include "../kernels/kernels.h"
+#include "../kernels/threads.h"
 
 #include <string.h>
 
 #define REAL ((double)sizeof(ag_real))
 #define MB (1024.0 * 1024.0)
 #define PROGRAM_BYTES (32 * MB)     /* the program, libc, the tape's entry list */
-#define THREAD_BYTES (8 * MB)       /* a thread's stack and matmul packing buffer */
 #define TAPE_LAYER_VALUES 69632.0   /* a block's fixed part: scratch, alignment, nodes */
 #define TAPE_FIXED_VALUES 16384.0   /* the same outside the blocks */
 #define VOCAB_BITS (0x110000 / 8.0) /* reading a text: one bit per code point */
+#define SAVE_LAYER_BYTES 16384.0    /* a checkpoint's entries for a block's tensors */
+#define SAVE_FIXED_BYTES 65536.0    /* the rest of them, the header, stdio's buffer */
+
+/* The program with `threads` threads: each has its packing buffer for
+ * products, and each but the caller's reserves a stack. Both count in full
+ * against ulimit -v, even where their pages stay untouched. */
+static double program_bytes(int threads)
+{
+    double n = threads > 1 ? threads : 1;
+    return PROGRAM_BYTES + n * (double)ag_gemm_thread_bytes() +
+           (n - 1) * (double)ag_thread_stack_bytes();
+}
 
 static void add(ag_memory *m, const char *what, double bytes)
 {
@@ -110,8 +122,8 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
         add(m, "AdamW's state", 2 * W);
         double tapes = step_values(c, first) + (at_once ? step_values(c, second) : 0);
         add(m, "a training step", tapes * REAL + 2 * B * T * sizeof(int));
-        if (run->save)
-            add(m, "writing the checkpoint", 3 * W);
+        if (run->save) /* the file is made as it is written: its list of tensors */
+            add(m, "writing the checkpoint", SAVE_FIXED_BYTES + c->layers * SAVE_LAYER_BYTES);
     }
     if (run->validate) { /* a chunk of windows in two halves, as the step's */
         size_t chunk = ag_gpt_val_chunk(c), first = ag_gpt_first_half(chunk),
@@ -128,7 +140,7 @@ void ag_gpt_memory(const ag_gpt_config *c, const ag_gpt_run *run, ag_memory *m)
         add(m, "the text", run->text_bytes * (id == 1 ? 1 : 1 + id) + VOCAB_BITS);
     if (run->file_bytes > 0) /* the file, and its weights on the way into the model */
         add(m, "the checkpoint read", run->file_bytes + W);
-    add(m, "the program", PROGRAM_BYTES + THREAD_BYTES * (run->threads > 1 ? run->threads : 1));
+    add(m, "the program", program_bytes(run->threads));
 }
 
 void ag_train_memory(const ag_train_config *c, int threads, double file_bytes, ag_memory *m)
@@ -159,5 +171,5 @@ void ag_train_memory(const ag_train_config *c, int threads, double file_bytes, a
     add(m, "the batches", (c->batch + AG_TRAINER_HELD_OUT) * T * (3 + AC) * sizeof(int));
     if (file_bytes > 0)
         add(m, "the checkpoint read", file_bytes);
-    add(m, "the program", PROGRAM_BYTES + THREAD_BYTES * (threads > 1 ? threads : 1));
+    add(m, "the program", program_bytes(threads));
 }
