@@ -434,10 +434,21 @@ START_TEST(test_memory_refused)
         ck_assert_str_eq(p.out, "");
         run_free(&p);
     }
-    setenv("AG_MAX_MEMORY", "12x", 1);
+    /* not sizes: a wrong unit, the forms flags refuse too, less than a byte */
+    static const char *const not_sizes[] = {"12x",   "1e3", "0x10", "-5M", "+5M", "0.5",
+                                            "1..5M", ".",   "G",    "0",   " 5M"};
+    for (size_t k = 0; k < sizeof(not_sizes) / sizeof(not_sizes[0]); k++) {
+        setenv("AG_MAX_MEMORY", not_sizes[k], 1);
+        p = run_cmd("eval", "--load", ck, "--text", text, NULL);
+        run_assert_usage(&p, "usage: attograd eval");
+        char want[64];
+        snprintf(want, sizeof(want), "AG_MAX_MEMORY: '%s' is not a size", not_sizes[k]);
+        run_assert_has(p.err, want);
+        run_free(&p);
+    }
+    setenv("AG_MAX_MEMORY", ".5G", 1); /* a size: half a GiB */
     p = run_cmd("eval", "--load", ck, "--text", text, NULL);
-    run_assert_usage(&p, "usage: attograd eval");
-    run_assert_has(p.err, "AG_MAX_MEMORY: '12x' is not a size");
+    run_assert_status(&p, 0);
     run_free(&p);
     unsetenv("AG_MAX_MEMORY");
     ck_assert_int_ne(access(out, F_OK), 0);
@@ -680,6 +691,50 @@ START_TEST(test_nan_saves_the_step_before)
 }
 END_TEST
 
+/* A step that runs out of memory (the address space held below what the
+ * run needs, AG_MAX_MEMORY set high so that the check lets it start): the
+ * step before is saved, and the advice is about memory, not the learning
+ * rate. Not under sanitizers, which reserve terabytes of address space. */
+START_TEST(test_out_of_memory_saves_the_step_before)
+{
+    if (run_sanitized())
+        return;
+    scratch s = {.n = 0};
+    file_tmpdir(s.dir, sizeof(s.dir));
+    const char *text = at(&s, "play.txt");
+    write_play(text, 20000, 3);
+    /* the model (weights, gradients, AdamW: 60 MB in float) fits in the limit (KB), its
+     * first step (120 MB more) not */
+#ifdef AG_REAL_DOUBLE
+    const int limit = 260000;
+#else
+    const int limit = 150000;
+#endif
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && ulimit -v %d && AG_MAX_MEMORY=100G '%s' train --text play.txt "
+             "--layers 4 --dim 256 --heads 4 --seq 64 --steps 5 --eval-iters 1 --quiet %s",
+             s.dir, limit, run_bin(), "--save c.st");
+    for (int saving = 1; saving >= 0; saving--) {
+        if (!saving)
+            *strstr(cmd, " --save c.st") = '\0';
+        run_proc p = run_shell(cmd);
+        run_assert_status(&p, 1);
+        run_assert_has(p.err, "attograd train: step 1: arena: out of memory");
+        run_assert_has(p.err,
+                       saving ? "attograd train: stopped; saved c.st at step 0, the last good one: "
+                                "resume it with --load and a smaller --batch (or more free "
+                                "memory)\n"
+                              : "attograd train: stopped at step 1; nothing was saved (no "
+                                "--save); try a smaller --batch (or more free memory)\n");
+        run_free(&p);
+    }
+    char ck[512];
+    ck_assert_int_eq(checkpoint_step(file_path(ck, sizeof(ck), s.dir, "c.st")), 0);
+    file_rmdir(s.dir);
+}
+END_TEST
+
 /* ---- messages ---- */
 
 START_TEST(test_values_from_files)
@@ -883,6 +938,7 @@ Suite *suite_save_first(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_text_counts_at_the_limit);
     tcase_add_test(tc, test_nan_saves_the_step_before);
+    tcase_add_test(tc, test_out_of_memory_saves_the_step_before);
     tcase_add_test(tc, test_values_from_files);
     tcase_add_test(tc, test_progress_shown);
     tcase_add_test(tc, test_closed_streams);

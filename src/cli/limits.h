@@ -37,6 +37,10 @@ int ag_cli_memory_check(const ag_command *cmd, const ag_memory *m, const char *f
 /* ag_gpt_memory of run for a model of c, then ag_cli_memory_check. */
 int ag_cli_gpt_memory_check(const ag_command *cmd, const ag_gpt_config *c, const ag_gpt_run *run,
                             const char *file);
+/* After a checkpoint's "not an attograd ... (format 'F')": which commands
+ * read it, when F is the other attograd format (a GPT's, or a toy task's);
+ * else "". */
+const char *ag_cli_format_hint(const char *err);
 /* A GPT checkpoint as sample and eval take it: read (checked as the
  * library checks it), the memory of run (file_bytes filled in) checked for
  * its model, the model made: AG_EXIT_OK with *f and *g (the caller frees

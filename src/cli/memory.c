@@ -31,7 +31,7 @@ const char *ag_cli_bytes(double bytes, char *buf, size_t len)
 }
 
 /* "8G", "1.5g", "512M", "64K", "123" (bytes) into *bytes; 0 when it is not
- * a size. */
+ * a size of at least one byte ("1e3", "-1", "0x10", "0.5" are not). */
 static int parse_size(const char *s, double *bytes)
 {
     size_t n = strlen(s);
@@ -53,8 +53,16 @@ static int parse_size(const char *s, double *bytes)
     }
     if (mult > 1)
         num[n - 1] = '\0';
+    /* plain decimals only, as the flags' numbers: no exponent, sign or hex */
+    int digits = 0, dots = 0;
+    for (const char *c = num; *c; c++) {
+        digits += *c >= '0' && *c <= '9';
+        dots += *c == '.';
+        if ((*c < '0' || *c > '9') && *c != '.')
+            return 0;
+    }
     double v;
-    if (ag_parse_double(num, &v) != AG_PARSE_OK || !(v > 0))
+    if (!digits || dots > 1 || ag_parse_double(num, &v) != AG_PARSE_OK || !(v * mult >= 1))
         return 0;
     *bytes = v * mult;
     return 1;
@@ -140,6 +148,15 @@ int ag_cli_gpt_memory_check(const ag_command *cmd, const ag_gpt_config *c, const
     return ag_cli_memory_check(cmd, &m, file);
 }
 
+const char *ag_cli_format_hint(const char *err)
+{
+    if (strstr(err, "(format 'attograd-gpt')"))
+        return "; it is a GPT's (train --task text, sample, eval and attend read it)";
+    if (strstr(err, "(format 'attograd-checkpoint')"))
+        return "; it is a toy task's (train --load reads it, without --task text)";
+    return "";
+}
+
 int ag_cli_gpt_load(const ag_command *cmd, const char *path, ag_gpt_run run, const char *nothing,
                     ag_gpt_file **f, ag_gpt **g)
 {
@@ -158,7 +175,7 @@ int ag_cli_gpt_load(const ag_command *cmd, const char *path, ag_gpt_run run, con
         ag_cli_error(cmd, "%s; %s", ag_cli_stop_reason(sig), nothing);
         return 128 + sig;
     }
-    return st == AG_OK ? AG_EXIT_OK : ag_cli_error(cmd, "%s", err);
+    return st == AG_OK ? AG_EXIT_OK : ag_cli_error(cmd, "%s%s", err, ag_cli_format_hint(err));
 }
 
 double ag_cli_file_bytes(const char *path)

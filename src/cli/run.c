@@ -105,19 +105,29 @@ int ag_cli_say_stopped(const ag_command *cmd, const char *phase, int trained, co
     return 128 + sig;
 }
 
-void ag_cli_say_failed(const ag_command *cmd, int broken, const char *save, int saved, long step)
+/* What to change before trying again, after a step failed with why. */
+static const char *retry_advice(ag_status why)
+{
+    return why == AG_ERR_NUMERIC ? "a smaller --lr or --clip"
+           : why == AG_ERR_NOMEM ? "a smaller --batch (or more free memory)"
+                                 : NULL;
+}
+
+void ag_cli_say_failed(const ag_command *cmd, ag_status why, int broken, const char *save,
+                       int saved, long step)
 {
     char shown[AG_QUOTE_LEN];
+    const char *advice = retry_advice(why);
     if (broken)
         ag_cli_error(cmd, "stopped; the update made a weight NaN or Inf, so nothing was saved "
                           "(files already there keep their content); try a smaller --lr or "
                           "--clip");
     else if (saved)
         ag_cli_error(cmd,
-                     "stopped; saved %s at step %ld, the last good one: resume it with --load "
-                     "and a smaller --lr or --clip",
-                     ag_quote(save, shown, sizeof(shown)), step);
+                     "stopped; saved %s at step %ld, the last good one: resume it with --load%s%s",
+                     ag_quote(save, shown, sizeof(shown)), step, advice ? " and " : "",
+                     advice ? advice : "");
     else
-        ag_cli_error(cmd, "stopped at step %ld; nothing was saved%s; try a smaller --lr or --clip",
-                     step + 1, save ? "" : " (no --save)");
+        ag_cli_error(cmd, "stopped at step %ld; nothing was saved%s%s%s", step + 1,
+                     save ? "" : " (no --save)", advice ? "; try " : "", advice ? advice : "");
 }

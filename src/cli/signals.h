@@ -48,7 +48,10 @@ int ag_cli_say_stopped(const ag_command *cmd, const char *phase, int trained, co
                        int saved, long step);
 /* The line after a failed step's own message: what was saved (the step
  * before, at step), or that nothing was (broken: the update made a weight
- * non-finite; or no --save). */
-void ag_cli_say_failed(const ag_command *cmd, int broken, const char *save, int saved, long step);
+ * non-finite; or no --save), and what to change before trying again, by
+ * why the step failed (a NaN: the learning rate or the clip; out of
+ * memory: the memory or the batch). */
+void ag_cli_say_failed(const ag_command *cmd, ag_status why, int broken, const char *save,
+                       int saved, long step);
 
 #endif /* AG_CLI_SIGNALS_H */

@@ -235,7 +235,7 @@ typedef struct run {
                                * head 1, --plot-heads every head */
     int plot, plot_heads; /* --plot, --plot-heads, and gnuplot is there */
     double seconds;       /* the training loop's time */
-    int failed;           /* a step or an evaluation failed (said) */
+    ag_status failed;     /* why a step or an evaluation failed (said), or AG_OK */
     int saved;            /* --save was written */
 } run;
 
@@ -248,7 +248,7 @@ static int step_failed(run *r, ag_status st, const char *err)
     if (st == AG_ERR_STOPPED && ag_cli_stop_requested())
         return 0;
     ag_cli_error(&ag_cmd_train_info, "%s", err);
-    r->failed = 1;
+    r->failed = st;
     return 0;
 }
 
@@ -392,7 +392,7 @@ static int load_checkpoint(ag_train_opts *o, ag_checkpoint **ck, ag_train_state 
     if (ls == AG_ERR_STOPPED)
         return ag_cli_say_stopped(cmd, "reading the checkpoint", 0, NULL, 0, 0);
     if (ls != AG_OK)
-        return ag_cli_error(cmd, "%s", err);
+        return ag_cli_error(cmd, "%s%s", err, ag_cli_format_hint(err));
     if (!adopt_checkpoint(cmd, o, st))
         return AG_EXIT_USAGE;
     int status = check_sizes(o, o->load_path);
@@ -541,7 +541,7 @@ static int save_first(run *r)
         fflush(stdout);
     }
     if (r->failed)
-        ag_cli_say_failed(cmd, broken, o->save_path, r->saved, r->step);
+        ag_cli_say_failed(cmd, r->failed, broken, o->save_path, r->saved, r->step);
     return ok;
 }
 

@@ -262,14 +262,14 @@ typedef struct text_run {
     double *row;               /* (5 + 2 layers) a log row */
     int plots;                 /* gnuplot is there for --plot and --plot-heads */
     int plot_failed, plot_sig; /* the plot was not made (and the signal that stopped gnuplot) */
-    int failed;                /* a step failed (NaN, out of memory): said, exit 1 */
+    ag_status failed;          /* why a step failed (NaN, out of memory): said, exit 1 */
     int saved;                 /* --save was written */
     double seconds;            /* the steps' time */
 } text_run;
 
 static int fail(const char *msg)
 {
-    ag_cli_error(&ag_cmd_train_info, "%s", msg);
+    ag_cli_error(&text_cmd, "%s", msg);
     return 0;
 }
 
@@ -277,7 +277,7 @@ static int fail(const char *msg)
  * saved, and the status 128 + the signal. */
 static int stopped(const text_run *r, const char *phase)
 {
-    return ag_cli_say_stopped(&ag_cmd_train_info, phase, r->t != NULL, r->o->save_path, r->saved,
+    return ag_cli_say_stopped(&text_cmd, phase, r->t != NULL, r->o->save_path, r->saved,
                               r->t ? ag_gpt_trainer_steps(r->t) : 0);
 }
 
@@ -345,7 +345,7 @@ static int prepare(text_run *r)
         {"--save", o->save_path, 1, "--load"}, {"--load", o->load_path, 0, NULL},
         {"--text", o->text_path, 0, NULL},     {"--plot-heads", o->heads_path, 1, NULL},
     };
-    int st = ag_cli_check_files(&ag_cmd_train_info, files, sizeof(files) / sizeof(files[0]));
+    int st = ag_cli_check_files(&text_cmd, files, sizeof(files) / sizeof(files[0]));
     if (st != AG_EXIT_OK)
         return st;
     const char *from = NULL; /* where the model's sizes come from */
@@ -355,7 +355,7 @@ static int prepare(text_run *r)
         if (ls == AG_ERR_STOPPED)
             return stopped(r, "reading the checkpoint");
         if (ls != AG_OK)
-            return fail(err), AG_EXIT_FAIL;
+            return ag_cli_error(&text_cmd, "%s%s", err, ag_cli_format_hint(err));
         if ((st = adopt_checkpoint(o, r->file)) != AG_CLI_GO)
             return st;
         vocab = ag_gpt_file_config(r->file)->vocab;
@@ -469,7 +469,7 @@ static int step(text_run *r, long done, double start, double *last_draw, int tty
     if (st == AG_ERR_STOPPED && ag_cli_stop_requested())
         return 0; /* the step cut short is not counted; finish() says the rest */
     if (st != AG_OK) {
-        r->failed = 1;
+        r->failed = st;
         return fail(err);
     }
     long s = ag_gpt_trainer_steps(r->t);
@@ -491,7 +491,7 @@ static int step(text_run *r, long done, double start, double *last_draw, int tty
     if (st == AG_ERR_STOPPED && ag_cli_stop_requested())
         return 0;
     if (st != AG_OK) {
-        r->failed = 1;
+        r->failed = st;
         return fail(err);
     }
     double t = ag_cli_now() - start;
@@ -536,7 +536,7 @@ static int save_first(text_run *r, char *err, size_t errlen)
         fflush(stdout);
     }
     if (r->failed)
-        ag_cli_say_failed(&ag_cmd_train_info, broken, o->save_path, r->saved,
+        ag_cli_say_failed(&text_cmd, r->failed, broken, o->save_path, r->saved,
                           ag_gpt_trainer_steps(r->t));
     return ok;
 }
@@ -714,7 +714,7 @@ int ag_cli_text_run(ag_text_opts *o)
     /* from here on every phase honours a signal: it only asks the run to stop */
     ag_cli_stop stop_signals = {0};
     ag_cli_stop_begin(&stop_signals);
-    ag_cli_progress_begin(&ag_cmd_train_info, o->quiet);
+    ag_cli_progress_begin(&text_cmd, o->quiet);
     ag_set_threads(o->threads);
     int status = prepare(&r);
     if (status == AG_CLI_GO)
