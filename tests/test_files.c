@@ -153,11 +153,18 @@ START_TEST(test_file_not_on_stdio)
     const char *const targets[] = {path, path, "/dev/null"}; /* new, replaced, device */
     int saved[3];
     for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) == -1) { /* run with one closed already: nothing to restore */
+            file_rmdir(dir);
+            return;
+        }
+    for (int fd = 0; fd < 3; fd++)
         ck_assert_int_ge(saved[fd] = dup(fd), 3);
     for (int c = 0; c < 3; c++)
         for (int t = 0; t < 3; t++) {
             ag_atomic a;
             int fd = -1, printed_to = -1;
+            if (t == 0)
+                unlink(path); /* a new file, then the same one replaced */
             for (int k = 0; k < 3; k++)
                 if (closed[c][k] >= 0)
                     close(closed[c][k]);

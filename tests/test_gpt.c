@@ -752,8 +752,6 @@ START_TEST(test_checkpoint_layout)
 }
 END_TEST
 
-/* n steps, save, load into a fresh model and trainer, m more: the same
- * weights and the same checkpoint, bit for bit, as n + m steps at once. */
 /* This process's address space now, in bytes (0: unknown). */
 static double address_space(void)
 {
@@ -804,6 +802,8 @@ START_TEST(test_save_in_little_memory)
 }
 END_TEST
 
+/* n steps, save, load into a fresh model and trainer, m more: the same
+ * weights and the same checkpoint, bit for bit, as n + m steps at once. */
 START_TEST(test_resume_bitwise)
 {
     char dir[256], p1[512], p2[512], err[600];

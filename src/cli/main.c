@@ -65,18 +65,15 @@ static int finish(int status)
  * number the next open gets: a checkpoint, a log or a graph would also take
  * what is printed there. Each closed one is held by /dev/null opened the
  * wrong way round, so that its reads and writes still fail as on a closed
- * stream (EBADF): a closed stdout is still "cannot write the output". */
+ * stream (EBADF): a closed stdout is still "cannot write the output". The
+ * holds are inherited, so Graphviz's dot, started with our streams, is
+ * safe from the same mistake. Streams are taken in order, so open() gives
+ * each the number it holds (the lower ones are open or held by then). */
 static void hold_closed_streams(void)
 {
-    for (int fd = 0; fd <= 2; fd++) {
-        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
-            continue;
-        int held = open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
-        if (held >= 0 && held != fd) { /* a lower one was closed and is held now */
-            dup2(held, fd);
-            close(held);
-        }
-    }
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF)
+            open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY); /* returns fd */
 }
 
 int main(int argc, char **argv)

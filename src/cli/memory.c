@@ -148,11 +148,18 @@ int ag_cli_gpt_memory_check(const ag_command *cmd, const ag_gpt_config *c, const
     return ag_cli_memory_check(cmd, &m, file);
 }
 
+/* Whether s ends in tail. */
+static int ends_in(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
 const char *ag_cli_format_hint(const char *err)
 {
-    if (strstr(err, "(format 'attograd-gpt')"))
+    if (ends_in(err, ": not an attograd checkpoint (format 'attograd-gpt')"))
         return "; it is a GPT's (train --task text, sample, eval and attend read it)";
-    if (strstr(err, "(format 'attograd-checkpoint')"))
+    if (ends_in(err, ": not an attograd GPT checkpoint (format 'attograd-checkpoint')"))
         return "; it is a toy task's (train --load reads it, without --task text)";
     return "";
 }

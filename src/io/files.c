@@ -372,7 +372,9 @@ void ag_atomic_release(ag_atomic *a)
 /* fd, or a copy of it at 3 or above when it is 0, 1 or 2 (the original
  * closed), or -1. A program that closed a standard stream gets that number
  * back from its next open; a file written there would also take whatever is
- * printed to the stream (progress lines into a checkpoint). */
+ * printed to the stream (progress lines into a checkpoint). Between the
+ * open and the move another thread could still print into it: a program
+ * with threads keeps 0, 1 and 2 open (attograd's command holds them). */
 static int above_stdio(int fd)
 {
     if (fd < 0 || fd > 2)
