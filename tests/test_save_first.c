@@ -30,6 +30,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -691,6 +692,39 @@ START_TEST(test_nan_saves_the_step_before)
 }
 END_TEST
 
+/* A checkpoint larger than the disk's free space is refused before any
+ * step (exit 1, naming --save, the size and what is free), not found out
+ * at the end of the run. AG_MAX_MEMORY lets the memory check pass for a
+ * model this size (no machine holds it; it is never made). */
+START_TEST(test_disk_checked_before_training)
+{
+    scratch s = {.n = 0};
+    file_tmpdir(s.dir, sizeof(s.dir));
+    const char *text = at(&s, "play.txt"), *ck = at(&s, "c.st"), *log = at(&s, "l.csv");
+    write_play(text, 20000, 9);
+    struct statvfs vfs;
+    double free_bytes = statvfs(s.dir, &vfs) == 0 ? (double)vfs.f_bavail * vfs.f_frsize : 0;
+    if (free_bytes > 6e11) { /* a disk of more than the 618 GB this checkpoint takes */
+        file_rmdir(s.dir);
+        return;
+    }
+    setenv("AG_MAX_MEMORY", "1000T", 1);
+    run_proc p = run_cmd("train", "--text", text, "--layers", "256", "--dim", "4096", "--heads",
+                         "4", "--seq", "16", "--batch", "1", "--save", ck, "--log", log, NULL);
+    unsetenv("AG_MAX_MEMORY");
+    run_assert_status(&p, 1);
+    char want[700];
+    snprintf(want, sizeof(want), "attograd train: --save %s: the file will take about ", ck);
+    run_assert_has(p.err, want);
+    run_assert_has(p.err, "is free there\n");
+    ck_assert_ptr_null(strstr(p.out, "model:")); /* refused before the model is made */
+    ck_assert_int_ne(access(ck, F_OK), 0);
+    ck_assert_int_ne(access(log, F_OK), 0);
+    run_free(&p);
+    file_rmdir(s.dir);
+}
+END_TEST
+
 /* A step that runs out of memory (the address space held below what the
  * run needs, AG_MAX_MEMORY set high so that the check lets it start): the
  * step before is saved, and the advice is about memory, not the learning
@@ -965,6 +999,7 @@ Suite *suite_save_first(void)
     tcase_add_test(tc, test_text_counts_at_the_limit);
     tcase_add_test(tc, test_nan_saves_the_step_before);
     tcase_add_test(tc, test_out_of_memory_saves_the_step_before);
+    tcase_add_test(tc, test_disk_checked_before_training);
     tcase_add_test(tc, test_values_from_files);
     tcase_add_test(tc, test_progress_shown);
     tcase_add_test(tc, test_closed_streams);

@@ -54,6 +54,12 @@ double ag_cli_file_bytes(const char *path);
 
 /* "1.5 GiB" for a number of bytes, into buf. */
 const char *ag_cli_bytes(double bytes, char *buf, size_t len);
+/* Before any work: whether the file system that will hold path (a file
+ * about `bytes` long, written beside it and renamed over it) has that much
+ * free now. AG_EXIT_OK (also when it cannot tell, or path is a device), or
+ * AG_EXIT_FAIL after "FLAG PATH: the file will take about .., and only ..
+ * is free there". A long run then does not end in a full disk. */
+int ag_cli_check_space(const ag_command *cmd, const char *flag, const char *path, double bytes);
 
 /* One rule for every counter a checkpoint keeps: a run of `steps` more
  * steps from path's checkpoint at step (and optim_steps) must stay within

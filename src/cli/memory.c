@@ -2,9 +2,10 @@
  * memory.c - the memory a run may use and the check of its estimate
  * (limits.h): a run that cannot fit is refused before it allocates
  * anything, with what would need how much, instead of growing until the
- * kernel kills it. And the counters a checkpoint keeps, one rule for both
- * trainers.
+ * kernel kills it. The same for the disk its checkpoint will take. And the
+ * counters a checkpoint keeps, one rule for both trainers.
  */
+#define _XOPEN_SOURCE 700 /* realpath: POSIX.1-2008, but glibc wants XSI for it */
 #include "limits.h"
 #include "signals.h"
 
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 const char *ag_cli_bytes(double bytes, char *buf, size_t len)
@@ -183,6 +185,28 @@ int ag_cli_gpt_load(const ag_command *cmd, const char *path, ag_gpt_run run, con
         return 128 + sig;
     }
     return st == AG_OK ? AG_EXIT_OK : ag_cli_error(cmd, "%s%s", err, ag_cli_format_hint(err));
+}
+
+int ag_cli_check_space(const ag_command *cmd, const char *flag, const char *path, double bytes)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return AG_EXIT_OK; /* a device is written through; other kinds are refused elsewhere */
+    /* the directory the file layer writes in: the target's own, links followed */
+    char *real = realpath(path, NULL), *dir = strdup(real ? real : path);
+    free(real);
+    if (!dir)
+        return AG_EXIT_OK;
+    char *slash = strrchr(dir, '/');
+    const char *in = slash == dir ? "/" : slash ? (*slash = '\0', dir) : ".";
+    struct statvfs vfs;
+    double avail = statvfs(in, &vfs) == 0 ? (double)vfs.f_bavail * (double)vfs.f_frsize : -1;
+    free(dir);
+    if (avail < 0 || bytes <= avail)
+        return AG_EXIT_OK;
+    char a[32], b[32];
+    return ag_cli_error(cmd, "%s %s: the file will take about %s, and only %s is free there", flag,
+                        path, ag_cli_bytes(bytes, a, sizeof(a)), ag_cli_bytes(avail, b, sizeof(b)));
 }
 
 double ag_cli_file_bytes(const char *path)

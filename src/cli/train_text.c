@@ -365,6 +365,16 @@ static int prepare(text_run *r)
     return st == AG_EXIT_OK ? AG_CLI_GO : st;
 }
 
+/* About the bytes of the run's checkpoint (ag_gpt_trainer_save): the
+ * weights, the tied head written again, AdamW's m and v, the header. */
+static double checkpoint_bytes(const ag_text_opts *o, int vocab)
+{
+    ag_gpt_config c = o->model;
+    c.vocab = vocab;
+    double values = 3 * ag_gpt_config_weights(&c) + (double)vocab * c.dim;
+    return values * (double)sizeof(ag_real) + 65536 + 16.0 * vocab;
+}
+
 /* The text, the memory of the model it makes, the trainer with its model
  * (fresh, or --load's run). AG_EXIT_OK or the status, said. */
 static int setup(text_run *r, char *err, size_t errlen)
@@ -391,6 +401,8 @@ static int setup(text_run *r, char *err, size_t errlen)
         return fail(err), AG_EXIT_FAIL;
     }
     int mem = r->file ? AG_EXIT_OK : check_memory(r, V, o->text_path);
+    if (mem == AG_EXIT_OK && o->save_path)
+        mem = ag_cli_check_space(&text_cmd, "--save", o->save_path, checkpoint_bytes(o, V));
     if (mem != AG_EXIT_OK) {
         ag_text_free(text);
         return mem;
