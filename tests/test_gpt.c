@@ -795,6 +795,15 @@ START_TEST(test_save_in_little_memory)
     char *fa = file_read(p1, &la), *fb = file_read(p2, &lb);
     ck_assert_msg(la > 3 * 4e6 && la == lb && memcmp(fa, fb, la) == 0, "%zu and %zu bytes", la, lb);
     free(fa), free(fb);
+    /* read back: every weight as it was, through tensors of many chunks of values
+     * (a block's (256, 768) weight written (768, 256), chunks starting mid-row) */
+    ag_gpt_file *f;
+    ck_assert_msg(ag_gpt_file_load(p2, &f, err, sizeof(err)) == AG_OK, "%s", err);
+    ag_gpt *back = ag_gpt_file_model(f, err, sizeof(err));
+    ck_assert_msg(back != NULL, "%s", err);
+    ck_assert(same_params(g, back));
+    ag_gpt_free(back);
+    ag_gpt_file_free(f);
     ag_gpt_trainer_free(t);
     ag_gpt_free(g);
     ag_text_free(text);
