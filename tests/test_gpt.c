@@ -673,6 +673,16 @@ static int same_params(ag_gpt *a, ag_gpt *b)
     return 1;
 }
 
+/* The model f makes has g's weights, bit for bit. */
+static void assert_model_of(const ag_gpt_file *f, ag_gpt *g)
+{
+    char err[600];
+    ag_gpt *m = ag_gpt_file_model(f, err, sizeof(err));
+    ck_assert_msg(m != NULL, "%s", err);
+    ck_assert(same_params(g, m));
+    ag_gpt_free(m);
+}
+
 START_TEST(test_checkpoint_layout)
 {
     char dir[256], path[512], err[600];
@@ -741,10 +751,7 @@ START_TEST(test_checkpoint_layout)
     ck_assert(lc->vocab == 7 && lc->seq == 6 && lc->layers == 2 && lc->heads == 2 && lc->dim == 8 &&
               lc->bias == 1);
     ck_assert_str_eq(ag_vocab_chars(ag_gpt_file_vocab(gf)), "abcdefg");
-    ag_gpt *h = ag_gpt_file_model(gf, err, sizeof(err));
-    ck_assert_msg(h != NULL, "%s", err);
-    ck_assert(same_params(g, h));
-    ag_gpt_free(h);
+    assert_model_of(gf, g);
     ag_gpt_file_free(gf);
     ag_gpt_free(g);
     ag_text_free(text);
@@ -799,10 +806,7 @@ START_TEST(test_save_in_little_memory)
      * (a block's (256, 768) weight written (768, 256), chunks starting mid-row) */
     ag_gpt_file *f;
     ck_assert_msg(ag_gpt_file_load(p2, &f, err, sizeof(err)) == AG_OK, "%s", err);
-    ag_gpt *back = ag_gpt_file_model(f, err, sizeof(err));
-    ck_assert_msg(back != NULL, "%s", err);
-    ck_assert(same_params(g, back));
-    ag_gpt_free(back);
+    assert_model_of(f, g);
     ag_gpt_file_free(f);
     ag_gpt_trainer_free(t);
     ag_gpt_free(g);
