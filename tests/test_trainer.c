@@ -8,6 +8,7 @@
 #include "nn/nn.h"
 #include "run.h"
 
+#include <math.h>
 #include <unistd.h>
 
 static ag_train_config lookup_config(void)
@@ -247,6 +248,102 @@ START_TEST(test_trainer_bad_settings)
 }
 END_TEST
 
+/* Whatever ag_checkpoint_save writes, ag_checkpoint_load takes back:
+ * settings out of their ranges, a model or an optimizer other than the
+ * settings name, are refused at the save ("PATH: not saved: ...") and no
+ * file is made; a subnormal weight decay comes back as it went. */
+START_TEST(test_checkpoint_save_what_loads)
+{
+    char dir[256], path[320], err[400];
+    file_tmpdir(dir, sizeof(dir));
+    file_path(path, sizeof(path), dir, "run.safetensors");
+    ag_train_config c = lookup_config();
+    ag_rng rng = ag_rng_new(1);
+    ag_model *m = ag_model_new(&c.model, &rng, err, sizeof(err));
+    ck_assert_ptr_nonnull(m);
+    ag_tensor *ps[8];
+    size_t n = ag_model_params(m, ps, NULL, 8);
+    ag_optim *adam = ag_train_optim_new(&c, ps, n);
+    ag_train_config sgd_c = c;
+    sgd_c.optimizer_adam = 0;
+    ag_optim *sgd = ag_train_optim_new(&sgd_c, ps, n);
+    struct {
+        const char *field;
+        double value;
+        ag_optim *opt;
+        const char *why;
+    } bad[] = {
+        {"lr", 0, NULL, "trainer: lr must be in 1e-12..1000"},
+        {"clip", NAN, NULL, "trainer: clip must be in 0..1e+12"},
+        {"heads", 3, NULL, "heads 3 does not divide dim 32"},
+        {"dim", 16, NULL, "the model was not made with the settings given with it"},
+        {"lr", 3e-3, sgd, "the optimizer is not the one the settings name (adam)"},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        ag_train_state st = {.config = c, .step = 10};
+        if (strcmp(bad[k].field, "lr") == 0)
+            st.config.lr = bad[k].value;
+        else if (strcmp(bad[k].field, "clip") == 0)
+            st.config.clip = bad[k].value;
+        else if (strcmp(bad[k].field, "heads") == 0)
+            st.config.model.heads = (int)bad[k].value;
+        else
+            st.config.model.dim = (int)bad[k].value;
+        ag_optim *opt = bad[k].opt ? bad[k].opt : adam;
+        ck_assert_int_eq(ag_checkpoint_save(path, m, opt, &st, err, sizeof(err)), AG_ERR_ARG);
+        char want[400];
+        snprintf(want, sizeof(want), "%s: not saved: %s", path, bad[k].why);
+        ck_assert_str_eq(err, want);
+        ck_assert_int_ne(access(path, F_OK), 0);
+    }
+    ag_train_state st = {.config = c, .step = 10};
+    st.config.weight_decay = 5e-324;
+    ck_assert_msg(ag_checkpoint_save(path, m, adam, &st, err, sizeof(err)) == AG_OK, "%s", err);
+    ag_checkpoint *ck;
+    ag_train_state back;
+    ck_assert_msg(ag_checkpoint_load(path, &ck, &back, err, sizeof(err)) == AG_OK, "%s", err);
+    ck_assert(back.config.weight_decay == 5e-324 && back.step == 10);
+    ag_checkpoint_free(ck);
+    ag_optim_free(adam), ag_optim_free(sgd);
+    ag_model_free(m);
+    file_rmdir(dir);
+}
+END_TEST
+
+/* NULL where a model, trainer, checkpoint or state belongs: AG_ERR_ARG with
+ * a message (or NULL, or 0, for the functions that return those), never a
+ * crash. */
+START_TEST(test_null_arguments)
+{
+    char err[200];
+    ag_train_state st;
+    ag_checkpoint *ck = (ag_checkpoint *)&st; /* must be set to NULL */
+    ck_assert_int_eq(ag_checkpoint_load("x", NULL, &st, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_checkpoint_load("x", &ck, NULL, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_ptr_null(ck);
+    ck_assert_str_eq(err, "ag_checkpoint_load: st is NULL");
+    ck_assert_int_eq(ag_checkpoint_load(NULL, &ck, &st, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_checkpoint_save("x", NULL, NULL, NULL, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_str_eq(err, "ag_checkpoint_save: the model is NULL");
+    ck_assert_int_eq(ag_checkpoint_restore(NULL, NULL, NULL, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_trainer_step(NULL, NULL, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_str_eq(err, "ag_trainer_step: the trainer is NULL");
+    ck_assert_int_eq(ag_trainer_evaluate(NULL, NULL, NULL, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_trainer_example(NULL, NULL, NULL, err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_trainer_save(NULL, "x", err, sizeof(err)), AG_ERR_ARG);
+    ck_assert_int_eq(ag_trainer_steps(NULL), 0);
+    ck_assert_ptr_null(ag_trainer_config(NULL));
+    ck_assert_uint_eq(ag_model_params(NULL, NULL, NULL, 0), 0);
+    ck_assert_ptr_null(ag_model_param(NULL, "wq"));
+    ck_assert_ptr_null(ag_model_get_config(NULL));
+    ck_assert_ptr_null(ag_train_optim_new(NULL, NULL, 0));
+    ag_task_sample(NULL, NULL);
+    ck_assert(ag_gpt_lr_at(NULL, 3) == 0);
+    ck_assert_uint_eq(ag_text_windows(NULL, 8), 0);
+    ck_assert_int_eq(access("x", F_OK), -1);
+}
+END_TEST
+
 /* The layout a checkpoint is checked against, made from the settings
  * alone, is the model's own parameter list, for every task and encoding. */
 START_TEST(test_model_layout_is_the_model)
@@ -293,6 +390,8 @@ Suite *suite_trainer(void)
     tc = tcase_create("errors");
     tcase_add_test(tc, test_trainer_nan_stops_step);
     tcase_add_test(tc, test_trainer_bad_settings);
+    tcase_add_test(tc, test_checkpoint_save_what_loads);
+    tcase_add_test(tc, test_null_arguments);
     suite_add_tcase(s, tc);
     return s;
 }

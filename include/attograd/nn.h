@@ -100,7 +100,9 @@ ag_attention *ag_attention_load(const ag_st_file *f, const char *path, char *err
 /* An attention layer into w in ag_attention_load's format: metadata
  * n_heads and causal, and the four weights wq, wk, wv, wo; with grads their
  * gradients instead, named grad.wq .. grad.wo (as `attograd grad` writes
- * them). Borrowed until the save; errors are sticky on w, as ag_st_add's. */
+ * them). Borrowed until the save; errors are sticky on w, as ag_st_add's (a
+ * NULL att is one). Once per writer: weights and gradients both would
+ * repeat the metadata, so they go to two files. */
 void ag_attention_add(ag_st_writer *w, ag_attention *att, int grads);
 
 /* ------------------------------------------------------------------------
@@ -211,8 +213,9 @@ size_t ag_optim_n_params(const ag_optim *opt);
 /* State, for checkpoints. Saving steps and every state buffer and restoring
  * them into an optimizer made with the same parameters and settings
  * continues training exactly as if it had not stopped. */
-long ag_optim_steps(const ag_optim *opt);                /* steps taken */
-ag_status ag_optim_set_steps(ag_optim *opt, long steps); /* AG_ERR_ARG when < 0 */
+long ag_optim_steps(const ag_optim *opt); /* steps taken */
+/* AG_ERR_ARG when steps < 0 or > AG_TRAIN_MAX_STEP */
+ag_status ag_optim_set_steps(ag_optim *opt, long steps);
 /* Buffers per parameter: 0 (plain SGD), 1 (SGD momentum: "velocity") or 2
  * (Adam: slot 0 "m", slot 1 "v"). */
 int ag_optim_slots(const ag_optim *opt);
@@ -471,9 +474,12 @@ ag_optim *ag_train_optim_new(const ag_train_config *c, ag_tensor *const *params,
 
 /* Write model, opt (made by ag_train_optim_new from st->config, or the same
  * settings) and st to path, atomically: on failure the previous file is
- * left as it was. Returns AG_OK or the error with a one-line message; a
- * step count beyond AG_TRAIN_MAX_STEP is refused (AG_ERR_ARG), so that
- * every file it writes loads. */
+ * left as it was. Returns AG_OK or the error with a one-line message.
+ * Refused (AG_ERR_ARG, "PATH: not saved: ..."), so that every file it writes
+ * loads: settings ag_checkpoint_load would refuse (out of their AG_TRAIN_*
+ * ranges, or making no model), a model not made with st->config.model, an
+ * optimizer other than the one st->config names, a step count beyond
+ * AG_TRAIN_MAX_STEP. */
 ag_status ag_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
                              const ag_train_state *st, char *err, size_t errlen);
 

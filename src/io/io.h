@@ -139,6 +139,10 @@ static inline const char *ag_st_dtype_name(ag_st_type dtype)
                                 : "F32";
 }
 
+/* Make w's sticky error (status, msg) unless it has one: for the callers
+ * that add many things to w and find a fault of their own. Returns it. */
+ag_status ag_st_writer_fail(ag_st_writer *w, ag_status status, const char *msg);
+
 /* Values made as they are written: fill(ctx, at, n, out) puts the tensor's
  * elements at .. at + n - 1 (n at most a few hundred; in the file's order)
  * into out. */
@@ -206,9 +210,10 @@ enum {
     AG_PARSE_OK = 0,    /* *out is set */
     AG_PARSE_BAD = 1,   /* not a number at all */
     AG_PARSE_RANGE = 2, /* a number, but beyond the type (or infinite) */
-    AG_PARSE_TINY = 3   /* a number so small that it underflowed to 0 (doubles only) */
+    AG_PARSE_TINY = 3   /* a number below DBL_MIN (doubles only): *out is strtod's nearest
+                           subnormal or 0 */
 };
-/* Each returns AG_PARSE_*; *out is untouched unless AG_PARSE_OK. */
+/* Each returns AG_PARSE_*; *out is untouched unless AG_PARSE_OK (or TINY). */
 int ag_parse_long(const char *s, long *out);     /* decimal, optional sign */
 int ag_parse_u64(const char *s, uint64_t *out);  /* decimal digits only */
 int ag_parse_double(const char *s, double *out); /* finite */

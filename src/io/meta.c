@@ -76,7 +76,7 @@ int ag_meta_double(const ag_st_file *f, const char *path, const char *key, doubl
         return 0;
     int r = ag_parse_double(s, &v);
     if (r == AG_PARSE_TINY)
-        r = AG_PARSE_OK, v = 0; /* an underflow to 0 is still the number 0 */
+        r = AG_PARSE_OK; /* a subnormal, as %.17g wrote it, or an underflow to 0 */
     if (r != AG_PARSE_OK || v < lo || v > hi) {
         char what[96];
         snprintf(what, sizeof(what), "a number in %g..%g", lo, hi);

@@ -69,10 +69,8 @@ int ag_parse_double(const char *s, double *out)
     /* ERANGE: beyond DBL_MAX (inf), or so small that it underflowed */
     if (!isfinite(v) || (errno == ERANGE && fabs(v) >= DBL_MIN))
         return AG_PARSE_RANGE;
-    if (errno == ERANGE)
-        return AG_PARSE_TINY;
     *out = v;
-    return AG_PARSE_OK;
+    return errno == ERANGE ? AG_PARSE_TINY : AG_PARSE_OK;
 }
 
 const char *ag_quote(const char *s, char *buf, size_t len)

@@ -26,6 +26,8 @@ struct ag_checkpoint {
 
 ag_optim *ag_train_optim_new(const ag_train_config *c, ag_tensor *const *params, size_t n)
 {
+    if (!c)
+        return NULL;
     if (c->optimizer_adam)
         return ag_adam_new(params, n, c->lr, 0.9, 0.999, 1e-8, c->weight_decay);
     return ag_sgd_new(params, n, c->lr, c->momentum);
@@ -135,7 +137,13 @@ static ag_status check_tensors(const ag_checkpoint *ck, char *err, size_t errlen
 ag_status ag_checkpoint_load(const char *path, ag_checkpoint **out, ag_train_state *st, char *err,
                              size_t errlen)
 {
-    *out = NULL;
+    if (out)
+        *out = NULL;
+    if (!path || !out || !st)
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_checkpoint_load: %s is NULL",
+                      !path  ? "path"
+                      : !out ? "out"
+                             : "st");
     memset(st, 0, sizeof(*st));
     ag_checkpoint *ck = calloc(1, sizeof(*ck));
     if (!ck)
@@ -169,6 +177,11 @@ void ag_checkpoint_free(ag_checkpoint *ck)
 ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_optim *opt, char *err,
                                 size_t errlen)
 {
+    if (!ck || !model || !opt)
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_checkpoint_restore: %s is NULL",
+                      !ck      ? "the checkpoint"
+                      : !model ? "the model"
+                               : "the optimizer");
     ag_tensor *params[MAX_PARAMS];
     const char *names[MAX_PARAMS];
     size_t n = ag_model_params(model, params, names, MAX_PARAMS);
@@ -198,6 +211,54 @@ ag_status ag_checkpoint_restore(const ag_checkpoint *ck, ag_model *model, ag_opt
 
 /* ---- writing ---- */
 
+int ag_train_config_check(const ag_train_config *c, char *err, size_t errlen)
+{
+    const char *name = NULL;
+    double lo = 0, hi = 0;
+    if (c->batch < 1 || c->batch > AG_TRAIN_MAX_BATCH)
+        name = "batch", lo = 1, hi = AG_TRAIN_MAX_BATCH;
+    else if (!(c->lr >= AG_TRAIN_LR_MIN && c->lr <= AG_TRAIN_LR_MAX))
+        name = "lr", lo = AG_TRAIN_LR_MIN, hi = AG_TRAIN_LR_MAX;
+    else if (!(c->momentum >= 0 && c->momentum <= AG_TRAIN_MOMENTUM_MAX))
+        name = "momentum", hi = AG_TRAIN_MOMENTUM_MAX;
+    else if (!(c->weight_decay >= 0 && c->weight_decay <= AG_TRAIN_WEIGHT_DECAY_MAX))
+        name = "weight_decay", hi = AG_TRAIN_WEIGHT_DECAY_MAX;
+    else if (!(c->clip >= 0 && c->clip <= AG_TRAIN_CLIP_MAX))
+        name = "clip", hi = AG_TRAIN_CLIP_MAX;
+    if (name)
+        ag_err(AG_ERR_ARG, err, errlen, "trainer: %s must be in %g..%g", name, lo, hi);
+    return name == NULL;
+}
+
+/* Whether what is saved is what ag_checkpoint_load will take back: the
+ * settings within their ranges, the model made by them, the optimizer the
+ * one they name (Adam; SGD with or without momentum) over its parameters.
+ * 1, or 0 with "PATH: not saved: why". */
+static int savable(const char *path, const ag_model *model, const ag_optim *opt,
+                   const ag_train_config *c, char *err, size_t errlen)
+{
+    char why[200];
+    const ag_model_config *mc = ag_model_get_config(model);
+    int slots = c->optimizer_adam ? 2 : c->momentum > 0 ? 1 : 0;
+    if (ag_model_config_check(&c->model, why, sizeof(why)) != AG_MODEL_OK ||
+        !ag_train_config_check(c, why, sizeof(why)))
+        ;
+    else if (mc->task != c->model.task || mc->seq != c->model.seq || mc->dim != c->model.dim ||
+             mc->heads != c->model.heads || mc->causal != c->model.causal ||
+             mc->posenc != c->model.posenc)
+        snprintf(why, sizeof(why), "the model was not made with the settings given with it");
+    else if (ag_optim_slots(opt) != slots ||
+             ag_optim_n_params(opt) != ag_model_params((ag_model *)model, NULL, NULL, 0))
+        snprintf(why, sizeof(why), "the optimizer is not the one the settings name (%s)",
+                 c->optimizer_adam ? "adam"
+                 : c->momentum > 0 ? "sgd with momentum"
+                                   : "sgd");
+    else
+        return 1;
+    ag_err(AG_ERR_ARG, err, errlen, "%s: not saved: %s", path, why);
+    return 0;
+}
+
 static void add_settings(ag_st_writer *w, const ag_train_state *st)
 {
     const ag_train_config *c = &st->config;
@@ -215,6 +276,14 @@ static void add_settings(ag_st_writer *w, const ag_train_state *st)
 ag_status ag_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
                              const ag_train_state *st, char *err, size_t errlen)
 {
+    if (!path || !model || !opt || !st)
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_checkpoint_save: %s is NULL",
+                      !path    ? "path"
+                      : !model ? "the model"
+                      : !opt   ? "the optimizer"
+                               : "the state");
+    if (!savable(path, model, opt, &st->config, err, errlen))
+        return AG_ERR_ARG;
     ag_st_writer *w = ag_ckpt_writer_new(CHECKPOINT_FORMAT, CHECKPOINT_VERSION);
     if (!w)
         return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);

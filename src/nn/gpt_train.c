@@ -38,6 +38,8 @@ ag_gpt_train_config ag_gpt_train_defaults(void)
 
 double ag_gpt_lr_at(const ag_gpt_train_config *c, long step)
 {
+    if (!c)
+        return 0;
     if (step < c->warmup)
         return c->lr * (double)(step + 1) / (double)(c->warmup + 1);
     long end = c->decay_steps - 1; /* the last step of the schedule runs at min_lr */

@@ -129,11 +129,13 @@ void ag_model_free(ag_model *m)
 
 const ag_model_config *ag_model_get_config(const ag_model *m)
 {
-    return &m->cfg;
+    return m ? &m->cfg : NULL;
 }
 
 size_t ag_model_params(ag_model *m, ag_tensor **params, const char **names, size_t max)
 {
+    if (!m)
+        return 0;
     for (size_t i = 0; i < m->n_params && i < max; i++) {
         if (params)
             params[i] = m->params[i];
@@ -145,7 +147,7 @@ size_t ag_model_params(ag_model *m, ag_tensor **params, const char **names, size
 
 ag_tensor *ag_model_param(ag_model *m, const char *name)
 {
-    for (size_t i = 0; i < m->n_params; i++)
+    for (size_t i = 0; m && name && i < m->n_params; i++)
         if (strcmp(m->names[i], name) == 0)
             return m->params[i];
     return NULL;

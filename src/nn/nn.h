@@ -31,6 +31,12 @@ ag_attention *ag_attention_twin(const ag_attention *layer);
 #define AG_MODEL_MAX_PARAMS 8
 size_t ag_model_layout(const ag_model_config *cfg, const char **names, int (*shape)[2]);
 
+/* The toy trainer's settings beyond the model's, which ag_model_new does
+ * not check (checkpoint.c): batch, lr, momentum, weight_decay and clip in
+ * their AG_TRAIN_* ranges. 1, or 0 with "trainer: lr must be in 1e-12..1000"
+ * in err. The trainer and the checkpoint writer both hold to it. */
+int ag_train_config_check(const ag_train_config *c, char *err, size_t errlen);
+
 /* The bytes of a text's token id for a vocabulary of n characters (text.c):
  * 1 up to 256, else 2. */
 int ag_text_id_size(int n);

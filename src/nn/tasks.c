@@ -204,7 +204,7 @@ static void sample_reverse(ag_batch *b, int ex, ag_rng *rng)
 
 void ag_task_sample(ag_batch *b, ag_rng *rng)
 {
-    for (int ex = 0; ex < b->batch; ex++) {
+    for (int ex = 0; b && rng && ex < b->batch; ex++) {
         if (b->kind == AG_TASK_REVERSE)
             sample_reverse(b, ex, rng);
         else

@@ -607,6 +607,8 @@ void ag_text_batch(const ag_text *t, int split, int batch, int seq, ag_rng *rng,
 
 size_t ag_text_windows(const ag_text *t, int seq)
 {
+    if (!t)
+        return 0;
     size_t val = t->len - t->n_train;
     return seq < 1 || val < 1 ? 0 : (val - 1) / (size_t)seq;
 }

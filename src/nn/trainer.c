@@ -31,27 +31,6 @@ struct ag_trainer {
     long step;              /* steps done, including those of a checkpoint */
 };
 
-/* The settings beyond the model's that ag_model_new does not check; each
- * message gives the range its limit in attograd.h sets. */
-static int check_config(const ag_train_config *c, char *err, size_t errlen)
-{
-    const char *name = NULL;
-    double lo = 0, hi = 0;
-    if (c->batch < 1 || c->batch > AG_TRAIN_MAX_BATCH)
-        name = "batch", lo = 1, hi = AG_TRAIN_MAX_BATCH;
-    else if (!(c->lr >= AG_TRAIN_LR_MIN && c->lr <= AG_TRAIN_LR_MAX))
-        name = "lr", lo = AG_TRAIN_LR_MIN, hi = AG_TRAIN_LR_MAX;
-    else if (!(c->momentum >= 0 && c->momentum <= AG_TRAIN_MOMENTUM_MAX))
-        name = "momentum", hi = AG_TRAIN_MOMENTUM_MAX;
-    else if (!(c->weight_decay >= 0 && c->weight_decay <= AG_TRAIN_WEIGHT_DECAY_MAX))
-        name = "weight_decay", hi = AG_TRAIN_WEIGHT_DECAY_MAX;
-    else if (!(c->clip >= 0 && c->clip <= AG_TRAIN_CLIP_MAX))
-        name = "clip", hi = AG_TRAIN_CLIP_MAX;
-    if (name)
-        ag_err(AG_ERR_ARG, err, errlen, "trainer: %s must be in %g..%g", name, lo, hi);
-    return name == NULL;
-}
-
 /* Continue ck's run: its weights, optimizer state, step and data stream. */
 static int resume(ag_trainer *t, const ag_checkpoint *ck, const ag_train_state *st, char *err,
                   size_t errlen)
@@ -78,7 +57,7 @@ ag_trainer *ag_trainer_new(const ag_train_config *cfg, const ag_checkpoint *ck,
         ag_err(AG_ERR_ARG, err, errlen, "trainer: the configuration is NULL");
         return NULL;
     }
-    if (!check_config(cfg, err, errlen))
+    if (!ag_train_config_check(cfg, err, errlen))
         return NULL;
     ag_trainer *t = ag_calloc(1, sizeof(*t));
     if (!t) {
@@ -136,6 +115,8 @@ static ag_status tape_failure(ag_trainer *t, ag_status st, long step, const char
 
 ag_status ag_trainer_step(ag_trainer *t, double *loss, char *err, size_t errlen)
 {
+    if (!t)
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_trainer_step: the trainer is NULL");
     if (t->step >= AG_TRAIN_MAX_STEP)
         return ag_err(AG_ERR_ARG, err, errlen,
                       "step %ld: a run stops at %ld steps, the most a checkpoint holds",
@@ -178,6 +159,8 @@ ag_status ag_trainer_step(ag_trainer *t, double *loss, char *err, size_t errlen)
 ag_status ag_trainer_evaluate(ag_trainer *t, double *loss, double *accuracy, char *err,
                               size_t errlen)
 {
+    if (!t)
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_trainer_evaluate: the trainer is NULL");
     ag_tensor *logits;
     ag_tape_reset(t->tape);
     ag_tensor *l = ag_model_forward(t->tape, t->model, t->eval, &logits, NULL);
@@ -199,6 +182,8 @@ ag_status ag_trainer_evaluate(ag_trainer *t, double *loss, double *accuracy, cha
 ag_status ag_trainer_example(ag_trainer *t, const ag_tensor **logits, const ag_tensor **attn,
                              char *err, size_t errlen)
 {
+    if (!t)
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_trainer_example: the trainer is NULL");
     ag_tensor *z = NULL, *a = NULL;
     ag_batch first = *t->eval;
     first.batch = 1;
@@ -216,6 +201,8 @@ ag_status ag_trainer_example(ag_trainer *t, const ag_tensor **logits, const ag_t
 
 ag_status ag_trainer_save(ag_trainer *t, const char *path, char *err, size_t errlen)
 {
+    if (!t)
+        return ag_err(AG_ERR_ARG, err, errlen, "ag_trainer_save: the trainer is NULL");
     ag_train_state st;
     memset(&st, 0, sizeof(st));
     st.config = t->cfg;
@@ -226,12 +213,12 @@ ag_status ag_trainer_save(ag_trainer *t, const char *path, char *err, size_t err
 
 long ag_trainer_steps(const ag_trainer *t)
 {
-    return t->step;
+    return t ? t->step : 0;
 }
 
 const ag_train_config *ag_trainer_config(const ag_trainer *t)
 {
-    return &t->cfg;
+    return t ? &t->cfg : NULL;
 }
 
 ag_model *ag_trainer_model(ag_trainer *t)

@@ -106,7 +106,8 @@ long ag_optim_steps(const ag_optim *opt)
 
 ag_status ag_optim_set_steps(ag_optim *opt, long steps)
 {
-    if (!opt || steps < 0)
+    /* at most what a checkpoint may hold: far from where ++steps would overflow */
+    if (!opt || steps < 0 || steps > AG_TRAIN_MAX_STEP)
         return AG_ERR_ARG;
     opt->steps = steps;
     return AG_OK;
