@@ -44,8 +44,18 @@ START_TEST(test_round_trip)
     w = ag_st_writer_new(AG_ST_REAL);
     ag_attention_add(w, att, 1);
     ag_attention_add(NULL, att, 1); /* nothing */
-    ag_attention_add(w, NULL, 1);
     ck_assert_int_eq(ag_st_save(w, path, err, sizeof(err)), AG_OK);
+    ag_st_writer_free(w);
+    /* a NULL layer is an error, sticky on the writer: nothing is saved */
+    char other[320];
+    w = ag_st_writer_new(AG_ST_REAL);
+    ag_attention_add(w, NULL, 1);
+    ag_attention_add(w, att, 1);
+    ck_assert_int_eq(
+        ag_st_save(w, file_path(other, sizeof(other), dir, "other.st"), err, sizeof(err)),
+        AG_ERR_ARG);
+    ck_assert_msg(strstr(err, "ag_attention_add: the layer is NULL") != NULL, "%s", err);
+    ck_assert_int_ne(access(other, F_OK), 0);
     ag_st_writer_free(w);
     ck_assert_int_eq(ag_st_load(path, &f, err, sizeof(err)), AG_OK);
     ck_assert_ptr_null(ag_st_dtype(f, "wk"));

@@ -432,6 +432,12 @@ START_TEST(test_tape_dot)
     assert_has(text, "\\ ...\\l\\ ...\\l|no gradient", "rows and columns cut");
     free(text);
 
+    /* a stream that cannot take the graph: the error shows once its buffer is flushed */
+    FILE *full = fopen("/dev/full", "w");
+    if (full) {
+        ck_assert_int_eq(ag_tape_dot(tape, full, NULL, 0, NULL), AG_ERR_IO);
+        fclose(full);
+    }
     ck_assert_int_eq(ag_tape_dot(NULL, stdout, NULL, 0, NULL), AG_ERR_ARG);
     ck_assert_int_eq(ag_tape_dot(tape, NULL, NULL, 0, NULL), AG_ERR_ARG);
     ck_assert_int_eq(ag_tape_dot(tape, stdout, NULL, 2, NULL), AG_ERR_ARG);

@@ -201,5 +201,6 @@ ag_status ag_tape_dot(const ag_tape *tape, FILE *f, const ag_tensor_name *names,
     fputs("}\n", f);
     free(nodes.t);
     free(nodes.made);
-    return ferror(f) ? AG_ERR_IO : AG_OK;
+    /* flushed first: a stream's buffer holds the last error until it is written */
+    return fflush(f) != 0 || ferror(f) ? AG_ERR_IO : AG_OK;
 }

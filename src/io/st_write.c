@@ -83,6 +83,11 @@ wfail(ag_st_writer *w, ag_status status, const char *fmt, ...)
     return status;
 }
 
+ag_status ag_st_writer_fail(ag_st_writer *w, ag_status status, const char *msg)
+{
+    return w ? wfail(w, status, "%s", msg) : AG_ERR_ARG;
+}
+
 static int is_utf8(const char *s)
 {
     return ag_utf8_valid((const unsigned char *)s, strlen(s));

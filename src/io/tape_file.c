@@ -5,6 +5,9 @@
  */
 #include "io.h"
 
+#include <errno.h>
+#include <string.h>
+
 ag_status ag_tape_dot_save(const ag_tape *tape, const char *path, const ag_tensor_name *names,
                            size_t n_names, const char *title, char *err, size_t errlen)
 {
@@ -13,8 +16,11 @@ ag_status ag_tape_dot_save(const ag_tape *tape, const char *path, const ag_tenso
     if (st != AG_OK)
         return st;
     st = ag_tape_dot(tape, file.f, names, n_names, title);
+    int e = errno; /* the write's (ag_tape_dot flushes), as every writer says it */
     if (st != AG_OK) {
         ag_atomic_abort(&file);
+        if (st == AG_ERR_IO)
+            return ag_err(st, err, errlen, "%s: cannot write: %s", path, strerror(e));
         return ag_err(st, err, errlen, "%s: %s", path,
                       st == AG_ERR_NOMEM ? "out of memory" : "cannot write the graph");
     }

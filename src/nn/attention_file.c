@@ -84,8 +84,10 @@ ag_attention *ag_attention_load(const ag_st_file *f, const char *path, char *err
 
 void ag_attention_add(ag_st_writer *w, ag_attention *att, int grads)
 {
-    if (!w || !att)
+    if (!att) { /* sticky on w, as a NULL tensor is for ag_st_add_tensor */
+        ag_st_writer_fail(w, AG_ERR_ARG, "ag_attention_add: the layer is NULL");
         return;
+    }
     char heads[16], name[16];
     snprintf(heads, sizeof(heads), "%d", ag_attention_heads(att));
     ag_st_add_meta(w, "n_heads", heads);
