@@ -51,6 +51,19 @@ START_TEST(test_ce_stable)
     ck_assert_double_eq_tol(z->grad[0], 0, AG_TEST_TOL);
     ck_assert_double_eq_tol(z->grad[3], 0.5, AG_TEST_TOL);
     ck_assert_double_eq_tol(z->grad[4], -0.5, AG_TEST_TOL);
+    ag_tape_reset(tape);
+    /* logits near the largest float: two equal ones, so the loss is ln 2; added to the max
+     * before z_t was taken away, log(sum) vanished beside it and the loss came out 0 */
+    for (int wide = 0; wide < 2; wide++) { /* 3 classes, and 40 (the vector kernel) */
+        int C = wide ? 40 : 3;
+        ag_real row[40];
+        for (int j = 0; j < C; j++)
+            row[j] = (ag_real)(j < 2 ? 3e38 : -3e38);
+        z = ag_tensor_from(tape, 2, (int[]){1, C}, row);
+        loss = ag_cross_entropy(tape, z, (int[]){1}, 1);
+        ck_assert_ptr_nonnull(loss);
+        ck_assert_double_eq_tol(loss->data[0], log(2.0), 1e-6);
+    }
     ag_tape_free(tape);
 }
 END_TEST

@@ -86,6 +86,7 @@ double ag_cross_entropy_row(const ag_real *z, size_t C, int target, ag_real *pro
     if (probs)
         for (size_t j = 0; j < C; j++)
             probs[j] = (ag_real)((j < CE_KEEP ? e[j] : exp((double)z[j] - max)) / sum);
+    /* z_t - max first: exact, where max + log(sum) would drop log(sum) beside a huge max */
     /* cppcheck-suppress invalidFunctionArg */
-    return log(sum) + max - (double)z[target];
+    return log(sum) - ((double)z[target] - max);
 }

@@ -86,7 +86,8 @@ TARGET static double NAME(ce_row)(const float *z, size_t C, int target, float *p
         else
             STORE_F_M(probs + j, m, p);
     }
-    return log(sum) + max - (double)z[target];
+    /* z_t - max first: exact, where max + log(sum) would drop log(sum) beside a huge max */
+    return log(sum) - ((double)z[target] - max);
 }
 
 #undef CE_KEEP
