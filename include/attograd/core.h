@@ -54,6 +54,7 @@ void ag_interrupt(void); /* async-signal-safe */
 int ag_interrupted(void);
 void ag_interrupt_clear(void);
 typedef void (*ag_progress_fn)(void *ctx, const char *what, double done, double total);
+/* Not synchronised: set it before other threads use the library. */
 void ag_progress_set(ag_progress_fn fn, void *ctx);
 /* For long loops: tell the hook, and return AG_ERR_STOPPED when
  * interrupted (AG_OK otherwise). */

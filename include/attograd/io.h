@@ -141,7 +141,8 @@ const char *ag_st_writer_error(const ag_st_writer *w);
 /* Write everything to path atomically (temporary file, fsync, rename):
  * header padded with spaces to a multiple of 8 bytes, tensors in name order,
  * contiguous. On failure the previous file at path is left as it was and no
- * temporary file remains. A symlink at path is replaced, not followed. The
+ * temporary file remains. A symlink at path stays: the file it leads to is
+ * replaced (docs/robustness.md has the rules for every kind of path). The
  * writer can be saved again or freed. */
 ag_status ag_st_save(ag_st_writer *w, const char *path, char *err, size_t errlen);
 
