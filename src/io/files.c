@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -333,23 +334,27 @@ int ag_io_is_tmp_name(const char *name)
  * handler): a slot's name is complete before `used` says so, and `used` is
  * cleared before the name is reused. A run writes two or three files at
  * once; one beyond the slots is simply not listed (the next write of its
- * target removes it once this process is gone). */
+ * target removes it once this process is gone). Threads that save at once
+ * claim and free slots under live_mu (the handler only reads them). */
 #define LIVE_SLOTS 8
 static struct {
     volatile sig_atomic_t used;
     char path[4096];
 } live[LIVE_SLOTS];
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void live_add(ag_atomic *a)
 {
     size_t n = strlen(a->tmp);
+    pthread_mutex_lock(&live_mu);
     for (int k = 0; k < LIVE_SLOTS && n < sizeof(live[k].path); k++)
         if (!live[k].used) {
             memcpy(live[k].path, a->tmp, n + 1);
             live[k].used = 1;
             a->live = k + 1;
-            return;
+            break;
         }
+    pthread_mutex_unlock(&live_mu);
 }
 
 void ag_atomic_remove_all(void)
@@ -361,8 +366,11 @@ void ag_atomic_remove_all(void)
 
 void ag_atomic_release(ag_atomic *a)
 {
-    if (a->live > 0)
+    if (a->live > 0) {
+        pthread_mutex_lock(&live_mu);
         live[a->live - 1].used = 0;
+        pthread_mutex_unlock(&live_mu);
+    }
     free(a->path);
     free(a->tmp);
     free(a->shown);
