@@ -981,7 +981,7 @@ typedef struct ag_gpt_run {
     int batch;         /* training with windows of this many per step; 0: none */
     int validate;      /* the full validation loss (ag_gpt_val_loss) */
     int sample;        /* sampling with a key/value cache */
-    int save;          /* writing a trainer's checkpoint (a list of its tensors, made as written) */
+    int save;          /* writing a trainer's checkpoint (a few KB: made as it is written) */
     double text_bytes; /* the size of the text file read, or 0 */
     double file_bytes; /* the size of the checkpoint file read, or 0 */
     int threads;       /* ag_set_threads' count */

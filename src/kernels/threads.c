@@ -310,13 +310,13 @@ size_t ag_thread_stack_bytes(void)
 {
     pthread_attr_t attr;
     size_t stack = 0, guard = 0;
-    if (pthread_attr_init(&attr) != 0)
-        return (size_t)8 << 20;
-    /* an attribute never set answers with what a new thread gets */
-    if (pthread_attr_getstacksize(&attr, &stack) != 0 ||
-        pthread_attr_getguardsize(&attr, &guard) != 0)
-        stack = guard = 0;
-    pthread_attr_destroy(&attr);
+    if (pthread_attr_init(&attr) == 0) {
+        /* an attribute never set answers with what a new thread gets */
+        if (pthread_attr_getstacksize(&attr, &stack) != 0 ||
+            pthread_attr_getguardsize(&attr, &guard) != 0)
+            stack = guard = 0;
+        pthread_attr_destroy(&attr);
+    }
     /* a libc that does not say: glibc's usual default, so no stack goes uncounted */
     return stack ? stack + guard : (size_t)8 << 20;
 }

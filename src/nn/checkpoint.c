@@ -230,32 +230,29 @@ int ag_train_config_check(const ag_train_config *c, char *err, size_t errlen)
     return name == NULL;
 }
 
-/* Whether what is saved is what ag_checkpoint_load will take back: the
- * settings within their ranges, the model made by them, the optimizer the
- * one they name (Adam; SGD with or without momentum) over its parameters.
- * 1, or 0 with "PATH: not saved: why". */
-static int savable(const char *path, const ag_model *model, const ag_optim *opt,
-                   const ag_train_config *c, char *err, size_t errlen)
+/* Why ag_checkpoint_load would refuse what is about to be saved, into why:
+ * settings out of their ranges, a model they did not make, an optimizer
+ * other than the one they name (Adam; SGD with or without momentum) over
+ * the model's parameters. 0 when it would take it back. */
+static int refused(ag_model *model, const ag_optim *opt, const ag_train_config *c, char *why,
+                   size_t len)
 {
-    char why[200];
-    const ag_model_config *mc = ag_model_get_config(model);
-    int slots = c->optimizer_adam ? 2 : c->momentum > 0 ? 1 : 0;
-    if (ag_model_config_check(&c->model, why, sizeof(why)) != AG_MODEL_OK ||
-        !ag_train_config_check(c, why, sizeof(why)))
-        ;
-    else if (mc->task != c->model.task || mc->seq != c->model.seq || mc->dim != c->model.dim ||
-             mc->heads != c->model.heads || mc->causal != c->model.causal ||
-             mc->posenc != c->model.posenc)
-        snprintf(why, sizeof(why), "the model was not made with the settings given with it");
-    else if (ag_optim_slots(opt) != slots ||
-             ag_optim_n_params(opt) != ag_model_params((ag_model *)model, NULL, NULL, 0))
-        snprintf(why, sizeof(why), "the optimizer is not the one the settings name (%s)",
-                 c->optimizer_adam ? "adam"
-                 : c->momentum > 0 ? "sgd with momentum"
-                                   : "sgd");
-    else
+    if (ag_model_config_check(&c->model, why, len) != AG_MODEL_OK ||
+        !ag_train_config_check(c, why, len))
         return 1;
-    ag_err(AG_ERR_ARG, err, errlen, "%s: not saved: %s", path, why);
+    const ag_model_config *mc = ag_model_get_config(model);
+    if (mc->task != c->model.task || mc->seq != c->model.seq || mc->dim != c->model.dim ||
+        mc->heads != c->model.heads || mc->causal != c->model.causal ||
+        mc->posenc != c->model.posenc)
+        return snprintf(why, len, "the model was not made with the settings given with it"), 1;
+    int slots = c->optimizer_adam ? 2 : c->momentum > 0 ? 1 : 0;
+    if (ag_optim_slots(opt) != slots ||
+        ag_optim_n_params(opt) != ag_model_params(model, NULL, NULL, 0))
+        return snprintf(why, len, "the optimizer is not the one the settings name (%s)",
+                        slots == 2 ? "adam"
+                        : slots    ? "sgd with momentum"
+                                   : "sgd"),
+               1;
     return 0;
 }
 
@@ -282,8 +279,9 @@ ag_status ag_checkpoint_save(const char *path, ag_model *model, ag_optim *opt,
                       : !model ? "the model"
                       : !opt   ? "the optimizer"
                                : "the state");
-    if (!savable(path, model, opt, &st->config, err, errlen))
-        return AG_ERR_ARG;
+    char why[200];
+    if (refused(model, opt, &st->config, why, sizeof(why)))
+        return ag_err(AG_ERR_ARG, err, errlen, "%s: not saved: %s", path, why);
     ag_st_writer *w = ag_ckpt_writer_new(CHECKPOINT_FORMAT, CHECKPOINT_VERSION);
     if (!w)
         return ag_err(AG_ERR_NOMEM, err, errlen, "%s: out of memory", path);

@@ -179,25 +179,27 @@ typedef struct file_fill {
 static void fill(const void *ctx, size_t at, size_t n, ag_real *out)
 {
     const file_fill *f = ctx;
-    size_t start = 0; /* the first element of part k in the file tensor */
-    for (int k = 0; k < f->t->n && n > 0; start += f->g->params[f->t->param[k]]->size, k++) {
+    /* at counts from the start of part k: the parts before are skipped whole */
+    for (int k = 0; k < f->t->n && n > 0; k++) {
         const ag_tensor *p = f->g->params[f->t->param[k]];
         const ag_real *s = f->src[f->t->param[k]];
-        if (at >= start + p->size)
+        if (at >= p->size) {
+            at -= p->size;
             continue;
-        size_t e = at - start, run = p->size - e < n ? p->size - e : n;
+        }
+        size_t run = p->size - at < n ? p->size - at : n;
         if (!f->t->transpose) {
-            memcpy(out, s + e, run * sizeof(*out));
-        } else { /* element e of the (cols, rows) file layout of s (rows, cols) */
+            memcpy(out, s + at, run * sizeof(*out));
+        } else { /* element `at` of the (cols, rows) file layout of s (rows, cols) */
             size_t rows = (size_t)p->shape[0], cols = (size_t)p->shape[1];
-            size_t c = e / rows, r = e % rows;
+            size_t c = at / rows, r = at % rows;
             for (size_t j = 0; j < run; j++) {
                 out[j] = s[r * cols + c];
                 if (++r == rows)
                     r = 0, c++;
             }
         }
-        out += run, at += run, n -= run;
+        out += run, n -= run, at = 0; /* the next part from its first element */
     }
 }
 
