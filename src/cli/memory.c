@@ -5,7 +5,6 @@
  * kernel kills it. The same for the disk its checkpoint will take. And the
  * counters a checkpoint keeps, one rule for both trainers.
  */
-#define _XOPEN_SOURCE 700 /* realpath: POSIX.1-2008, but glibc wants XSI for it */
 #include "limits.h"
 #include "signals.h"
 
@@ -14,7 +13,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 const char *ag_cli_bytes(double bytes, char *buf, size_t len)
@@ -189,24 +187,12 @@ int ag_cli_gpt_load(const ag_command *cmd, const char *path, ag_gpt_run run, con
 
 int ag_cli_check_space(const ag_command *cmd, const char *flag, const char *path, double bytes)
 {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return AG_EXIT_OK; /* a device is written through; other kinds are refused elsewhere */
-    /* the directory the file layer writes in: the target's own, links followed */
-    char *real = realpath(path, NULL), *dir = strdup(real ? real : path);
-    free(real);
-    if (!dir)
-        return AG_EXIT_OK;
-    char *slash = strrchr(dir, '/');
-    const char *in = slash == dir ? "/" : slash ? (*slash = '\0', dir) : ".";
-    struct statvfs vfs;
-    double avail = statvfs(in, &vfs) == 0 ? (double)vfs.f_bavail * (double)vfs.f_frsize : -1;
-    free(dir);
-    if (avail < 0 || bytes <= avail)
+    double room = ag_atomic_room(path);
+    if (room < 0 || bytes <= room)
         return AG_EXIT_OK;
     char a[32], b[32];
     return ag_cli_error(cmd, "%s %s: the file will take about %s, and only %s is free there", flag,
-                        path, ag_cli_bytes(bytes, a, sizeof(a)), ag_cli_bytes(avail, b, sizeof(b)));
+                        path, ag_cli_bytes(bytes, a, sizeof(a)), ag_cli_bytes(room, b, sizeof(b)));
 }
 
 double ag_cli_file_bytes(const char *path)

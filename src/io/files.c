@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -375,6 +376,22 @@ void ag_atomic_release(ag_atomic *a)
     free(a->tmp);
     free(a->shown);
     memset(a, 0, sizeof(*a));
+}
+
+double ag_atomic_room(const char *path)
+{
+    ag_out_kind kind;
+    char err[8];
+    if (ag_io_output_kind(path, &kind, err, sizeof(err)) != AG_OK || kind == AG_OUT_DEVICE)
+        return -1;
+    /* the directory ag_atomic_open writes in: the target's own, links followed */
+    char *target = kind == AG_OUT_FILE ? realpath(path, NULL) : strdup(path);
+    char *dir = target ? dir_of(target) : NULL;
+    struct statvfs vfs;
+    double room = dir && statvfs(dir, &vfs) == 0 ? (double)vfs.f_bavail * vfs.f_frsize : -1;
+    free(target);
+    free(dir);
+    return room;
 }
 
 /* fd, or a copy of it at 3 or above when it is 0, 1 or 2 (the original

@@ -91,6 +91,10 @@ void ag_atomic_release(ag_atomic *a);
  * removed). The check for every output, so that a long run never ends in
  * "cannot create". */
 ag_status ag_atomic_check(const char *path, char *err, size_t errlen);
+/* The bytes free now on the file system where ag_atomic_open(path) would
+ * write (beside the file a link leads to), or -1 when that cannot be told
+ * or path is a device (written through: it takes no room). */
+double ag_atomic_room(const char *path);
 /* Remove every temporary file this process has open for writing (the
  * targets are untouched): for a program that must end at once (a second
  * Ctrl-C) and leave nothing behind. Async-signal-safe: it only unlinks. */
